@@ -1,0 +1,319 @@
+//! `ChatRequest`: one validated chat turn, as the engine understands it.
+//!
+//! Front ends (the CLI, the eval runner) build one their own way; nothing
+//! here knows about clap. `validate` enforces SPEC §1.1 before any event.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::NaiveDate;
+use serde::{Deserialize, Serialize};
+
+use crate::claims::LoadedClaim;
+use crate::prompts::PromptRegistry;
+
+/// At most this many messages in a request.
+pub const MAX_MESSAGES: usize = 60;
+/// At most this many characters (Unicode scalar values) in one message.
+pub const MAX_MESSAGE_CHARS: usize = 20_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One message of the conversation, as text only (SPEC §1.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChatMessage {
+    pub role: Role,
+    pub text: String,
+}
+
+impl ChatMessage {
+    pub fn user(text: impl Into<String>) -> Self {
+        ChatMessage {
+            role: Role::User,
+            text: text.into(),
+        }
+    }
+
+    pub fn assistant(text: impl Into<String>) -> Self {
+        ChatMessage {
+            role: Role::Assistant,
+            text: text.into(),
+        }
+    }
+}
+
+/// The claim a turn runs against: the document itself, or an id to look up.
+#[derive(Debug, Clone)]
+pub enum ClaimInput {
+    Document(Box<LoadedClaim>),
+    Id(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Locale {
+    Uk,
+    Us,
+}
+
+impl Locale {
+    /// The default locale for a claim's country: `US` → us, anything else uk.
+    pub fn for_country(country: Option<&str>) -> Locale {
+        match country {
+            Some(country) if country.eq_ignore_ascii_case("US") => Locale::Us,
+            _ => Locale::Uk,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Locale::Uk => "uk",
+            Locale::Us => "us",
+        }
+    }
+}
+
+impl FromStr for Locale {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Locale, String> {
+        match text {
+            "uk" => Ok(Locale::Uk),
+            "us" => Ok(Locale::Us),
+            other => Err(format!("unknown locale `{other}` (expected `uk` or `us`)")),
+        }
+    }
+}
+
+impl fmt::Display for Locale {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Gemini's thinking levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThinkingLevel {
+    Minimal,
+    Low,
+    Medium,
+    High,
+}
+
+/// The deployment default when neither the capability nor the caller sets one.
+pub const DEFAULT_THINKING_LEVEL: ThinkingLevel = ThinkingLevel::Low;
+
+impl ThinkingLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThinkingLevel::Minimal => "minimal",
+            ThinkingLevel::Low => "low",
+            ThinkingLevel::Medium => "medium",
+            ThinkingLevel::High => "high",
+        }
+    }
+}
+
+impl FromStr for ThinkingLevel {
+    type Err = String;
+    fn from_str(text: &str) -> Result<ThinkingLevel, String> {
+        match text {
+            "minimal" => Ok(ThinkingLevel::Minimal),
+            "low" => Ok(ThinkingLevel::Low),
+            "medium" => Ok(ThinkingLevel::Medium),
+            "high" => Ok(ThinkingLevel::High),
+            other => Err(format!(
+                "unknown thinking level `{other}` (expected minimal, low, medium or high)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for ThinkingLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The model used when neither `--model` nor `PROMPTLAB_MODEL` names one.
+pub const DEFAULT_MODEL: &str = "gemini-3.1-flash-lite";
+
+/// What shapes the system prompt, apart from the claim itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptOptions {
+    /// A quick-action id; `None` is free chat.
+    pub capability: Option<String>,
+    /// `None`: from the claim's country.
+    pub locale: Option<Locale>,
+    /// A brand name from `prompts/brands.yaml`; `None`: the default brand.
+    pub brand: Option<String>,
+    pub screen_actions: bool,
+    pub voice: bool,
+    /// Prompt Lab overrides, prompt id → text, before the usable rule.
+    #[serde(skip)]
+    pub overrides: BTreeMap<String, String>,
+}
+
+/// One chat turn's request.
+#[derive(Debug, Clone)]
+pub struct ChatRequest {
+    pub claim: ClaimInput,
+    /// The conversation, the new user message last.
+    pub messages: Vec<ChatMessage>,
+    pub prompt: PromptOptions,
+    pub model: String,
+    /// The deployment default; a capability's own level wins over it.
+    pub thinking_level: ThinkingLevel,
+    /// The date the claim brief gives as today.
+    pub today: NaiveDate,
+}
+
+/// A request that breaks a rule of SPEC §1.1. The message names the field.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    #[error("messages: at least one message is required")]
+    NoMessages,
+    #[error("messages: at most {MAX_MESSAGES} messages are allowed, got {0}")]
+    TooManyMessages(usize),
+    #[error(
+        "messages[{index}].text: at most {MAX_MESSAGE_CHARS} characters are allowed, got {chars}"
+    )]
+    MessageTooLong { index: usize, chars: usize },
+    #[error("messages[{0}].text: the message is empty")]
+    EmptyMessage(usize),
+    #[error("messages[{0}].role: the last message must be from the user")]
+    LastNotUser(usize),
+    #[error("brand: unknown brand `{name}` (known: {known})")]
+    UnknownBrand { name: String, known: String },
+    #[error("model: the model name is empty")]
+    EmptyModel,
+}
+
+impl ChatRequest {
+    /// A request with the defaults, for one user message.
+    pub fn new(claim: ClaimInput, message: impl Into<String>, today: NaiveDate) -> ChatRequest {
+        ChatRequest {
+            claim,
+            messages: vec![ChatMessage::user(message)],
+            prompt: PromptOptions::default(),
+            model: DEFAULT_MODEL.to_string(),
+            thinking_level: DEFAULT_THINKING_LEVEL,
+            today,
+        }
+    }
+
+    /// Checks the rules that reject a request before any event (SPEC §1.1).
+    pub fn validate(&self, registry: &PromptRegistry) -> Result<(), RequestError> {
+        validate_messages(&self.messages)?;
+        self.prompt.validate(registry)?;
+        if self.model.trim().is_empty() {
+            return Err(RequestError::EmptyModel);
+        }
+        Ok(())
+    }
+}
+
+impl PromptOptions {
+    /// The brand must exist; the capability is checked once streaming has
+    /// started (it becomes an `error` event, SPEC §1.1).
+    pub fn validate(&self, registry: &PromptRegistry) -> Result<(), RequestError> {
+        match &self.brand {
+            Some(name) if registry.brand(name).is_none() => Err(RequestError::UnknownBrand {
+                name: name.clone(),
+                known: registry.brand_names().collect::<Vec<_>>().join(", "),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// The message rules: count, length, non-empty, the user speaks last.
+pub fn validate_messages(messages: &[ChatMessage]) -> Result<(), RequestError> {
+    if messages.is_empty() {
+        return Err(RequestError::NoMessages);
+    }
+    if messages.len() > MAX_MESSAGES {
+        return Err(RequestError::TooManyMessages(messages.len()));
+    }
+    for (index, message) in messages.iter().enumerate() {
+        let chars = message.text.chars().count();
+        if chars > MAX_MESSAGE_CHARS {
+            return Err(RequestError::MessageTooLong { index, chars });
+        }
+        if message.text.trim().is_empty() {
+            return Err(RequestError::EmptyMessage(index));
+        }
+    }
+    let last = messages.len() - 1;
+    if messages[last].role != Role::User {
+        return Err(RequestError::LastNotUser(last));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn users(count: usize) -> Vec<ChatMessage> {
+        (0..count)
+            .map(|i| ChatMessage::user(format!("q{i}")))
+            .collect()
+    }
+
+    #[test]
+    fn each_message_rule_is_enforced_and_named() {
+        assert_eq!(validate_messages(&[]), Err(RequestError::NoMessages));
+        assert_eq!(validate_messages(&users(60)), Ok(()));
+        assert_eq!(
+            validate_messages(&users(61)),
+            Err(RequestError::TooManyMessages(61))
+        );
+
+        let at_limit = vec![ChatMessage::user("é".repeat(MAX_MESSAGE_CHARS))];
+        assert_eq!(validate_messages(&at_limit), Ok(()));
+        let over = vec![
+            ChatMessage::assistant("hi"),
+            ChatMessage::user("é".repeat(20_001)),
+        ];
+        assert_eq!(
+            validate_messages(&over),
+            Err(RequestError::MessageTooLong {
+                index: 1,
+                chars: 20_001
+            })
+        );
+
+        let blank = vec![ChatMessage::user("  \n")];
+        assert_eq!(
+            validate_messages(&blank),
+            Err(RequestError::EmptyMessage(0))
+        );
+
+        let assistant_last = vec![ChatMessage::user("q"), ChatMessage::assistant("a")];
+        assert_eq!(
+            validate_messages(&assistant_last),
+            Err(RequestError::LastNotUser(1))
+        );
+        assert_eq!(
+            RequestError::LastNotUser(1).to_string(),
+            "messages[1].role: the last message must be from the user"
+        );
+    }
+
+    #[test]
+    fn parsing_names_the_accepted_values() {
+        assert_eq!("us".parse::<Locale>(), Ok(Locale::Us));
+        assert!("fr".parse::<Locale>().unwrap_err().contains("`uk` or `us`"));
+        assert_eq!("high".parse::<ThinkingLevel>(), Ok(ThinkingLevel::High));
+        assert!("max".parse::<ThinkingLevel>().is_err());
+    }
+}

@@ -1,0 +1,284 @@
+//! Parsing a claim document from JSON or YAML, with errors that name the
+//! file, the field and the line.
+
+use std::fmt;
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+
+use super::ClaimError;
+use super::model::Claim;
+use crate::digest::sha256_hex;
+
+/// A parsed claim and what identifies the document it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedClaim {
+    pub claim: Claim,
+    /// SHA-256 of the document's bytes, as recorded in run logs.
+    pub sha256: String,
+    /// Where the claim came from, for messages: a path, or `<stdin>`.
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DocumentFormat {
+    Json,
+    Yaml,
+}
+
+impl DocumentFormat {
+    /// By extension; a name without a known one (stdin) is sniffed from its
+    /// first character.
+    pub fn detect(path: &Path, text: &str) -> DocumentFormat {
+        match path.extension().and_then(|ext| ext.to_str()) {
+            Some("json") => DocumentFormat::Json,
+            Some("yaml" | "yml") => DocumentFormat::Yaml,
+            _ if text.trim_start().starts_with(['{', '[']) => DocumentFormat::Json,
+            _ => DocumentFormat::Yaml,
+        }
+    }
+}
+
+/// What is wrong with a document, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentProblem {
+    /// Dotted path to the field, e.g. `policy.periodStart` or `file[2].id`.
+    pub field: Option<String>,
+    pub line: Option<usize>,
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for DocumentProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(field) = &self.field {
+            write!(f, "field `{field}`")?;
+        }
+        match (self.line, self.column) {
+            (Some(line), Some(column)) => {
+                let sep = if self.field.is_some() { ", " } else { "" };
+                write!(f, "{sep}line {line} column {column}")?;
+            }
+            (Some(line), None) => write!(f, " line {line}")?,
+            _ => {}
+        }
+        if self.field.is_some() || self.line.is_some() {
+            f.write_str(": ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+/// Reads and parses a claim file.
+pub fn load_claim_file(path: &Path) -> Result<LoadedClaim, ClaimError> {
+    let bytes = std::fs::read(path).map_err(|source| ClaimError::Read {
+        path: path.display().to_string(),
+        source,
+    })?;
+    parse_claim_bytes(&bytes, path)
+}
+
+/// Parses claim bytes; `path` names the origin and picks the format.
+pub fn parse_claim_bytes(bytes: &[u8], path: &Path) -> Result<LoadedClaim, ClaimError> {
+    let origin = path.display().to_string();
+    let text = std::str::from_utf8(bytes).map_err(|error| ClaimError::Invalid {
+        origin: origin.clone(),
+        problem: DocumentProblem {
+            field: None,
+            line: None,
+            column: None,
+            message: format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                error.valid_up_to()
+            ),
+        },
+    })?;
+    let format = DocumentFormat::detect(path, text);
+    let claim: Claim = parse_document(text, format).map_err(|problem| ClaimError::Invalid {
+        origin: origin.clone(),
+        problem,
+    })?;
+    Ok(LoadedClaim {
+        claim,
+        sha256: sha256_hex(bytes),
+        origin,
+    })
+}
+
+/// Parses any serde type from JSON or YAML text, tracking the field path.
+pub fn parse_document<T: DeserializeOwned>(
+    text: &str,
+    format: DocumentFormat,
+) -> Result<T, DocumentProblem> {
+    match format {
+        DocumentFormat::Json => parse_json(text),
+        DocumentFormat::Yaml => parse_yaml(text),
+    }
+}
+
+fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
+    let mut deserializer = serde_json::Deserializer::from_str(text);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        let message = inner.to_string();
+        let message = strip_location(&message);
+        problem(&path, Some(inner.line()), Some(inner.column()), message)
+    })?;
+    deserializer.end().map_err(|error| {
+        problem(
+            ".",
+            Some(error.line()),
+            Some(error.column()),
+            strip_location(&error.to_string()),
+        )
+    })?;
+    Ok(value)
+}
+
+fn parse_yaml<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
+    let deserializer = serde_yaml::Deserializer::from_str(text);
+    serde_path_to_error::deserialize(deserializer).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.into_inner();
+        let location = inner.location();
+        let message = inner.to_string();
+        // serde_yaml prefixes its own copy of the path ("policy: ...").
+        let message = strip_location(&message);
+        let message = match message.split_once(": ") {
+            Some((prefix, rest)) if prefix == path => rest,
+            _ => message,
+        };
+        problem(
+            &path,
+            location.as_ref().map(|l| l.line()),
+            location.as_ref().map(|l| l.column()),
+            message,
+        )
+    })
+}
+
+/// Turns a serde path and message into a problem, folding `missing field`
+/// into the field path so that the message names the field that is absent.
+fn problem(
+    path: &str,
+    line: Option<usize>,
+    column: Option<usize>,
+    message: &str,
+) -> DocumentProblem {
+    let parent = (path != "." && !path.is_empty()).then(|| path.to_string());
+    let missing = message
+        .strip_prefix("missing field `")
+        .and_then(|rest| rest.strip_suffix('`'));
+    let (field, message) = match missing {
+        Some(name) => {
+            let field = match &parent {
+                Some(parent) => format!("{parent}.{name}"),
+                None => name.to_string(),
+            };
+            (Some(field), "missing required field".to_string())
+        }
+        None => (parent, message.to_string()),
+    };
+    DocumentProblem {
+        field,
+        line,
+        column,
+        message,
+    }
+}
+
+fn strip_location(message: &str) -> &str {
+    match message.rfind(" at line ") {
+        Some(index) => &message[..index],
+        None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL_JSON: &str = r#"{
+  "id": "CLM-1",
+  "lineOfBusiness": "Household",
+  "status": "open",
+  "policy": {"number": "P-1", "periodStart": "2024-01-01", "periodEnd": "2024-12-31"},
+  "incident": {"date": "2024-03-02", "description": "Water leak"}
+}"#;
+
+    fn invalid(text: &str, name: &str) -> DocumentProblem {
+        match parse_claim_bytes(text.as_bytes(), Path::new(name)) {
+            Err(ClaimError::Invalid { problem, .. }) => problem,
+            other => panic!("expected an invalid claim, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_minimal_claim_parses_and_keeps_unknown_fields() {
+        let text = MINIMAL_JSON.replace(
+            "\"status\": \"open\",",
+            "\"status\": \"open\", \"vehicle\": {\"reg\": \"AB12 CDE\"},",
+        );
+        let loaded = parse_claim_bytes(text.as_bytes(), Path::new("c.json")).unwrap();
+        assert_eq!(loaded.claim.id, "CLM-1");
+        assert_eq!(loaded.claim.extra["vehicle"]["reg"], "AB12 CDE");
+        assert_eq!(loaded.sha256.len(), 64);
+    }
+
+    #[test]
+    fn a_missing_nested_field_is_named_with_its_path() {
+        let text = MINIMAL_JSON.replace("\"number\": \"P-1\", ", "");
+        let problem = invalid(&text, "c.json");
+        assert_eq!(problem.field.as_deref(), Some("policy.number"));
+        assert_eq!(problem.message, "missing required field");
+        assert_eq!(problem.line, Some(5));
+    }
+
+    #[test]
+    fn a_bad_date_names_field_and_line() {
+        let text = MINIMAL_JSON.replace("\"2024-03-02\"", "\"02/03/2024\"");
+        let problem = invalid(&text, "c.json");
+        assert_eq!(problem.field.as_deref(), Some("incident.date"));
+        assert_eq!(problem.line, Some(6));
+        assert!(
+            problem.message.contains("YYYY-MM-DD"),
+            "{}",
+            problem.message
+        );
+    }
+
+    #[test]
+    fn yaml_errors_name_field_and_line() {
+        let yaml = "id: CLM-2\nlineOfBusiness: Motor\nstatus: open\npolicy:\n  number: P-2\n  periodStart: 2024-01-01\n  periodEnd: 2024-12-31\nincident:\n  date: 2024-02-01\n  description: Hit a bollard\nlossEstimate: lots\n";
+        let problem = invalid(yaml, "c.yaml");
+        assert_eq!(problem.field.as_deref(), Some("lossEstimate"));
+        assert_eq!(problem.line, Some(11));
+        assert!(
+            problem.message.contains("decimal amount"),
+            "{}",
+            problem.message
+        );
+    }
+
+    #[test]
+    fn a_schedule_row_error_names_its_index() {
+        let text = MINIMAL_JSON.replace(
+            "\"status\": \"open\",",
+            "\"status\": \"open\", \"schedule\": [{\"id\": \"S1\", \"description\": \"TV\"}, {\"id\": \"S2\"}],",
+        );
+        let problem = invalid(&text, "c.json");
+        assert_eq!(problem.field.as_deref(), Some("schedule[1].description"));
+    }
+
+    #[test]
+    fn trailing_garbage_and_non_utf8_are_refused() {
+        let text = format!("{MINIMAL_JSON} x");
+        assert!(invalid(&text, "c.json").line.is_some());
+        let bytes = [b'{', 0xff, b'}'];
+        assert!(matches!(
+            parse_claim_bytes(&bytes, Path::new("c.json")),
+            Err(ClaimError::Invalid { .. })
+        ));
+    }
+}

@@ -1,0 +1,37 @@
+//! Claims: the document model, parsing, and the local claim store.
+
+pub mod load;
+pub mod model;
+pub mod money;
+pub mod sections;
+pub mod store;
+
+pub use load::{LoadedClaim, load_claim_file, parse_claim_bytes};
+pub use model::Claim;
+pub use store::{ClaimStore, is_valid_claim_id};
+
+use load::DocumentProblem;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    #[error("failed to read claim file `{path}`: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid claim `{origin}`: {problem}")]
+    Invalid {
+        origin: String,
+        problem: DocumentProblem,
+    },
+    /// The exact message of SPEC §1.1.
+    #[error("Claim {0} not found.")]
+    NotFound(String),
+    #[error("failed to read claim store `{path}`: {source}")]
+    Store {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

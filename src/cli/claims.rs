@@ -1,0 +1,255 @@
+//! `promptlab claims list|show|brief|validate`: the claim store.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::NaiveDate;
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use promptlab::chat::build_claim_brief;
+use promptlab::claims::sections::{section, section_names};
+use promptlab::claims::{ClaimError, ClaimStore, LoadedClaim, load_claim_file};
+
+use super::context::{parse_today, today_or_local};
+use super::error::{CliError, Exit};
+use super::style::{Style, printable};
+use super::table::new_table;
+
+#[derive(Debug, Subcommand)]
+pub enum ClaimsCommand {
+    /// List the claims in the store as a table.
+    List(ListArgs),
+    /// Show a claim (or one section of it) as JSON.
+    Show(ShowArgs),
+    /// Print the claim brief that goes into the system prompt.
+    Brief(BriefArgs),
+    /// Check claim files; every claim in the store when no path is given.
+    Validate(ValidateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A claim id in the store, or a path to a claim file.
+    pub claim: String,
+    /// Show one section, as `get_claim_section` returns it.
+    #[arg(long, value_name = "NAME")]
+    pub section: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct BriefArgs {
+    /// A claim id in the store, or a path to a claim file.
+    pub claim: String,
+    /// The date the brief gives as today (default: the local date).
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
+    pub today: Option<NaiveDate>,
+}
+
+#[derive(Debug, Args)]
+pub struct ValidateArgs {
+    /// Claim files to check (default: every claim in the store).
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+}
+
+pub fn run(command: ClaimsCommand, store: &ClaimStore) -> Result<Exit, CliError> {
+    match command {
+        ClaimsCommand::List(args) => list(args, store),
+        ClaimsCommand::Show(args) => show(args, store),
+        ClaimsCommand::Brief(args) => brief(args, store),
+        ClaimsCommand::Validate(args) => validate(args, store),
+    }
+}
+
+/// A claim named on the command line: an id in the store, else a file path.
+fn resolve(claim: &str, store: &ClaimStore) -> Result<LoadedClaim, CliError> {
+    if let Some(path) = store.locate(claim) {
+        return Ok(load_claim_file(&path)?);
+    }
+    let path = Path::new(claim);
+    if path.is_file() {
+        return Ok(load_claim_file(path)?);
+    }
+    Err(ClaimError::NotFound(claim.to_string()).into())
+}
+
+fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+    let mut claims = Vec::new();
+    let mut invalid = 0;
+    for entry in store.entries()? {
+        match load_claim_file(&entry.path) {
+            Ok(loaded) => claims.push(loaded.claim),
+            Err(error) => {
+                invalid += 1;
+                eprintln!("warning: skipped {error}");
+            }
+        }
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let rows: Vec<_> = claims
+            .iter()
+            .map(|claim| {
+                json!({
+                    "id": claim.id,
+                    "lineOfBusiness": claim.line_of_business,
+                    "status": claim.status,
+                    "country": claim.country,
+                    "claimant": claim.claimant.as_ref().and_then(|p| p.display_name()),
+                    "incidentDate": claim.incident.date.to_string(),
+                    "scheduleRows": claim.schedule.len(),
+                    "documents": claim.file.len(),
+                    "riskFlags": claim.risk_flags.iter().map(|f| &f.code).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        )?;
+        return Ok(Exit::Success);
+    }
+    let mut table = new_table([
+        "id",
+        "line of business",
+        "status",
+        "country",
+        "claimant",
+        "incident",
+        "schedule",
+        "docs",
+        "risk flags",
+    ]);
+    for claim in &claims {
+        table.add_row([
+            printable(&claim.id),
+            printable(&claim.line_of_business),
+            printable(&claim.status),
+            printable(claim.country.as_deref().unwrap_or("")),
+            printable(
+                claim
+                    .claimant
+                    .as_ref()
+                    .and_then(|p| p.display_name())
+                    .unwrap_or(""),
+            ),
+            claim.incident.date.to_string(),
+            claim.schedule.len().to_string(),
+            claim.file.len().to_string(),
+            printable(
+                &claim
+                    .risk_flags
+                    .iter()
+                    .map(|f| f.code.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+        ]);
+    }
+    writeln!(out, "{table}")?;
+    let summary = match invalid {
+        0 => format!("{} claims in {}", claims.len(), store.dir().display()),
+        n => format!(
+            "{} claims in {} ({n} invalid, skipped)",
+            claims.len(),
+            store.dir().display()
+        ),
+    };
+    writeln!(out, "{}", Style::for_stdout().dim(&summary))?;
+    Ok(Exit::Success)
+}
+
+fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+    let loaded = resolve(&args.claim, store)?;
+    let value = match &args.section {
+        Some(name) => section(&loaded.claim, name).ok_or_else(|| {
+            CliError::invalid(format!(
+                "claim {} has no section `{name}` (it has: {})",
+                loaded.claim.id,
+                section_names(&loaded.claim).join(", ")
+            ))
+        })?,
+        None => serde_json::to_value(&loaded.claim).unwrap_or_default(),
+    };
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{}",
+        serde_json::to_string_pretty(&value).unwrap_or_default()
+    )?;
+    Ok(Exit::Success)
+}
+
+fn brief(args: BriefArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+    let loaded = resolve(&args.claim, store)?;
+    let brief = build_claim_brief(&loaded.claim, today_or_local(args.today));
+    writeln!(std::io::stdout().lock(), "{}", printable(&brief))?;
+    Ok(Exit::Success)
+}
+
+fn validate(args: ValidateArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+    let from_store = args.paths.is_empty();
+    let paths: Vec<PathBuf> = if from_store {
+        store
+            .entries()?
+            .into_iter()
+            .map(|entry| entry.path)
+            .collect()
+    } else {
+        args.paths
+    };
+    let mut invalid = 0;
+    let mut seen_ids = std::collections::BTreeMap::new();
+    for path in &paths {
+        let problem = match load_claim_file(path) {
+            Err(error) => Some(error.to_string()),
+            Ok(loaded) => {
+                let stem = path
+                    .file_stem()
+                    .and_then(|s| s.to_str())
+                    .unwrap_or_default();
+                let duplicate =
+                    seen_ids.insert(loaded.claim.id.clone(), path.display().to_string());
+                if from_store && stem != loaded.claim.id {
+                    Some(format!(
+                        "invalid claim `{}`: field `id`: the file is named for `{stem}` but the claim's id is `{}`",
+                        path.display(),
+                        printable(&loaded.claim.id)
+                    ))
+                } else if let Some(other) = duplicate {
+                    Some(format!(
+                        "invalid claim `{}`: field `id`: `{}` is also the id of `{other}`",
+                        path.display(),
+                        printable(&loaded.claim.id)
+                    ))
+                } else {
+                    None
+                }
+            }
+        };
+        if let Some(problem) = problem {
+            invalid += 1;
+            println!("{problem}");
+        }
+    }
+    let style = Style::for_stdout();
+    if invalid == 0 {
+        eprintln!("{}", style.green(&format!("{} claims valid", paths.len())));
+        Ok(Exit::Success)
+    } else {
+        eprintln!(
+            "{}",
+            style.red(&format!("{invalid} of {} claims invalid", paths.len()))
+        );
+        Ok(Exit::Failure)
+    }
+}

@@ -1,0 +1,70 @@
+//! The command line: clap types and one module per subcommand. Nothing in
+//! the library imports clap; each command turns its `*Args` into the
+//! validated types the engine takes.
+
+pub mod claims;
+pub mod context;
+pub mod error;
+pub mod prompts;
+pub mod style;
+pub mod table;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use promptlab::claims::ClaimStore;
+
+use error::{CliError, Exit};
+
+const ABOUT: &str = "Run a claims assistant's chat turns locally, with Prompt Lab overrides, \
+streamed events and fingerprinted run logs.";
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 ok · 1 the turn ended in an error event, or a check failed · 2 invalid input or usage · 130 cancelled.
+
+Examples:
+  promptlab prompts show --claim-id CLM-HH-0001
+  promptlab prompts show --claim claims/CLM-HH-0001.json --capability summarise --overrides overrides/plain-spoken.yaml
+  promptlab claims validate";
+
+#[derive(Debug, Parser)]
+#[command(name = "promptlab", version, about = ABOUT, after_help = AFTER_HELP)]
+pub struct Cli {
+    #[command(flatten)]
+    pub stores: StoreArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where claims and run logs live.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
+    /// The claim store: a folder of <id>.json|.yaml|.yml files.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "PROMPTLAB_CLAIMS_DIR",
+        default_value = "claims"
+    )]
+    pub claims_dir: PathBuf,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Inspect prompts: the assembled system prompt, ids, fingerprints.
+    #[command(subcommand)]
+    Prompts(prompts::PromptsCommand),
+    /// Inspect the claim store: list, show, brief, validate.
+    #[command(subcommand)]
+    Claims(claims::ClaimsCommand),
+}
+
+pub fn run(cli: Cli) -> Result<Exit, CliError> {
+    let store = ClaimStore::new(&cli.stores.claims_dir);
+    match cli.command {
+        Command::Prompts(command) => prompts::run(command, &store),
+        Command::Claims(command) => claims::run(command, &store),
+    }
+}

@@ -1,0 +1,241 @@
+//! `promptlab prompts show|list|fingerprint`: what the model will be told.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use chrono::NaiveDate;
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use promptlab::chat::{AssembledPrompt, assemble_prompt, prompt_settings};
+use promptlab::claims::ClaimStore;
+use promptlab::digest::sha256_hex;
+use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
+
+use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
+use super::error::{CliError, Exit};
+use super::style::Style;
+use super::table::new_table;
+
+#[derive(Debug, Subcommand)]
+pub enum PromptsCommand {
+    /// Show the assembled system prompt, block by block, with where each came from.
+    Show(ShowArgs),
+    /// List the prompt ids, quick actions and brands built into this binary.
+    List(ListArgs),
+    /// Print the fingerprint of override files, and which overrides apply.
+    Fingerprint(FingerprintArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    #[command(flatten)]
+    pub claim: ClaimArgs,
+    #[command(flatten)]
+    pub prompt: PromptArgs,
+    /// The date the claim brief gives as today (default: the local date).
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
+    pub today: Option<NaiveDate>,
+    /// Print exactly the system instruction the model receives, nothing else.
+    #[arg(long, conflicts_with = "json")]
+    pub raw: bool,
+    /// Print the blocks, fingerprint and ignored overrides as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct FingerprintArgs {
+    /// Override files or folders, merged in order (later wins per id).
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: PromptsCommand, store: &ClaimStore) -> Result<Exit, CliError> {
+    match command {
+        PromptsCommand::Show(args) => show(args, store),
+        PromptsCommand::List(args) => list(args),
+        PromptsCommand::Fingerprint(args) => fingerprint_command(args),
+    }
+}
+
+fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+    let registry = PromptRegistry::embedded();
+    let loaded = args.prompt.load(registry)?;
+    let claim = args.claim.load(store)?;
+    let settings = prompt_settings(&loaded.options, registry, &claim.claim)?;
+    let prompt = assemble_prompt(&settings, &claim.claim, today_or_local(args.today));
+    let system = prompt.system_text();
+    let fingerprint = fingerprint(&loaded.resolved.applied);
+    let overridden: Vec<&String> = loaded.resolved.applied.keys().collect();
+    let mut out = std::io::stdout().lock();
+    if args.raw {
+        out.write_all(system.as_bytes())?;
+    } else if args.json {
+        let value = json!({
+            "claimId": claim.claim.id,
+            "blocks": prompt.blocks,
+            "fingerprint": fingerprint,
+            "overridden": overridden,
+            "ignored": loaded.resolved.ignored,
+            "systemSha256": sha256_hex(&system),
+            "characters": system.chars().count(),
+        });
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        )?;
+    } else {
+        write_blocks(&mut out, &prompt, &loaded.overrides, Style::for_stdout())?;
+        let overridden = if overridden.is_empty() {
+            "none".to_string()
+        } else {
+            overridden
+                .iter()
+                .map(|id| id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        writeln!(
+            out,
+            "{}",
+            Style::for_stdout().dim(&format!(
+                "fingerprint {fingerprint} · overridden: {overridden} · {} blocks · {} characters · sha256 {}",
+                prompt.blocks.len(),
+                system.chars().count(),
+                &sha256_hex(&system)[..12]
+            ))
+        )?;
+    }
+    out.flush()?;
+    Ok(Exit::Success)
+}
+
+/// One header per block naming its position, id and source, then its text.
+pub fn write_blocks(
+    out: &mut impl Write,
+    prompt: &AssembledPrompt,
+    overrides: &OverrideSet,
+    style: Style,
+) -> std::io::Result<()> {
+    for (index, block) in prompt.blocks.iter().enumerate() {
+        let mut source = block.source.as_str().to_string();
+        if let Some(file) = overrides
+            .sources
+            .get(&block.id)
+            .filter(|_| source == "override")
+        {
+            source = format!("override from {file}");
+        }
+        let header = format!("── {} · {} · {source} ", index + 1, block.id);
+        writeln!(out, "{}", style.cyan(&style.bold(&header)))?;
+        writeln!(out, "{}\n", block.text)?;
+    }
+    Ok(())
+}
+
+fn list(args: ListArgs) -> Result<Exit, CliError> {
+    let registry = PromptRegistry::embedded();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let prompts: Vec<_> = registry
+            .prompt_ids()
+            .map(|id| json!({"id": id, "characters": registry.default_text(id).map(|t| t.chars().count())}))
+            .collect();
+        let brands: Vec<_> = registry
+            .brand_names()
+            .map(|name| json!({"name": name, "brand": registry.brand(name)}))
+            .collect();
+        let value = json!({
+            "prompts": prompts,
+            "capabilities": registry.capabilities(),
+            "brands": brands,
+            "defaultBrand": registry.default_brand().0,
+        });
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        )?;
+        return Ok(Exit::Success);
+    }
+    let mut prompts = new_table(["prompt id", "quick action", "thinking", "characters"]);
+    for id in registry.prompt_ids() {
+        let capability = id
+            .strip_prefix("capability.")
+            .and_then(|cap| registry.capability(cap));
+        prompts.add_row([
+            id.to_string(),
+            capability.map(|c| c.label.clone()).unwrap_or_default(),
+            capability
+                .and_then(|c| c.thinking_level)
+                .map(|level| level.to_string())
+                .unwrap_or_default(),
+            registry
+                .default_text(id)
+                .map_or(0, |t| t.chars().count())
+                .to_string(),
+        ]);
+    }
+    writeln!(out, "{prompts}")?;
+    let (default_brand, _) = registry.default_brand();
+    let mut brands = new_table(["brand", "assistant", "product", "pronunciation"]);
+    for name in registry.brand_names() {
+        if let Some(brand) = registry.brand(name) {
+            let label = if name == default_brand {
+                format!("{name} (default)")
+            } else {
+                name.to_string()
+            };
+            brands.add_row([
+                label,
+                brand.assistant.clone(),
+                brand.product.clone(),
+                brand.pronunciation.clone(),
+            ]);
+        }
+    }
+    writeln!(out, "{brands}")?;
+    Ok(Exit::Success)
+}
+
+fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
+    let registry = PromptRegistry::embedded();
+    let set = OverrideSet::load(&args.paths)?;
+    let resolved = resolve_overrides(&set.prompts, registry);
+    let fingerprint = fingerprint(&resolved.applied);
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let value = json!({
+            "fingerprint": fingerprint,
+            "applied": resolved.applied.keys().collect::<Vec<_>>(),
+            "ignored": resolved.ignored,
+            "files": set.files,
+        });
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        )?;
+        return Ok(Exit::Success);
+    }
+    writeln!(out, "{fingerprint}")?;
+    for id in resolved.applied.keys() {
+        writeln!(out, "applied  {id}")?;
+    }
+    for ignored in &resolved.ignored {
+        writeln!(out, "ignored  {}: {}", ignored.id, ignored.reason)?;
+    }
+    Ok(Exit::Success)
+}

@@ -1,0 +1,24 @@
+//! SHA-256 as lowercase hex: claim documents, system prompts, fingerprints.
+
+use sha2::{Digest, Sha256};
+
+pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
+    let digest = Sha256::digest(bytes.as_ref());
+    let mut hex = String::with_capacity(64);
+    for byte in digest {
+        hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
+        hex.push(char::from_digit(u32::from(byte & 0xf), 16).unwrap_or('0'));
+    }
+    hex
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn known_digest() {
+        assert_eq!(
+            super::sha256_hex("abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+}

@@ -1,0 +1,11 @@
+//! promptlab: run a claims assistant's chat turns locally.
+//!
+//! The pipeline, in the order a turn runs through it:
+//! request → claim → prompt assembly → tools → model call → loop → events →
+//! sinks (terminal, NDJSON/SSE, run log) → eval and compare.
+//! See `ARCHITECTURE.md` for the picture.
+
+pub mod chat;
+pub mod claims;
+pub mod digest;
+pub mod prompts;

@@ -1,0 +1,64 @@
+//! Helpers shared by the CLI tests: run the real binary from the repository
+//! root with a clean environment.
+
+#![allow(dead_code, reason = "each test binary uses a different subset")]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `promptlab` with no colours, no inherited settings, run from the repo root.
+pub fn promptlab() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_promptlab"));
+    command.current_dir(repo_root()).env("NO_COLOR", "1");
+    for (key, _) in std::env::vars() {
+        if key.starts_with("PROMPTLAB_") || key.starts_with("GEMINI_") {
+            command.env_remove(key);
+        }
+    }
+    command
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(args: &[&str]) -> Run {
+    run_command(promptlab().args(args))
+}
+
+pub fn run_command(command: &mut Command) -> Run {
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = command.output().expect("the promptlab binary runs");
+    Run {
+        code: status.code().unwrap_or(-1),
+        stdout: String::from_utf8(stdout).expect("stdout is UTF-8"),
+        stderr: String::from_utf8(stderr).expect("stderr is UTF-8"),
+    }
+}
+
+/// A minimal valid claim as JSON, with `description` as the incident text.
+pub fn minimal_claim_json(id: &str, description: &str) -> String {
+    serde_json::json!({
+        "id": id,
+        "lineOfBusiness": "Household",
+        "status": "open",
+        "policy": {"number": "P-1", "periodStart": "2024-01-01", "periodEnd": "2024-12-31"},
+        "incident": {"date": "2024-03-02", "description": description}
+    })
+    .to_string()
+}
+
+pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("the temp dir is writable");
+    path
+}
