@@ -9,3 +9,6 @@ pub mod chat;
 pub mod claims;
 pub mod digest;
 pub mod prompts;
+pub mod provider;
+pub mod sink;
+pub mod tools;

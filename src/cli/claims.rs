@@ -13,8 +13,8 @@ use promptlab::claims::{ClaimError, ClaimStore, LoadedClaim, load_claim_file};
 
 use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::style::{Style, printable};
 use super::table::new_table;
+use promptlab::sink::{Style, printable};
 
 #[derive(Debug, Subcommand)]
 pub enum ClaimsCommand {

@@ -16,6 +16,8 @@ pub enum Exit {
     Success,
     /// The work ran and failed: an `error` event, invalid claims, eval failures.
     Failure,
+    /// Ctrl-C.
+    Cancelled,
 }
 
 impl Exit {
@@ -23,6 +25,7 @@ impl Exit {
         match self {
             Exit::Success => ExitCode::SUCCESS,
             Exit::Failure => ExitCode::from(1),
+            Exit::Cancelled => ExitCode::from(130),
         }
     }
 }

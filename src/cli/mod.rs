@@ -2,11 +2,12 @@
 //! the library imports clap; each command turns its `*Args` into the
 //! validated types the engine takes.
 
+pub mod chat;
 pub mod claims;
 pub mod context;
 pub mod error;
+pub mod model;
 pub mod prompts;
-pub mod style;
 pub mod table;
 
 use std::path::PathBuf;
@@ -53,6 +54,8 @@ pub struct StoreArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run one chat turn (or an interactive session with -i) and stream its events.
+    Chat(Box<chat::ChatArgs>),
     /// Inspect prompts: the assembled system prompt, ids, fingerprints.
     #[command(subcommand)]
     Prompts(prompts::PromptsCommand),
@@ -64,6 +67,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
     let store = ClaimStore::new(&cli.stores.claims_dir);
     match cli.command {
+        Command::Chat(args) => chat::run(*args, &store),
         Command::Prompts(command) => prompts::run(command, &store),
         Command::Claims(command) => claims::run(command, &store),
     }

@@ -14,8 +14,8 @@ use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overr
 
 use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::style::Style;
 use super::table::new_table;
+use promptlab::sink::Style;
 
 #[derive(Debug, Subcommand)]
 pub enum PromptsCommand {

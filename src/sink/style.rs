@@ -1,20 +1,26 @@
 //! Terminal styling: ANSI colours when stdout is a terminal and `NO_COLOR`
-//! is unset, plain text otherwise.
+//! is unset (https://no-color.org), plain text otherwise; and stripping
+//! control characters from text we did not write.
 
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal};
 
+/// ANSI colours when wanted, plain text otherwise.
 #[derive(Debug, Clone, Copy)]
 pub struct Style {
     enabled: bool,
 }
 
 impl Style {
-    /// Colours for stdout, following https://no-color.org.
+    /// Colours for stdout unless `NO_COLOR` is set or stdout is not a terminal.
     pub fn for_stdout() -> Style {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|value| !value.is_empty());
         Style {
-            enabled: !no_color && std::io::stdout().is_terminal(),
+            enabled: !no_color && io::stdout().is_terminal(),
         }
+    }
+
+    pub fn plain() -> Style {
+        Style { enabled: false }
     }
 
     fn paint(self, code: &str, text: &str) -> String {
@@ -41,14 +47,18 @@ impl Style {
         self.paint("32", text)
     }
 
+    pub fn yellow(self, text: &str) -> String {
+        self.paint("33", text)
+    }
+
     pub fn cyan(self, text: &str) -> String {
         self.paint("36", text)
     }
 }
 
-/// Removes terminal control sequences from text that came from a claim or a
-/// model, keeping newlines and tabs, so that hostile text cannot move the
-/// cursor, retitle the window or hide output.
+/// Removes control characters from text that came from a claim or a model,
+/// keeping newlines and tabs, so that hostile text cannot move the cursor,
+/// retitle the window or hide output.
 pub fn printable(text: &str) -> String {
     text.chars()
         .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')

@@ -1,0 +1,286 @@
+//! `promptlab chat [MESSAGE]`: one chat turn, or an interactive session with
+//! `-i`, streamed to the terminal or as NDJSON / SSE.
+
+use std::io::{IsTerminal, Read as _};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use chrono::NaiveDate;
+use clap::Args;
+use futures_util::StreamExt;
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+
+use promptlab::chat::request::PromptOptions;
+use promptlab::chat::{
+    ChatEvent, ChatMessage, ChatRequest, ClaimInput, Role, TurnContext, TurnOutput, run_chat_turn,
+};
+use promptlab::claims::ClaimStore;
+use promptlab::claims::load::{DocumentFormat, parse_document};
+use promptlab::prompts::PromptRegistry;
+use promptlab::sink::{EventWriter, OutputFormat, Style};
+
+use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
+use super::error::{CliError, Exit};
+use super::model::ModelArgs;
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The user's message. Read from stdin when absent (and not -i).
+    pub message: Option<String>,
+    /// An interactive session that keeps text history between turns, like the
+    /// browser: Ctrl-C stops the current answer, Ctrl-D leaves.
+    #[arg(short, long)]
+    pub interactive: bool,
+    #[command(flatten)]
+    pub claim: ClaimArgs,
+    #[command(flatten)]
+    pub prompt: PromptArgs,
+    /// Earlier conversation: a JSON array of {"role": "user"|"assistant", "text": ...}.
+    #[arg(long, value_name = "FILE")]
+    pub history: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The date the claim brief gives as today (default: the local date).
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
+    pub today: Option<NaiveDate>,
+    /// Output: pretty (default on a terminal), ndjson (default when piped) or sse.
+    #[arg(long, value_name = "FORMAT", value_parser = parse_format)]
+    pub format: Option<OutputFormat>,
+    /// Do not write a run log for this turn.
+    #[arg(long)]
+    pub no_record: bool,
+}
+
+fn parse_format(text: &str) -> Result<OutputFormat, String> {
+    text.parse()
+}
+
+/// What a finished turn leaves behind.
+struct TurnEnd {
+    exit: Exit,
+    answer: String,
+}
+
+pub fn run(args: ChatArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+    let registry = PromptRegistry::embedded();
+    let claim_from_stdin = args
+        .claim
+        .claim
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
+    let loaded = args.prompt.clone().load(registry)?;
+    let claim = args.claim.clone().into_input()?;
+    let mut messages = match &args.history {
+        Some(path) => read_history(path)?,
+        None => Vec::new(),
+    };
+    if let Some(message) = &args.message {
+        messages.push(ChatMessage::user(message.clone()));
+    } else if !args.interactive {
+        messages.push(ChatMessage::user(message_from_stdin(
+            claim_from_stdin,
+            &messages,
+        )?));
+    }
+    let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
+        OutputFormat::Pretty
+    } else {
+        OutputFormat::Ndjson
+    });
+    let ctx = TurnContext {
+        registry,
+        store: store.clone(),
+        provider: args.model.build_provider()?,
+    };
+    let base = TurnSettings {
+        claim,
+        prompt: loaded.options,
+        model: args.model.model.clone(),
+        thinking_level: args.model.thinking_level,
+        today: today_or_local(args.today),
+        format,
+    };
+    let runtime = tokio::runtime::Runtime::new()?;
+    if args.interactive {
+        runtime.block_on(interactive(ctx, base, messages))
+    } else {
+        let request = base.request(messages);
+        request.validate(registry)?;
+        let cancel = CancellationToken::new();
+        let on_signal = cancel.clone();
+        runtime.block_on(async move {
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    on_signal.cancel();
+                }
+            });
+            run_turn(ctx, request, format, cancel)
+                .await
+                .map(|end| end.exit)
+        })
+    }
+}
+
+/// What every turn of a session shares.
+struct TurnSettings {
+    claim: ClaimInput,
+    prompt: PromptOptions,
+    model: String,
+    thinking_level: promptlab::chat::ThinkingLevel,
+    today: NaiveDate,
+    format: OutputFormat,
+}
+
+impl TurnSettings {
+    fn request(&self, messages: Vec<ChatMessage>) -> ChatRequest {
+        ChatRequest {
+            claim: self.claim.clone(),
+            messages,
+            prompt: self.prompt.clone(),
+            model: self.model.clone(),
+            thinking_level: self.thinking_level,
+            today: self.today,
+        }
+    }
+}
+
+/// Streams one turn to stdout in the chosen format.
+async fn run_turn(
+    ctx: TurnContext,
+    request: ChatRequest,
+    format: OutputFormat,
+    cancel: CancellationToken,
+) -> Result<TurnEnd, CliError> {
+    let stdout = std::io::stdout();
+    let mut writer = EventWriter::new(format, stdout.lock(), Style::for_stdout(), Instant::now());
+    let turn = run_chat_turn(ctx, request, cancel.clone());
+    futures_util::pin_mut!(turn);
+    let mut end = TurnEnd {
+        exit: Exit::Success,
+        answer: String::new(),
+    };
+    while let Some(output) = turn.next().await {
+        match output {
+            TurnOutput::Event(event) => {
+                match &event {
+                    ChatEvent::TextDelta { text } => end.answer.push_str(text),
+                    ChatEvent::Error { .. } => end.exit = Exit::Failure,
+                    _ => {}
+                }
+                if let Err(error) = writer.write(&event) {
+                    cancel.cancel();
+                    return Err(error.into());
+                }
+            }
+            TurnOutput::Cancelled => {
+                writer.cancelled()?;
+                end.exit = Exit::Cancelled;
+            }
+            TurnOutput::Started { .. } | TurnOutput::Prepared(_) | TurnOutput::ModelCall(_) => {}
+        }
+    }
+    Ok(end)
+}
+
+/// A session: one turn per line of input, text history kept between turns.
+async fn interactive(
+    ctx: TurnContext,
+    settings: TurnSettings,
+    mut history: Vec<ChatMessage>,
+) -> Result<Exit, CliError> {
+    let current: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
+    let on_signal = Arc::clone(&current);
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            match on_signal.lock().ok().and_then(|turn| turn.clone()) {
+                Some(token) => token.cancel(),
+                None => eprint!("\n(Ctrl-D to leave)\n› "),
+            }
+        }
+    });
+    let prompting = std::io::stdin().is_terminal();
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
+    loop {
+        if !pending {
+            if prompting {
+                eprint!("› ");
+            }
+            let Some(line) = lines.next_line().await? else {
+                return Ok(Exit::Success);
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            history.push(ChatMessage::user(line));
+        }
+        pending = false;
+        let request = settings.request(history.clone());
+        if let Err(error) = request.validate(ctx.registry) {
+            eprintln!("error: {error}");
+            history.pop();
+            continue;
+        }
+        let token = CancellationToken::new();
+        *current
+            .lock()
+            .map_err(|_| CliError::failed("the session's state was poisoned"))? =
+            Some(token.clone());
+        let end = run_turn(ctx.clone(), request, settings.format, token).await;
+        *current
+            .lock()
+            .map_err(|_| CliError::failed("the session's state was poisoned"))? = None;
+        let end = end?;
+        match end.exit {
+            Exit::Success => history.push(ChatMessage::assistant(end.answer)),
+            Exit::Cancelled if !end.answer.trim().is_empty() => {
+                history.push(ChatMessage::assistant(end.answer));
+            }
+            _ => {
+                history.pop();
+            }
+        }
+        if prompting {
+            eprintln!();
+        }
+    }
+}
+
+/// `--history FILE`: a JSON (or YAML) array of `{role, text}`.
+fn read_history(path: &PathBuf) -> Result<Vec<ChatMessage>, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        CliError::invalid(format!(
+            "failed to read history file `{}`: {error}",
+            path.display()
+        ))
+    })?;
+    parse_document(&text, DocumentFormat::detect(path, &text)).map_err(|problem| {
+        CliError::invalid(format!(
+            "invalid history file `{}`: {problem}",
+            path.display()
+        ))
+    })
+}
+
+/// The message when none is given: stdin if it is piped, else the history's
+/// own last user message, else a usage error.
+fn message_from_stdin(claim_from_stdin: bool, history: &[ChatMessage]) -> Result<String, CliError> {
+    let stdin = std::io::stdin();
+    if claim_from_stdin || stdin.is_terminal() {
+        if history.last().is_some_and(|m| m.role == Role::User) {
+            return Err(CliError::invalid(
+                "the history already ends with a user message; give the new message as an argument to add another",
+            ));
+        }
+        return Err(CliError::invalid(
+            "no message: give it as an argument (promptlab chat \"...\") or pipe it on stdin",
+        ));
+    }
+    let mut message = String::new();
+    stdin.lock().read_to_string(&mut message).map_err(|error| {
+        CliError::invalid(format!("failed to read the message from stdin: {error}"))
+    })?;
+    Ok(message.trim_end_matches(['\n', '\r']).to_string())
+}

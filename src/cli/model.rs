@@ -1,0 +1,70 @@
+//! Flags that choose and configure the model provider (`chat`, `eval`,
+//! `replay`).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Args;
+
+use promptlab::chat::ThinkingLevel;
+use promptlab::chat::request::DEFAULT_MODEL;
+use promptlab::provider::ModelProvider;
+use promptlab::provider::script::ScriptProvider;
+
+use super::error::CliError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ProviderKind {
+    /// Google's Gemini API (needs GEMINI_API_KEY).
+    Gemini,
+    /// A model scripted in a YAML file (--script).
+    Script,
+    /// The model turns of a recorded run log (--replay).
+    Replay,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// The model the turn asks for.
+    #[arg(long, value_name = "NAME", env = "PROMPTLAB_MODEL", default_value = DEFAULT_MODEL)]
+    pub model: String,
+    /// Thinking level when the quick action sets none: minimal, low, medium or high.
+    #[arg(
+        long,
+        value_name = "LEVEL",
+        env = "PROMPTLAB_THINKING_LEVEL",
+        default_value = "low",
+        value_parser = parse_thinking_level
+    )]
+    pub thinking_level: ThinkingLevel,
+    /// Where model answers come from.
+    #[arg(long, value_enum, env = "PROMPTLAB_PROVIDER", default_value = "gemini")]
+    pub provider: ProviderKind,
+    /// The YAML script for `--provider script`.
+    #[arg(long, value_name = "FILE", required_if_eq("provider", "script"))]
+    pub script: Option<PathBuf>,
+}
+
+fn parse_thinking_level(text: &str) -> Result<ThinkingLevel, String> {
+    text.parse()
+}
+
+impl ModelArgs {
+    /// The provider these flags choose.
+    pub fn build_provider(&self) -> Result<Arc<dyn ModelProvider>, CliError> {
+        match self.provider {
+            ProviderKind::Script => {
+                let path = self
+                    .script
+                    .as_ref()
+                    .ok_or_else(|| CliError::invalid("--provider script needs --script FILE"))?;
+                let provider = ScriptProvider::load(path).map_err(CliError::invalid)?;
+                Ok(Arc::new(provider))
+            }
+            ProviderKind::Gemini | ProviderKind::Replay => Err(CliError::invalid(format!(
+                "the {:?} provider is not available in this build",
+                self.provider
+            ))),
+        }
+    }
+}

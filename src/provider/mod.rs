@@ -1,0 +1,135 @@
+//! Model providers: one streaming model call each (`stream_turn`).
+//!
+//! A provider owns its wire format and its `provider_state` — opaque data it
+//! attaches to an assistant turn and gets back unchanged when that turn is
+//! replayed (Gemini's signed parts). The loop never looks inside it.
+
+pub mod script;
+
+use futures_util::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::chat::event::Usage;
+use crate::chat::request::ThinkingLevel;
+use crate::tools::ToolDeclaration;
+
+/// One model call's input.
+#[derive(Debug, Clone)]
+pub struct ModelRequest {
+    pub model: String,
+    pub system: String,
+    pub messages: Vec<AiMessage>,
+    /// In the loop's order: readers first, then screen actions.
+    pub tools: Vec<ToolDeclaration>,
+    pub thinking_level: ThinkingLevel,
+    pub max_output_tokens: u32,
+}
+
+/// The conversation as the model sees it within one turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum AiMessage {
+    User {
+        text: String,
+    },
+    Assistant {
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        /// The provider's own record of this turn, replayed verbatim.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        provider_state: Option<Value>,
+    },
+    ToolResults {
+        results: Vec<ToolResultMessage>,
+    },
+}
+
+/// A tool call as the model made it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    /// The model's id for the call, when it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub args: Value,
+}
+
+/// One tool's result as the model reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultMessage {
+    /// The model's id of the call this answers, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    pub name: String,
+    pub ok: bool,
+    pub content: String,
+}
+
+/// What a model call streams.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ModelEvent {
+    /// Answer text, as soon as it arrives. Thought text is never sent here.
+    TextDelta(String),
+    /// A complete tool call.
+    ToolCall(ToolCall),
+    /// The call finished; always the last item of a successful call.
+    Done(CallSummary),
+}
+
+/// How a model call finished.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallSummary {
+    pub usage: Usage,
+    /// The provider's own token counts, kept for the run log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage_detail: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider_state: Option<Value>,
+    /// The model version the provider reports serving.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_reason: Option<String>,
+    /// Attempts that failed and were retried before this one succeeded.
+    #[serde(default)]
+    pub retries: u32,
+}
+
+/// A failed model call. The message becomes the `error` event's message.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ProviderError {
+    pub message: String,
+}
+
+impl ProviderError {
+    pub fn new(message: impl Into<String>) -> ProviderError {
+        ProviderError {
+            message: message.into(),
+        }
+    }
+}
+
+pub type ModelStream = BoxStream<'static, Result<ModelEvent, ProviderError>>;
+
+/// One streaming model call. Implementations must stop promptly once
+/// `cancel` fires (the loop also stops polling them).
+pub trait ModelProvider: Send + Sync {
+    /// A short name for logs: `gemini`, `script`, `replay`.
+    fn name(&self) -> &'static str;
+
+    /// Whether the provider can be called at all (e.g. has its key). Checked
+    /// once at the start of a turn; the error becomes the turn's `error` event.
+    fn check_ready(&self) -> Result<(), ProviderError> {
+        Ok(())
+    }
+
+    fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
+}

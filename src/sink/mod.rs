@@ -1,0 +1,117 @@
+//! Sinks: what consumes a turn's events. Each takes `ChatEvent`s and never
+//! reaches back into the engine; the choice is a plain enum, as ripgrep picks
+//! its printer.
+
+pub mod pretty;
+pub mod style;
+
+use std::io::{self, Write};
+use std::time::Instant;
+
+use crate::chat::event::ChatEvent;
+
+pub use pretty::PrettyWriter;
+pub use style::{Style, printable};
+
+/// How events are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// For people: chips, streamed answer, lookups, a footer.
+    Pretty,
+    /// One JSON event per line, flushed per event.
+    Ndjson,
+    /// `data: <event json>` frames separated by a blank line.
+    Sse,
+}
+
+impl std::str::FromStr for OutputFormat {
+    type Err = String;
+    fn from_str(text: &str) -> Result<OutputFormat, String> {
+        match text {
+            "pretty" => Ok(OutputFormat::Pretty),
+            "ndjson" => Ok(OutputFormat::Ndjson),
+            "sse" => Ok(OutputFormat::Sse),
+            other => Err(format!(
+                "unknown format `{other}` (expected pretty, ndjson or sse)"
+            )),
+        }
+    }
+}
+
+pub enum EventWriter<W: Write> {
+    Pretty(PrettyWriter<W>),
+    Ndjson(W),
+    Sse(W),
+}
+
+impl<W: Write> EventWriter<W> {
+    pub fn new(format: OutputFormat, out: W, style: Style, started: Instant) -> EventWriter<W> {
+        match format {
+            OutputFormat::Pretty => EventWriter::Pretty(PrettyWriter::new(out, style, started)),
+            OutputFormat::Ndjson => EventWriter::Ndjson(out),
+            OutputFormat::Sse => EventWriter::Sse(out),
+        }
+    }
+
+    /// Writes one event and flushes, so that a reader sees it at once.
+    pub fn write(&mut self, event: &ChatEvent) -> io::Result<()> {
+        match self {
+            EventWriter::Pretty(pretty) => pretty.write(event),
+            EventWriter::Ndjson(out) => {
+                writeln!(out, "{}", event.to_json())?;
+                out.flush()
+            }
+            EventWriter::Sse(out) => {
+                write!(out, "data: {}\n\n", event.to_json())?;
+                out.flush()
+            }
+        }
+    }
+
+    /// The turn was cancelled: machine formats stop as they are; the
+    /// terminal gets a note.
+    pub fn cancelled(&mut self) -> io::Result<()> {
+        match self {
+            EventWriter::Pretty(pretty) => pretty.cancelled(),
+            EventWriter::Ndjson(out) | EventWriter::Sse(out) => out.flush(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sse_frames_and_ndjson_lines() {
+        let event = ChatEvent::TextDelta {
+            text: "a\nb".into(),
+        };
+        let mut sse = EventWriter::new(
+            OutputFormat::Sse,
+            Vec::new(),
+            Style::plain(),
+            Instant::now(),
+        );
+        sse.write(&event).unwrap();
+        let EventWriter::Sse(bytes) = sse else {
+            unreachable!()
+        };
+        assert_eq!(
+            String::from_utf8(bytes).unwrap(),
+            "data: {\"type\":\"text_delta\",\"text\":\"a\\nb\"}\n\n"
+        );
+        let mut ndjson = EventWriter::new(
+            OutputFormat::Ndjson,
+            Vec::new(),
+            Style::plain(),
+            Instant::now(),
+        );
+        ndjson.write(&event).unwrap();
+        ndjson.write(&event).unwrap();
+        let EventWriter::Ndjson(bytes) = ndjson else {
+            unreachable!()
+        };
+        assert_eq!(String::from_utf8(bytes).unwrap().lines().count(), 2);
+    }
+}

@@ -1,0 +1,218 @@
+//! The terminal view of a turn: activity chips before the answer, the answer
+//! streamed as it comes, a lookups trace, and a footer with the model,
+//! usage, fingerprint, turn id, time to first token and total time.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::time::{Duration, Instant};
+
+use super::style::{Style, printable};
+use crate::chat::event::{ChatEvent, ClientAction, Done};
+use crate::claims::money::format_amount;
+
+struct Lookup {
+    tool: String,
+    label: String,
+    ok: bool,
+    result: String,
+}
+
+pub struct PrettyWriter<W: Write> {
+    out: W,
+    style: Style,
+    started: Instant,
+    first_text: Option<Duration>,
+    /// Whether the cursor is mid-line in the answer.
+    in_text: bool,
+    labels: HashMap<String, String>,
+    lookups: Vec<Lookup>,
+}
+
+impl<W: Write> PrettyWriter<W> {
+    pub fn new(out: W, style: Style, started: Instant) -> PrettyWriter<W> {
+        PrettyWriter {
+            out,
+            style,
+            started,
+            first_text: None,
+            in_text: false,
+            labels: HashMap::new(),
+            lookups: Vec::new(),
+        }
+    }
+
+    pub fn write(&mut self, event: &ChatEvent) -> io::Result<()> {
+        match event {
+            ChatEvent::TextDelta { text } => {
+                self.first_text
+                    .get_or_insert_with(|| self.started.elapsed());
+                let text = printable(text);
+                self.in_text = !text.ends_with('\n');
+                write!(self.out, "{text}")?;
+            }
+            ChatEvent::Activity { id, tool: _, label } => {
+                self.end_line()?;
+                let label = printable(label);
+                writeln!(self.out, "{}", self.style.cyan(&format!("  ⟳ {label}")))?;
+                self.labels.insert(id.clone(), label);
+            }
+            ChatEvent::ToolResult {
+                id,
+                tool,
+                ok,
+                result,
+                ..
+            } => {
+                self.lookups.push(Lookup {
+                    tool: tool.clone(),
+                    label: self.labels.get(id).cloned().unwrap_or_default(),
+                    ok: *ok,
+                    result: printable(result),
+                });
+            }
+            ChatEvent::ClientAction(action) => {
+                self.end_line()?;
+                let text = match action {
+                    ClientAction::HighlightPanel { panel } => {
+                        format!("  ↗ highlight panel: {}", printable(panel))
+                    }
+                    ClientAction::Navigate { to } => format!("  ↗ navigate to: {}", printable(to)),
+                };
+                writeln!(self.out, "{}", self.style.yellow(&text))?;
+            }
+            ChatEvent::Done(done) => {
+                self.end_line()?;
+                self.write_lookups()?;
+                self.write_footer(done)?;
+            }
+            ChatEvent::Error { message } => {
+                self.end_line()?;
+                writeln!(
+                    self.out,
+                    "{}",
+                    self.style.red(&format!("error: {}", printable(message)))
+                )?;
+            }
+        }
+        self.out.flush()
+    }
+
+    pub fn cancelled(&mut self) -> io::Result<()> {
+        self.end_line()?;
+        writeln!(self.out, "{}", self.style.yellow("(cancelled)"))?;
+        self.out.flush()
+    }
+
+    fn end_line(&mut self) -> io::Result<()> {
+        if self.in_text {
+            writeln!(self.out)?;
+            self.in_text = false;
+        }
+        Ok(())
+    }
+
+    fn write_lookups(&mut self) -> io::Result<()> {
+        if self.lookups.is_empty() {
+            return Ok(());
+        }
+        writeln!(self.out, "\n{}", self.style.dim("Lookups:"))?;
+        for lookup in &self.lookups {
+            let mark = if lookup.ok {
+                self.style.green("✓")
+            } else {
+                self.style.red("✗")
+            };
+            let preview: String = lookup
+                .result
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let preview: String = preview.chars().take(100).collect();
+            let what = if lookup.label.is_empty() {
+                &lookup.tool
+            } else {
+                &lookup.label
+            };
+            writeln!(
+                self.out,
+                "  {mark} {} {}",
+                what,
+                self.style.dim(&format!("— {preview}"))
+            )?;
+        }
+        Ok(())
+    }
+
+    fn write_footer(&mut self, done: &Done) -> io::Result<()> {
+        let count = |n: u64| format_amount(n.into()).trim_end_matches(".00").to_string();
+        let usage = &done.usage;
+        let first = self.first_text.map_or_else(
+            || "no text".to_string(),
+            |d| format!("first token {:.2} s", d.as_secs_f64()),
+        );
+        let footer = format!(
+            "{} · {} in / {} out / {} cache-read · prompts {} · turn {} · {} · total {:.2} s",
+            done.model,
+            count(usage.input_tokens),
+            count(usage.output_tokens),
+            count(usage.cache_read_tokens),
+            done.prompts.fingerprint,
+            done.turn_id,
+            first,
+            self.started.elapsed().as_secs_f64(),
+        );
+        writeln!(self.out, "\n{}", self.style.dim(&footer))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::event::{PromptsUsed, Usage};
+
+    #[test]
+    fn chips_come_before_the_answer_and_the_footer_names_the_turn() {
+        let mut writer = PrettyWriter::new(Vec::new(), Style::plain(), Instant::now());
+        let events = [
+            ChatEvent::Activity {
+                id: "c1".into(),
+                tool: "get_claim_section".into(),
+                label: "Reading the policy section".into(),
+            },
+            ChatEvent::ToolResult {
+                id: "c1".into(),
+                tool: "get_claim_section".into(),
+                ok: true,
+                result: "{\n  \"number\": \"P-1\"\n}".into(),
+                truncated: false,
+            },
+            ChatEvent::TextDelta {
+                text: "The excess is \u{1b}[2J£350.".into(),
+            },
+            ChatEvent::Done(Done {
+                model: "m".into(),
+                usage: Usage {
+                    input_tokens: 5210,
+                    output_tokens: 12,
+                    cache_read_tokens: 0,
+                },
+                turn_id: "t-1".into(),
+                prompts: PromptsUsed {
+                    fingerprint: "default".into(),
+                    overridden: vec![],
+                },
+            }),
+        ];
+        for event in &events {
+            writer.write(event).unwrap();
+        }
+        let text = String::from_utf8(writer.out).unwrap();
+        assert!(text.starts_with("  ⟳ Reading the policy section\nThe excess is [2J£350.\n\nLookups:\n  ✓ Reading the policy section — { \"number\": \"P-1\" }\n"), "{text}");
+        assert!(
+            text.contains(
+                "m · 5,210 in / 12 out / 0 cache-read · prompts default · turn t-1 · first token"
+            ),
+            "{text}"
+        );
+    }
+}
