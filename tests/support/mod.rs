@@ -3,6 +3,8 @@
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+pub mod engine;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

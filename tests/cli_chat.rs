@@ -1,0 +1,396 @@
+//! `promptlab chat` through the real binary: formats, streaming, exit codes.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::Stdio;
+
+use promptlab::chat::ChatEvent;
+use support::{promptlab, run, run_command, write};
+
+const SCRIPT: &str = "tests/data/scripts/excess.yaml";
+
+fn events(stdout: &str) -> Vec<ChatEvent> {
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+        .collect()
+}
+
+#[test]
+fn piped_output_is_ndjson_ending_in_done() {
+    let out = run(&[
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--provider",
+        "script",
+        "--script",
+        SCRIPT,
+        "--no-record",
+        "What is the excess?",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let events = events(&out.stdout);
+    assert!(matches!(events.last(), Some(ChatEvent::Done(_))));
+    assert!(
+        matches!(&events[2], ChatEvent::Activity { label, .. } if label == "Reading the policy section")
+    );
+}
+
+#[test]
+fn the_message_can_come_from_stdin() {
+    let mut child = promptlab()
+        .args([
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--script",
+            SCRIPT,
+            "--no-record",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"What is the excess?\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    assert!(
+        String::from_utf8(output.stdout)
+            .unwrap()
+            .contains("\"type\":\"done\"")
+    );
+}
+
+#[test]
+fn sse_frames_are_data_lines_separated_by_blank_lines() {
+    let out = run(&[
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--provider",
+        "script",
+        "--script",
+        SCRIPT,
+        "--format",
+        "sse",
+        "--no-record",
+        "q",
+    ]);
+    assert_eq!(out.code, 0);
+    let frames: Vec<&str> = out.stdout.split("\n\n").filter(|f| !f.is_empty()).collect();
+    assert!(frames.len() > 3);
+    for frame in &frames {
+        let json = frame
+            .strip_prefix("data: ")
+            .unwrap_or_else(|| panic!("{frame:?}"));
+        serde_json::from_str::<ChatEvent>(json).unwrap();
+    }
+    assert!(frames.last().unwrap().contains("\"type\":\"done\""));
+}
+
+#[test]
+fn pretty_output_shows_chips_answer_lookups_and_footer() {
+    let out = run(&[
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--provider",
+        "script",
+        "--script",
+        SCRIPT,
+        "--format",
+        "pretty",
+        "--no-record",
+        "q",
+    ]);
+    assert_eq!(out.code, 0);
+    assert!(out.stdout.starts_with("Let me check the policy.\n  ⟳ Reading the policy section\nThe excess is £350, as the policy section records.\n\nLookups:\n  ✓ Reading the policy section — {"), "{}", out.stdout);
+    assert!(
+        out.stdout.contains(
+            "gemini-3.1-flash-lite · 2,700 in / 60 out / 2,000 cache-read · prompts default · turn "
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains('\u{1b}'),
+        "NO_COLOR and a pipe mean no colour"
+    );
+}
+
+#[test]
+fn an_unknown_claim_is_an_error_event_and_exit_1() {
+    let out = run(&[
+        "chat",
+        "--claim-id",
+        "../claims/CLM-HH-0001",
+        "--provider",
+        "script",
+        "--script",
+        SCRIPT,
+        "--no-record",
+        "q",
+    ]);
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stdout,
+        "{\"type\":\"error\",\"message\":\"Claim ../claims/CLM-HH-0001 not found.\"}\n"
+    );
+    let out = run(&[
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--capability",
+        "nope",
+        "--provider",
+        "script",
+        "--script",
+        SCRIPT,
+        "--no-record",
+        "q",
+    ]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (
+            1,
+            "{\"type\":\"error\",\"message\":\"Unknown capability \\\"nope\\\"\"}\n"
+        )
+    );
+}
+
+#[test]
+fn invalid_requests_exit_2_before_any_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let many: Vec<serde_json::Value> = (0..60)
+        .map(|i| serde_json::json!({"role": if i % 2 == 0 {"user"} else {"assistant"}, "text": format!("m{i}")}))
+        .collect();
+    let history = write(dir.path(), "h.json", &serde_json::to_string(&many).unwrap());
+    let long = "x".repeat(20_001);
+    let bad_history = write(
+        dir.path(),
+        "bad.json",
+        r#"[{"role": "system", "text": "hi"}]"#,
+    );
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["--history", history.to_str().unwrap(), "q"],
+            "messages: at most 60 messages are allowed, got 61",
+        ),
+        (
+            vec![long.as_str()],
+            "messages[0].text: at most 20000 characters are allowed, got 20001",
+        ),
+        (vec!["  "], "messages[0].text: the message is empty"),
+        (
+            vec!["--history", bad_history.to_str().unwrap(), "q"],
+            "field `[0].role`",
+        ),
+    ];
+    for (extra, message) in cases {
+        let mut args = vec![
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--script",
+            SCRIPT,
+            "--no-record",
+        ];
+        args.extend(extra);
+        let out = run(&args);
+        assert_eq!(out.code, 2, "{message}: {}", out.stderr);
+        assert!(out.stdout.is_empty(), "{message}");
+        assert!(out.stderr.contains(message), "{message}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    for args in [
+        &[
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "q",
+        ][..],
+        &["chat", "--claim-id", "CLM-HH-0001", "--format", "xml", "q"],
+        &[
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--thinking-level",
+            "max",
+            "q",
+        ],
+        &[
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--script",
+            "missing.yaml",
+            "q",
+        ],
+    ] {
+        let out = run(args);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    }
+}
+
+fn slow_script(dir: &std::path::Path) -> std::path::PathBuf {
+    write(
+        dir,
+        "slow.yaml",
+        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five \", \"six\"]\n    delayMs: 250\n",
+    )
+}
+
+#[test]
+fn ndjson_lines_arrive_while_the_turn_is_still_streaming() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = slow_script(dir.path());
+    let mut child = promptlab()
+        .args([
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--no-record",
+            "--script",
+            script.to_str().unwrap(),
+            "q",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert_eq!(first, "{\"type\":\"text_delta\",\"text\":\"one \"}");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the first event was read while the process was still running"
+    );
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(rest.last().unwrap().contains("\"type\":\"done\""));
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn ctrl_c_stops_the_turn_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = slow_script(dir.path());
+    let mut child = promptlab()
+        .args([
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--no-record",
+            "--script",
+            script.to_str().unwrap(),
+            "q",
+        ])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    lines.next().unwrap().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(
+        rest.iter().all(|line| !line.contains("\"type\":\"done\"")),
+        "{rest:?}"
+    );
+    assert!(rest.len() < 5, "events stopped promptly: {rest:?}");
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+}
+
+#[test]
+fn an_interactive_session_keeps_text_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(
+        dir.path(),
+        "two.yaml",
+        "turns:\n  - text: First answer.\n  - text: Second answer.\n",
+    );
+    let mut child = promptlab()
+        .args([
+            "chat",
+            "-i",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--no-record",
+            "--script",
+            script.to_str().unwrap(),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"First question\n\nSecond question\n")
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let events = events(&String::from_utf8(output.stdout).unwrap());
+    let dones = events
+        .iter()
+        .filter(|e| matches!(e, ChatEvent::Done(_)))
+        .count();
+    assert_eq!(dones, 2);
+}
+
+#[test]
+fn help_documents_the_flags_scripts_rely_on() {
+    let out = run_command(promptlab().args(["chat", "--help"]));
+    for flag in [
+        "--claim",
+        "--claim-id",
+        "--capability",
+        "--overrides",
+        "--brand",
+        "--locale",
+        "--screen-actions",
+        "--voice",
+        "--history",
+        "--model",
+        "--thinking-level",
+        "--provider",
+        "--script",
+        "--today",
+        "--format",
+        "--no-record",
+        "--interactive",
+    ] {
+        assert!(out.stdout.contains(flag), "{flag}");
+    }
+}
