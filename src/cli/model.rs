@@ -8,7 +8,10 @@ use clap::Args;
 
 use promptlab::chat::ThinkingLevel;
 use promptlab::chat::request::DEFAULT_MODEL;
+use std::time::Duration;
+
 use promptlab::provider::ModelProvider;
+use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
 use promptlab::provider::script::ScriptProvider;
 
 use super::error::CliError;
@@ -43,6 +46,12 @@ pub struct ModelArgs {
     /// The YAML script for `--provider script`.
     #[arg(long, value_name = "FILE", required_if_eq("provider", "script"))]
     pub script: Option<PathBuf>,
+    /// Gemini: seconds to wait for a connection.
+    #[arg(long, value_name = "SECS", env = "PROMPTLAB_CONNECT_TIMEOUT", default_value_t = 10.0)]
+    pub connect_timeout: f64,
+    /// Gemini: seconds to wait for the response to start, or for its next bytes.
+    #[arg(long, value_name = "SECS", env = "PROMPTLAB_IDLE_TIMEOUT", default_value_t = 120.0)]
+    pub idle_timeout: f64,
 }
 
 fn parse_thinking_level(text: &str) -> Result<ThinkingLevel, String> {
@@ -61,10 +70,27 @@ impl ModelArgs {
                 let provider = ScriptProvider::load(path).map_err(CliError::invalid)?;
                 Ok(Arc::new(provider))
             }
-            ProviderKind::Gemini | ProviderKind::Replay => Err(CliError::invalid(format!(
+            ProviderKind::Gemini => {
+                let config = GeminiConfig {
+                    connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
+                    idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+                    ..GeminiConfig::from_env()
+                };
+                Ok(Arc::new(GeminiProvider::new(config).map_err(CliError::failed)?))
+            }
+            ProviderKind::Replay => Err(CliError::invalid(format!(
                 "the {:?} provider is not available in this build",
                 self.provider
             ))),
         }
+    }
+}
+
+/// A positive number of seconds.
+fn seconds(flag: &str, value: f64) -> Result<Duration, CliError> {
+    if value.is_finite() && value > 0.0 && value < 86_400.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(CliError::invalid(format!("{flag}: expected a number of seconds above 0, got {value}")))
     }
 }

@@ -4,7 +4,9 @@
 //! attaches to an assistant turn and gets back unchanged when that turn is
 //! replayed (Gemini's signed parts). The loop never looks inside it.
 
+pub mod gemini;
 pub mod script;
+pub mod sse;
 
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};

@@ -4,6 +4,7 @@
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
 pub mod engine;
+pub mod http_server;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,0 +1,257 @@
+//! Turning Gemini's streamed chunks into our stream items, and rebuilding the
+//! model's own parts (with every `thoughtSignature` where it arrived) as the
+//! turn's provider_state.
+
+use serde_json::{Value, json};
+
+use super::errors::{GoogleError, from_value, parse_error_body};
+use super::wire::{GenerateContentResponse, PartView, UsageMetadata, provider_state};
+use crate::chat::event::Usage;
+use crate::provider::sse::SseItem;
+use crate::provider::{CallSummary, ModelEvent, ToolCall};
+
+/// A problem found in the stream. `retryable` errors may be retried when
+/// nothing of the call has been forwarded yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamFault {
+    pub message: String,
+    pub retryable: bool,
+}
+
+impl StreamFault {
+    fn fatal(message: impl Into<String>) -> StreamFault {
+        StreamFault {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+
+    fn from_google(error: &GoogleError) -> StreamFault {
+        StreamFault {
+            message: error.describe(None),
+            retryable: error.code.is_some_and(super::errors::is_retryable),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct CallAccumulator {
+    parts: Vec<Value>,
+    usage: Option<Value>,
+    model_version: Option<String>,
+    finish_reason: Option<String>,
+    finish_message: Option<String>,
+    block_reason: Option<(String, Option<String>)>,
+}
+
+impl CallAccumulator {
+    pub fn new() -> CallAccumulator {
+        CallAccumulator::default()
+    }
+
+    /// Takes one SSE item; returns what to forward at once.
+    pub fn accept(&mut self, item: SseItem) -> Result<Vec<ModelEvent>, StreamFault> {
+        let data = match item {
+            SseItem::Other(text) => {
+                return Err(match parse_error_body(&text) {
+                    Some(error) => StreamFault::from_google(&error),
+                    None => StreamFault::fatal(format!(
+                        "Gemini sent a malformed stream: unexpected text `{}`",
+                        snippet(&text)
+                    )),
+                });
+            }
+            SseItem::Data(data) => data,
+        };
+        let chunk: GenerateContentResponse = serde_json::from_str(&data).map_err(|error| {
+            StreamFault::fatal(format!("Gemini sent a malformed stream event ({error}): `{}`", snippet(&data)))
+        })?;
+        if let Some(error) = &chunk.error {
+            return Err(StreamFault::from_google(&from_value(error)));
+        }
+        if let Some(usage) = chunk.usage_metadata {
+            self.usage = Some(usage);
+        }
+        if let Some(version) = chunk.model_version {
+            self.model_version = Some(version);
+        }
+        if let Some(feedback) = chunk.prompt_feedback {
+            if let Some(reason) = feedback.block_reason {
+                self.block_reason = Some((reason, feedback.block_reason_message));
+            }
+        }
+        let mut events = Vec::new();
+        let Some(candidate) = chunk.candidates.and_then(|c| c.into_iter().next()) else {
+            return Ok(events);
+        };
+        if let Some(reason) = candidate.finish_reason {
+            self.finish_reason = Some(reason);
+            self.finish_message = candidate.finish_message;
+        }
+        for part in candidate.content.and_then(|c| c.parts).unwrap_or_default() {
+            events.extend(self.accept_part(part)?);
+        }
+        Ok(events)
+    }
+
+    fn accept_part(&mut self, part: Value) -> Result<Option<ModelEvent>, StreamFault> {
+        let view: PartView = serde_json::from_value(part.clone()).map_err(|error| {
+            StreamFault::fatal(format!("Gemini sent a malformed part ({error})"))
+        })?;
+        if let Some(call) = view.function_call {
+            self.parts.push(part);
+            return Ok(Some(ModelEvent::ToolCall(ToolCall {
+                id: call.id.filter(|id| !id.is_empty()),
+                name: call.name,
+                args: call.args.unwrap_or_else(|| json!({})),
+            })));
+        }
+        let is_answer_text = view.text.is_some() && view.thought != Some(true);
+        if is_answer_text && view.thought_signature.is_none() && is_plain_text(&part) {
+            let text = view.text.unwrap_or_default();
+            if text.is_empty() {
+                return Ok(None);
+            }
+            self.append_text(&text);
+            return Ok(Some(ModelEvent::TextDelta(text)));
+        }
+        // Signed text, thoughts and kinds we do not know: kept exactly.
+        self.parts.push(part);
+        match view.text {
+            Some(text) if is_answer_text && !text.is_empty() => Ok(Some(ModelEvent::TextDelta(text))),
+            _ => Ok(None),
+        }
+    }
+
+    /// Consecutive unsigned text deltas merge into one part; a signed part is
+    /// never merged into or out of.
+    fn append_text(&mut self, text: &str) {
+        if let Some(Value::Object(last)) = self.parts.last_mut() {
+            if last.len() == 1 {
+                if let Some(Value::String(existing)) = last.get_mut("text") {
+                    existing.push_str(text);
+                    return;
+                }
+            }
+        }
+        self.parts.push(json!({"text": text}));
+    }
+
+    /// The call's summary, or the reason it did not finish normally.
+    pub fn finish(self, retries: u32) -> Result<CallSummary, StreamFault> {
+        if let Some((reason, message)) = &self.block_reason {
+            let detail = message.as_deref().map(|m| format!(": {m}")).unwrap_or_default();
+            return Err(StreamFault::fatal(format!(
+                "Gemini blocked the prompt (block reason {reason}){detail}"
+            )));
+        }
+        let Some(reason) = self.finish_reason.as_deref() else {
+            return Err(StreamFault::fatal(
+                "Gemini's stream ended before the answer finished (no finish reason): the connection may have dropped",
+            ));
+        };
+        if reason != "STOP" {
+            return Err(StreamFault::fatal(finish_message(reason, self.finish_message.as_deref())));
+        }
+        let metadata: UsageMetadata = self
+            .usage
+            .as_ref()
+            .and_then(|usage| serde_json::from_value(usage.clone()).ok())
+            .unwrap_or_default();
+        Ok(CallSummary {
+            usage: Usage {
+                input_tokens: metadata.prompt_token_count,
+                output_tokens: metadata.candidates_token_count + metadata.thoughts_token_count,
+                cache_read_tokens: metadata.cached_content_token_count,
+            },
+            usage_detail: self.usage,
+            provider_state: Some(provider_state(self.parts)),
+            model_version: self.model_version,
+            finish_reason: self.finish_reason,
+            retries,
+        })
+    }
+}
+
+/// A part that is nothing but `{"text": …}`.
+fn is_plain_text(part: &Value) -> bool {
+    part.as_object().is_some_and(|map| map.len() == 1 && map.contains_key("text"))
+}
+
+fn finish_message(reason: &str, detail: Option<&str>) -> String {
+    let what = match reason {
+        "MAX_TOKENS" => "the answer reached the output limit before it finished",
+        "SAFETY" | "IMAGE_SAFETY" => "the answer was stopped by Gemini's safety filters",
+        "RECITATION" | "IMAGE_RECITATION" => "the answer was stopped for reciting a source too closely",
+        "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" => "the answer was stopped for prohibited or sensitive content",
+        "MALFORMED_FUNCTION_CALL" => "the model produced a malformed tool call",
+        "LANGUAGE" => "the answer is in a language Gemini does not support",
+        "UNEXPECTED_TOOL_CALL" | "TOO_MANY_TOOL_CALLS" => "the model's tool calls were refused",
+        _ => "the model stopped unexpectedly",
+    };
+    match detail {
+        Some(detail) if !detail.trim().is_empty() => format!("Gemini stopped: {what} (finish reason {reason}): {}", detail.trim()),
+        _ => format!("Gemini stopped: {what} (finish reason {reason})"),
+    }
+}
+
+/// A short, printable excerpt of text we could not understand.
+fn snippet(text: &str) -> String {
+    let cleaned: String = text.chars().filter(|c| !c.is_control()).take(120).collect();
+    if text.chars().count() > 120 { format!("{cleaned}…") } else { cleaned }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(json: &str) -> SseItem {
+        SseItem::Data(json.to_string())
+    }
+
+    #[test]
+    fn text_is_forwarded_and_merged_but_signed_parts_stay_apart() {
+        let mut acc = CallAccumulator::new();
+        let a = acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"Hello "}]}}]}"#)).unwrap();
+        assert_eq!(a, [ModelEvent::TextDelta("Hello ".into())]);
+        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"there"}]}}]}"#)).unwrap();
+        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"","thoughtSignature":"c2ln"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"thoughtsTokenCount":7,"cachedContentTokenCount":4}}"#)).unwrap();
+        let summary = acc.finish(0).unwrap();
+        assert_eq!(summary.provider_state.unwrap(), json!({"gemini": {"parts": [{"text": "Hello there"}, {"text": "", "thoughtSignature": "c2ln"}]}}));
+        assert_eq!((summary.usage.input_tokens, summary.usage.output_tokens, summary.usage.cache_read_tokens), (10, 10, 4));
+    }
+
+    #[test]
+    fn thoughts_are_kept_but_never_forwarded() {
+        let mut acc = CallAccumulator::new();
+        let events = acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"**Thinking**","thought":true}]}}]}"#)).unwrap();
+        assert!(events.is_empty());
+        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"Answer","thoughtSignature":"AAA="}]},"finishReason":"STOP"}]}"#)).unwrap();
+        let state = acc.finish(0).unwrap().provider_state.unwrap();
+        assert_eq!(state["gemini"]["parts"][0]["thought"], true);
+        assert_eq!(state["gemini"]["parts"][1]["thoughtSignature"], "AAA=");
+    }
+
+    #[test]
+    fn abnormal_endings_are_clear_messages() {
+        let mut acc = CallAccumulator::new();
+        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"Partial"}]},"finishReason":"MAX_TOKENS"}]}"#)).unwrap();
+        assert_eq!(acc.finish(0).unwrap_err().message, "Gemini stopped: the answer reached the output limit before it finished (finish reason MAX_TOKENS)");
+        let mut acc = CallAccumulator::new();
+        acc.accept(data(r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#)).unwrap();
+        assert_eq!(acc.finish(0).unwrap_err().message, "Gemini blocked the prompt (block reason SAFETY)");
+        assert!(CallAccumulator::new().finish(0).unwrap_err().message.contains("no finish reason"));
+        let mut acc = CallAccumulator::new();
+        let fault = acc.accept(data("{not json")).unwrap_err();
+        assert!(fault.message.starts_with("Gemini sent a malformed stream event"), "{}", fault.message);
+    }
+
+    #[test]
+    fn an_error_event_mid_stream_is_a_fault() {
+        let mut acc = CallAccumulator::new();
+        let fault = acc.accept(SseItem::Other("{\n  \"error\": {\"code\": 499, \"message\": \"The operation was cancelled.\", \"status\": \"CANCELLED\"}\n}".into())).unwrap_err();
+        assert_eq!(fault.message, "Gemini API error 499 CANCELLED: The operation was cancelled.");
+        let fault = acc.accept(data(r#"{"error":{"code":503,"message":"Overloaded","status":"UNAVAILABLE"}}"#)).unwrap_err();
+        assert!(fault.retryable);
+    }
+}

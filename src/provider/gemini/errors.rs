@@ -1,0 +1,105 @@
+//! Google's error bodies (`google.rpc.Status`) turned into readable
+//! messages, and the retry delay they ask for.
+
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct GoogleError {
+    #[serde(default)]
+    pub code: Option<i64>,
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+    #[serde(default)]
+    pub details: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+struct Wrapped {
+    error: GoogleError,
+}
+
+/// Reads an error body: `{"error": …}`, or the array-wrapped `[{"error": …}]`.
+pub fn parse_error_body(body: &str) -> Option<GoogleError> {
+    let body = body.trim();
+    // Checked first: serde would also read a struct from a JSON array.
+    let error = if body.starts_with('[') {
+        serde_json::from_str::<Vec<Wrapped>>(body).ok()?.into_iter().next()?.error
+    } else {
+        serde_json::from_str::<Wrapped>(body).ok()?.error
+    };
+    let said_something = error.code.is_some() || error.message.is_some() || error.status.is_some();
+    said_something.then_some(error)
+}
+
+/// Reads an `error` value found inside a stream event.
+pub fn from_value(value: &Value) -> GoogleError {
+    serde_json::from_value(value.clone()).unwrap_or_default()
+}
+
+impl GoogleError {
+    /// `Gemini API error 429 RESOURCE_EXHAUSTED: You exceeded your quota…`
+    pub fn describe(&self, http_status: Option<u16>) -> String {
+        let code = self.code.map(|c| c.to_string()).or(http_status.map(|s| s.to_string()));
+        let mut head = "Gemini API error".to_string();
+        for part in [code, self.status.clone()].into_iter().flatten() {
+            head.push(' ');
+            head.push_str(&part);
+        }
+        match &self.message {
+            Some(message) if !message.trim().is_empty() => format!("{head}: {}", message.trim()),
+            _ => head,
+        }
+    }
+
+    /// `RetryInfo.retryDelay` (a protobuf Duration such as `"34.4s"`).
+    pub fn retry_delay(&self) -> Option<Duration> {
+        self.details
+            .iter()
+            .filter(|detail| {
+                detail
+                    .get("@type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
+            })
+            .find_map(|detail| detail.get("retryDelay").and_then(Value::as_str))
+            .and_then(parse_duration)
+    }
+}
+
+/// `"34.4s"` → 34.4 seconds.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let seconds: f64 = text.trim().strip_suffix('s')?.parse().ok()?;
+    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+}
+
+/// Whether a status is worth another try: rate limits and transient
+/// server trouble. A 400 (including signature errors) never is.
+pub fn is_retryable(code: i64) -> bool {
+    matches!(code, 429 | 500 | 503)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_quota_error_reads_well_and_gives_its_delay() {
+        let body = r#"{"error": {"code": 429, "message": "You exceeded your current quota.", "status": "RESOURCE_EXHAUSTED",
+            "details": [{"@type": "type.googleapis.com/google.rpc.Help"}, {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34.4s"}]}}"#;
+        let error = parse_error_body(body).unwrap();
+        assert_eq!(error.describe(Some(429)), "Gemini API error 429 RESOURCE_EXHAUSTED: You exceeded your current quota.");
+        assert_eq!(error.retry_delay(), Some(Duration::from_millis(34_400)));
+    }
+
+    #[test]
+    fn array_wrapped_bodies_are_read_too() {
+        let error = parse_error_body(r#"[{"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}]"#).unwrap();
+        assert_eq!(error.describe(None), "Gemini API error 503 UNAVAILABLE: The model is overloaded.");
+        assert!(parse_error_body("<html>oops</html>").is_none());
+    }
+}

@@ -1,0 +1,434 @@
+//! The Gemini provider: `POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`,
+//! streamed, over reqwest.
+//!
+//! The key travels only in the `x-goog-api-key` header, marked sensitive; it
+//! is never put in a URL, a message or a log. Failed calls are retried
+//! (429/500/503, at most `max_attempts` tries, backoff with jitter, honouring
+//! `Retry-After` and `RetryInfo`) only while nothing of the call has been
+//! forwarded. A stream that stalls past the idle timeout, drops, or sends
+//! something malformed ends the call with an error, never a hang.
+
+mod accumulate;
+pub mod errors;
+pub mod wire;
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::header::{HeaderMap, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use self::accumulate::{CallAccumulator, StreamFault};
+use self::errors::{is_retryable, parse_error_body};
+use self::wire::build_request;
+use super::sse::{SseItem, SseParser};
+use super::{ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError};
+
+pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
+/// The exact message of SPEC §1.1 when there is no key.
+pub const NO_KEY_MESSAGE: &str = "GEMINI_API_KEY is not configured on the API.";
+/// The most of an error body we read.
+const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+#[derive(Clone)]
+pub struct GeminiConfig {
+    pub api_key: Option<String>,
+    pub base_url: String,
+    pub connect_timeout: Duration,
+    /// The longest wait for the response to start or for its next bytes.
+    pub idle_timeout: Duration,
+    /// Tries per model call, the first included.
+    pub max_attempts: u32,
+    /// The first retry's delay before jitter; doubled for each further one.
+    pub backoff: Duration,
+    /// A server asking for a longer wait than this is not retried.
+    pub max_retry_wait: Duration,
+}
+
+impl std::fmt::Debug for GeminiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GeminiConfig")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("base_url", &self.base_url)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_attempts", &self.max_attempts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for GeminiConfig {
+    fn default() -> GeminiConfig {
+        GeminiConfig {
+            api_key: None,
+            base_url: DEFAULT_BASE_URL.to_string(),
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            max_attempts: 3,
+            backoff: Duration::from_secs(1),
+            max_retry_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+impl GeminiConfig {
+    /// Key from `GEMINI_API_KEY`, base URL from `GEMINI_BASE_URL`.
+    pub fn from_env() -> GeminiConfig {
+        let non_empty = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        GeminiConfig {
+            api_key: non_empty("GEMINI_API_KEY"),
+            base_url: non_empty("GEMINI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+            ..GeminiConfig::default()
+        }
+    }
+}
+
+pub struct GeminiProvider {
+    config: GeminiConfig,
+    client: reqwest::Client,
+}
+
+impl GeminiProvider {
+    pub fn new(config: GeminiConfig) -> Result<GeminiProvider, ProviderError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .user_agent(concat!("promptlab/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|error| ProviderError::new(format!("could not set up the HTTP client: {error}")))?;
+        Ok(GeminiProvider { config, client })
+    }
+
+    fn url(&self, model: &str) -> Result<String, ProviderError> {
+        let model = model.strip_prefix("models/").unwrap_or(model);
+        let valid = !model.is_empty()
+            && model.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+        if !valid {
+            return Err(ProviderError::new(format!("`{model}` is not a valid Gemini model name")));
+        }
+        Ok(format!(
+            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
+            self.config.base_url.trim_end_matches('/')
+        ))
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ProviderError> {
+        let key = self.config.api_key.as_deref().ok_or_else(|| ProviderError::new(NO_KEY_MESSAGE))?;
+        let mut value = HeaderValue::from_str(key.trim()).map_err(|_| {
+            ProviderError::new("GEMINI_API_KEY contains characters that cannot be sent in an HTTP header")
+        })?;
+        value.set_sensitive(true);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-goog-api-key", value);
+        headers.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        Ok(headers)
+    }
+}
+
+impl ModelProvider for GeminiProvider {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn check_ready(&self) -> Result<(), ProviderError> {
+        match &self.config.api_key {
+            Some(_) => Ok(()),
+            None => Err(ProviderError::new(NO_KEY_MESSAGE)),
+        }
+    }
+
+    fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let prepared = self.url(&request.model).and_then(|url| {
+            let body = serde_json::to_vec(&build_request(&request))
+                .map_err(|error| ProviderError::new(format!("could not encode the request: {error}")))?;
+            Ok(Call {
+                client: self.client.clone(),
+                config: self.config.clone(),
+                url,
+                headers: self.headers()?,
+                body,
+            })
+        });
+        Box::pin(async_stream::stream! {
+            let call = match prepared {
+                Ok(call) => call,
+                Err(error) => {
+                    yield Err(error);
+                    return;
+                }
+            };
+            let mut retries = 0;
+            'attempts: loop {
+                let attempt = retries + 1;
+                let response = match call.send(&cancel).await {
+                    Ok(response) => response,
+                    Err(failure) => {
+                        if failure.retryable && attempt < call.config.max_attempts {
+                            match call.wait_before_retry(attempt, failure.retry_after, &cancel).await {
+                                Ok(()) => {
+                                    retries += 1;
+                                    continue 'attempts;
+                                }
+                                Err(error) => {
+                                    yield Err(ProviderError::new(format!("{} ({error})", failure.message)));
+                                    return;
+                                }
+                            }
+                        }
+                        yield Err(ProviderError::new(failure.message));
+                        return;
+                    }
+                };
+                let mut body = response.bytes_stream();
+                let mut parser = SseParser::new();
+                let mut accumulator = CallAccumulator::new();
+                let mut forwarded = false;
+                loop {
+                    let next = tokio::select! {
+                        _ = cancel.cancelled() => return,
+                        next = tokio::time::timeout(call.config.idle_timeout, body.next()) => next,
+                    };
+                    let (items, finished) = match next {
+                        Err(_) => (Err(call.idle_fault()), false),
+                        Ok(Some(Err(error))) => (Err(StreamFault {
+                            message: format!("the connection to Gemini dropped mid-stream: {}", error_chain(&error)),
+                            retryable: false,
+                        }), false),
+                        Ok(Some(Ok(bytes))) => {
+                            parser.push(&bytes);
+                            (drain(&mut parser, false), false)
+                        }
+                        Ok(None) => (drain(&mut parser, true), true),
+                    };
+                    let items = match items {
+                        Ok(items) => items,
+                        Err(fault) => {
+                            yield Err(ProviderError::new(fault.message));
+                            return;
+                        }
+                    };
+                    for item in items {
+                        match accumulator.accept(item) {
+                            Ok(events) => {
+                                for event in events {
+                                    forwarded = true;
+                                    yield Ok(event);
+                                }
+                            }
+                            Err(fault) if fault.retryable && !forwarded && attempt < call.config.max_attempts => {
+                                if let Err(error) = call.wait_before_retry(attempt, None, &cancel).await {
+                                    yield Err(ProviderError::new(format!("{} ({error})", fault.message)));
+                                    return;
+                                }
+                                retries += 1;
+                                continue 'attempts;
+                            }
+                            Err(fault) => {
+                                yield Err(ProviderError::new(fault.message));
+                                return;
+                            }
+                        }
+                    }
+                    if finished {
+                        match std::mem::take(&mut accumulator).finish(retries) {
+                            Ok(summary) => yield Ok(ModelEvent::Done(summary)),
+                            Err(fault) => yield Err(ProviderError::new(fault.message)),
+                        }
+                        return;
+                    }
+                }
+            }
+        })
+    }
+}
+
+/// Everything one model call needs, moved into its stream.
+struct Call {
+    client: reqwest::Client,
+    config: GeminiConfig,
+    url: String,
+    headers: HeaderMap,
+    body: Vec<u8>,
+}
+
+/// Why a request got no usable response.
+struct SendFailure {
+    message: String,
+    retryable: bool,
+    retry_after: Option<Duration>,
+}
+
+impl Call {
+    /// Sends the request and returns a 2xx response, or why not.
+    async fn send(&self, cancel: &CancellationToken) -> Result<reqwest::Response, SendFailure> {
+        let request = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .body(self.body.clone())
+            .send();
+        let response = tokio::select! {
+            _ = cancel.cancelled() => return Err(SendFailure { message: "cancelled".into(), retryable: false, retry_after: None }),
+            response = tokio::time::timeout(self.config.idle_timeout, request) => response,
+        };
+        let response = match response {
+            Err(_) => return Err(self.fail(self.idle_fault().message)),
+            Ok(Err(error)) => {
+                return Err(self.fail(format!("could not reach Gemini at {}: {}", self.config.base_url, error_chain(&error))));
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let header_delay = retry_after_header(response.headers());
+        let body = read_limited(response, self.config.idle_timeout).await;
+        let error = parse_error_body(&body);
+        let message = match &error {
+            Some(error) => error.describe(Some(status.as_u16())),
+            None => format!(
+                "Gemini API error: HTTP {}{}",
+                status,
+                if body.trim().is_empty() { String::new() } else { format!(": {}", excerpt(&body)) }
+            ),
+        };
+        Err(SendFailure {
+            message,
+            retryable: is_retryable(i64::from(status.as_u16())),
+            retry_after: header_delay.or_else(|| error.and_then(|e| e.retry_delay())),
+        })
+    }
+
+    fn fail(&self, message: String) -> SendFailure {
+        SendFailure {
+            message,
+            retryable: false,
+            retry_after: None,
+        }
+    }
+
+    fn idle_fault(&self) -> StreamFault {
+        StreamFault {
+            message: format!(
+                "Gemini's stream stalled: nothing arrived for {} s (the idle timeout)",
+                self.config.idle_timeout.as_secs_f64()
+            ),
+            retryable: false,
+        }
+    }
+
+    /// Waits before try `attempt + 1`: the server's delay if it gave one,
+    /// else exponential backoff with jitter.
+    async fn wait_before_retry(
+        &self,
+        attempt: u32,
+        server_delay: Option<Duration>,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
+        let delay = match server_delay {
+            Some(delay) if delay > self.config.max_retry_wait => {
+                return Err(format!(
+                    "Gemini asked to wait {:.1} s before retrying, longer than the {} s allowed",
+                    delay.as_secs_f64(),
+                    self.config.max_retry_wait.as_secs()
+                ));
+            }
+            Some(delay) => delay,
+            None => backoff_delay(self.config.backoff, attempt),
+        };
+        tokio::select! {
+            _ = cancel.cancelled() => Err("cancelled".into()),
+            _ = tokio::time::sleep(delay) => Ok(()),
+        }
+    }
+}
+
+/// `base × 2^(attempt−1)`, times a random factor in [0.5, 1.5).
+fn backoff_delay(base: Duration, attempt: u32) -> Duration {
+    let exponential = base.saturating_mul(1 << attempt.saturating_sub(1).min(10));
+    let random = (uuid::Uuid::new_v4().as_u128() % 1000) as f64 / 1000.0;
+    exponential.mul_f64(0.5 + random)
+}
+
+fn drain(parser: &mut SseParser, at_end: bool) -> Result<Vec<SseItem>, StreamFault> {
+    let malformed = |error| StreamFault {
+        message: format!("Gemini sent a malformed stream: {error}"),
+        retryable: false,
+    };
+    let mut items = Vec::new();
+    while let Some(item) = parser.next_item().map_err(malformed)? {
+        items.push(item);
+    }
+    if at_end {
+        items.extend(parser.finish().map_err(malformed)?);
+    }
+    Ok(items)
+}
+
+/// `Retry-After`: seconds, or an HTTP date.
+fn retry_after_header(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    (when.with_timezone(&chrono::Utc) - chrono::Utc::now()).to_std().ok()
+}
+
+/// Reads at most `ERROR_BODY_LIMIT` bytes of an error response.
+async fn read_limited(response: reqwest::Response, idle: Duration) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Ok(Some(Ok(bytes))) = tokio::time::timeout(idle, stream.next()).await {
+        body.extend_from_slice(&bytes);
+        if body.len() >= ERROR_BODY_LIMIT {
+            body.truncate(ERROR_BODY_LIMIT);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+fn excerpt(body: &str) -> String {
+    let text: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
+    if text.chars().count() > 200 { format!("{cut}…") } else { cut }
+}
+
+/// An error and its causes, as one line.
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_jitters_within_bounds() {
+        for attempt in 1..=3 {
+            let delay = backoff_delay(Duration::from_secs(1), attempt);
+            let base = f64::from(1u32 << (attempt - 1));
+            assert!(delay.as_secs_f64() >= base * 0.5 && delay.as_secs_f64() < base * 1.5, "{delay:?}");
+        }
+    }
+
+    #[test]
+    fn the_key_is_redacted_from_debug_output() {
+        let config = GeminiConfig { api_key: Some("sk-sentinel".into()), ..GeminiConfig::default() };
+        assert!(!format!("{config:?}").contains("sk-sentinel"));
+        let provider = GeminiProvider::new(config).unwrap();
+        assert!(!provider.url("gemini-3.1-flash-lite").unwrap().contains("sk-sentinel"));
+        assert!(provider.url("../../x?key=1").is_err());
+    }
+}

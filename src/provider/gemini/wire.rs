@@ -1,0 +1,245 @@
+//! Gemini's JSON, as typed serde structs: the request we send and the chunks
+//! we receive (`GenerateContentRequest` / `GenerateContentResponse`, v1beta).
+//! Every response field is optional, as proto3 JSON omits empty values.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::provider::{AiMessage, ModelRequest, ToolResultMessage};
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GenerateContentRequest {
+    pub contents: Vec<Content>,
+    pub system_instruction: Content,
+    pub tools: Vec<Tool>,
+    pub tool_config: ToolConfig,
+    pub generation_config: GenerationConfig,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Content {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<&'static str>,
+    /// Parts stay raw JSON so that replayed model parts go back byte for byte.
+    pub parts: Vec<Value>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    pub function_declarations: Vec<FunctionDeclaration>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FunctionDeclaration {
+    pub name: String,
+    pub description: String,
+    /// Plain JSON Schema (`parametersJsonSchema`), as our declarations are.
+    pub parameters_json_schema: Value,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolConfig {
+    pub function_calling_config: FunctionCallingConfig,
+}
+
+#[derive(Debug, Serialize)]
+pub struct FunctionCallingConfig {
+    pub mode: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GenerationConfig {
+    pub max_output_tokens: u32,
+    pub thinking_config: ThinkingConfig,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ThinkingConfig {
+    pub thinking_level: &'static str,
+}
+
+/// Maps our request to Gemini's: system prompt, history with the model's own
+/// parts replayed from provider_state, tools in the loop's order.
+pub fn build_request(request: &ModelRequest) -> GenerateContentRequest {
+    GenerateContentRequest {
+        contents: request.messages.iter().map(content_for).collect(),
+        system_instruction: Content {
+            role: None,
+            parts: vec![json!({"text": request.system})],
+        },
+        tools: vec![Tool {
+            function_declarations: request
+                .tools
+                .iter()
+                .map(|tool| FunctionDeclaration {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    parameters_json_schema: tool.parameters.clone(),
+                })
+                .collect(),
+        }],
+        tool_config: ToolConfig {
+            function_calling_config: FunctionCallingConfig { mode: "AUTO" },
+        },
+        generation_config: GenerationConfig {
+            max_output_tokens: request.max_output_tokens,
+            thinking_config: ThinkingConfig {
+                thinking_level: request.thinking_level.as_str(),
+            },
+        },
+    }
+}
+
+fn content_for(message: &AiMessage) -> Content {
+    match message {
+        AiMessage::User { text } => Content {
+            role: Some("user"),
+            parts: vec![json!({"text": text})],
+        },
+        AiMessage::Assistant {
+            text,
+            tool_calls,
+            provider_state,
+        } => {
+            // Never rebuild a model turn from its text and calls when its own
+            // parts exist: they carry the signatures Gemini checks.
+            let parts = match replay_parts(provider_state.as_ref()) {
+                Some(parts) => parts,
+                None => {
+                    let mut parts = Vec::new();
+                    if !text.is_empty() {
+                        parts.push(json!({"text": text}));
+                    }
+                    for call in tool_calls {
+                        let mut function_call = Map::new();
+                        if let Some(id) = &call.id {
+                            function_call.insert("id".into(), json!(id));
+                        }
+                        function_call.insert("name".into(), json!(call.name));
+                        function_call.insert("args".into(), call.args.clone());
+                        parts.push(json!({"functionCall": function_call}));
+                    }
+                    parts
+                }
+            };
+            Content {
+                role: Some("model"),
+                parts,
+            }
+        }
+        AiMessage::ToolResults { results } => Content {
+            role: Some("user"),
+            parts: results.iter().map(function_response).collect(),
+        },
+    }
+}
+
+/// The model's own parts, if this provider_state is ours.
+fn replay_parts(state: Option<&Value>) -> Option<Vec<Value>> {
+    let state = state?.get("gemini")?;
+    let parts = state.get("parts")?.as_array()?;
+    (!parts.is_empty()).then(|| parts.clone())
+}
+
+/// The provider_state the adapter attaches to a model turn.
+pub fn provider_state(parts: Vec<Value>) -> Value {
+    json!({"gemini": {"parts": parts}})
+}
+
+fn function_response(result: &ToolResultMessage) -> Value {
+    let key = if result.ok { "result" } else { "error" };
+    let mut response = Map::new();
+    if let Some(id) = &result.call_id {
+        response.insert("id".into(), json!(id));
+    }
+    response.insert("name".into(), json!(result.name));
+    response.insert("response".into(), json!({ key: result.content }));
+    json!({"functionResponse": response})
+}
+
+/// One streamed chunk.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GenerateContentResponse {
+    #[serde(default)]
+    pub candidates: Option<Vec<Candidate>>,
+    #[serde(default)]
+    pub prompt_feedback: Option<PromptFeedback>,
+    #[serde(default)]
+    pub usage_metadata: Option<Value>,
+    #[serde(default)]
+    pub model_version: Option<String>,
+    /// A `data: {"error": …}` event.
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Candidate {
+    #[serde(default)]
+    pub content: Option<CandidateContent>,
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    #[serde(default)]
+    pub finish_message: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct CandidateContent {
+    /// Kept raw: these become provider_state.
+    #[serde(default)]
+    pub parts: Option<Vec<Value>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptFeedback {
+    #[serde(default)]
+    pub block_reason: Option<String>,
+    #[serde(default)]
+    pub block_reason_message: Option<String>,
+}
+
+/// What a part means to us. The part itself is kept as received.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PartView {
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub thought: Option<bool>,
+    #[serde(default)]
+    pub thought_signature: Option<String>,
+    #[serde(default)]
+    pub function_call: Option<FunctionCallView>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct FunctionCallView {
+    #[serde(default)]
+    pub id: Option<String>,
+    pub name: String,
+    #[serde(default)]
+    pub args: Option<Value>,
+}
+
+/// `usageMetadata`: cumulative counts; the last chunk's win.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageMetadata {
+    #[serde(default)]
+    pub prompt_token_count: u64,
+    #[serde(default)]
+    pub cached_content_token_count: u64,
+    #[serde(default)]
+    pub candidates_token_count: u64,
+    #[serde(default)]
+    pub thoughts_token_count: u64,
+}
