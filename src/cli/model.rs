@@ -47,10 +47,20 @@ pub struct ModelArgs {
     #[arg(long, value_name = "FILE", required_if_eq("provider", "script"))]
     pub script: Option<PathBuf>,
     /// Gemini: seconds to wait for a connection.
-    #[arg(long, value_name = "SECS", env = "PROMPTLAB_CONNECT_TIMEOUT", default_value_t = 10.0)]
+    #[arg(
+        long,
+        value_name = "SECS",
+        env = "PROMPTLAB_CONNECT_TIMEOUT",
+        default_value_t = 10.0
+    )]
     pub connect_timeout: f64,
     /// Gemini: seconds to wait for the response to start, or for its next bytes.
-    #[arg(long, value_name = "SECS", env = "PROMPTLAB_IDLE_TIMEOUT", default_value_t = 120.0)]
+    #[arg(
+        long,
+        value_name = "SECS",
+        env = "PROMPTLAB_IDLE_TIMEOUT",
+        default_value_t = 120.0
+    )]
     pub idle_timeout: f64,
 }
 
@@ -76,7 +86,9 @@ impl ModelArgs {
                     idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
                     ..GeminiConfig::from_env()
                 };
-                Ok(Arc::new(GeminiProvider::new(config).map_err(CliError::failed)?))
+                Ok(Arc::new(
+                    GeminiProvider::new(config).map_err(CliError::failed)?,
+                ))
             }
             ProviderKind::Replay => Err(CliError::invalid(format!(
                 "the {:?} provider is not available in this build",
@@ -91,6 +103,8 @@ fn seconds(flag: &str, value: f64) -> Result<Duration, CliError> {
     if value.is_finite() && value > 0.0 && value < 86_400.0 {
         Ok(Duration::from_secs_f64(value))
     } else {
-        Err(CliError::invalid(format!("{flag}: expected a number of seconds above 0, got {value}")))
+        Err(CliError::invalid(format!(
+            "{flag}: expected a number of seconds above 0, got {value}"
+        )))
     }
 }

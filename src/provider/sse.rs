@@ -99,7 +99,9 @@ fn parse_event(bytes: &[u8]) -> Result<Option<SseItem>, SseError> {
             data.push(value.strip_prefix(' ').unwrap_or(value));
         } else if line.is_empty()
             || line.starts_with(':')
-            || ["event:", "id:", "retry:"].iter().any(|field| line.starts_with(field))
+            || ["event:", "id:", "retry:"]
+                .iter()
+                .any(|field| line.starts_with(field))
         {
             continue;
         } else {
@@ -135,14 +137,23 @@ mod tests {
     #[test]
     fn events_end_at_any_blank_line_style() {
         let items = parse_all(&[b"data: a\r\n\r\ndata: b\n\ndata: c\r\rdata: d"]);
-        let data: Vec<SseItem> = ["a", "b", "c", "d"].iter().map(|s| SseItem::Data(s.to_string())).collect();
+        let data: Vec<SseItem> = ["a", "b", "c", "d"]
+            .iter()
+            .map(|s| SseItem::Data(s.to_string()))
+            .collect();
         assert_eq!(items, data);
     }
 
     #[test]
     fn a_separator_split_across_pieces_is_found_once() {
         let items = parse_all(&[b"data: {\"x\":1}\r\n", b"\r", b"\ndata: {\"x\":2}\r\n\r\n"]);
-        assert_eq!(items, [SseItem::Data("{\"x\":1}".into()), SseItem::Data("{\"x\":2}".into())]);
+        assert_eq!(
+            items,
+            [
+                SseItem::Data("{\"x\":1}".into()),
+                SseItem::Data("{\"x\":2}".into())
+            ]
+        );
     }
 
     #[test]
@@ -162,7 +173,10 @@ mod tests {
     fn a_bare_json_error_after_events_is_its_own_item() {
         let body = b"data: {\"a\":1}\n\n{\n  \"error\": {\n    \"code\": 499\n  }\n}\n";
         let items = parse_all(&[body]);
-        assert_eq!(items[1], SseItem::Other("{\n  \"error\": {\n    \"code\": 499\n  }\n}".into()));
+        assert_eq!(
+            items[1],
+            SseItem::Other("{\n  \"error\": {\n    \"code\": 499\n  }\n}".into())
+        );
     }
 
     #[test]

@@ -22,7 +22,10 @@ pub struct RecordedRequest {
 
 impl RecordedRequest {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(key, _)| key.eq_ignore_ascii_case(name)).map(|(_, value)| value.as_str())
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
     }
 
     pub fn json(&self) -> Value {
@@ -33,9 +36,17 @@ impl RecordedRequest {
 pub enum Reply {
     /// 200 `text/event-stream`, written as chunks of `piece` bytes, with
     /// `pause` after each.
-    Stream { body: Vec<u8>, piece: usize, pause: Duration },
+    Stream {
+        body: Vec<u8>,
+        piece: usize,
+        pause: Duration,
+    },
     /// Any status, headers and body.
-    Status { code: u16, headers: Vec<(String, String)>, body: String },
+    Status {
+        code: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
     /// 200, `body` is sent, then the connection is reset.
     ResetAfter { body: Vec<u8> },
     /// 200, `body` is sent, then nothing for `hold`.
@@ -44,11 +55,19 @@ pub enum Reply {
 
 impl Reply {
     pub fn stream(body: impl Into<Vec<u8>>) -> Reply {
-        Reply::Stream { body: body.into(), piece: 7, pause: Duration::ZERO }
+        Reply::Stream {
+            body: body.into(),
+            piece: 7,
+            pause: Duration::ZERO,
+        }
     }
 
     pub fn status(code: u16, body: impl Into<String>) -> Reply {
-        Reply::Status { code, headers: Vec::new(), body: body.into() }
+        Reply::Status {
+            code,
+            headers: Vec::new(),
+            body: body.into(),
+        }
     }
 }
 
@@ -71,13 +90,18 @@ impl TestServer {
         let recorded = Arc::clone(&requests);
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             runtime.block_on(async move {
                 let listener = TcpListener::from_std(listener).unwrap();
                 let responders = Arc::new(responders);
                 let accept = async {
                     loop {
-                        let Ok((socket, _)) = listener.accept().await else { return };
+                        let Ok((socket, _)) = listener.accept().await else {
+                            return;
+                        };
                         let recorded = Arc::clone(&recorded);
                         let responders = Arc::clone(&responders);
                         tokio::spawn(async move {
@@ -91,7 +115,12 @@ impl TestServer {
                 }
             });
         });
-        TestServer { base_url, requests, shutdown: Some(shutdown), thread: Some(thread) }
+        TestServer {
+            base_url,
+            requests,
+            shutdown: Some(shutdown),
+            thread: Some(thread),
+        }
     }
 
     pub fn requests(&self) -> Vec<RecordedRequest> {
@@ -123,11 +152,21 @@ async fn serve(
     };
     let reply = match responders.get(index) {
         Some(responder) => responder(&request),
-        None => Reply::status(500, "{\"error\": {\"code\": 500, \"message\": \"unexpected request\", \"status\": \"INTERNAL\"}}"),
+        None => Reply::status(
+            500,
+            "{\"error\": {\"code\": 500, \"message\": \"unexpected request\", \"status\": \"INTERNAL\"}}",
+        ),
     };
     match reply {
-        Reply::Status { code, headers, body } => {
-            let mut head = format!("HTTP/1.1 {code} Test\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+        Reply::Status {
+            code,
+            headers,
+            body,
+        } => {
+            let mut head = format!(
+                "HTTP/1.1 {code} Test\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+                body.len()
+            );
             for (name, value) in headers {
                 head.push_str(&format!("{name}: {value}\r\n"));
             }
@@ -172,7 +211,9 @@ async fn write_chunk(socket: &mut TcpStream, chunk: &[u8]) -> std::io::Result<()
     if chunk.is_empty() {
         return Ok(());
     }
-    socket.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).await?;
+    socket
+        .write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+        .await?;
     socket.write_all(chunk).await?;
     socket.write_all(b"\r\n").await?;
     socket.flush().await
@@ -213,7 +254,12 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<RecordedRequest
         }
         body.extend_from_slice(&chunk[..read]);
     }
-    Ok(RecordedRequest { method, target, headers, body })
+    Ok(RecordedRequest {
+        method,
+        target,
+        headers,
+        body,
+    })
 }
 
 /// A fixture's bytes as the API would send them; `*.chunks.txt` files (one

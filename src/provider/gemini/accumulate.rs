@@ -64,7 +64,10 @@ impl CallAccumulator {
             SseItem::Data(data) => data,
         };
         let chunk: GenerateContentResponse = serde_json::from_str(&data).map_err(|error| {
-            StreamFault::fatal(format!("Gemini sent a malformed stream event ({error}): `{}`", snippet(&data)))
+            StreamFault::fatal(format!(
+                "Gemini sent a malformed stream event ({error}): `{}`",
+                snippet(&data)
+            ))
         })?;
         if let Some(error) = &chunk.error {
             return Err(StreamFault::from_google(&from_value(error)));
@@ -75,10 +78,10 @@ impl CallAccumulator {
         if let Some(version) = chunk.model_version {
             self.model_version = Some(version);
         }
-        if let Some(feedback) = chunk.prompt_feedback {
-            if let Some(reason) = feedback.block_reason {
-                self.block_reason = Some((reason, feedback.block_reason_message));
-            }
+        if let Some(feedback) = chunk.prompt_feedback
+            && let Some(reason) = feedback.block_reason
+        {
+            self.block_reason = Some((reason, feedback.block_reason_message));
         }
         let mut events = Vec::new();
         let Some(candidate) = chunk.candidates.and_then(|c| c.into_iter().next()) else {
@@ -118,7 +121,9 @@ impl CallAccumulator {
         // Signed text, thoughts and kinds we do not know: kept exactly.
         self.parts.push(part);
         match view.text {
-            Some(text) if is_answer_text && !text.is_empty() => Ok(Some(ModelEvent::TextDelta(text))),
+            Some(text) if is_answer_text && !text.is_empty() => {
+                Ok(Some(ModelEvent::TextDelta(text)))
+            }
             _ => Ok(None),
         }
     }
@@ -126,13 +131,12 @@ impl CallAccumulator {
     /// Consecutive unsigned text deltas merge into one part; a signed part is
     /// never merged into or out of.
     fn append_text(&mut self, text: &str) {
-        if let Some(Value::Object(last)) = self.parts.last_mut() {
-            if last.len() == 1 {
-                if let Some(Value::String(existing)) = last.get_mut("text") {
-                    existing.push_str(text);
-                    return;
-                }
-            }
+        if let Some(Value::Object(last)) = self.parts.last_mut()
+            && last.len() == 1
+            && let Some(Value::String(existing)) = last.get_mut("text")
+        {
+            existing.push_str(text);
+            return;
         }
         self.parts.push(json!({"text": text}));
     }
@@ -140,7 +144,10 @@ impl CallAccumulator {
     /// The call's summary, or the reason it did not finish normally.
     pub fn finish(self, retries: u32) -> Result<CallSummary, StreamFault> {
         if let Some((reason, message)) = &self.block_reason {
-            let detail = message.as_deref().map(|m| format!(": {m}")).unwrap_or_default();
+            let detail = message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
             return Err(StreamFault::fatal(format!(
                 "Gemini blocked the prompt (block reason {reason}){detail}"
             )));
@@ -151,7 +158,10 @@ impl CallAccumulator {
             ));
         };
         if reason != "STOP" {
-            return Err(StreamFault::fatal(finish_message(reason, self.finish_message.as_deref())));
+            return Err(StreamFault::fatal(finish_message(
+                reason,
+                self.finish_message.as_deref(),
+            )));
         }
         let metadata: UsageMetadata = self
             .usage
@@ -175,22 +185,30 @@ impl CallAccumulator {
 
 /// A part that is nothing but `{"text": …}`.
 fn is_plain_text(part: &Value) -> bool {
-    part.as_object().is_some_and(|map| map.len() == 1 && map.contains_key("text"))
+    part.as_object()
+        .is_some_and(|map| map.len() == 1 && map.contains_key("text"))
 }
 
 fn finish_message(reason: &str, detail: Option<&str>) -> String {
     let what = match reason {
         "MAX_TOKENS" => "the answer reached the output limit before it finished",
         "SAFETY" | "IMAGE_SAFETY" => "the answer was stopped by Gemini's safety filters",
-        "RECITATION" | "IMAGE_RECITATION" => "the answer was stopped for reciting a source too closely",
-        "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" => "the answer was stopped for prohibited or sensitive content",
+        "RECITATION" | "IMAGE_RECITATION" => {
+            "the answer was stopped for reciting a source too closely"
+        }
+        "BLOCKLIST" | "PROHIBITED_CONTENT" | "SPII" => {
+            "the answer was stopped for prohibited or sensitive content"
+        }
         "MALFORMED_FUNCTION_CALL" => "the model produced a malformed tool call",
         "LANGUAGE" => "the answer is in a language Gemini does not support",
         "UNEXPECTED_TOOL_CALL" | "TOO_MANY_TOOL_CALLS" => "the model's tool calls were refused",
         _ => "the model stopped unexpectedly",
     };
     match detail {
-        Some(detail) if !detail.trim().is_empty() => format!("Gemini stopped: {what} (finish reason {reason}): {}", detail.trim()),
+        Some(detail) if !detail.trim().is_empty() => format!(
+            "Gemini stopped: {what} (finish reason {reason}): {}",
+            detail.trim()
+        ),
         _ => format!("Gemini stopped: {what} (finish reason {reason})"),
     }
 }
@@ -198,7 +216,11 @@ fn finish_message(reason: &str, detail: Option<&str>) -> String {
 /// A short, printable excerpt of text we could not understand.
 fn snippet(text: &str) -> String {
     let cleaned: String = text.chars().filter(|c| !c.is_control()).take(120).collect();
-    if text.chars().count() > 120 { format!("{cleaned}…") } else { cleaned }
+    if text.chars().count() > 120 {
+        format!("{cleaned}…")
+    } else {
+        cleaned
+    }
 }
 
 #[cfg(test)]
@@ -212,13 +234,30 @@ mod tests {
     #[test]
     fn text_is_forwarded_and_merged_but_signed_parts_stay_apart() {
         let mut acc = CallAccumulator::new();
-        let a = acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"Hello "}]}}]}"#)).unwrap();
+        let a = acc
+            .accept(data(
+                r#"{"candidates":[{"content":{"parts":[{"text":"Hello "}]}}]}"#,
+            ))
+            .unwrap();
         assert_eq!(a, [ModelEvent::TextDelta("Hello ".into())]);
-        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"there"}]}}]}"#)).unwrap();
+        acc.accept(data(
+            r#"{"candidates":[{"content":{"parts":[{"text":"there"}]}}]}"#,
+        ))
+        .unwrap();
         acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"","thoughtSignature":"c2ln"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"thoughtsTokenCount":7,"cachedContentTokenCount":4}}"#)).unwrap();
         let summary = acc.finish(0).unwrap();
-        assert_eq!(summary.provider_state.unwrap(), json!({"gemini": {"parts": [{"text": "Hello there"}, {"text": "", "thoughtSignature": "c2ln"}]}}));
-        assert_eq!((summary.usage.input_tokens, summary.usage.output_tokens, summary.usage.cache_read_tokens), (10, 10, 4));
+        assert_eq!(
+            summary.provider_state.unwrap(),
+            json!({"gemini": {"parts": [{"text": "Hello there"}, {"text": "", "thoughtSignature": "c2ln"}]}})
+        );
+        assert_eq!(
+            (
+                summary.usage.input_tokens,
+                summary.usage.output_tokens,
+                summary.usage.cache_read_tokens
+            ),
+            (10, 10, 4)
+        );
     }
 
     #[test]
@@ -236,22 +275,48 @@ mod tests {
     fn abnormal_endings_are_clear_messages() {
         let mut acc = CallAccumulator::new();
         acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"Partial"}]},"finishReason":"MAX_TOKENS"}]}"#)).unwrap();
-        assert_eq!(acc.finish(0).unwrap_err().message, "Gemini stopped: the answer reached the output limit before it finished (finish reason MAX_TOKENS)");
+        assert_eq!(
+            acc.finish(0).unwrap_err().message,
+            "Gemini stopped: the answer reached the output limit before it finished (finish reason MAX_TOKENS)"
+        );
         let mut acc = CallAccumulator::new();
-        acc.accept(data(r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#)).unwrap();
-        assert_eq!(acc.finish(0).unwrap_err().message, "Gemini blocked the prompt (block reason SAFETY)");
-        assert!(CallAccumulator::new().finish(0).unwrap_err().message.contains("no finish reason"));
+        acc.accept(data(r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#))
+            .unwrap();
+        assert_eq!(
+            acc.finish(0).unwrap_err().message,
+            "Gemini blocked the prompt (block reason SAFETY)"
+        );
+        assert!(
+            CallAccumulator::new()
+                .finish(0)
+                .unwrap_err()
+                .message
+                .contains("no finish reason")
+        );
         let mut acc = CallAccumulator::new();
         let fault = acc.accept(data("{not json")).unwrap_err();
-        assert!(fault.message.starts_with("Gemini sent a malformed stream event"), "{}", fault.message);
+        assert!(
+            fault
+                .message
+                .starts_with("Gemini sent a malformed stream event"),
+            "{}",
+            fault.message
+        );
     }
 
     #[test]
     fn an_error_event_mid_stream_is_a_fault() {
         let mut acc = CallAccumulator::new();
         let fault = acc.accept(SseItem::Other("{\n  \"error\": {\"code\": 499, \"message\": \"The operation was cancelled.\", \"status\": \"CANCELLED\"}\n}".into())).unwrap_err();
-        assert_eq!(fault.message, "Gemini API error 499 CANCELLED: The operation was cancelled.");
-        let fault = acc.accept(data(r#"{"error":{"code":503,"message":"Overloaded","status":"UNAVAILABLE"}}"#)).unwrap_err();
+        assert_eq!(
+            fault.message,
+            "Gemini API error 499 CANCELLED: The operation was cancelled."
+        );
+        let fault = acc
+            .accept(data(
+                r#"{"error":{"code":503,"message":"Overloaded","status":"UNAVAILABLE"}}"#,
+            ))
+            .unwrap_err();
         assert!(fault.retryable);
     }
 }

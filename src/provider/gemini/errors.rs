@@ -28,7 +28,11 @@ pub fn parse_error_body(body: &str) -> Option<GoogleError> {
     let body = body.trim();
     // Checked first: serde would also read a struct from a JSON array.
     let error = if body.starts_with('[') {
-        serde_json::from_str::<Vec<Wrapped>>(body).ok()?.into_iter().next()?.error
+        serde_json::from_str::<Vec<Wrapped>>(body)
+            .ok()?
+            .into_iter()
+            .next()?
+            .error
     } else {
         serde_json::from_str::<Wrapped>(body).ok()?.error
     };
@@ -44,7 +48,10 @@ pub fn from_value(value: &Value) -> GoogleError {
 impl GoogleError {
     /// `Gemini API error 429 RESOURCE_EXHAUSTED: You exceeded your quota…`
     pub fn describe(&self, http_status: Option<u16>) -> String {
-        let code = self.code.map(|c| c.to_string()).or(http_status.map(|s| s.to_string()));
+        let code = self
+            .code
+            .map(|c| c.to_string())
+            .or(http_status.map(|s| s.to_string()));
         let mut head = "Gemini API error".to_string();
         for part in [code, self.status.clone()].into_iter().flatten() {
             head.push(' ');
@@ -92,14 +99,20 @@ mod tests {
         let body = r#"{"error": {"code": 429, "message": "You exceeded your current quota.", "status": "RESOURCE_EXHAUSTED",
             "details": [{"@type": "type.googleapis.com/google.rpc.Help"}, {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34.4s"}]}}"#;
         let error = parse_error_body(body).unwrap();
-        assert_eq!(error.describe(Some(429)), "Gemini API error 429 RESOURCE_EXHAUSTED: You exceeded your current quota.");
+        assert_eq!(
+            error.describe(Some(429)),
+            "Gemini API error 429 RESOURCE_EXHAUSTED: You exceeded your current quota."
+        );
         assert_eq!(error.retry_delay(), Some(Duration::from_millis(34_400)));
     }
 
     #[test]
     fn array_wrapped_bodies_are_read_too() {
         let error = parse_error_body(r#"[{"error": {"code": 503, "message": "The model is overloaded.", "status": "UNAVAILABLE"}}]"#).unwrap();
-        assert_eq!(error.describe(None), "Gemini API error 503 UNAVAILABLE: The model is overloaded.");
+        assert_eq!(
+            error.describe(None),
+            "Gemini API error 503 UNAVAILABLE: The model is overloaded."
+        );
         assert!(parse_error_body("<html>oops</html>").is_none());
     }
 }

@@ -94,16 +94,22 @@ impl GeminiProvider {
             .connect_timeout(config.connect_timeout)
             .user_agent(concat!("promptlab/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|error| ProviderError::new(format!("could not set up the HTTP client: {error}")))?;
+            .map_err(|error| {
+                ProviderError::new(format!("could not set up the HTTP client: {error}"))
+            })?;
         Ok(GeminiProvider { config, client })
     }
 
     fn url(&self, model: &str) -> Result<String, ProviderError> {
         let model = model.strip_prefix("models/").unwrap_or(model);
         let valid = !model.is_empty()
-            && model.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
+            && model
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
         if !valid {
-            return Err(ProviderError::new(format!("`{model}` is not a valid Gemini model name")));
+            return Err(ProviderError::new(format!(
+                "`{model}` is not a valid Gemini model name"
+            )));
         }
         Ok(format!(
             "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
@@ -112,14 +118,23 @@ impl GeminiProvider {
     }
 
     fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let key = self.config.api_key.as_deref().ok_or_else(|| ProviderError::new(NO_KEY_MESSAGE))?;
+        let key = self
+            .config
+            .api_key
+            .as_deref()
+            .ok_or_else(|| ProviderError::new(NO_KEY_MESSAGE))?;
         let mut value = HeaderValue::from_str(key.trim()).map_err(|_| {
-            ProviderError::new("GEMINI_API_KEY contains characters that cannot be sent in an HTTP header")
+            ProviderError::new(
+                "GEMINI_API_KEY contains characters that cannot be sent in an HTTP header",
+            )
         })?;
         value.set_sensitive(true);
         let mut headers = HeaderMap::new();
         headers.insert("x-goog-api-key", value);
-        headers.insert(reqwest::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         Ok(headers)
     }
 }
@@ -138,8 +153,9 @@ impl ModelProvider for GeminiProvider {
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let prepared = self.url(&request.model).and_then(|url| {
-            let body = serde_json::to_vec(&build_request(&request))
-                .map_err(|error| ProviderError::new(format!("could not encode the request: {error}")))?;
+            let body = serde_json::to_vec(&build_request(&request)).map_err(|error| {
+                ProviderError::new(format!("could not encode the request: {error}"))
+            })?;
             Ok(Call {
                 client: self.client.clone(),
                 config: self.config.clone(),
@@ -273,7 +289,11 @@ impl Call {
         let response = match response {
             Err(_) => return Err(self.fail(self.idle_fault().message)),
             Ok(Err(error)) => {
-                return Err(self.fail(format!("could not reach Gemini at {}: {}", self.config.base_url, error_chain(&error))));
+                return Err(self.fail(format!(
+                    "could not reach Gemini at {}: {}",
+                    self.config.base_url,
+                    error_chain(&error)
+                )));
             }
             Ok(Ok(response)) => response,
         };
@@ -289,7 +309,11 @@ impl Call {
             None => format!(
                 "Gemini API error: HTTP {}{}",
                 status,
-                if body.trim().is_empty() { String::new() } else { format!(": {}", excerpt(&body)) }
+                if body.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", excerpt(&body))
+                }
             ),
         };
         Err(SendFailure {
@@ -367,12 +391,18 @@ fn drain(parser: &mut SseParser, at_end: bool) -> Result<Vec<SseItem>, StreamFau
 
 /// `Retry-After`: seconds, or an HTTP date.
 fn retry_after_header(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?.trim();
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
     if let Ok(seconds) = value.parse::<f64>() {
         return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
     }
     let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    (when.with_timezone(&chrono::Utc) - chrono::Utc::now()).to_std().ok()
+    (when.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .to_std()
+        .ok()
 }
 
 /// Reads at most `ERROR_BODY_LIMIT` bytes of an error response.
@@ -392,7 +422,11 @@ async fn read_limited(response: reqwest::Response, idle: Duration) -> String {
 fn excerpt(body: &str) -> String {
     let text: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
     let cut: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
-    if text.chars().count() > 200 { format!("{cut}…") } else { cut }
+    if text.chars().count() > 200 {
+        format!("{cut}…")
+    } else {
+        cut
+    }
 }
 
 /// An error and its causes, as one line.
@@ -419,16 +453,27 @@ mod tests {
         for attempt in 1..=3 {
             let delay = backoff_delay(Duration::from_secs(1), attempt);
             let base = f64::from(1u32 << (attempt - 1));
-            assert!(delay.as_secs_f64() >= base * 0.5 && delay.as_secs_f64() < base * 1.5, "{delay:?}");
+            assert!(
+                delay.as_secs_f64() >= base * 0.5 && delay.as_secs_f64() < base * 1.5,
+                "{delay:?}"
+            );
         }
     }
 
     #[test]
     fn the_key_is_redacted_from_debug_output() {
-        let config = GeminiConfig { api_key: Some("sk-sentinel".into()), ..GeminiConfig::default() };
+        let config = GeminiConfig {
+            api_key: Some("sk-sentinel".into()),
+            ..GeminiConfig::default()
+        };
         assert!(!format!("{config:?}").contains("sk-sentinel"));
         let provider = GeminiProvider::new(config).unwrap();
-        assert!(!provider.url("gemini-3.1-flash-lite").unwrap().contains("sk-sentinel"));
+        assert!(
+            !provider
+                .url("gemini-3.1-flash-lite")
+                .unwrap()
+                .contains("sk-sentinel")
+        );
         assert!(provider.url("../../x?key=1").is_err());
     }
 }
