@@ -10,5 +10,6 @@ pub mod claims;
 pub mod digest;
 pub mod prompts;
 pub mod provider;
+pub mod runs;
 pub mod sink;
 pub mod tools;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use chrono::NaiveDate;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use super::context::build_claim_brief;
 use super::request::{Locale, PromptOptions};
@@ -20,7 +20,7 @@ use crate::prompts::registry::{
 use crate::prompts::{Brand, Capability, PromptRegistry, apply_brand, capability_guide};
 
 /// Where a block's text came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BlockSource {
     /// The code default embedded from `prompts/`.
@@ -41,7 +41,7 @@ impl BlockSource {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PromptBlock {
     /// The prompt id, or `claim.brief` for the built brief.
     pub id: String,
@@ -50,7 +50,7 @@ pub struct PromptBlock {
 }
 
 /// The assembled system prompt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AssembledPrompt {
     pub blocks: Vec<PromptBlock>,
 }

@@ -2,28 +2,26 @@
 //! `-i`, streamed to the terminal or as NDJSON / SSE.
 
 use std::io::{IsTerminal, Read as _};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use chrono::NaiveDate;
 use clap::Args;
-use futures_util::StreamExt;
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use promptlab::chat::request::PromptOptions;
-use promptlab::chat::{
-    ChatEvent, ChatMessage, ChatRequest, ClaimInput, Role, TurnContext, TurnOutput, run_chat_turn,
-};
+use promptlab::chat::{ChatMessage, ChatRequest, ClaimInput, Role, TurnContext};
 use promptlab::claims::ClaimStore;
 use promptlab::claims::load::{DocumentFormat, parse_document};
 use promptlab::prompts::PromptRegistry;
-use promptlab::sink::{EventWriter, OutputFormat, Style};
+use promptlab::sink::run_log::RunRecorder;
+use promptlab::sink::{OutputFormat, Style};
 
 use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::model::ModelArgs;
+use super::turn::{TurnRun, drive_turn};
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
@@ -57,13 +55,7 @@ fn parse_format(text: &str) -> Result<OutputFormat, String> {
     text.parse()
 }
 
-/// What a finished turn leaves behind.
-struct TurnEnd {
-    exit: Exit,
-    answer: String,
-}
-
-pub fn run(args: ChatArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
     let registry = PromptRegistry::embedded();
     let claim_from_stdin = args
         .claim
@@ -84,17 +76,16 @@ pub fn run(args: ChatArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             &messages,
         )?));
     }
-    let format = args.format.unwrap_or(if std::io::stdout().is_terminal() {
-        OutputFormat::Pretty
-    } else {
-        OutputFormat::Ndjson
-    });
+    let format = args.format.unwrap_or_else(default_format);
+    let built = args.model.build_provider()?;
     let ctx = TurnContext {
         registry,
         store: store.clone(),
-        provider: args.model.build_provider()?,
+        provider: built.provider.clone(),
     };
     let base = TurnSettings {
+        record_in: (!args.no_record).then(|| runs_dir.to_path_buf()),
+        provider_name: built.provider.name(),
         claim,
         prompt: loaded.options,
         model: args.model.model.clone(),
@@ -103,28 +94,60 @@ pub fn run(args: ChatArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         format,
     };
     let runtime = tokio::runtime::Runtime::new()?;
-    if args.interactive {
-        runtime.block_on(interactive(ctx, base, messages))
+    let exit = if args.interactive {
+        runtime.block_on(interactive(ctx, base, messages))?
     } else {
         let request = base.request(messages);
         request.validate(registry)?;
         let cancel = CancellationToken::new();
         let on_signal = cancel.clone();
-        runtime.block_on(async move {
+        let recorder = base.recorder(&request, registry);
+        let run = runtime.block_on(async move {
             tokio::spawn(async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
                     on_signal.cancel();
                 }
             });
-            run_turn(ctx, request, format, cancel)
-                .await
-                .map(|end| end.exit)
-        })
+            drive_turn(ctx, request, format, cancel, recorder).await
+        })?;
+        report_recording(&run, format);
+        run.exit
+    };
+    if let Some(replay) = built.replay {
+        for divergence in replay.divergences() {
+            eprintln!(
+                "replay: model call {}: {}",
+                divergence.model_call, divergence.message
+            );
+        }
+    }
+    Ok(exit)
+}
+
+/// pretty on a terminal, ndjson when piped.
+pub fn default_format() -> OutputFormat {
+    if std::io::stdout().is_terminal() {
+        OutputFormat::Pretty
+    } else {
+        OutputFormat::Ndjson
+    }
+}
+
+/// On a terminal, say where the run log went.
+fn report_recording(run: &TurnRun, format: OutputFormat) {
+    if let (Some(path), OutputFormat::Pretty) = (&run.recorded, format) {
+        eprintln!(
+            "{}",
+            Style::for_stdout().dim(&format!("recorded {}", path.display()))
+        );
     }
 }
 
 /// What every turn of a session shares.
 struct TurnSettings {
+    /// Where run logs go; `None` with --no-record.
+    record_in: Option<PathBuf>,
+    provider_name: &'static str,
     claim: ClaimInput,
     prompt: PromptOptions,
     model: String,
@@ -144,44 +167,12 @@ impl TurnSettings {
             today: self.today,
         }
     }
-}
 
-/// Streams one turn to stdout in the chosen format.
-async fn run_turn(
-    ctx: TurnContext,
-    request: ChatRequest,
-    format: OutputFormat,
-    cancel: CancellationToken,
-) -> Result<TurnEnd, CliError> {
-    let stdout = std::io::stdout();
-    let mut writer = EventWriter::new(format, stdout.lock(), Style::for_stdout(), Instant::now());
-    let turn = run_chat_turn(ctx, request, cancel.clone());
-    futures_util::pin_mut!(turn);
-    let mut end = TurnEnd {
-        exit: Exit::Success,
-        answer: String::new(),
-    };
-    while let Some(output) = turn.next().await {
-        match output {
-            TurnOutput::Event(event) => {
-                match &event {
-                    ChatEvent::TextDelta { text } => end.answer.push_str(text),
-                    ChatEvent::Error { .. } => end.exit = Exit::Failure,
-                    _ => {}
-                }
-                if let Err(error) = writer.write(&event) {
-                    cancel.cancel();
-                    return Err(error.into());
-                }
-            }
-            TurnOutput::Cancelled => {
-                writer.cancelled()?;
-                end.exit = Exit::Cancelled;
-            }
-            TurnOutput::Started { .. } | TurnOutput::Prepared(_) | TurnOutput::ModelCall(_) => {}
-        }
+    fn recorder(&self, request: &ChatRequest, registry: &PromptRegistry) -> Option<RunRecorder> {
+        self.record_in
+            .as_ref()
+            .map(|dir| RunRecorder::new(dir, request, registry, self.provider_name, None))
     }
-    Ok(end)
 }
 
 /// A session: one turn per line of input, text history kept between turns.
@@ -228,11 +219,13 @@ async fn interactive(
             .lock()
             .map_err(|_| CliError::failed("the session's state was poisoned"))? =
             Some(token.clone());
-        let end = run_turn(ctx.clone(), request, settings.format, token).await;
+        let recorder = settings.recorder(&request, ctx.registry);
+        let end = drive_turn(ctx.clone(), request, settings.format, token, recorder).await;
         *current
             .lock()
             .map_err(|_| CliError::failed("the session's state was poisoned"))? = None;
         let end = end?;
+        report_recording(&end, settings.format);
         match end.exit {
             Exit::Success => history.push(ChatMessage::assistant(end.answer)),
             Exit::Cancelled if !end.answer.trim().is_empty() => {

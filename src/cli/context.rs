@@ -66,8 +66,8 @@ pub struct PromptArgs {
     /// A quick action (`promptlab prompts list` shows them); absent = free chat.
     #[arg(long, value_name = "ID")]
     pub capability: Option<String>,
-    /// Prompt Lab override files or folders; later ones win per prompt id.
-    #[arg(long, value_name = "PATH", num_args = 1..)]
+    /// A Prompt Lab override file or folder; repeat for several (later ones win per prompt id).
+    #[arg(long, value_name = "PATH")]
     pub overrides: Vec<PathBuf>,
     /// Brand that fills {{assistant}}, {{product}} and {{pronunciation}}.
     #[arg(long, value_name = "NAME")]

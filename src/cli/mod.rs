@@ -8,7 +8,10 @@ pub mod context;
 pub mod error;
 pub mod model;
 pub mod prompts;
+pub mod replay;
+pub mod runs;
 pub mod table;
+pub mod turn;
 
 use std::path::PathBuf;
 
@@ -50,6 +53,15 @@ pub struct StoreArgs {
         default_value = "claims"
     )]
     pub claims_dir: PathBuf,
+    /// Where run logs are recorded and read: <DIR>/<fingerprint>/<time>-<turn id>.ndjson.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "PROMPTLAB_RUNS_DIR",
+        default_value = "runs"
+    )]
+    pub runs_dir: PathBuf,
 }
 
 #[derive(Debug, Subcommand)]
@@ -62,13 +74,20 @@ pub enum Command {
     /// Inspect the claim store: list, show, brief, validate.
     #[command(subcommand)]
     Claims(claims::ClaimsCommand),
+    /// Recorded run logs: list and show.
+    #[command(subcommand)]
+    Runs(runs::RunsCommand),
+    /// Re-run a recorded turn with its recorded model responses and report where it diverges.
+    Replay(replay::ReplayArgs),
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
     let store = ClaimStore::new(&cli.stores.claims_dir);
     match cli.command {
-        Command::Chat(args) => chat::run(*args, &store),
+        Command::Chat(args) => chat::run(*args, &store, &cli.stores.runs_dir),
         Command::Prompts(command) => prompts::run(command, &store),
         Command::Claims(command) => claims::run(command, &store),
+        Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
+        Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
     }
 }

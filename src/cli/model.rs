@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use promptlab::provider::ModelProvider;
 use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
+use promptlab::provider::replay::ReplayProvider;
 use promptlab::provider::script::ScriptProvider;
+use promptlab::runs::read_run_log;
 
 use super::error::CliError;
 
@@ -43,6 +45,9 @@ pub struct ModelArgs {
     /// Where model answers come from.
     #[arg(long, value_enum, env = "PROMPTLAB_PROVIDER", default_value = "gemini")]
     pub provider: ProviderKind,
+    /// The run log whose model turns `--provider replay` plays back.
+    #[arg(long, value_name = "RUNLOG", required_if_eq("provider", "replay"))]
+    pub replay: Option<PathBuf>,
     /// The YAML script for `--provider script`.
     #[arg(long, value_name = "FILE", required_if_eq("provider", "script"))]
     pub script: Option<PathBuf>,
@@ -68,17 +73,34 @@ fn parse_thinking_level(text: &str) -> Result<ThinkingLevel, String> {
     text.parse()
 }
 
+/// The chosen provider, and the replay provider's own handle when it is one
+/// (to read its divergences after the turn).
+pub struct BuiltProvider {
+    pub provider: Arc<dyn ModelProvider>,
+    pub replay: Option<Arc<ReplayProvider>>,
+}
+
+impl From<Arc<dyn ModelProvider>> for BuiltProvider {
+    fn from(provider: Arc<dyn ModelProvider>) -> BuiltProvider {
+        BuiltProvider {
+            provider,
+            replay: None,
+        }
+    }
+}
+
 impl ModelArgs {
     /// The provider these flags choose.
-    pub fn build_provider(&self) -> Result<Arc<dyn ModelProvider>, CliError> {
+    pub fn build_provider(&self) -> Result<BuiltProvider, CliError> {
         match self.provider {
             ProviderKind::Script => {
                 let path = self
                     .script
                     .as_ref()
                     .ok_or_else(|| CliError::invalid("--provider script needs --script FILE"))?;
-                let provider = ScriptProvider::load(path).map_err(CliError::invalid)?;
-                Ok(Arc::new(provider))
+                let provider: Arc<dyn ModelProvider> =
+                    Arc::new(ScriptProvider::load(path).map_err(CliError::invalid)?);
+                Ok(provider.into())
             }
             ProviderKind::Gemini => {
                 let config = GeminiConfig {
@@ -86,14 +108,22 @@ impl ModelArgs {
                     idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
                     ..GeminiConfig::from_env()
                 };
-                Ok(Arc::new(
-                    GeminiProvider::new(config).map_err(CliError::failed)?,
-                ))
+                let provider: Arc<dyn ModelProvider> =
+                    Arc::new(GeminiProvider::new(config).map_err(CliError::failed)?);
+                Ok(provider.into())
             }
-            ProviderKind::Replay => Err(CliError::invalid(format!(
-                "the {:?} provider is not available in this build",
-                self.provider
-            ))),
+            ProviderKind::Replay => {
+                let path = self
+                    .replay
+                    .as_ref()
+                    .ok_or_else(|| CliError::invalid("--provider replay needs --replay RUNLOG"))?;
+                let log = read_run_log(path).map_err(CliError::invalid)?;
+                let replay = Arc::new(ReplayProvider::from_log(&log));
+                Ok(BuiltProvider {
+                    provider: replay.clone(),
+                    replay: Some(replay),
+                })
+            }
         }
     }
 }

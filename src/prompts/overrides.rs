@@ -134,7 +134,7 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, OverrideError> {
 }
 
 /// Why an override was not applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum UnusableReason {
     UnknownId,
@@ -160,7 +160,7 @@ impl fmt::Display for UnusableReason {
 }
 
 /// An override that was not applied, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IgnoredOverride {
     pub id: String,
     pub reason: UnusableReason,

@@ -5,6 +5,7 @@
 //! replayed (Gemini's signed parts). The loop never looks inside it.
 
 pub mod gemini;
+pub mod replay;
 pub mod script;
 pub mod sse;
 

@@ -3,6 +3,7 @@
 //! its printer.
 
 pub mod pretty;
+pub mod run_log;
 pub mod style;
 
 use std::io::{self, Write};

@@ -26,6 +26,8 @@ pub struct PrettyWriter<W: Write> {
     in_text: bool,
     labels: HashMap<String, String>,
     lookups: Vec<Lookup>,
+    /// Timings from a recording, shown instead of the live clock's.
+    recorded_timing: Option<(Option<Duration>, Duration)>,
 }
 
 impl<W: Write> PrettyWriter<W> {
@@ -38,7 +40,15 @@ impl<W: Write> PrettyWriter<W> {
             in_text: false,
             labels: HashMap::new(),
             lookups: Vec::new(),
+            recorded_timing: None,
         }
+    }
+
+    /// Shows a recorded turn's time to first token and total time in the
+    /// footer, for re-rendering a run log.
+    pub fn with_recorded_timing(mut self, first_text: Option<Duration>, total: Duration) -> Self {
+        self.recorded_timing = Some((first_text, total));
+        self
     }
 
     pub fn write(&mut self, event: &ChatEvent) -> io::Result<()> {
@@ -146,7 +156,10 @@ impl<W: Write> PrettyWriter<W> {
     fn write_footer(&mut self, done: &Done) -> io::Result<()> {
         let count = |n: u64| format_amount(n.into()).trim_end_matches(".00").to_string();
         let usage = &done.usage;
-        let first = self.first_text.map_or_else(
+        let (first_text, total) = self
+            .recorded_timing
+            .unwrap_or((self.first_text, self.started.elapsed()));
+        let first = first_text.map_or_else(
             || "no text".to_string(),
             |d| format!("first token {:.2} s", d.as_secs_f64()),
         );
@@ -159,7 +172,7 @@ impl<W: Write> PrettyWriter<W> {
             done.prompts.fingerprint,
             done.turn_id,
             first,
-            self.started.elapsed().as_secs_f64(),
+            total.as_secs_f64(),
         );
         writeln!(self.out, "\n{}", self.style.dim(&footer))
     }

@@ -12,7 +12,7 @@ pub mod schedule;
 pub mod screen;
 pub mod search;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::chat::event::ClientAction;
@@ -67,7 +67,7 @@ impl std::fmt::Debug for ToolSpec {
 }
 
 /// What the model is told about a tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolDeclaration {
     pub name: String,
     pub description: String,

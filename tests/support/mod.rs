@@ -13,7 +13,14 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `promptlab` with no colours, no inherited settings, run from the repo root.
+/// A runs folder private to this test process, so that tests never write
+/// run logs into the repository.
+pub fn scratch_runs_dir() -> PathBuf {
+    std::env::temp_dir().join(format!("promptlab-test-runs-{}", std::process::id()))
+}
+
+/// `promptlab` with no colours, no inherited settings, run from the repo root,
+/// recording (when it records) into a scratch folder.
 pub fn promptlab() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_promptlab"));
     command.current_dir(repo_root()).env("NO_COLOR", "1");
@@ -22,6 +29,7 @@ pub fn promptlab() -> Command {
             command.env_remove(key);
         }
     }
+    command.env("PROMPTLAB_RUNS_DIR", scratch_runs_dir());
     command
 }
 

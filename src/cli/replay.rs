@@ -1,0 +1,110 @@
+//! `promptlab replay RUNLOG`: re-run a recorded turn with its recorded model
+//! responses, offline, and say where the new run diverges.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use promptlab::chat::{ClaimInput, TurnContext};
+use promptlab::claims::ClaimStore;
+use promptlab::prompts::PromptRegistry;
+use promptlab::provider::replay::ReplayProvider;
+use promptlab::runs::replay::{compare_events, request_from_log};
+use promptlab::runs::{find_run, read_run_log};
+use promptlab::sink::OutputFormat;
+use promptlab::sink::run_log::RunRecorder;
+
+use super::context::read_claim_file;
+use super::error::{CliError, Exit};
+use super::turn::drive_turn;
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// A run-log path, or a prefix of a turn id.
+    pub run: String,
+    /// Replay against this claim file instead of the recorded claim.
+    #[arg(long, value_name = "FILE", conflicts_with = "claim_id")]
+    pub claim: Option<std::path::PathBuf>,
+    /// Replay against this claim id instead of the recorded claim.
+    #[arg(long, value_name = "ID")]
+    pub claim_id: Option<String>,
+    /// Output: pretty, ndjson or sse (default: pretty on a terminal, ndjson when piped).
+    #[arg(long, value_name = "FORMAT", value_parser = parse_format)]
+    pub format: Option<OutputFormat>,
+    /// Do not record the replayed turn.
+    #[arg(long)]
+    pub no_record: bool,
+}
+
+fn parse_format(text: &str) -> Result<OutputFormat, String> {
+    text.parse()
+}
+
+pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
+    let path = find_run(&[runs_dir.to_path_buf()], &args.run).map_err(CliError::invalid)?;
+    let log = read_run_log(&path).map_err(CliError::invalid)?;
+    let claim = match (&args.claim, &args.claim_id) {
+        (Some(file), _) => Some(ClaimInput::Document(Box::new(read_claim_file(file)?))),
+        (None, Some(id)) => Some(ClaimInput::Id(id.clone())),
+        (None, None) => None,
+    };
+    let (request, warnings) = request_from_log(&log, store, claim).map_err(CliError::invalid)?;
+    for warning in warnings {
+        eprintln!("warning: {warning}");
+    }
+    let registry = PromptRegistry::embedded();
+    request.validate(registry)?;
+    let replay = Arc::new(ReplayProvider::from_log(&log));
+    let ctx = TurnContext {
+        registry,
+        store: store.clone(),
+        provider: replay.clone(),
+    };
+    let recorder = (!args.no_record).then(|| {
+        RunRecorder::new(
+            runs_dir,
+            &request,
+            registry,
+            "replay",
+            log.header.labels.clone(),
+        )
+    });
+    let format = args.format.unwrap_or_else(super::chat::default_format);
+    let runtime = tokio::runtime::Runtime::new()?;
+    let cancel = CancellationToken::new();
+    let on_signal = cancel.clone();
+    let run = runtime.block_on(async move {
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                on_signal.cancel();
+            }
+        });
+        drive_turn(ctx, request, format, cancel, recorder).await
+    })?;
+    if run.exit == Exit::Cancelled {
+        return Ok(Exit::Cancelled);
+    }
+    let recorded: Vec<_> = log.events().cloned().collect();
+    let mut differences: Vec<String> = replay
+        .divergences()
+        .into_iter()
+        .map(|d| format!("model call {}: {}", d.model_call, d.message))
+        .collect();
+    differences.extend(compare_events(&recorded, &run.events));
+    if differences.is_empty() {
+        eprintln!(
+            "replay matches the recording: {} events, {} model calls ({})",
+            recorded.len(),
+            replay.recorded_calls(),
+            path.display()
+        );
+        return Ok(run.exit);
+    }
+    eprintln!("replay diverges from the recording {}:", path.display());
+    for difference in differences {
+        eprintln!("  {difference}");
+    }
+    Ok(Exit::Failure)
+}

@@ -1,0 +1,293 @@
+//! `promptlab runs list|show`: the recorded run logs.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Local, NaiveDate, Utc};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use promptlab::runs::{RunSummary, find_run, read_run_log, scan_runs};
+use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable};
+
+use super::error::{CliError, Exit};
+use super::table::new_table;
+
+#[derive(Debug, Subcommand)]
+pub enum RunsCommand {
+    /// List recorded turns, newest first.
+    List(ListArgs),
+    /// Show one recorded turn as `chat` showed it (or as NDJSON).
+    Show(ShowArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only turns with this prompt fingerprint (`default` or 12 hex characters).
+    #[arg(long, value_name = "FP")]
+    pub fingerprint: Option<String>,
+    /// Only turns on this claim id.
+    #[arg(long, value_name = "ID")]
+    pub claim: Option<String>,
+    /// Only turns started since: a date (2026-11-30), a time (2026-11-30T09:00:00Z), or an age (30m, 2h, 7d).
+    #[arg(long, value_name = "WHEN", value_parser = parse_since)]
+    pub since: Option<DateTime<Utc>>,
+    /// Only turns that ended so: done, error, cancelled, or partial (never finished).
+    #[arg(long, value_name = "STATUS", value_parser = ["done", "error", "cancelled", "partial"])]
+    pub status: Option<String>,
+    /// Show at most this many (0 = all).
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub limit: usize,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A run-log path, or a prefix of a turn id.
+    pub run: String,
+    /// pretty (the turn as `chat` showed it) or ndjson (its events).
+    #[arg(long, value_name = "FORMAT", default_value = "pretty", value_parser = ["pretty", "ndjson"])]
+    pub format: String,
+}
+
+pub fn run(command: RunsCommand, runs_dir: &PathBuf) -> Result<Exit, CliError> {
+    match command {
+        RunsCommand::List(args) => list(args, runs_dir),
+        RunsCommand::Show(args) => show(args, runs_dir),
+    }
+}
+
+/// The status a summary shows: its footer's, or `partial`.
+pub fn status_of(summary: &RunSummary) -> &'static str {
+    match (&summary.footer, summary.partial) {
+        (Some(footer), false) => footer.status.as_str(),
+        _ => "partial",
+    }
+}
+
+fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
+    let (mut runs, problems) = scan_runs(std::slice::from_ref(runs_dir))?;
+    for problem in problems {
+        eprintln!("warning: skipped {problem}");
+    }
+    runs.retain(|run| {
+        args.fingerprint
+            .as_ref()
+            .is_none_or(|fp| &run.header.fingerprint == fp)
+            && args.claim.as_ref().is_none_or(|claim| {
+                run.header.claim.as_ref().map(|c| &c.id) == Some(claim)
+                    || run.header.request.claim_id.as_ref() == Some(claim)
+            })
+            && args
+                .since
+                .is_none_or(|since| run.header.started_at >= since)
+            && args
+                .status
+                .as_deref()
+                .is_none_or(|status| status_of(run) == status)
+    });
+    runs.sort_by_key(|run| std::cmp::Reverse(run.header.started_at));
+    let total = runs.len();
+    if args.limit > 0 {
+        runs.truncate(args.limit);
+    }
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let rows: Vec<_> = runs.iter().map(summary_json).collect();
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        )?;
+        return Ok(Exit::Success);
+    }
+    let mut table = new_table([
+        "when",
+        "turn",
+        "claim",
+        "capability",
+        "fingerprint",
+        "model",
+        "status",
+        "tokens in/out",
+        "latency",
+    ]);
+    for run in &runs {
+        let header = &run.header;
+        let footer = run.footer.as_ref();
+        table.add_row([
+            header
+                .started_at
+                .with_timezone(&Local)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string(),
+            header.turn_id.chars().take(8).collect(),
+            printable(header.request.claim_label()),
+            printable(header.request.capability.as_deref().unwrap_or("")),
+            header.fingerprint.clone(),
+            printable(&header.model),
+            status_of(run).to_string(),
+            footer
+                .map(|f| format!("{}/{}", f.usage.input_tokens, f.usage.output_tokens))
+                .unwrap_or_default(),
+            footer
+                .map(|f| format!("{:.2} s", f.total_ms as f64 / 1000.0))
+                .unwrap_or_default(),
+        ]);
+    }
+    writeln!(out, "{table}")?;
+    let shown = if runs.len() < total {
+        format!("{} of {total}", runs.len())
+    } else {
+        total.to_string()
+    };
+    writeln!(
+        out,
+        "{}",
+        Style::for_stdout().dim(&format!("{shown} runs in {}", runs_dir.display()))
+    )?;
+    Ok(Exit::Success)
+}
+
+fn summary_json(run: &RunSummary) -> serde_json::Value {
+    let header = &run.header;
+    json!({
+        "path": run.path,
+        "turnId": header.turn_id,
+        "startedAt": header.started_at,
+        "claim": header.claim.as_ref().map(|c| &c.id).or(header.request.claim_id.as_ref()),
+        "capability": header.request.capability,
+        "fingerprint": header.fingerprint,
+        "model": header.model,
+        "provider": header.provider,
+        "status": status_of(run),
+        "usage": run.footer.as_ref().map(|f| f.usage),
+        "totalMs": run.footer.as_ref().map(|f| f.total_ms),
+        "timeToFirstTokenMs": run.footer.as_ref().and_then(|f| f.time_to_first_token_ms),
+        "labels": header.labels,
+    })
+}
+
+fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
+    let path = find_run(std::slice::from_ref(runs_dir), &args.run).map_err(CliError::invalid)?;
+    let log = read_run_log(&path).map_err(CliError::invalid)?;
+    let stdout = std::io::stdout();
+    if args.format == "ndjson" {
+        let mut writer = EventWriter::new(
+            OutputFormat::Ndjson,
+            stdout.lock(),
+            Style::plain(),
+            Instant::now(),
+        );
+        for event in log.events() {
+            writer.write(event)?;
+        }
+        return Ok(Exit::Success);
+    }
+    let style = Style::for_stdout();
+    let header = &log.header;
+    let mut out = stdout.lock();
+    let claim = match &header.claim {
+        Some(claim) => format!(
+            "{} (sha256 {})",
+            claim.id,
+            &claim.sha256[..12.min(claim.sha256.len())]
+        ),
+        None => header.request.claim_label().to_string(),
+    };
+    let overridden = if header.overridden.is_empty() {
+        "none".to_string()
+    } else {
+        header.overridden.join(", ")
+    };
+    let status = match (
+        &log.footer,
+        log.path.to_string_lossy().ends_with(".partial"),
+    ) {
+        (Some(footer), false) => footer.status.as_str().to_string(),
+        _ => "partial (the turn never finished)".to_string(),
+    };
+    for line in [
+        format!(
+            "turn {} · {}",
+            header.turn_id,
+            header
+                .started_at
+                .with_timezone(&Local)
+                .format("%Y-%m-%d %H:%M:%S")
+        ),
+        format!("claim {claim} · {} · {}", header.provider, header.model),
+        format!("prompts {} · overridden: {overridden}", header.fingerprint),
+        format!("status {status} · {}", log.path.display()),
+    ] {
+        writeln!(out, "{}", style.dim(&printable(&line)))?;
+    }
+    for ignored in &header.ignored_overrides {
+        writeln!(out, "{}", style.yellow(&format!("{ignored}")))?;
+    }
+    for message in header.request.messages.iter() {
+        writeln!(
+            out,
+            "{} {}",
+            style.bold(&format!("{:?}:", message.role).to_lowercase()),
+            printable(&message.text)
+        )?;
+    }
+    writeln!(out)?;
+    drop(out);
+    let timing = log.footer.as_ref().map(|f| {
+        (
+            f.time_to_first_token_ms.map(Duration::from_millis),
+            Duration::from_millis(f.total_ms),
+        )
+    });
+    let mut writer = PrettyWriter::new(stdout.lock(), style, Instant::now());
+    if let Some((first, total)) = timing {
+        writer = writer.with_recorded_timing(first, total);
+    }
+    for event in log.events() {
+        writer.write(event)?;
+    }
+    if log
+        .footer
+        .as_ref()
+        .is_some_and(|f| f.status == promptlab::runs::RunStatus::Cancelled)
+    {
+        writer.cancelled()?;
+    }
+    Ok(Exit::Success)
+}
+
+/// `--since`: a date, an RFC 3339 time, or an age such as `30m`, `2h`, `7d`.
+fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
+    if let Ok(time) = DateTime::parse_from_rfc3339(text) {
+        return Ok(time.with_timezone(&Utc));
+    }
+    if let Ok(date) = NaiveDate::parse_from_str(text, "%Y-%m-%d") {
+        let midnight = date.and_hms_opt(0, 0, 0).ok_or("invalid date")?;
+        return midnight
+            .and_local_timezone(Local)
+            .earliest()
+            .map(|time| time.with_timezone(&Utc))
+            .ok_or_else(|| format!("`{text}` is not a valid local date"));
+    }
+    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let amount: i64 = number
+        .parse()
+        .map_err(|_| format!("expected a date, a time or an age like 2h, got `{text}`"))?;
+    let seconds = match unit {
+        "s" => amount,
+        "m" => amount * 60,
+        "h" => amount * 3600,
+        "d" => amount * 86_400,
+        _ => {
+            return Err(format!(
+                "expected a date, a time or an age like 2h, got `{text}`"
+            ));
+        }
+    };
+    Ok(Utc::now() - chrono::Duration::seconds(seconds))
+}

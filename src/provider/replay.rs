@@ -1,0 +1,202 @@
+//! The replay provider: re-runs a recorded turn's model calls — the same
+//! text in the same pieces, the same tool calls, usage and provider_state —
+//! offline and deterministically, and notes where the new run diverges from
+//! the recording: a tool result that changed, or a model call the recording
+//! does not have.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use futures_util::StreamExt;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    AiMessage, CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError,
+    ToolCall, ToolResultMessage,
+};
+use crate::chat::event::ChatEvent;
+use crate::runs::RunLog;
+use crate::runs::store::LogEntry;
+
+/// One recorded model call, ready to play back.
+#[derive(Debug, Clone)]
+struct RecordedCall {
+    deltas: Vec<String>,
+    tool_calls: Vec<ToolCall>,
+    tool_results_in: Vec<ToolResultMessage>,
+    summary: Option<CallSummary>,
+    error: Option<String>,
+}
+
+/// Where a replayed turn differs from its recording.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// 1-based model call.
+    pub model_call: usize,
+    pub message: String,
+}
+
+pub struct ReplayProvider {
+    calls: Vec<RecordedCall>,
+    origin: String,
+    next_call: AtomicUsize,
+    divergences: Arc<Mutex<Vec<Divergence>>>,
+}
+
+impl ReplayProvider {
+    pub fn from_log(log: &RunLog) -> ReplayProvider {
+        ReplayProvider {
+            calls: recorded_calls(log),
+            origin: log.path.display().to_string(),
+            next_call: AtomicUsize::new(0),
+            divergences: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// How many model calls the recording holds.
+    pub fn recorded_calls(&self) -> usize {
+        self.calls.len()
+    }
+
+    /// Divergences noted so far.
+    pub fn divergences(&self) -> Vec<Divergence> {
+        self.divergences
+            .lock()
+            .map(|d| d.clone())
+            .unwrap_or_default()
+    }
+
+    fn note(&self, model_call: usize, message: String) {
+        if let Ok(mut divergences) = self.divergences.lock() {
+            divergences.push(Divergence {
+                model_call,
+                message,
+            });
+        }
+    }
+}
+
+/// Pairs each model-call trace with the text deltas streamed before it, so
+/// that playback repeats the original pieces.
+fn recorded_calls(log: &RunLog) -> Vec<RecordedCall> {
+    let mut records = Vec::new();
+    let mut deltas = Vec::new();
+    for entry in &log.entries {
+        match entry {
+            LogEntry::Event(_, ChatEvent::TextDelta { text }) => deltas.push(text.clone()),
+            LogEntry::Event(..) => {}
+            LogEntry::ModelCall(call) => records.push(RecordedCall {
+                deltas: std::mem::take(&mut deltas),
+                tool_calls: call.tool_calls.clone(),
+                tool_results_in: call.tool_results_in.clone(),
+                summary: call.summary.clone(),
+                error: call.error.clone(),
+            }),
+        }
+    }
+    records
+}
+
+impl ModelProvider for ReplayProvider {
+    fn name(&self) -> &'static str {
+        "replay"
+    }
+
+    fn stream_turn(&self, request: ModelRequest, _cancel: CancellationToken) -> ModelStream {
+        let index = self.next_call.fetch_add(1, Ordering::SeqCst);
+        let number = index + 1;
+        let Some(call) = self.calls.get(index).cloned() else {
+            let message = format!(
+                "the new run made model call {number}, but the recording `{}` has only {}",
+                self.origin,
+                self.calls.len()
+            );
+            self.note(number, message.clone());
+            return futures_util::stream::iter([Err(ProviderError::new(format!(
+                "replay: {message}"
+            )))])
+            .boxed();
+        };
+        for message in compare_results(&request.messages, &call.tool_results_in) {
+            self.note(number, message);
+        }
+        let mut items: Vec<Result<ModelEvent, ProviderError>> = call
+            .deltas
+            .into_iter()
+            .map(|text| Ok(ModelEvent::TextDelta(text)))
+            .collect();
+        match (call.error, call.summary) {
+            (Some(error), _) => items.push(Err(ProviderError::new(error))),
+            (None, Some(summary)) => {
+                items.extend(call.tool_calls.into_iter().map(|c| Ok(ModelEvent::ToolCall(c))));
+                items.push(Ok(ModelEvent::Done(summary)));
+            }
+            (None, None) => items.push(Err(ProviderError::new(format!(
+                "replay: model call {number} of the recording never finished (the turn was cancelled)"
+            )))),
+        }
+        futures_util::stream::iter(items).boxed()
+    }
+}
+
+/// The tool results this call was given now, against the recording's.
+fn compare_results(messages: &[AiMessage], recorded: &[ToolResultMessage]) -> Vec<String> {
+    let now: &[ToolResultMessage] = match messages.last() {
+        Some(AiMessage::ToolResults { results }) => results,
+        _ => &[],
+    };
+    let mut differences = Vec::new();
+    if now.len() != recorded.len() {
+        differences.push(format!(
+            "the model was given {} tool results; the recording has {}",
+            now.len(),
+            recorded.len()
+        ));
+    }
+    for (new, old) in now.iter().zip(recorded) {
+        if new == old {
+            continue;
+        }
+        let call = new
+            .call_id
+            .as_deref()
+            .map(|id| format!(" ({id})"))
+            .unwrap_or_default();
+        let mut message = format!("the result of {}{call} changed", new.name);
+        if new.ok != old.ok {
+            message.push_str(&format!(
+                ": it {} now",
+                if new.ok { "succeeds" } else { "fails" }
+            ));
+        }
+        message.push_str(&format!(
+            "\n    recorded: {}\n    replayed: {}",
+            first_difference(&old.content, &new.content).0,
+            first_difference(&old.content, &new.content).1
+        ));
+        differences.push(message);
+    }
+    differences
+}
+
+/// Excerpts of two texts around where they first differ.
+pub fn first_difference(old: &str, new: &str) -> (String, String) {
+    let common = old
+        .chars()
+        .zip(new.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let start = common.saturating_sub(20);
+    let excerpt = |text: &str| {
+        let piece: String = text.chars().skip(start).take(80).collect();
+        let piece = piece.replace('\n', "⏎");
+        let prefix = if start > 0 { "…" } else { "" };
+        let suffix = if text.chars().count() > start + 80 {
+            "…"
+        } else {
+            ""
+        };
+        format!("{prefix}{piece}{suffix}")
+    };
+    (excerpt(old), excerpt(new))
+}

@@ -1,0 +1,8 @@
+//! Recorded run logs: their records, reading and finding them.
+
+pub mod record;
+pub mod replay;
+pub mod store;
+
+pub use record::{RunFooter, RunHeader, RunLabels, RunRecord, RunStatus};
+pub use store::{RunLog, RunLogError, RunSummary, find_run, read_run_log, scan_runs};

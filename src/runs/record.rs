@@ -1,0 +1,187 @@
+//! The records of a run log (one NDJSON file per turn; `docs/run-logs.md`).
+//!
+//! Line 1 is always the `header`: small, so that `runs list` reads only it
+//! and the last line. Then the `prompt` (the applied override texts, the
+//! assembled blocks, the tool declarations), every `event` with its time
+//! offset, a `model_call` trace after each model call, and last the
+//! `footer`. A file without a footer is partial.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::chat::event::{ChatEvent, Usage};
+use crate::chat::request::{ChatMessage, ChatRequest, ClaimInput, Locale, ThinkingLevel};
+use crate::chat::service::ModelCallRecord;
+use crate::chat::system::PromptBlock;
+use crate::prompts::overrides::IgnoredOverride;
+use crate::tools::ToolDeclaration;
+
+/// Bumped when a record changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "record", rename_all = "snake_case")]
+pub enum RunRecord {
+    Header(Box<RunHeader>),
+    Prompt(Box<PromptRecord>),
+    Event {
+        /// Milliseconds since the turn started.
+        t: u64,
+        event: ChatEvent,
+    },
+    ModelCall {
+        t: u64,
+        call: Box<ModelCallRecord>,
+    },
+    Footer(RunFooter),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunHeader {
+    pub schema: u32,
+    pub tool_version: String,
+    pub turn_id: String,
+    pub started_at: DateTime<Utc>,
+    /// `gemini`, `script` or `replay`.
+    pub provider: String,
+    /// The model the turn asked for.
+    pub model: String,
+    pub request: RequestRecord,
+    /// The claim as resolved; absent when it could not be.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim: Option<ClaimRecord>,
+    /// `default` or 12 hex characters.
+    pub fingerprint: String,
+    /// Applied override ids (their texts are in the `prompt` record).
+    pub overridden: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignored_overrides: Vec<IgnoredOverride>,
+    /// The level the model was called with (a quick action's own, or the default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<ThinkingLevel>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<Locale>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brand: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools_sha256: Option<String>,
+    /// Where an eval run put this turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub labels: Option<RunLabels>,
+}
+
+/// Every request option, as given (before the claim is resolved).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestRecord {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_file: Option<String>,
+    pub messages: Vec<ChatMessage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capability: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locale: Option<Locale>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brand: Option<String>,
+    pub screen_actions: bool,
+    pub voice: bool,
+    /// The deployment default thinking level.
+    pub thinking_level: ThinkingLevel,
+    pub today: NaiveDate,
+}
+
+impl RequestRecord {
+    pub fn from_request(request: &ChatRequest) -> RequestRecord {
+        let (claim_id, claim_file) = match &request.claim {
+            ClaimInput::Id(id) => (Some(id.clone()), None),
+            ClaimInput::Document(claim) => (None, Some(claim.origin.clone())),
+        };
+        RequestRecord {
+            claim_id,
+            claim_file,
+            messages: request.messages.clone(),
+            capability: request.prompt.capability.clone(),
+            locale: request.prompt.locale,
+            brand: request.prompt.brand.clone(),
+            screen_actions: request.prompt.screen_actions,
+            voice: request.prompt.voice,
+            thinking_level: request.thinking_level,
+            today: request.today,
+        }
+    }
+
+    /// The claim as a user would name it: its id, or its file.
+    pub fn claim_label(&self) -> &str {
+        self.claim_id
+            .as_deref()
+            .or(self.claim_file.as_deref())
+            .unwrap_or("?")
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimRecord {
+    pub id: String,
+    /// SHA-256 of the claim document's bytes.
+    pub sha256: String,
+    pub origin: String,
+}
+
+/// An eval turn's place in its suite's matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunLabels {
+    pub suite: String,
+    pub variant: String,
+    pub case: String,
+    pub sample: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptRecord {
+    /// The applied overrides, id → text as written (before branding).
+    pub applied_overrides: BTreeMap<String, String>,
+    pub blocks: Vec<PromptBlock>,
+    pub tools: Vec<ToolDeclaration>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Done,
+    Error,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Done => "done",
+            RunStatus::Error => "error",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunFooter {
+    pub status: RunStatus,
+    pub ended_at: DateTime<Utc>,
+    pub total_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_to_first_token_ms: Option<u64>,
+    pub usage: Usage,
+    pub model_calls: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

@@ -1,0 +1,257 @@
+//! The run-log recorder: writes one turn's NDJSON run log as the turn goes.
+//!
+//! The file is created under `<runs dir>/<fingerprint>/` with a `.partial`
+//! suffix, flushed after every record, and renamed to its final name only
+//! after the footer is written and synced — so a killed process leaves a
+//! file that is clearly partial, never one posing as complete. Names carry
+//! the start time and the full turn id and are created with `create_new`,
+//! so two turns never write the same file. No API key is ever part of any
+//! record: the request record holds options, not credentials.
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+
+use crate::chat::event::{ChatEvent, Usage};
+use crate::chat::request::ChatRequest;
+use crate::chat::service::{PreparedTurn, TurnOutput};
+use crate::prompts::overrides::IgnoredOverride;
+use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
+use crate::runs::record::{
+    ClaimRecord, PromptRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord,
+    RunStatus, SCHEMA_VERSION,
+};
+
+/// The suffix of a run log still being written (or abandoned).
+pub const PARTIAL_SUFFIX: &str = ".partial";
+
+pub struct RunRecorder {
+    runs_dir: PathBuf,
+    request: RequestRecord,
+    provider: String,
+    model: String,
+    fingerprint: String,
+    overridden: Vec<String>,
+    ignored: Vec<IgnoredOverride>,
+    labels: Option<RunLabels>,
+    log: Option<OpenLog>,
+}
+
+struct OpenLog {
+    partial_path: PathBuf,
+    final_path: PathBuf,
+    out: BufWriter<File>,
+    clock: Instant,
+    header: RunHeader,
+    header_written: bool,
+    first_text_ms: Option<u64>,
+    usage: Usage,
+    model_calls: u32,
+    status: Option<RunStatus>,
+    error: Option<String>,
+}
+
+impl RunRecorder {
+    pub fn new(
+        runs_dir: &Path,
+        request: &ChatRequest,
+        registry: &PromptRegistry,
+        provider: &str,
+        labels: Option<RunLabels>,
+    ) -> RunRecorder {
+        let resolved = resolve_overrides(&request.prompt.overrides, registry);
+        RunRecorder {
+            runs_dir: runs_dir.to_path_buf(),
+            request: RequestRecord::from_request(request),
+            provider: provider.to_string(),
+            model: request.model.clone(),
+            fingerprint: fingerprint(&resolved.applied),
+            overridden: resolved.applied.keys().cloned().collect(),
+            ignored: resolved.ignored,
+            labels,
+            log: None,
+        }
+    }
+
+    /// The file being written, once the turn has started.
+    pub fn path(&self) -> Option<&Path> {
+        self.log.as_ref().map(|log| log.partial_path.as_path())
+    }
+
+    /// Records one output of the turn.
+    pub fn record(&mut self, output: &TurnOutput) -> io::Result<()> {
+        match output {
+            TurnOutput::Started {
+                turn_id,
+                started_at,
+            } => {
+                self.log = Some(self.open(turn_id, *started_at)?);
+                Ok(())
+            }
+            TurnOutput::Prepared(prepared) => {
+                let log = self.open_log()?;
+                log.header.fill_from(prepared);
+                log.write_header()?;
+                log.write(&RunRecord::Prompt(Box::new(PromptRecord {
+                    applied_overrides: prepared.applied_overrides.clone(),
+                    blocks: prepared.prompt.blocks.clone(),
+                    tools: prepared.tools.clone(),
+                })))
+            }
+            TurnOutput::Event(event) => self.open_log()?.event(event),
+            TurnOutput::ModelCall(call) => {
+                let log = self.open_log()?;
+                log.model_calls += 1;
+                let t = log.elapsed_ms();
+                log.write(&RunRecord::ModelCall {
+                    t,
+                    call: call.clone(),
+                })
+            }
+            TurnOutput::Cancelled => {
+                self.open_log()?.status = Some(RunStatus::Cancelled);
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the footer and gives the file its final name. `fallback` is the
+    /// status when the turn stopped without a final event (the consumer gave
+    /// up, e.g. on a closed pipe).
+    pub fn finish(mut self, fallback: RunStatus) -> io::Result<Option<PathBuf>> {
+        let Some(mut log) = self.log.take() else {
+            return Ok(None);
+        };
+        if !log.header_written {
+            log.write_header()?;
+        }
+        let status = log.status.unwrap_or(fallback);
+        let footer = RunFooter {
+            status,
+            ended_at: Utc::now(),
+            total_ms: log.elapsed_ms(),
+            time_to_first_token_ms: log.first_text_ms,
+            usage: log.usage,
+            model_calls: log.model_calls,
+            error: log.error.clone(),
+        };
+        log.write(&RunRecord::Footer(footer))?;
+        let file = log.out.into_inner().map_err(|error| error.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&log.partial_path, &log.final_path)?;
+        Ok(Some(log.final_path))
+    }
+
+    fn open(&self, turn_id: &str, started_at: DateTime<Utc>) -> io::Result<OpenLog> {
+        let dir = self.runs_dir.join(&self.fingerprint);
+        std::fs::create_dir_all(&dir)?;
+        let name = format!(
+            "{}-{turn_id}.ndjson",
+            started_at.format("%Y%m%dT%H%M%S%.3fZ")
+        );
+        let final_path = dir.join(&name);
+        let partial_path = dir.join(format!("{name}{PARTIAL_SUFFIX}"));
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&partial_path)?;
+        Ok(OpenLog {
+            partial_path,
+            final_path,
+            out: BufWriter::new(file),
+            clock: Instant::now(),
+            header: RunHeader {
+                schema: SCHEMA_VERSION,
+                tool_version: env!("CARGO_PKG_VERSION").to_string(),
+                turn_id: turn_id.to_string(),
+                started_at,
+                provider: self.provider.clone(),
+                model: self.model.clone(),
+                request: self.request.clone(),
+                claim: None,
+                fingerprint: self.fingerprint.clone(),
+                overridden: self.overridden.clone(),
+                ignored_overrides: self.ignored.clone(),
+                thinking_level: None,
+                locale: None,
+                brand: None,
+                system_sha256: None,
+                tools_sha256: None,
+                labels: self.labels.clone(),
+            },
+            header_written: false,
+            first_text_ms: None,
+            usage: Usage::default(),
+            model_calls: 0,
+            status: None,
+            error: None,
+        })
+    }
+
+    fn open_log(&mut self) -> io::Result<&mut OpenLog> {
+        self.log
+            .as_mut()
+            .ok_or_else(|| io::Error::other("the turn's output did not start with Started"))
+    }
+}
+
+impl RunHeader {
+    fn fill_from(&mut self, prepared: &PreparedTurn) {
+        self.claim = Some(ClaimRecord {
+            id: prepared.claim_id.clone(),
+            sha256: prepared.claim_sha256.clone(),
+            origin: prepared.claim_origin.clone(),
+        });
+        self.thinking_level = Some(prepared.thinking_level);
+        self.locale = Some(prepared.locale);
+        self.brand = Some(prepared.brand.clone());
+        self.system_sha256 = Some(prepared.system_sha256.clone());
+        self.tools_sha256 = Some(prepared.tools_sha256.clone());
+    }
+}
+
+impl OpenLog {
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn write(&mut self, record: &RunRecord) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, record)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+
+    fn write_header(&mut self) -> io::Result<()> {
+        self.header_written = true;
+        let header = RunRecord::Header(Box::new(self.header.clone()));
+        self.write(&header)
+    }
+
+    fn event(&mut self, event: &ChatEvent) -> io::Result<()> {
+        if !self.header_written {
+            self.write_header()?;
+        }
+        let t = self.elapsed_ms();
+        match event {
+            ChatEvent::TextDelta { .. } => {
+                self.first_text_ms.get_or_insert(t);
+            }
+            ChatEvent::Done(done) => {
+                self.status = Some(RunStatus::Done);
+                self.usage = done.usage;
+            }
+            ChatEvent::Error { message } => {
+                self.status = Some(RunStatus::Error);
+                self.error = Some(message.clone());
+            }
+            _ => {}
+        }
+        self.write(&RunRecord::Event {
+            t,
+            event: event.clone(),
+        })
+    }
+}
