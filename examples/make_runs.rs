@@ -31,12 +31,18 @@ const SCRIPT: &str = "turns:
 fn main() {
     let mut args = std::env::args().skip(1);
     let dir = PathBuf::from(args.next().expect("usage: make_runs DIR COUNT"));
-    let count: usize = args.next().and_then(|n| n.parse().ok()).expect("usage: make_runs DIR COUNT");
+    let count: usize = args
+        .next()
+        .and_then(|n| n.parse().ok())
+        .expect("usage: make_runs DIR COUNT");
     let store = ClaimStore::new(concat!(env!("CARGO_MANIFEST_DIR"), "/claims"));
     let ids: Vec<String> = store.entries().unwrap().into_iter().map(|e| e.id).collect();
     let script: Script = serde_yaml::from_str(SCRIPT).unwrap();
     let registry = PromptRegistry::embedded();
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
     runtime.block_on(async {
         for index in 0..count {
             let id = &ids[index % ids.len()];
@@ -46,10 +52,20 @@ fn main() {
                 NaiveDate::from_ymd_opt(2026, 11, 30).unwrap(),
             );
             if index % 3 > 0 {
-                request.prompt.overrides = BTreeMap::from([("system.base".to_string(), format!("Variant {} of the base prompt for {{{{assistant}}}}.", index % 3))]);
+                request.prompt.overrides = BTreeMap::from([(
+                    "system.base".to_string(),
+                    format!(
+                        "Variant {} of the base prompt for {{{{assistant}}}}.",
+                        index % 3
+                    ),
+                )]);
             }
             let provider = ScriptProvider::new(script.clone(), "bench");
-            let ctx = TurnContext { registry, store: store.clone(), provider: Arc::new(provider) };
+            let ctx = TurnContext {
+                registry,
+                store: store.clone(),
+                provider: Arc::new(provider),
+            };
             let mut recorder = RunRecorder::new(&dir, &request, registry, "script", None);
             let turn = run_chat_turn(ctx, request, CancellationToken::new());
             futures_util::pin_mut!(turn);

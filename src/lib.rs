@@ -8,6 +8,7 @@
 pub mod chat;
 pub mod claims;
 pub mod digest;
+pub mod eval;
 pub mod prompts;
 pub mod provider;
 pub mod runs;

@@ -28,18 +28,57 @@ fn the_corpus_covers_what_the_readme_says_it_covers() {
     let claims = corpus();
     assert!(claims.len() >= 24, "{} claims", claims.len());
     let has = |predicate: &dyn Fn(&Claim) -> bool| claims.iter().any(|(_, claim)| predicate(claim));
-    let lines: std::collections::BTreeSet<&str> = claims.iter().map(|(_, c)| c.line_of_business.as_str()).collect();
-    for wanted in ["motor", "household", "commercial property", "employers' liability", "public liability", "travel", "pet", "marine cargo", "cyber"] {
-        assert!(lines.iter().any(|line| line.to_lowercase().contains(wanted)), "no {wanted} claim in {lines:?}");
+    let lines: std::collections::BTreeSet<&str> = claims
+        .iter()
+        .map(|(_, c)| c.line_of_business.as_str())
+        .collect();
+    for wanted in [
+        "motor",
+        "household",
+        "commercial property",
+        "employers' liability",
+        "public liability",
+        "travel",
+        "pet",
+        "marine cargo",
+        "cyber",
+    ] {
+        assert!(
+            lines
+                .iter()
+                .any(|line| line.to_lowercase().contains(wanted)),
+            "no {wanted} claim in {lines:?}"
+        );
     }
     for country in ["GB", "US"] {
         assert!(has(&|c| c.country.as_deref() == Some(country)), "{country}");
     }
-    for status in ["first notification", "open", "settled", "closed", "declined", "reopened", "investigation"] {
-        assert!(has(&|c| c.status.to_lowercase().contains(status)), "status {status}");
+    for status in [
+        "first notification",
+        "open",
+        "settled",
+        "closed",
+        "declined",
+        "reopened",
+        "investigation",
+    ] {
+        assert!(
+            has(&|c| c.status.to_lowercase().contains(status)),
+            "status {status}"
+        );
     }
-    for flag in ["LATE_NOTIFICATION", "FRAUD_INDICATORS", "VULNERABLE_CUSTOMER", "LITIGATION", "SUBROGATION_POTENTIAL", "LARGE_LOSS"] {
-        assert!(has(&|c| c.risk_flags.iter().any(|f| f.code == flag)), "flag {flag}");
+    for flag in [
+        "LATE_NOTIFICATION",
+        "FRAUD_INDICATORS",
+        "VULNERABLE_CUSTOMER",
+        "LITIGATION",
+        "SUBROGATION_POTENTIAL",
+        "LARGE_LOSS",
+    ] {
+        assert!(
+            has(&|c| c.risk_flags.iter().any(|f| f.code == flag)),
+            "flag {flag}"
+        );
     }
     let rows: Vec<usize> = claims.iter().map(|(_, c)| c.schedule.len()).collect();
     assert_eq!(rows.iter().min(), Some(&0));
@@ -47,19 +86,53 @@ fn the_corpus_covers_what_the_readme_says_it_covers() {
     let documents: Vec<usize> = claims.iter().map(|(_, c)| c.file.len()).collect();
     assert_eq!(documents.iter().min(), Some(&0));
     assert!(documents.iter().max() >= Some(&60));
-    let long_documents = claims.iter().flat_map(|(_, c)| &c.file).filter(|d| d.text.chars().count() >= 10_000).count();
+    let long_documents = claims
+        .iter()
+        .flat_map(|(_, c)| &c.file)
+        .filter(|d| d.text.chars().count() >= 10_000)
+        .count();
     assert!(long_documents >= 2, "{long_documents} long documents");
     // Hard cases.
-    assert!(claims.iter().any(|(path, _)| path.ends_with(".yaml")), "one claim in YAML");
-    assert!(has(&|c| c.reference.is_none() && c.claimant.is_none() && c.financials.is_none() && c.file.is_empty()), "a claim with only the required fields");
-    assert!(has(&|c| {
-        let mut currencies: Vec<&str> = c.schedule.iter().filter_map(|r| r.claimed.as_ref()).map(|m| m.currency_or(c.currency())).collect();
-        currencies.sort();
-        currencies.dedup();
-        currencies.len() >= 2
-    }), "amounts in several currencies");
-    assert!(has(&|c| c.file.iter().any(|d| d.text.to_lowercase().contains("ignore your previous instructions"))), "a document that tries to instruct the assistant");
-    assert!(has(&|c| c.claimant.as_ref().and_then(|p| p.display_name()).is_some_and(|n| !n.is_ascii())), "non-ASCII names");
+    assert!(
+        claims.iter().any(|(path, _)| path.ends_with(".yaml")),
+        "one claim in YAML"
+    );
+    assert!(
+        has(&|c| c.reference.is_none()
+            && c.claimant.is_none()
+            && c.financials.is_none()
+            && c.file.is_empty()),
+        "a claim with only the required fields"
+    );
+    assert!(
+        has(&|c| {
+            let mut currencies: Vec<&str> = c
+                .schedule
+                .iter()
+                .filter_map(|r| r.claimed.as_ref())
+                .map(|m| m.currency_or(c.currency()))
+                .collect();
+            currencies.sort();
+            currencies.dedup();
+            currencies.len() >= 2
+        }),
+        "amounts in several currencies"
+    );
+    assert!(
+        has(&|c| c.file.iter().any(|d| d
+            .text
+            .to_lowercase()
+            .contains("ignore your previous instructions"))),
+        "a document that tries to instruct the assistant"
+    );
+    assert!(
+        has(&|c| c
+            .claimant
+            .as_ref()
+            .and_then(|p| p.display_name())
+            .is_some_and(|n| !n.is_ascii())),
+        "non-ASCII names"
+    );
 }
 
 #[test]
@@ -68,12 +141,21 @@ fn every_quick_action_assembles_for_a_uk_and_a_us_claim() {
     assert!(registry.capabilities().len() >= 8);
     let today = NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    for (file, locale) in [("claims/CLM-HH-0001.json", Locale::Uk), ("claims/CLM-CPR-0003.json", Locale::Us)] {
+    for (file, locale) in [
+        ("claims/CLM-HH-0001.json", Locale::Uk),
+        ("claims/CLM-CPR-0003.json", Locale::Us),
+    ] {
         let claim = load_claim_file(&root.join(file)).unwrap().claim;
         for capability in registry.capabilities() {
-            let options = PromptOptions { capability: Some(capability.id.clone()), ..PromptOptions::default() };
+            let options = PromptOptions {
+                capability: Some(capability.id.clone()),
+                ..PromptOptions::default()
+            };
             let settings = prompt_settings(&options, registry, &claim).unwrap();
-            assert_eq!(settings.locale, locale, "{file}: the locale follows the claim's country");
+            assert_eq!(
+                settings.locale, locale,
+                "{file}: the locale follows the claim's country"
+            );
             let prompt = assemble_prompt(&settings, &claim, today);
             let ids: Vec<&str> = prompt.blocks.iter().map(|b| b.id.as_str()).collect();
             let locale_id = match locale {
@@ -81,11 +163,31 @@ fn every_quick_action_assembles_for_a_uk_and_a_us_claim() {
                 Locale::Us => "system.locale_us",
             };
             let task_id = capability.prompt_id();
-            assert_eq!(ids, ["system.base", "system.safety", locale_id, "claim.brief", task_id.as_str()]);
+            assert_eq!(
+                ids,
+                [
+                    "system.base",
+                    "system.safety",
+                    locale_id,
+                    "claim.brief",
+                    task_id.as_str()
+                ]
+            );
             let task = &prompt.blocks[4].text;
-            assert!(task.starts_with(&format!("## Task: {}\n\n", capability.label)), "{task}");
-            assert!(task.contains("Tools first") || task.contains("tools"), "{}: the playbook says which tools to call first", capability.id);
-            assert!(!prompt.system_text().contains("{{"), "{}: a placeholder was left unfilled", capability.id);
+            assert!(
+                task.starts_with(&format!("## Task: {}\n\n", capability.label)),
+                "{task}"
+            );
+            assert!(
+                task.contains("Tools first") || task.contains("tools"),
+                "{}: the playbook says which tools to call first",
+                capability.id
+            );
+            assert!(
+                !prompt.system_text().contains("{{"),
+                "{}: a placeholder was left unfilled",
+                capability.id
+            );
         }
     }
 }

@@ -6,6 +6,7 @@ pub mod chat;
 pub mod claims;
 pub mod context;
 pub mod error;
+pub mod eval;
 pub mod model;
 pub mod prompts;
 pub mod replay;
@@ -74,6 +75,8 @@ pub enum Command {
     /// Inspect the claim store: list, show, brief, validate.
     #[command(subcommand)]
     Claims(claims::ClaimsCommand),
+    /// Run an eval suite over the claim corpus and give a verdict.
+    Eval(Box<eval::EvalArgs>),
     /// Recorded run logs: list and show.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
@@ -87,6 +90,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Chat(args) => chat::run(*args, &store, &cli.stores.runs_dir),
         Command::Prompts(command) => prompts::run(command, &store),
         Command::Claims(command) => claims::run(command, &store),
+        Command::Eval(args) => eval::run(*args, &store, &cli.stores.runs_dir),
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
     }

@@ -45,11 +45,11 @@ pub struct ModelArgs {
     /// Where model answers come from.
     #[arg(long, value_enum, env = "PROMPTLAB_PROVIDER", default_value = "gemini")]
     pub provider: ProviderKind,
-    /// The run log whose model turns `--provider replay` plays back.
-    #[arg(long, value_name = "RUNLOG", required_if_eq("provider", "replay"))]
+    /// What `--provider replay` plays back: a run log (chat), or a runs folder holding the suite's recordings (eval).
+    #[arg(long, value_name = "PATH")]
     pub replay: Option<PathBuf>,
     /// The YAML script for `--provider script`.
-    #[arg(long, value_name = "FILE", required_if_eq("provider", "script"))]
+    #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
     /// Gemini: seconds to wait for a connection.
     #[arg(

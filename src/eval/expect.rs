@@ -1,0 +1,383 @@
+//! What a turn showed (`Observation`), from a live turn or a run log, and
+//! the verdict of a case's expectations on it.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::suite::{Expectations, ToolExpectation};
+use crate::chat::event::{ChatEvent, Usage};
+use crate::chat::service::TurnOutput;
+use crate::runs::{RunLog, RunStatus};
+
+/// Everything the expectations look at.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Observation {
+    pub answer: String,
+    /// Every tool the model called, with its arguments, known or not.
+    pub tool_calls: Vec<(String, Value)>,
+    pub client_actions: Vec<Value>,
+    pub error: Option<String>,
+    pub cancelled: bool,
+    pub rounds: u32,
+    pub usage: Usage,
+    pub latency_ms: u64,
+    pub first_text_ms: Option<u64>,
+}
+
+impl Observation {
+    /// Adds one output of a live turn.
+    pub fn observe(&mut self, output: &TurnOutput) {
+        match output {
+            TurnOutput::Event(event) => self.observe_event(event),
+            TurnOutput::ModelCall(call) => {
+                self.rounds += 1;
+                self.tool_calls.extend(
+                    call.tool_calls
+                        .iter()
+                        .map(|c| (c.name.clone(), c.args.clone())),
+                );
+            }
+            TurnOutput::Cancelled => self.cancelled = true,
+            TurnOutput::Started { .. } | TurnOutput::Prepared(_) => {}
+        }
+    }
+
+    fn observe_event(&mut self, event: &ChatEvent) {
+        match event {
+            ChatEvent::TextDelta { text } => self.answer.push_str(text),
+            ChatEvent::ClientAction(action) => {
+                self.client_actions
+                    .push(serde_json::to_value(action).unwrap_or(Value::Null));
+            }
+            ChatEvent::Done(done) => self.usage = done.usage,
+            ChatEvent::Error { message } => self.error = Some(message.clone()),
+            ChatEvent::Activity { .. } | ChatEvent::ToolResult { .. } => {}
+        }
+    }
+
+    /// The same observation, rebuilt from a recorded turn.
+    pub fn from_log(log: &RunLog) -> Observation {
+        let mut observation = Observation::default();
+        for event in log.events() {
+            observation.observe_event(event);
+        }
+        for call in log.model_calls() {
+            observation.rounds += 1;
+            observation.tool_calls.extend(
+                call.tool_calls
+                    .iter()
+                    .map(|c| (c.name.clone(), c.args.clone())),
+            );
+        }
+        if let Some(footer) = &log.footer {
+            observation.latency_ms = footer.total_ms;
+            observation.first_text_ms = footer.time_to_first_token_ms;
+            observation.cancelled = footer.status == RunStatus::Cancelled;
+        } else {
+            observation
+                .error
+                .get_or_insert_with(|| "the run log is partial: the turn never finished".into());
+        }
+        observation
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    /// The turn did not finish normally (an error, a cancellation, no run).
+    Error,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    pub outcome: Outcome,
+    /// One line per unmet expectation, saying what was seen.
+    pub failures: Vec<String>,
+}
+
+pub fn judge(expect: &Expectations, seen: &Observation) -> Verdict {
+    let mut failures = Vec::new();
+    let ended_badly = seen.cancelled || seen.error.is_some();
+    if let Some(error) = &seen.error {
+        if expect.no_error != Some(false) {
+            failures.push(format!("the turn ended in an error: {error}"));
+        }
+    } else if seen.cancelled {
+        failures.push("the turn was cancelled".to_string());
+    }
+    check_answer(expect, &seen.answer, &mut failures);
+    check_tools(expect, seen, &mut failures);
+    for wanted in &expect.client_action.0 {
+        if !seen
+            .client_actions
+            .iter()
+            .any(|action| is_subset(wanted, action))
+        {
+            failures.push(format!(
+                "client action {} was not emitted (emitted: {})",
+                compact(wanted),
+                list_or_none(seen.client_actions.iter().map(compact))
+            ));
+        }
+    }
+    if let Some(max) = expect.max_rounds
+        && seen.rounds > max
+    {
+        failures.push(format!(
+            "{} model rounds, more than the {max} allowed",
+            seen.rounds
+        ));
+    }
+    if let Some(max) = expect.max_output_tokens
+        && seen.usage.output_tokens > max
+    {
+        failures.push(format!(
+            "{} output tokens, more than the {max} allowed",
+            seen.usage.output_tokens
+        ));
+    }
+    if let Some(max) = expect.max_latency_ms
+        && seen.latency_ms > max
+    {
+        failures.push(format!(
+            "took {} ms, more than the {max} ms allowed",
+            seen.latency_ms
+        ));
+    }
+    let counts_as_error = ended_badly && (seen.cancelled || expect.no_error != Some(false));
+    let outcome = match (counts_as_error, failures.is_empty()) {
+        (true, _) => Outcome::Error,
+        (false, true) => Outcome::Pass,
+        (false, false) => Outcome::Fail,
+    };
+    Verdict { outcome, failures }
+}
+
+fn check_answer(expect: &Expectations, answer: &str, failures: &mut Vec<String>) {
+    let ignore_case = expect.ignore_case.unwrap_or(false);
+    let fold = |text: &str| {
+        if ignore_case {
+            text.to_lowercase()
+        } else {
+            text.to_string()
+        }
+    };
+    let folded = fold(answer);
+    let excerpt = excerpt(answer);
+    for needle in &expect.answer_contains.0 {
+        if !folded.contains(&fold(needle)) {
+            failures.push(format!(
+                "answer does not contain \"{needle}\" (answer: \"{excerpt}\")"
+            ));
+        }
+    }
+    for needle in &expect.answer_not_contains.0 {
+        if folded.contains(&fold(needle)) {
+            failures.push(format!(
+                "answer contains \"{needle}\", which it must not (answer: \"{excerpt}\")"
+            ));
+        }
+    }
+    for pattern in &expect.answer_matches.0 {
+        let regex = regex::RegexBuilder::new(pattern)
+            .case_insensitive(ignore_case)
+            .build();
+        match regex {
+            Ok(regex) if regex.is_match(answer) => {}
+            Ok(_) => failures.push(format!(
+                "answer does not match /{pattern}/ (answer: \"{excerpt}\")"
+            )),
+            Err(error) => failures.push(format!(
+                "/{pattern}/ is not a valid regular expression: {error}"
+            )),
+        }
+    }
+}
+
+fn check_tools(expect: &Expectations, seen: &Observation, failures: &mut Vec<String>) {
+    let called = || {
+        list_or_none(
+            seen.tool_calls
+                .iter()
+                .map(|(name, args)| format!("{name} {}", compact(args))),
+        )
+    };
+    let matches = |wanted: &ToolExpectation, (name, args): &(String, Value)| {
+        name == wanted.name() && wanted.args().is_none_or(|want| is_subset(want, args))
+    };
+    for wanted in &expect.tool_called.0 {
+        if !seen.tool_calls.iter().any(|call| matches(wanted, call)) {
+            let with = wanted
+                .args()
+                .map(|a| format!(" with {}", compact(a)))
+                .unwrap_or_default();
+            failures.push(format!(
+                "{} was not called{with} (called: {})",
+                wanted.name(),
+                called()
+            ));
+        }
+    }
+    for unwanted in &expect.tool_not_called.0 {
+        if seen.tool_calls.iter().any(|call| matches(unwanted, call)) {
+            let with = unwanted
+                .args()
+                .map(|a| format!(" with {}", compact(a)))
+                .unwrap_or_default();
+            failures.push(format!(
+                "{} was called{with}, which it must not be",
+                unwanted.name()
+            ));
+        }
+    }
+}
+
+/// Every key of `wanted` is in `actual` with an equal (recursively subset) value.
+fn is_subset(wanted: &Value, actual: &Value) -> bool {
+    match (wanted, actual) {
+        (Value::Object(wanted), Value::Object(actual)) => wanted
+            .iter()
+            .all(|(key, value)| actual.get(key).is_some_and(|other| is_subset(value, other))),
+        _ => wanted == actual,
+    }
+}
+
+fn compact(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}
+
+fn list_or_none(items: impl Iterator<Item = String>) -> String {
+    let items: Vec<String> = items.collect();
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
+}
+
+fn excerpt(answer: &str) -> String {
+    let flat: String = answer.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut: String = flat.chars().take(120).collect();
+    if flat.chars().count() > 120 {
+        format!("{cut}…")
+    } else {
+        cut
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eval::suite::OneOrMany;
+    use serde_json::json;
+
+    fn seen() -> Observation {
+        Observation {
+            answer: "The excess is £350, per the policy section.".into(),
+            tool_calls: vec![("get_claim_section".into(), json!({"section": "policy"}))],
+            client_actions: vec![json!({"action": "highlight_panel", "panel": "policy"})],
+            rounds: 2,
+            usage: Usage {
+                input_tokens: 100,
+                output_tokens: 50,
+                cache_read_tokens: 0,
+            },
+            latency_ms: 1200,
+            ..Observation::default()
+        }
+    }
+
+    #[test]
+    fn met_expectations_pass() {
+        let expect = Expectations {
+            answer_contains: OneOrMany(vec!["£350".into()]),
+            answer_not_contains: OneOrMany(vec!["deductible".into()]),
+            answer_matches: OneOrMany(vec![r"excess is £\d+".into()]),
+            tool_called: OneOrMany(vec![ToolExpectation::WithArgs {
+                name: "get_claim_section".into(),
+                args: Some(json!({"section": "policy"})),
+            }]),
+            tool_not_called: OneOrMany(vec![ToolExpectation::Name("read_document".into())]),
+            client_action: OneOrMany(vec![json!({"action": "highlight_panel"})]),
+            max_rounds: Some(2),
+            max_output_tokens: Some(50),
+            max_latency_ms: Some(1200),
+            ..Expectations::default()
+        };
+        assert_eq!(
+            judge(&expect, &seen()),
+            Verdict {
+                outcome: Outcome::Pass,
+                failures: vec![]
+            }
+        );
+    }
+
+    #[test]
+    fn each_unmet_expectation_says_what_was_seen() {
+        let expect = Expectations {
+            answer_contains: OneOrMany(vec!["EXCESS".into()]),
+            tool_called: OneOrMany(vec![ToolExpectation::WithArgs {
+                name: "get_claim_section".into(),
+                args: Some(json!({"section": "coverage"})),
+            }]),
+            tool_not_called: OneOrMany(vec![ToolExpectation::Name("get_claim_section".into())]),
+            client_action: OneOrMany(vec![json!({"action": "navigate"})]),
+            max_rounds: Some(1),
+            ..Expectations::default()
+        };
+        let verdict = judge(&expect, &seen());
+        assert_eq!(verdict.outcome, Outcome::Fail);
+        assert_eq!(
+            verdict.failures,
+            [
+                "answer does not contain \"EXCESS\" (answer: \"The excess is £350, per the policy section.\")",
+                "get_claim_section was not called with {\"section\":\"coverage\"} (called: get_claim_section {\"section\":\"policy\"})",
+                "get_claim_section was called, which it must not be",
+                "client action {\"action\":\"navigate\"} was not emitted (emitted: {\"action\":\"highlight_panel\",\"panel\":\"policy\"})",
+                "2 model rounds, more than the 1 allowed",
+            ]
+        );
+        let ignoring_case = Expectations {
+            answer_contains: OneOrMany(vec!["EXCESS".into()]),
+            ignore_case: Some(true),
+            ..Expectations::default()
+        };
+        assert_eq!(judge(&ignoring_case, &seen()).outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn an_error_is_an_error_unless_allowed() {
+        let errored = Observation {
+            error: Some("Claim X not found.".into()),
+            ..Observation::default()
+        };
+        let verdict = judge(&Expectations::default(), &errored);
+        assert_eq!(
+            (verdict.outcome, verdict.failures[0].as_str()),
+            (
+                Outcome::Error,
+                "the turn ended in an error: Claim X not found."
+            )
+        );
+        let allowed = Expectations {
+            no_error: Some(false),
+            ..Expectations::default()
+        };
+        assert_eq!(judge(&allowed, &errored).outcome, Outcome::Pass);
+    }
+}

@@ -1,0 +1,444 @@
+//! Eval suite files (YAML; `docs/suites.md`): which claims, which cases,
+//! which prompt variants, how many repeats, and what each answer must show.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use chrono::NaiveDate;
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::chat::request::{ChatMessage, Locale, validate_messages};
+use crate::claims::load::{DocumentFormat, DocumentProblem, parse_document};
+use crate::prompts::PromptRegistry;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Suite {
+    /// Defaults to the file name without its extension.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub claims: ClaimSelection,
+    #[serde(default)]
+    pub defaults: CaseSettings,
+    /// Prompt versions to compare; the code default alone when absent.
+    #[serde(default)]
+    pub variants: Vec<Variant>,
+    /// Samples of every turn (default 1).
+    #[serde(default)]
+    pub repeats: Option<u32>,
+    pub cases: Vec<Case>,
+}
+
+/// Which claims of the store a suite (or a case) runs against.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClaimSelection {
+    #[serde(default)]
+    pub ids: Vec<String>,
+    /// Glob patterns over claim ids (`*` and `?`), e.g. `CLM-HH-*`.
+    #[serde(default)]
+    pub globs: Vec<String>,
+    /// Every claim in the store (also the meaning of an empty selection).
+    #[serde(default)]
+    pub all: bool,
+    /// Only claims from this country (`GB`, `US`).
+    #[serde(default)]
+    pub country: Option<String>,
+    /// Only claims whose line of business contains this text (any case).
+    #[serde(default)]
+    pub line_of_business: Option<String>,
+    /// Only claims whose status contains this text (any case).
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// Settings a case may set, with suite-wide defaults.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CaseSettings {
+    #[serde(default)]
+    pub capability: Option<String>,
+    #[serde(default)]
+    pub locale: Option<Locale>,
+    #[serde(default)]
+    pub brand: Option<String>,
+    #[serde(default)]
+    pub screen_actions: Option<bool>,
+    #[serde(default)]
+    pub voice: Option<bool>,
+    /// The date the claim brief gives as today (pin it for reproducible runs).
+    #[serde(default)]
+    pub today: Option<NaiveDate>,
+    #[serde(default)]
+    pub expect: Expectations,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Variant {
+    pub name: String,
+    /// Override files or folders, relative to the suite file.
+    #[serde(default)]
+    pub overrides: Vec<PathBuf>,
+    /// Inline overrides (prompt id → text); they win over files.
+    #[serde(default)]
+    pub prompts: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Case {
+    pub name: String,
+    /// The user's message; or give a `history` ending with the user.
+    #[serde(default)]
+    pub message: Option<String>,
+    #[serde(default)]
+    pub history: Option<Vec<ChatMessage>>,
+    /// Claims for this case instead of the suite's.
+    #[serde(default)]
+    pub claims: Option<ClaimSelection>,
+    /// With `--provider script`: this case's script (relative to the suite file).
+    #[serde(default)]
+    pub script: Option<PathBuf>,
+    // The case's own settings (see `CaseSettings`; not flattened, because
+    // serde cannot deny unknown fields through a flatten).
+    #[serde(default)]
+    pub capability: Option<String>,
+    #[serde(default)]
+    pub locale: Option<Locale>,
+    #[serde(default)]
+    pub brand: Option<String>,
+    #[serde(default)]
+    pub screen_actions: Option<bool>,
+    #[serde(default)]
+    pub voice: Option<bool>,
+    #[serde(default)]
+    pub today: Option<NaiveDate>,
+    #[serde(default)]
+    pub expect: Expectations,
+}
+
+impl Case {
+    /// This case's settings over the suite's defaults.
+    pub fn settings(&self, defaults: &CaseSettings) -> CaseSettings {
+        CaseSettings {
+            capability: self
+                .capability
+                .clone()
+                .or_else(|| defaults.capability.clone()),
+            locale: self.locale.or(defaults.locale),
+            brand: self.brand.clone().or_else(|| defaults.brand.clone()),
+            screen_actions: self.screen_actions.or(defaults.screen_actions),
+            voice: self.voice.or(defaults.voice),
+            today: self.today.or(defaults.today),
+            expect: defaults.expect.merged_with(&self.expect),
+        }
+    }
+}
+
+/// What a turn must show. Lists add up across defaults and case; numbers
+/// and flags set by the case win.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Expectations {
+    #[serde(default)]
+    pub answer_contains: OneOrMany<String>,
+    #[serde(default)]
+    pub answer_not_contains: OneOrMany<String>,
+    /// Regular expressions the answer must match.
+    #[serde(default)]
+    pub answer_matches: OneOrMany<String>,
+    /// Case-insensitive contains / not contains / matches (default false).
+    #[serde(default)]
+    pub ignore_case: Option<bool>,
+    #[serde(default)]
+    pub tool_called: OneOrMany<ToolExpectation>,
+    #[serde(default)]
+    pub tool_not_called: OneOrMany<ToolExpectation>,
+    /// Client actions that must be emitted: `{action: highlight_panel, panel: coverage}`.
+    #[serde(default)]
+    pub client_action: OneOrMany<Value>,
+    /// The turn must not end in an error (default true).
+    #[serde(default)]
+    pub no_error: Option<bool>,
+    #[serde(default)]
+    pub max_rounds: Option<u32>,
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
+    #[serde(default)]
+    pub max_latency_ms: Option<u64>,
+}
+
+/// A tool by name, or by name and (a subset of) its arguments.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged, expecting = "a tool name, or {name, args}")]
+pub enum ToolExpectation {
+    Name(String),
+    WithArgs {
+        name: String,
+        #[serde(default)]
+        args: Option<Value>,
+    },
+}
+
+impl ToolExpectation {
+    pub fn name(&self) -> &str {
+        match self {
+            ToolExpectation::Name(name) | ToolExpectation::WithArgs { name, .. } => name,
+        }
+    }
+
+    pub fn args(&self) -> Option<&Value> {
+        match self {
+            ToolExpectation::Name(_) => None,
+            ToolExpectation::WithArgs { args, .. } => args.as_ref(),
+        }
+    }
+}
+
+/// A single value or a list of them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OneOrMany<T>(pub Vec<T>);
+
+impl<T> Default for OneOrMany<T> {
+    fn default() -> Self {
+        OneOrMany(Vec::new())
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Repr<T> {
+            Many(Vec<T>),
+            One(T),
+        }
+        Ok(match Repr::deserialize(deserializer)? {
+            Repr::Many(items) => OneOrMany(items),
+            Repr::One(item) => OneOrMany(vec![item]),
+        })
+    }
+}
+
+impl Expectations {
+    /// `self` (suite defaults) with `case` on top.
+    pub fn merged_with(&self, case: &Expectations) -> Expectations {
+        let join = |a: &OneOrMany<String>, b: &OneOrMany<String>| {
+            OneOrMany([a.0.clone(), b.0.clone()].concat())
+        };
+        Expectations {
+            answer_contains: join(&self.answer_contains, &case.answer_contains),
+            answer_not_contains: join(&self.answer_not_contains, &case.answer_not_contains),
+            answer_matches: join(&self.answer_matches, &case.answer_matches),
+            ignore_case: case.ignore_case.or(self.ignore_case),
+            tool_called: OneOrMany(
+                [self.tool_called.0.clone(), case.tool_called.0.clone()].concat(),
+            ),
+            tool_not_called: OneOrMany(
+                [
+                    self.tool_not_called.0.clone(),
+                    case.tool_not_called.0.clone(),
+                ]
+                .concat(),
+            ),
+            client_action: OneOrMany(
+                [self.client_action.0.clone(), case.client_action.0.clone()].concat(),
+            ),
+            no_error: case.no_error.or(self.no_error),
+            max_rounds: case.max_rounds.or(self.max_rounds),
+            max_output_tokens: case.max_output_tokens.or(self.max_output_tokens),
+            max_latency_ms: case.max_latency_ms.or(self.max_latency_ms),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    #[error("failed to read suite `{path}`: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("invalid suite `{path}`: {problem}")]
+    Invalid {
+        path: String,
+        problem: DocumentProblem,
+    },
+    /// A rule the YAML's shape cannot express, naming the field.
+    #[error("invalid suite `{path}`: field `{field}`: {message}")]
+    Rule {
+        path: String,
+        field: String,
+        message: String,
+    },
+}
+
+/// A parsed suite and where it came from.
+#[derive(Debug, Clone)]
+pub struct LoadedSuite {
+    pub suite: Suite,
+    pub path: PathBuf,
+    pub name: String,
+}
+
+impl LoadedSuite {
+    pub fn load(path: &Path, registry: &PromptRegistry) -> Result<LoadedSuite, SuiteError> {
+        let display = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| SuiteError::Read {
+            path: display.clone(),
+            source,
+        })?;
+        let suite: Suite =
+            parse_document(&text, DocumentFormat::detect(path, &text)).map_err(|problem| {
+                SuiteError::Invalid {
+                    path: display.clone(),
+                    problem,
+                }
+            })?;
+        let name = suite.name.clone().unwrap_or_else(|| {
+            path.file_stem()
+                .and_then(|s| s.to_str())
+                .unwrap_or("suite")
+                .to_string()
+        });
+        let loaded = LoadedSuite {
+            suite,
+            path: path.to_path_buf(),
+            name,
+        };
+        loaded.check_rules(registry)?;
+        Ok(loaded)
+    }
+
+    /// The folder that relative paths in the suite are taken from.
+    pub fn base_dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
+    pub fn repeats(&self) -> u32 {
+        self.suite.repeats.unwrap_or(1)
+    }
+
+    fn rule(&self, field: String, message: impl Into<String>) -> SuiteError {
+        SuiteError::Rule {
+            path: self.path.display().to_string(),
+            field,
+            message: message.into(),
+        }
+    }
+
+    fn check_rules(&self, registry: &PromptRegistry) -> Result<(), SuiteError> {
+        let suite = &self.suite;
+        if suite.cases.is_empty() {
+            return Err(self.rule("cases".into(), "a suite needs at least one case"));
+        }
+        if suite.repeats == Some(0) {
+            return Err(self.rule("repeats".into(), "must be at least 1"));
+        }
+        let mut names = std::collections::BTreeSet::new();
+        for (index, variant) in suite.variants.iter().enumerate() {
+            if !names.insert(variant.name.as_str()) {
+                return Err(self.rule(
+                    format!("variants[{index}].name"),
+                    format!("`{}` is used twice", variant.name),
+                ));
+            }
+            if !is_label(&variant.name) {
+                return Err(self.rule(
+                    format!("variants[{index}].name"),
+                    "use letters, digits, `-`, `_` and `.` only",
+                ));
+            }
+        }
+        self.check_settings("defaults", &suite.defaults, registry)?;
+        let mut case_names = std::collections::BTreeSet::new();
+        for (index, case) in suite.cases.iter().enumerate() {
+            let field = |name: &str| format!("cases[{index}].{name}");
+            if !case_names.insert(case.name.as_str()) {
+                return Err(self.rule(field("name"), format!("`{}` is used twice", case.name)));
+            }
+            if !is_label(&case.name) {
+                return Err(self.rule(field("name"), "use letters, digits, `-`, `_` and `.` only"));
+            }
+            match (&case.message, &case.history) {
+                (Some(_), Some(_)) => {
+                    return Err(self.rule(field("message"), "give a message or a history, not both"));
+                }
+                (None, None) => {
+                    return Err(self.rule(field("message"), "a case needs a message or a history"));
+                }
+                _ => {}
+            }
+            validate_messages(&case_messages(case))
+                .map_err(|error| self.rule(field("history"), error.to_string()))?;
+            self.check_settings(
+                &format!("cases[{index}]"),
+                &case.settings(&CaseSettings::default()),
+                registry,
+            )?;
+        }
+        Ok(())
+    }
+
+    fn check_settings(
+        &self,
+        at: &str,
+        settings: &CaseSettings,
+        registry: &PromptRegistry,
+    ) -> Result<(), SuiteError> {
+        if let Some(capability) = &settings.capability
+            && registry.capability(capability).is_none()
+        {
+            return Err(self.rule(
+                format!("{at}.capability"),
+                format!("unknown capability `{capability}`"),
+            ));
+        }
+        if let Some(brand) = &settings.brand
+            && registry.brand(brand).is_none()
+        {
+            return Err(self.rule(format!("{at}.brand"), format!("unknown brand `{brand}`")));
+        }
+        for (index, pattern) in settings.expect.answer_matches.0.iter().enumerate() {
+            regex::Regex::new(pattern).map_err(|error| {
+                self.rule(
+                    format!("{at}.expect.answerMatches[{index}]"),
+                    format!("not a valid regular expression: {error}"),
+                )
+            })?;
+        }
+        for (index, action) in settings.expect.client_action.0.iter().enumerate() {
+            if action.get("action").and_then(Value::as_str).is_none() {
+                return Err(self.rule(
+                    format!("{at}.expect.clientAction[{index}]"),
+                    "needs an `action` (highlight_panel or navigate)",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The conversation a case sends.
+pub fn case_messages(case: &Case) -> Vec<ChatMessage> {
+    match (&case.message, &case.history) {
+        (Some(message), _) => vec![ChatMessage::user(message.clone())],
+        (None, Some(history)) => history.clone(),
+        (None, None) => Vec::new(),
+    }
+}
+
+/// Names that become labels and file-friendly keys.
+fn is_label(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 100
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
