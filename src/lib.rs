@@ -7,10 +7,12 @@
 
 pub mod chat;
 pub mod claims;
+pub mod compare;
 pub mod digest;
 pub mod eval;
 pub mod prompts;
 pub mod provider;
 pub mod runs;
 pub mod sink;
+pub mod stats;
 pub mod tools;

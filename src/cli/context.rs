@@ -60,15 +60,12 @@ pub fn read_claim_file(path: &Path) -> Result<LoadedClaim, CliError> {
     Ok(load_claim_file(path)?)
 }
 
-/// What shapes the system prompt besides the claim.
+/// What shapes the system prompt besides the claim and the overrides.
 #[derive(Debug, Clone, Args)]
-pub struct PromptArgs {
+pub struct ContextArgs {
     /// A quick action (`promptlab prompts list` shows them); absent = free chat.
     #[arg(long, value_name = "ID")]
     pub capability: Option<String>,
-    /// A Prompt Lab override file or folder; repeat for several (later ones win per prompt id).
-    #[arg(long, value_name = "PATH")]
-    pub overrides: Vec<PathBuf>,
     /// Brand that fills {{assistant}}, {{product}} and {{pronunciation}}.
     #[arg(long, value_name = "NAME")]
     pub brand: Option<String>,
@@ -83,6 +80,30 @@ pub struct PromptArgs {
     pub voice: bool,
 }
 
+impl ContextArgs {
+    /// Prompt options with these overrides.
+    pub fn options(&self, overrides: std::collections::BTreeMap<String, String>) -> PromptOptions {
+        PromptOptions {
+            capability: self.capability.clone(),
+            locale: self.locale,
+            brand: self.brand.clone(),
+            screen_actions: self.screen_actions,
+            voice: self.voice,
+            overrides,
+        }
+    }
+}
+
+/// What shapes the system prompt besides the claim.
+#[derive(Debug, Clone, Args)]
+pub struct PromptArgs {
+    #[command(flatten)]
+    pub context: ContextArgs,
+    /// A Prompt Lab override file or folder; repeat for several (later ones win per prompt id).
+    #[arg(long, value_name = "PATH")]
+    pub overrides: Vec<PathBuf>,
+}
+
 /// Prompt options with their overrides loaded and the usable rule applied.
 pub struct LoadedPromptOptions {
     pub options: PromptOptions,
@@ -95,14 +116,7 @@ impl PromptArgs {
     /// every override that will not be applied.
     pub fn load(self, registry: &PromptRegistry) -> Result<LoadedPromptOptions, CliError> {
         let overrides = OverrideSet::load(&self.overrides)?;
-        let options = PromptOptions {
-            capability: self.capability,
-            locale: self.locale,
-            brand: self.brand,
-            screen_actions: self.screen_actions,
-            voice: self.voice,
-            overrides: overrides.prompts.clone(),
-        };
+        let options = self.context.options(overrides.prompts.clone());
         options.validate(registry)?;
         let resolved = resolve_overrides(&options.overrides, registry);
         for ignored in &resolved.ignored {

@@ -4,6 +4,7 @@
 
 pub mod chat;
 pub mod claims;
+pub mod compare;
 pub mod context;
 pub mod error;
 pub mod eval;
@@ -77,6 +78,8 @@ pub enum Command {
     Claims(claims::ClaimsCommand),
     /// Run an eval suite over the claim corpus and give a verdict.
     Eval(Box<eval::EvalArgs>),
+    /// Compare two prompt versions on their recorded runs.
+    Compare(compare::CompareArgs),
     /// Recorded run logs: list and show.
     #[command(subcommand)]
     Runs(runs::RunsCommand),
@@ -91,6 +94,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Prompts(command) => prompts::run(command, &store),
         Command::Claims(command) => claims::run(command, &store),
         Command::Eval(args) => eval::run(*args, &store, &cli.stores.runs_dir),
+        Command::Compare(args) => compare::run(args, &cli.stores.runs_dir),
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
     }

@@ -7,12 +7,12 @@ use chrono::NaiveDate;
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use promptlab::chat::{AssembledPrompt, assemble_prompt, prompt_settings};
+use promptlab::chat::{AssembledPrompt, PromptBlock, assemble_prompt, prompt_settings};
 use promptlab::claims::ClaimStore;
 use promptlab::digest::sha256_hex;
 use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 
-use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
+use super::context::{ClaimArgs, ContextArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::table::new_table;
 use promptlab::sink::Style;
@@ -25,6 +25,26 @@ pub enum PromptsCommand {
     List(ListArgs),
     /// Print the fingerprint of override files, and which overrides apply.
     Fingerprint(FingerprintArgs),
+    /// Diff the assembled prompts of two override sets, block by block.
+    Diff(DiffArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The first override set: a file, a folder, or `default` for the code defaults.
+    pub a: String,
+    /// The second override set, the same kinds.
+    pub b: String,
+    #[command(flatten)]
+    pub claim: ClaimArgs,
+    #[command(flatten)]
+    pub context: ContextArgs,
+    /// The date the claim brief gives as today (default: the local date).
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
+    pub today: Option<NaiveDate>,
+    /// Print the blocks and their diffs as JSON.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -66,6 +86,7 @@ pub fn run(command: PromptsCommand, store: &ClaimStore) -> Result<Exit, CliError
         PromptsCommand::Show(args) => show(args, store),
         PromptsCommand::List(args) => list(args),
         PromptsCommand::Fingerprint(args) => fingerprint_command(args),
+        PromptsCommand::Diff(args) => diff(args, store),
     }
 }
 
@@ -238,4 +259,132 @@ fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
         writeln!(out, "ignored  {}: {}", ignored.id, ignored.reason)?;
     }
     Ok(Exit::Success)
+}
+
+/// One side of `prompts diff`: its overrides, fingerprint and assembled prompt.
+struct DiffSide {
+    label: String,
+    fingerprint: String,
+    prompt: AssembledPrompt,
+}
+
+fn diff_side(
+    spec: &str,
+    context: &ContextArgs,
+    claim: &promptlab::claims::LoadedClaim,
+    today: NaiveDate,
+) -> Result<DiffSide, CliError> {
+    let registry = PromptRegistry::embedded();
+    let overrides = if spec == "default" {
+        OverrideSet::default()
+    } else {
+        OverrideSet::load(&[PathBuf::from(spec)])?
+    };
+    let options = context.options(overrides.prompts.clone());
+    options.validate(registry)?;
+    let resolved = resolve_overrides(&options.overrides, registry);
+    for ignored in &resolved.ignored {
+        eprintln!("warning: {spec}: {ignored}");
+    }
+    let settings = prompt_settings(&options, registry, &claim.claim)?;
+    Ok(DiffSide {
+        label: spec.to_string(),
+        fingerprint: fingerprint(&resolved.applied),
+        prompt: assemble_prompt(&settings, &claim.claim, today),
+    })
+}
+
+fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+    let claim = args.claim.load(store)?;
+    let today = today_or_local(args.today);
+    let a = diff_side(&args.a, &args.context, &claim, today)?;
+    let b = diff_side(&args.b, &args.context, &claim, today)?;
+    // The same context gives both sides the same blocks; only their texts differ.
+    let blocks: Vec<(&PromptBlock, &PromptBlock)> =
+        a.prompt.blocks.iter().zip(&b.prompt.blocks).collect();
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let value = json!({
+            "a": {"label": a.label, "fingerprint": a.fingerprint, "systemSha256": sha256_hex(a.prompt.system_text())},
+            "b": {"label": b.label, "fingerprint": b.fingerprint, "systemSha256": sha256_hex(b.prompt.system_text())},
+            "blocks": blocks.iter().map(|(x, y)| json!({
+                "id": x.id,
+                "changed": x.text != y.text,
+                "sourceA": x.source,
+                "sourceB": y.source,
+                "diff": (x.text != y.text).then(|| unified(&x.text, &y.text, Style::plain())),
+            })).collect::<Vec<_>>(),
+        });
+        writeln!(
+            out,
+            "{}",
+            serde_json::to_string_pretty(&value).unwrap_or_default()
+        )?;
+        return Ok(Exit::Success);
+    }
+    let style = Style::for_stdout();
+    let changed: Vec<&str> = blocks
+        .iter()
+        .filter(|(x, y)| x.text != y.text)
+        .map(|(x, _)| x.id.as_str())
+        .collect();
+    let unchanged: Vec<&str> = blocks
+        .iter()
+        .filter(|(x, y)| x.text == y.text)
+        .map(|(x, _)| x.id.as_str())
+        .collect();
+    writeln!(out, "A: {} (fingerprint {})", a.label, a.fingerprint)?;
+    writeln!(out, "B: {} (fingerprint {})", b.label, b.fingerprint)?;
+    writeln!(
+        out,
+        "changed: {}",
+        if changed.is_empty() {
+            "none".to_string()
+        } else {
+            changed.join(", ")
+        }
+    )?;
+    writeln!(
+        out,
+        "unchanged: {}",
+        if unchanged.is_empty() {
+            "none".to_string()
+        } else {
+            unchanged.join(", ")
+        }
+    )?;
+    for (x, y) in blocks.iter().filter(|(x, y)| x.text != y.text) {
+        let header = format!(
+            "── {} ({} → {}) ",
+            x.id,
+            x.source.as_str(),
+            y.source.as_str()
+        );
+        writeln!(out, "\n{}", style.cyan(&style.bold(&header)))?;
+        write!(out, "{}", unified(&x.text, &y.text, style))?;
+    }
+    Ok(Exit::Success)
+}
+
+/// A line diff with two lines of context, `-` and `+` coloured.
+fn unified(old: &str, new: &str, style: Style) -> String {
+    let diff = similar::TextDiff::from_lines(old, new);
+    let mut text = String::new();
+    for group in diff.grouped_ops(2) {
+        for op in group {
+            for change in diff.iter_changes(&op) {
+                let line = change.value().trim_end_matches('\n');
+                let rendered = match change.tag() {
+                    similar::ChangeTag::Delete => style.red(&format!("-{line}")),
+                    similar::ChangeTag::Insert => style.green(&format!("+{line}")),
+                    similar::ChangeTag::Equal => format!(" {line}"),
+                };
+                text.push_str(&rendered);
+                text.push('\n');
+            }
+        }
+        text.push_str(&style.dim("…"));
+        text.push('\n');
+    }
+    text
 }

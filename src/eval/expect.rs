@@ -83,24 +83,7 @@ impl Observation {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Pass,
-    Fail,
-    /// The turn did not finish normally (an error, a cancellation, no run).
-    Error,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail => "fail",
-            Outcome::Error => "error",
-        }
-    }
-}
+pub use crate::runs::record::Outcome;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Verdict {

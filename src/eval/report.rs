@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::expect::Outcome;
 use super::runner::{EvalPlan, TurnResult};
+use crate::stats::percentile;
 
 /// One variant's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,15 +73,6 @@ fn ratio(part: u64, whole: u64) -> f64 {
     } else {
         part as f64 / whole as f64
     }
-}
-
-/// Nearest-rank percentile of sorted values.
-pub fn percentile(sorted: &[u64], p: u32) -> Option<u64> {
-    if sorted.is_empty() {
-        return None;
-    }
-    let rank = (f64::from(p) / 100.0 * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
 }
 
 /// `variant · claim · case #sample`
@@ -209,16 +201,6 @@ fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn nearest_rank_percentiles() {
-        let values: Vec<u64> = (1..=100).collect();
-        assert_eq!(percentile(&values, 50), Some(50));
-        assert_eq!(percentile(&values, 95), Some(95));
-        assert_eq!(percentile(&[7], 95), Some(7));
-        assert_eq!(percentile(&[], 50), None);
-        assert_eq!(percentile(&[1, 2, 3, 4], 50), Some(2));
-    }
 
     #[test]
     fn escaping_keeps_xml_well_formed() {

@@ -24,7 +24,7 @@ use crate::prompts::PromptRegistry;
 use crate::provider::ModelProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::script::ScriptProvider;
-use crate::runs::record::RunLabels;
+use crate::runs::record::{RecordedVerdict, RunLabels};
 use crate::runs::{RunHeader, RunStatus, read_run_log, scan_runs};
 use crate::sink::run_log::RunRecorder;
 
@@ -307,24 +307,39 @@ async fn run_one(
         }
     }
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let run_log = recorder.and_then(|recorder| match recorder.finish(RunStatus::Cancelled) {
-        Ok(path) => path,
-        Err(error) => {
-            let _ = messages.send(EvalMessage::Warning(format!(
-                "could not complete a run log: {error}"
-            )));
-            None
-        }
-    });
-    if let Some(path) = &run_log
-        && let Ok(log) = read_run_log(path)
-        && let Some(footer) = &log.footer
-    {
-        // The recorded timings, so that a merge of shards judges the same numbers.
+    let Some(recorder) = recorder else {
+        let verdict = plan.judge(spec, &observation);
+        return TurnResult {
+            spec: spec.clone(),
+            observation,
+            verdict,
+            run_log: None,
+            from_log: false,
+        };
+    };
+    // Judge on exactly the numbers the footer records, so that a merge of
+    // shards (which judges from the logs) reaches the same verdicts.
+    let mut footer = recorder.draft_footer(RunStatus::Cancelled);
+    if let Some(footer) = &footer {
         observation.latency_ms = footer.total_ms;
         observation.first_text_ms = footer.time_to_first_token_ms;
     }
     let verdict = plan.judge(spec, &observation);
+    let run_log = match footer.take() {
+        Some(mut footer) => {
+            footer.verdict = Some(RecordedVerdict {
+                outcome: verdict.outcome,
+                failures: verdict.failures.clone(),
+            });
+            recorder.finish_with(footer).unwrap_or_else(|error| {
+                let _ = messages.send(EvalMessage::Warning(format!(
+                    "could not complete a run log: {error}"
+                )));
+                None
+            })
+        }
+        None => None,
+    };
     TurnResult {
         spec: spec.clone(),
         observation,

@@ -368,7 +368,9 @@ impl LoadedSuite {
             }
             match (&case.message, &case.history) {
                 (Some(_), Some(_)) => {
-                    return Err(self.rule(field("message"), "give a message or a history, not both"));
+                    return Err(
+                        self.rule(field("message"), "give a message or a history, not both")
+                    );
                 }
                 (None, None) => {
                     return Err(self.rule(field("message"), "a case needs a message or a history"));

@@ -184,4 +184,35 @@ pub struct RunFooter {
     pub model_calls: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// An eval turn's verdict, judged on exactly these numbers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<RecordedVerdict>,
+}
+
+/// How a judged turn came out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    /// The turn did not finish normally (an error, a cancellation, no run).
+    Error,
+}
+
+impl Outcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Error => "error",
+        }
+    }
+}
+
+/// A verdict as recorded in a run log's footer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RecordedVerdict {
+    pub outcome: Outcome,
+    /// One line per unmet expectation.
+    pub failures: Vec<String>,
 }

@@ -121,23 +121,38 @@ impl RunRecorder {
     /// Writes the footer and gives the file its final name. `fallback` is the
     /// status when the turn stopped without a final event (the consumer gave
     /// up, e.g. on a closed pipe).
-    pub fn finish(mut self, fallback: RunStatus) -> io::Result<Option<PathBuf>> {
-        let Some(mut log) = self.log.take() else {
-            return Ok(None);
-        };
-        if !log.header_written {
-            log.write_header()?;
+    pub fn finish(self, fallback: RunStatus) -> io::Result<Option<PathBuf>> {
+        match self.draft_footer(fallback) {
+            Some(footer) => self.finish_with(footer),
+            None => Ok(None),
         }
-        let status = log.status.unwrap_or(fallback);
-        let footer = RunFooter {
-            status,
+    }
+
+    /// The footer as it would be written now, without writing it: so that a
+    /// caller can judge the turn on exactly the recorded numbers and add its
+    /// verdict before `finish_with`.
+    pub fn draft_footer(&self, fallback: RunStatus) -> Option<RunFooter> {
+        let log = self.log.as_ref()?;
+        Some(RunFooter {
+            status: log.status.unwrap_or(fallback),
             ended_at: Utc::now(),
             total_ms: log.elapsed_ms(),
             time_to_first_token_ms: log.first_text_ms,
             usage: log.usage,
             model_calls: log.model_calls,
             error: log.error.clone(),
+            verdict: None,
+        })
+    }
+
+    /// Writes `footer` and gives the file its final name.
+    pub fn finish_with(mut self, footer: RunFooter) -> io::Result<Option<PathBuf>> {
+        let Some(mut log) = self.log.take() else {
+            return Ok(None);
         };
+        if !log.header_written {
+            log.write_header()?;
+        }
         log.write(&RunRecord::Footer(footer))?;
         let file = log.out.into_inner().map_err(|error| error.into_error())?;
         file.sync_all()?;

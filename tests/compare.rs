@@ -1,0 +1,265 @@
+//! `promptlab compare` and `promptlab prompts diff` over run logs made with
+//! the script provider. The Markdown and JSON reports are checked against
+//! snapshot files (times, paths and ids redacted).
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::{promptlab, run_command, write};
+
+const OK: &str = "turns:\n  - calls: [{name: get_claim_section, args: {section: policy}}]\n    usage: {inputTokens: 100, outputTokens: 10, cacheReadTokens: 50}\n  - text: The excess is recorded in the policy section.\n    usage: {inputTokens: 200, outputTokens: 20, cacheReadTokens: 150}\n";
+const BAD: &str = "turns:\n  - text: I could not find that.\n    usage: {inputTokens: 150, outputTokens: 12, cacheReadTokens: 0}\n";
+const CLAIMS: &str =
+    "[CLM-HH-0001, CLM-MTR-0002, CLM-CPR-0003, CLM-PL-0005, CLM-EL-0006, CLM-TRV-0007]";
+
+/// Runs a one-case suite over `claims` with `script`, recording into `runs`.
+fn record(dir: &Path, runs: &Path, claims: &str, script: &str) {
+    write(dir, "script.yaml", script);
+    let suite = write(
+        dir,
+        "suite.yaml",
+        &format!(
+            "name: cmp\nclaims: {{ids: {claims}}}\ndefaults: {{today: 2026-11-30}}\ncases:\n  - name: excess\n    message: What is the excess?\n    script: script.yaml\n    expect: {{answerContains: excess, toolCalled: [get_claim_section]}}\n"
+        ),
+    );
+    let out = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", runs)
+            .arg("eval")
+            .arg(&suite)
+            .args(["--provider", "script"]),
+    );
+    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+}
+
+fn compare_json(a: &Path, b: &Path) -> Value {
+    let out = run_command(
+        promptlab()
+            .arg("compare")
+            .arg(a)
+            .arg(b)
+            .args(["--format", "json"]),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// Replaces what changes from run to run: paths, ids, times, latencies.
+fn redact(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map.iter_mut() {
+                match key.as_str() {
+                    "path" | "turnId" | "startedAt" | "latencyMs" | "label" | "source" => {
+                        *inner = Value::String(format!("[{key}]"))
+                    }
+                    _ => redact(inner),
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact),
+        _ => {}
+    }
+}
+
+fn markdown_filters() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (r"\d+ ms", "[n] ms"),
+        (r"/tmp/[^ `|)]+", "[dir]"),
+        (r"`[^`]*\.tmp[^`]*`", "`[dir]`"),
+    ]
+}
+
+#[test]
+fn identical_runs_compare_as_no_change() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record(dir.path(), &a, CLAIMS, OK);
+    record(dir.path(), &b, CLAIMS, OK);
+    let report = compare_json(&a, &b);
+    assert_eq!(report["conclusion"], "no_change");
+    assert_eq!(report["passToFail"], 0);
+    assert_eq!(report["pValue"], 1.0);
+    assert_eq!(report["pairs"].as_array().unwrap().len(), 6);
+    assert!(report["onlyInA"].as_array().unwrap().is_empty());
+    let text = run_command(promptlab().arg("compare").arg(&a).arg(&b));
+    assert!(
+        text.stdout
+            .contains("No change: every paired turn has the same verdict, answer and tools"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("6 paired turns, none changed."));
+}
+
+#[test]
+fn a_version_that_breaks_an_expectation_on_several_claims_is_worse() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record(dir.path(), &a, CLAIMS, OK);
+    record(dir.path(), &b, CLAIMS, BAD);
+    let mut report = compare_json(&a, &b);
+    assert_eq!(report["conclusion"], "worse");
+    assert_eq!(report["passToFail"], 6);
+    assert!(
+        (report["pValue"].as_f64().unwrap() - 0.03125).abs() < 1e-12,
+        "2 × 0.5^6"
+    );
+    redact(&mut report);
+    insta::assert_json_snapshot!("worse_json", report);
+
+    let markdown = run_command(
+        promptlab()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .args(["--format", "markdown"]),
+    );
+    insta::with_settings!({filters => markdown_filters()}, {
+        insta::assert_snapshot!("worse_markdown", markdown.stdout);
+    });
+    let failing = run_command(
+        promptlab()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .arg("--fail-if-worse"),
+    );
+    assert_eq!(failing.code, 1);
+    let reverse = compare_json(&b, &a);
+    assert_eq!(reverse["conclusion"], "better");
+}
+
+#[test]
+fn unpaired_runs_are_listed_not_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record(dir.path(), &a, "[CLM-HH-0001, CLM-MTR-0002]", OK);
+    record(dir.path(), &b, "[CLM-MTR-0002, CLM-CPR-0003]", OK);
+    let report = compare_json(&a, &b);
+    assert_eq!(report["pairs"].as_array().unwrap().len(), 1);
+    assert_eq!(report["onlyInA"][0]["claim"], "CLM-HH-0001");
+    assert_eq!(report["onlyInB"][0]["claim"], "CLM-CPR-0003");
+    assert_eq!(report["conclusion"], "no_significant_change");
+    let text = run_command(promptlab().arg("compare").arg(&a).arg(&b));
+    assert!(
+        text.stdout
+            .contains("Only in A (1 unpaired):\n  CLM-HH-0001 · excess #1 (done, verdict pass)"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("Only in B (1 unpaired):\n  CLM-CPR-0003 · excess #1"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn versions_are_named_by_fingerprint_or_override_file() {
+    let runs = tempfile::tempdir().unwrap();
+    let script = "tests/data/scripts/excess.yaml";
+    for overrides in [None, Some("overrides/plain-spoken.yaml")] {
+        for claim in ["CLM-HH-0001", "CLM-MTR-0002"] {
+            let mut command = promptlab();
+            command.env("PROMPTLAB_RUNS_DIR", runs.path()).args([
+                "chat",
+                "--claim-id",
+                claim,
+                "--provider",
+                "script",
+                "--script",
+                script,
+            ]);
+            if let Some(file) = overrides {
+                command.args(["--overrides", file]);
+            }
+            assert_eq!(run_command(command.arg("What is the excess?")).code, 0);
+        }
+    }
+    let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs.path()).args([
+        "compare",
+        "default",
+        "overrides/plain-spoken.yaml",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        report["pairs"].as_array().unwrap().len(),
+        2,
+        "chat turns pair by claim and message"
+    );
+    assert_eq!(report["pairs"][0]["case"], "“What is the excess?”");
+    assert!(
+        report["b"]["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("fingerprint 6ebc72c8dd76 (of overrides/plain-spoken.yaml)")
+    );
+    assert_eq!(
+        report["a"]["passRate"],
+        Value::Null,
+        "chat runs carry no verdicts"
+    );
+    let unknown = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", runs.path())
+            .args(["compare", "default", "nonsense"]),
+    );
+    assert_eq!(unknown.code, 2);
+    assert!(unknown.stderr.contains(
+        "`nonsense` is not a prompt fingerprint, an override file or a folder of run logs"
+    ));
+}
+
+#[test]
+fn prompts_diff_shows_which_blocks_changed() {
+    let out = run_command(promptlab().args([
+        "prompts",
+        "diff",
+        "default",
+        "overrides/plain-spoken.yaml",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--capability",
+        "summarise",
+        "--today",
+        "2026-11-30",
+        "--json",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["a"]["fingerprint"], "default");
+    assert_eq!(report["b"]["fingerprint"], "6ebc72c8dd76");
+    let changed: Vec<&str> = report["blocks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|b| b["changed"] == true)
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(changed, ["system.base", "capability.summarise"]);
+    let base_diff = report["blocks"][0]["diff"].as_str().unwrap();
+    assert!(
+        base_diff.contains("-You are Clara, the claims assistant built into Harbour Claims."),
+        "{base_diff}"
+    );
+    assert!(
+        base_diff.contains("+You are Clara, the claims assistant in Harbour Claims."),
+        "{base_diff}"
+    );
+    let text = run_command(promptlab().args([
+        "prompts",
+        "diff",
+        "default",
+        "overrides/plain-spoken.yaml",
+        "--claim-id",
+        "CLM-HH-0001",
+    ]));
+    assert!(text.stdout.contains("changed: system.base\nunchanged: system.safety, system.locale_uk, claim.brief, capability.claim_qa"), "{}", text.stdout);
+}
