@@ -2,11 +2,11 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::process::Stdio;
 
 use promptlab::chat::ChatEvent;
-use support::{promptlab, run, run_command, write};
+use support::{interrupt, promptlab, run, run_command, slow_script, spawn_chat, write};
 
 const SCRIPT: &str = "tests/data/scripts/excess.yaml";
 
@@ -250,34 +250,11 @@ fn usage_errors_exit_2() {
     }
 }
 
-fn slow_script(dir: &std::path::Path) -> std::path::PathBuf {
-    write(
-        dir,
-        "slow.yaml",
-        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five \", \"six\"]\n    delayMs: 250\n",
-    )
-}
-
 #[test]
 fn ndjson_lines_arrive_while_the_turn_is_still_streaming() {
     let dir = tempfile::tempdir().unwrap();
     let script = slow_script(dir.path());
-    let mut child = promptlab()
-        .args([
-            "chat",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--no-record",
-            "--script",
-            script.to_str().unwrap(),
-            "q",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut lines) = spawn_chat(&script, None);
     let first = lines.next().unwrap().unwrap();
     assert_eq!(first, "{\"type\":\"text_delta\",\"text\":\"one \"}");
     assert!(
@@ -293,28 +270,9 @@ fn ndjson_lines_arrive_while_the_turn_is_still_streaming() {
 fn ctrl_c_stops_the_turn_and_exits_130() {
     let dir = tempfile::tempdir().unwrap();
     let script = slow_script(dir.path());
-    let mut child = promptlab()
-        .args([
-            "chat",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--no-record",
-            "--script",
-            script.to_str().unwrap(),
-            "q",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut lines) = spawn_chat(&script, None);
     lines.next().unwrap().unwrap();
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let rest: Vec<String> = lines.map(Result::unwrap).collect();
     assert!(
         rest.iter().all(|line| !line.contains("\"type\":\"done\"")),

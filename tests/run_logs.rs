@@ -3,7 +3,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -11,7 +10,9 @@ use promptlab::chat::ChatEvent;
 use promptlab::runs::{RunStatus, read_run_log};
 use serde_json::Value;
 use support::http_server::{Reply, TestServer, fixture};
-use support::{minimal_claim_json, promptlab, run_command, write};
+use support::{
+    interrupt, minimal_claim_json, promptlab, run_command, slow_script, spawn_chat, write,
+};
 
 const SCRIPT: &str = "tests/data/scripts/excess.yaml";
 
@@ -301,31 +302,9 @@ fn errored_and_cancelled_turns_are_recorded_as_such() {
     assert!(errored.header.claim.is_none());
 
     let dir = tempfile::tempdir().unwrap();
-    let slow = write(
-        dir.path(),
-        "slow.yaml",
-        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four\"]\n    delayMs: 300\n",
-    );
-    let mut child = promptlab_in(runs.path())
-        .args([
-            "chat",
-            "--provider",
-            "script",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--script",
-            slow.to_str().unwrap(),
-            "q",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut lines) = spawn_chat(&slow_script(dir.path()), Some(runs.path()));
     lines.next().unwrap().unwrap();
-    Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
+    interrupt(&child);
     assert_eq!(child.wait().unwrap().code(), Some(130));
     let cancelled = list_json(runs.path(), &["--status", "cancelled"]);
     assert_eq!(cancelled.len(), 1);
@@ -337,26 +316,7 @@ fn errored_and_cancelled_turns_are_recorded_as_such() {
 fn a_killed_writer_leaves_only_a_partial_file() {
     let runs = tempfile::tempdir().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let slow = write(
-        dir.path(),
-        "slow.yaml",
-        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four\"]\n    delayMs: 400\n",
-    );
-    let mut child = promptlab_in(runs.path())
-        .args([
-            "chat",
-            "--provider",
-            "script",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--script",
-            slow.to_str().unwrap(),
-            "q",
-        ])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut lines) = spawn_chat(&slow_script(dir.path()), Some(runs.path()));
     lines.next().unwrap().unwrap();
     child.kill().unwrap();
     child.wait().unwrap();

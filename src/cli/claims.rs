@@ -13,7 +13,7 @@ use promptlab::claims::{ClaimError, ClaimStore, LoadedClaim, load_claim_file};
 
 use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::table::new_table;
+use super::output::{new_table, write_json};
 use promptlab::sink::{Style, printable};
 
 #[derive(Debug, Subcommand)]
@@ -111,11 +111,7 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
                 })
             })
             .collect();
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        )?;
+        write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
     let mut table = new_table([
@@ -181,11 +177,7 @@ fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         None => serde_json::to_value(&loaded.claim).unwrap_or_default(),
     };
     let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "{}",
-        serde_json::to_string_pretty(&value).unwrap_or_default()
-    )?;
+    write_json(&mut out, &value)?;
     Ok(Exit::Success)
 }
 

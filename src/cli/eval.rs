@@ -27,7 +27,7 @@ use promptlab::sink::Style;
 use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::model::{ModelArgs, ProviderKind};
-use super::table::new_table;
+use super::output::new_table;
 
 #[derive(Debug, Args)]
 pub struct EvalArgs {

@@ -9,10 +9,10 @@ pub mod context;
 pub mod error;
 pub mod eval;
 pub mod model;
+pub mod output;
 pub mod prompts;
 pub mod replay;
 pub mod runs;
-pub mod table;
 pub mod turn;
 
 use std::path::PathBuf;

@@ -14,7 +14,7 @@ use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overr
 
 use super::context::{ClaimArgs, ContextArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::table::new_table;
+use super::output::{list_or_none, new_table, write_json};
 use promptlab::sink::Style;
 
 #[derive(Debug, Subcommand)]
@@ -112,11 +112,7 @@ fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             "systemSha256": sha256_hex(&system),
             "characters": system.chars().count(),
         });
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        )?;
+        write_json(&mut out, &value)?;
     } else {
         write_blocks(&mut out, &prompt, &loaded.overrides, Style::for_stdout())?;
         let overridden = if overridden.is_empty() {
@@ -184,11 +180,7 @@ fn list(args: ListArgs) -> Result<Exit, CliError> {
             "brands": brands,
             "defaultBrand": registry.default_brand().0,
         });
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        )?;
+        write_json(&mut out, &value)?;
         return Ok(Exit::Success);
     }
     let mut prompts = new_table(["prompt id", "quick action", "thinking", "characters"]);
@@ -244,11 +236,7 @@ fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
             "ignored": resolved.ignored,
             "files": set.files,
         });
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        )?;
+        write_json(&mut out, &value)?;
         return Ok(Exit::Success);
     }
     writeln!(out, "{fingerprint}")?;
@@ -315,11 +303,7 @@ fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
                 "diff": (x.text != y.text).then(|| unified(&x.text, &y.text, Style::plain())),
             })).collect::<Vec<_>>(),
         });
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&value).unwrap_or_default()
-        )?;
+        write_json(&mut out, &value)?;
         return Ok(Exit::Success);
     }
     let style = Style::for_stdout();
@@ -335,24 +319,8 @@ fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         .collect();
     writeln!(out, "A: {} (fingerprint {})", a.label, a.fingerprint)?;
     writeln!(out, "B: {} (fingerprint {})", b.label, b.fingerprint)?;
-    writeln!(
-        out,
-        "changed: {}",
-        if changed.is_empty() {
-            "none".to_string()
-        } else {
-            changed.join(", ")
-        }
-    )?;
-    writeln!(
-        out,
-        "unchanged: {}",
-        if unchanged.is_empty() {
-            "none".to_string()
-        } else {
-            unchanged.join(", ")
-        }
-    )?;
+    writeln!(out, "changed: {}", list_or_none(&changed))?;
+    writeln!(out, "unchanged: {}", list_or_none(&unchanged))?;
     for (x, y) in blocks.iter().filter(|(x, y)| x.text != y.text) {
         let header = format!(
             "── {} ({} → {}) ",

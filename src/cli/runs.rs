@@ -12,7 +12,7 @@ use promptlab::runs::{RunSummary, find_run, read_run_log, scan_runs};
 use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable};
 
 use super::error::{CliError, Exit};
-use super::table::new_table;
+use super::output::{new_table, write_json};
 
 #[derive(Debug, Subcommand)]
 pub enum RunsCommand {
@@ -97,11 +97,7 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     let mut out = std::io::stdout().lock();
     if args.json {
         let rows: Vec<_> = runs.iter().map(summary_json).collect();
-        writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&rows).unwrap_or_default()
-        )?;
+        write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
     let mut table = new_table([

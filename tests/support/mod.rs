@@ -73,3 +73,55 @@ pub fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     std::fs::write(&path, text).expect("the temp dir is writable");
     path
 }
+
+/// A scripted model that streams six pieces a quarter of a second apart.
+pub fn slow_script(dir: &Path) -> PathBuf {
+    write(
+        dir,
+        "slow.yaml",
+        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five \", \"six\"]\n    delayMs: 250\n",
+    )
+}
+
+/// A running `promptlab chat` against CLM-HH-0001 with `script`, its
+/// stdout read line by line. `runs`: where it records (`None`: it does not).
+pub fn spawn_chat(
+    script: &Path,
+    runs: Option<&Path>,
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
+    use std::io::BufRead;
+    let mut command = promptlab();
+    command
+        .args([
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--script",
+        ])
+        .arg(script);
+    match runs {
+        Some(dir) => command.env("PROMPTLAB_RUNS_DIR", dir),
+        None => command.arg("--no-record"),
+    };
+    let mut child = command
+        .arg("q")
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("promptlab starts");
+    let lines = std::io::BufReader::new(child.stdout.take().expect("stdout is piped")).lines();
+    (child, lines)
+}
+
+/// Sends SIGINT, as Ctrl-C would.
+pub fn interrupt(child: &std::process::Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(status.success());
+}
