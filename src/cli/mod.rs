@@ -27,12 +27,14 @@ const ABOUT: &str = "Run a claims assistant's chat turns locally, with Prompt La
 streamed events and fingerprinted run logs.";
 
 const AFTER_HELP: &str = "\
-Exit codes: 0 ok · 1 the turn ended in an error event, or a check failed · 2 invalid input or usage · 130 cancelled.
+Exit codes: 0 ok · 1 the turn ended in an error event, or a check or an eval failed · 2 invalid input or usage · 130 cancelled.
 
-Examples:
-  promptlab prompts show --claim-id CLM-HH-0001
-  promptlab prompts show --claim claims/CLM-HH-0001.json --capability summarise --overrides overrides/plain-spoken.yaml
-  promptlab claims validate";
+Examples (Gemini needs GEMINI_API_KEY; --provider script --script FILE runs offline):
+  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"
+  promptlab prompts show --claim-id CLM-HH-0001 --overrides overrides/plain-spoken.yaml
+  promptlab eval suites/smoke.yaml --provider script --junit smoke.xml
+  promptlab compare default overrides/plain-spoken.yaml --format markdown
+  promptlab runs list --since 1d";
 
 #[derive(Debug, Parser)]
 #[command(name = "promptlab", version, about = ABOUT, after_help = AFTER_HELP)]
