@@ -10,6 +10,23 @@ use support::{interrupt, promptlab, run, run_command, slow_script, spawn_chat, w
 
 const SCRIPT: &str = "tests/data/scripts/excess.yaml";
 
+/// `promptlab chat` on CLM-HH-0001 with the excess script, not recording,
+/// plus `extra` arguments.
+fn scripted_chat(extra: &[&str]) -> support::Run {
+    let mut args = vec![
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--provider",
+        "script",
+        "--script",
+        SCRIPT,
+        "--no-record",
+    ];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
 fn events(stdout: &str) -> Vec<ChatEvent> {
     stdout
         .lines()
@@ -19,17 +36,7 @@ fn events(stdout: &str) -> Vec<ChatEvent> {
 
 #[test]
 fn piped_output_is_ndjson_ending_in_done() {
-    let out = run(&[
-        "chat",
-        "--claim-id",
-        "CLM-HH-0001",
-        "--provider",
-        "script",
-        "--script",
-        SCRIPT,
-        "--no-record",
-        "What is the excess?",
-    ]);
+    let out = scripted_chat(&["What is the excess?"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let events = events(&out.stdout);
     assert!(matches!(events.last(), Some(ChatEvent::Done(_))));
@@ -72,19 +79,7 @@ fn the_message_can_come_from_stdin() {
 
 #[test]
 fn sse_frames_are_data_lines_separated_by_blank_lines() {
-    let out = run(&[
-        "chat",
-        "--claim-id",
-        "CLM-HH-0001",
-        "--provider",
-        "script",
-        "--script",
-        SCRIPT,
-        "--format",
-        "sse",
-        "--no-record",
-        "q",
-    ]);
+    let out = scripted_chat(&["--format", "sse", "q"]);
     assert_eq!(out.code, 0);
     let frames: Vec<&str> = out.stdout.split("\n\n").filter(|f| !f.is_empty()).collect();
     assert!(frames.len() > 3);
@@ -99,19 +94,7 @@ fn sse_frames_are_data_lines_separated_by_blank_lines() {
 
 #[test]
 fn pretty_output_shows_chips_answer_lookups_and_footer() {
-    let out = run(&[
-        "chat",
-        "--claim-id",
-        "CLM-HH-0001",
-        "--provider",
-        "script",
-        "--script",
-        SCRIPT,
-        "--format",
-        "pretty",
-        "--no-record",
-        "q",
-    ]);
+    let out = scripted_chat(&["--format", "pretty", "q"]);
     assert_eq!(out.code, 0);
     assert!(out.stdout.starts_with("Let me check the policy.\n  ⟳ Reading the policy section\nThe excess is £350, as the policy section records.\n\nLookups:\n  ✓ Reading the policy section — {"), "{}", out.stdout);
     assert!(
@@ -280,51 +263,6 @@ fn ctrl_c_stops_the_turn_and_exits_130() {
     );
     assert!(rest.len() < 5, "events stopped promptly: {rest:?}");
     assert_eq!(child.wait().unwrap().code(), Some(130));
-}
-
-#[test]
-fn an_interactive_session_keeps_text_history() {
-    let dir = tempfile::tempdir().unwrap();
-    let script = write(
-        dir.path(),
-        "two.yaml",
-        "turns:\n  - text: First answer.\n  - text: Second answer.\n",
-    );
-    let mut child = promptlab()
-        .args([
-            "chat",
-            "-i",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--no-record",
-            "--script",
-            script.to_str().unwrap(),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(b"First question\n\nSecond question\n")
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let events = events(&String::from_utf8(output.stdout).unwrap());
-    let dones = events
-        .iter()
-        .filter(|e| matches!(e, ChatEvent::Done(_)))
-        .count();
-    assert_eq!(dones, 2);
 }
 
 #[test]

@@ -434,17 +434,25 @@ fn an_interactive_session_sends_the_text_history() {
             script.to_str().unwrap(),
         ])
         .stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .spawn()
         .unwrap();
     use std::io::Write;
+    // A blank line in between is skipped, not sent as an empty message.
     child
         .stdin
         .take()
         .unwrap()
-        .write_all(b"First question\nSecond question\n")
+        .write_all(b"First question\n\nSecond question\n")
         .unwrap();
-    assert!(child.wait().unwrap().success());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_eq!(
+        stdout.matches("\"type\":\"done\"").count(),
+        2,
+        "two turns, one done each"
+    );
     let logs: Vec<_> = logs_in(runs.path())
         .iter()
         .map(|p| read_run_log(p).unwrap())
