@@ -104,8 +104,10 @@ pub struct Case {
     /// With `--provider script`: this case's script (relative to the suite file).
     #[serde(default)]
     pub script: Option<PathBuf>,
-    // The case's own settings (see `CaseSettings`; not flattened, because
-    // serde cannot deny unknown fields through a flatten).
+    // The case's own settings, the fields of `CaseSettings` written out
+    // rather than `#[serde(flatten)]`ed: serde buffers flattened content,
+    // which loses the line of any error inside a case, and suite errors
+    // must name their line.
     #[serde(default)]
     pub capability: Option<String>,
     #[serde(default)]
