@@ -290,3 +290,59 @@ fn help_documents_the_flags_scripts_rely_on() {
         assert!(out.stdout.contains(flag), "{flag}");
     }
 }
+
+#[test]
+fn ctrl_c_in_an_interactive_session_stops_the_answer_and_keeps_the_session() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(
+        dir.path(),
+        "two.yaml",
+        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five\"]\n    delayMs: 300\n  - text: Second answer.\n",
+    );
+    let mut child = promptlab()
+        .args([
+            "chat",
+            "-i",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--no-record",
+            "--script",
+        ])
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin.write_all(b"First question\n").unwrap();
+    stdin.flush().unwrap();
+    assert!(lines.next().unwrap().unwrap().contains("\"text\":\"one \""));
+    interrupt(&child);
+    stdin.write_all(b"Second question\n").unwrap();
+    drop(stdin);
+    let rest: Vec<ChatEvent> = lines
+        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
+        .collect();
+    let dones = rest
+        .iter()
+        .filter(|e| matches!(e, ChatEvent::Done(_)))
+        .count();
+    assert_eq!(
+        dones, 1,
+        "the first answer was stopped, the second ran: {rest:?}"
+    );
+    assert!(
+        rest.iter()
+            .any(|e| matches!(e, ChatEvent::TextDelta { text } if text.contains("Second")))
+    );
+    assert_eq!(
+        child.wait().unwrap().code(),
+        Some(0),
+        "Ctrl-D (end of input) leaves normally"
+    );
+}
