@@ -10,21 +10,21 @@ use support::{interrupt, promptlab, run, run_command, slow_script, spawn_chat, w
 
 const SCRIPT: &str = "tests/data/scripts/excess.yaml";
 
-/// `promptlab chat` on CLM-HH-0001 with the excess script, not recording,
-/// plus `extra` arguments.
+/// `promptlab chat` on CLM-HH-0001 with the excess script, not recording.
+const SCRIPTED_CHAT: [&str; 8] = [
+    "chat",
+    "--claim-id",
+    "CLM-HH-0001",
+    "--provider",
+    "script",
+    "--script",
+    SCRIPT,
+    "--no-record",
+];
+
+/// The scripted chat, plus `extra` arguments.
 fn scripted_chat(extra: &[&str]) -> support::Run {
-    let mut args = vec![
-        "chat",
-        "--claim-id",
-        "CLM-HH-0001",
-        "--provider",
-        "script",
-        "--script",
-        SCRIPT,
-        "--no-record",
-    ];
-    args.extend_from_slice(extra);
-    run(&args)
+    run(&[&SCRIPTED_CHAT[..], extra].concat())
 }
 
 fn events(stdout: &str) -> Vec<ChatEvent> {
@@ -48,16 +48,7 @@ fn piped_output_is_ndjson_ending_in_done() {
 #[test]
 fn the_message_can_come_from_stdin() {
     let mut child = promptlab()
-        .args([
-            "chat",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--script",
-            SCRIPT,
-            "--no-record",
-        ])
+        .args(SCRIPTED_CHAT)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .spawn()
@@ -179,18 +170,7 @@ fn invalid_requests_exit_2_before_any_event() {
         ),
     ];
     for (extra, message) in cases {
-        let mut args = vec![
-            "chat",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--script",
-            SCRIPT,
-            "--no-record",
-        ];
-        args.extend(extra);
-        let out = run(&args);
+        let out = scripted_chat(&extra);
         assert_eq!(out.code, 2, "{message}: {}", out.stderr);
         assert!(out.stdout.is_empty(), "{message}");
         assert!(out.stderr.contains(message), "{message}: {}", out.stderr);

@@ -44,15 +44,11 @@ pub struct ChatArgs {
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
     pub today: Option<NaiveDate>,
     /// Output: pretty (default on a terminal), ndjson (default when piped) or sse.
-    #[arg(long, value_name = "FORMAT", value_parser = parse_format)]
+    #[arg(long, value_name = "FORMAT")]
     pub format: Option<OutputFormat>,
     /// Do not write a run log for this turn.
     #[arg(long)]
     pub no_record: bool,
-}
-
-fn parse_format(text: &str) -> Result<OutputFormat, String> {
-    text.parse()
 }
 
 pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {

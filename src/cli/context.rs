@@ -70,7 +70,7 @@ pub struct ContextArgs {
     #[arg(long, value_name = "NAME")]
     pub brand: Option<String>,
     /// Spelling, dates and terminology; default from the claim's country.
-    #[arg(long, value_name = "uk|us", value_parser = parse_locale)]
+    #[arg(long, value_name = "uk|us")]
     pub locale: Option<Locale>,
     /// Offer the screen tools (highlight_panel, open_document) and their block.
     #[arg(long)]
@@ -136,10 +136,6 @@ impl PromptArgs {
             resolved,
         })
     }
-}
-
-fn parse_locale(text: &str) -> Result<Locale, String> {
-    text.parse()
 }
 
 /// `--today YYYY-MM-DD`: pins the date the claim brief gives, so that

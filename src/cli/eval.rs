@@ -39,7 +39,7 @@ pub struct EvalArgs {
     #[arg(short = 'j', long, value_name = "N", default_value_t = 4)]
     pub jobs: usize,
     /// Run only part I of N of the matrix (1-based), so that N CI jobs share a suite.
-    #[arg(long, value_name = "I/N", value_parser = parse_shard)]
+    #[arg(long, value_name = "I/N")]
     pub shard: Option<Shard>,
     /// Skip turns already recorded as done for the same prompt fingerprint, claim, case and sample.
     #[arg(long)]
@@ -59,10 +59,6 @@ pub struct EvalArgs {
     /// The date the claim brief gives as today, unless the suite pins one.
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
     pub today: Option<NaiveDate>,
-}
-
-fn parse_shard(text: &str) -> Result<Shard, String> {
-    text.parse()
 }
 
 pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
@@ -260,7 +256,7 @@ fn report_message(
             Some(bar) => bar.println(format!("warning: {warning}")),
             None => eprintln!("warning: {warning}"),
         },
-        EvalMessage::Started(_) | EvalMessage::Event(..) => {}
+        EvalMessage::Event(..) => {}
     }
     let _ = out.flush();
 }

@@ -38,8 +38,7 @@ pub struct ModelArgs {
         long,
         value_name = "LEVEL",
         env = "PROMPTLAB_THINKING_LEVEL",
-        default_value = "low",
-        value_parser = parse_thinking_level
+        default_value = "low"
     )]
     pub thinking_level: ThinkingLevel,
     /// Where model answers come from.
@@ -67,10 +66,6 @@ pub struct ModelArgs {
         default_value_t = 120.0
     )]
     pub idle_timeout: f64,
-}
-
-fn parse_thinking_level(text: &str) -> Result<ThinkingLevel, String> {
-    text.parse()
 }
 
 /// The chosen provider, and the replay provider's own handle when it is one

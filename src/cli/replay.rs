@@ -31,15 +31,11 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "ID")]
     pub claim_id: Option<String>,
     /// Output: pretty, ndjson or sse (default: pretty on a terminal, ndjson when piped).
-    #[arg(long, value_name = "FORMAT", value_parser = parse_format)]
+    #[arg(long, value_name = "FORMAT")]
     pub format: Option<OutputFormat>,
     /// Do not record the replayed turn.
     #[arg(long)]
     pub no_record: bool,
-}
-
-fn parse_format(text: &str) -> Result<OutputFormat, String> {
-    text.parse()
 }
 
 pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {

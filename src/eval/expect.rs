@@ -22,7 +22,6 @@ pub struct Observation {
     pub rounds: u32,
     pub usage: Usage,
     pub latency_ms: u64,
-    pub first_text_ms: Option<u64>,
 }
 
 impl Observation {
@@ -72,7 +71,6 @@ impl Observation {
         }
         if let Some(footer) = &log.footer {
             observation.latency_ms = footer.total_ms;
-            observation.first_text_ms = footer.time_to_first_token_ms;
             observation.cancelled = footer.status == RunStatus::Cancelled;
         } else {
             observation

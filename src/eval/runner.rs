@@ -213,7 +213,6 @@ pub struct TurnResult {
 /// What a running suite reports as it goes.
 #[derive(Debug, Clone)]
 pub enum EvalMessage {
-    Started(TurnSpec),
     Event(TurnSpec, ChatEvent),
     Finished(Box<TurnResult>),
     /// A problem that does not stop the suite (e.g. a run log not written).
@@ -254,7 +253,6 @@ async fn run_one(
     cancel: CancellationToken,
     messages: &UnboundedSender<EvalMessage>,
 ) -> TurnResult {
-    let _ = messages.send(EvalMessage::Started(spec.clone()));
     let clock = Instant::now();
     let mut observation = Observation::default();
     let provider = match settings.provider.for_turn(plan, spec) {
@@ -322,7 +320,6 @@ async fn run_one(
     let mut footer = recorder.draft_footer(RunStatus::Cancelled);
     if let Some(footer) = &footer {
         observation.latency_ms = footer.total_ms;
-        observation.first_text_ms = footer.time_to_first_token_ms;
     }
     let verdict = plan.judge(spec, &observation);
     let run_log = match footer.take() {

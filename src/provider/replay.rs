@@ -169,10 +169,9 @@ fn compare_results(messages: &[AiMessage], recorded: &[ToolResultMessage]) -> Ve
                 if new.ok { "succeeds" } else { "fails" }
             ));
         }
+        let (recorded, replayed) = first_difference(&old.content, &new.content);
         message.push_str(&format!(
-            "\n    recorded: {}\n    replayed: {}",
-            first_difference(&old.content, &new.content).0,
-            first_difference(&old.content, &new.content).1
+            "\n    recorded: {recorded}\n    replayed: {replayed}"
         ));
         differences.push(message);
     }
