@@ -72,7 +72,7 @@ fn a_passing_suite_exits_0_and_writes_valid_junit() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout
-            .contains("4 turns: 4 passed, 0 failed or errored"),
+            .contains("4 turns: 4 passed, 0 failed, 0 errored"),
         "{}",
         out.stdout
     );
