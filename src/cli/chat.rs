@@ -19,9 +19,9 @@ use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{OutputFormat, Style};
 
 use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
-use super::signals::cancel_on_signals;
 use super::error::{CliError, Exit};
 use super::model::ModelArgs;
+use super::signals::cancel_on_signals;
 use super::turn::{TurnRun, drive_turn};
 
 #[derive(Debug, Args)]

@@ -17,8 +17,8 @@ use promptlab::sink::OutputFormat;
 use promptlab::sink::run_log::RunRecorder;
 
 use super::context::read_claim_file;
-use super::signals::cancel_on_signals;
 use super::error::{CliError, Exit};
+use super::signals::cancel_on_signals;
 use super::turn::drive_turn;
 
 #[derive(Debug, Args)]

@@ -47,7 +47,8 @@ pub fn apply(c: &Comparison, gates: Gates) -> GateResult {
             .push("no run of A pairs with a run of B: there is nothing to compare".into());
         return result;
     }
-    if let Some(note) = power_note(c) {
+    let worth_saying = gates.fail_if_worse || c.power.discordant > 0;
+    if let Some(note) = power_note(c).filter(|_| worth_saying) {
         if gates.fail_if_worse {
             result.notes.push(format!(
                 "{note}: --fail-if-worse cannot fire on these pairs; --fail-on-regression gates on any pass→fail change"
