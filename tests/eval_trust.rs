@@ -128,7 +128,7 @@ fn two_variants_of_one_prompt_version_are_refused() {
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert!(
         out.stderr
-            .contains("variant `edited` is the same prompt version as `default`")
+            .contains("variant `edited` is the same prompt version and model as `default`")
             && out.stderr.contains("`system.bse`"),
         "{}",
         out.stderr
@@ -303,8 +303,14 @@ fn list_prints_the_plan_and_runs_nothing() {
     let suite = suite(dir.path(), "repeats: 2\n", TWO_CASES);
     let out = run_command(eval(&runs).arg(&suite).arg("--list"));
     assert_eq!(out.code, 0, "{}", out.stderr);
-    assert!(out.stdout.starts_with("variant\tclaim\tcase\tsample\n"));
-    assert!(out.stdout.contains("default\tCLM-MTR-0002\twrong\t2\n"));
+    assert!(
+        out.stdout
+            .starts_with("variant\tmodel\tclaim\tcase\tsample\n")
+    );
+    assert!(
+        out.stdout
+            .contains("default\tgemini-3.1-flash-lite · low\tCLM-MTR-0002\twrong\t2\n")
+    );
     assert!(
         out.stdout.contains("8 turns planned; nothing was run"),
         "{}",
@@ -346,8 +352,8 @@ fn filters_and_ad_hoc_override_variants_select_the_matrix() {
     assert_eq!(
         rows,
         [
-            "default\tCLM-HH-0001\texcess\t1",
-            "brief\tCLM-HH-0001\texcess\t1"
+            "default\tgemini-3.1-flash-lite · low\tCLM-HH-0001\texcess\t1",
+            "brief\tgemini-3.1-flash-lite · low\tCLM-HH-0001\texcess\t1"
         ]
     );
     let only = run_command(
@@ -398,7 +404,7 @@ fn failures_are_capped_and_quiet_keeps_only_the_summary() {
     let md = std::fs::read_to_string(&markdown).unwrap();
     assert!(md.starts_with("## ❌ Eval `t`"), "{md}");
     assert!(
-        md.contains("| default | `default` | 12 | 6 | 6 | 0 | 50.0%"),
+        md.contains("| default | `default` | gemini-3.1-flash-lite · low | 12 | 6 | 6 | 0 | 50.0%"),
         "{md}"
     );
     assert!(md.contains("### Failures (6)"), "{md}");

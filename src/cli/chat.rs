@@ -161,6 +161,7 @@ impl TurnSettings {
             prompt: self.prompt.clone(),
             model: self.model.clone(),
             thinking_level: self.thinking_level,
+            force_thinking_level: false,
             today: self.today,
         }
     }

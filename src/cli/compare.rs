@@ -26,6 +26,7 @@ from B (unless --allow-unpaired), no verdicts at all, nothing paired.
 Examples:
   promptlab compare runs/base runs/candidate
   promptlab compare runs/base runs/candidate --variant plain-spoken --fail-on-regression
+  promptlab compare runs/models@lite-low runs/models@pro-high   # two variants of one eval run
   promptlab compare default overrides/plain-spoken.yaml --format markdown >> \"$GITHUB_STEP_SUMMARY\"";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -42,7 +43,8 @@ pub enum CompareFormat {
 #[command(after_help = AFTER_HELP)]
 pub struct CompareArgs {
     /// The baseline: a prompt fingerprint, an override file or folder (compared by its
-    /// fingerprint, looked up in --runs-dir), or a folder of run logs.
+    /// fingerprint, looked up in --runs-dir), or a folder of run logs; `@VARIANT` after it
+    /// takes one variant (`runs/models@lite-low`).
     pub a: String,
     /// The candidate, of the same kinds.
     pub b: String,

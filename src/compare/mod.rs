@@ -64,6 +64,8 @@ pub struct SideSummary {
     pub source: String,
     /// The prompt versions (variants, or fingerprints of chat turns).
     pub versions: Vec<String>,
+    /// The model settings its runs asked for (`model · thinking level`).
+    pub models: Vec<String>,
     /// Runs compared.
     pub runs: usize,
     /// Runs with a verdict (eval runs).
@@ -181,6 +183,7 @@ pub fn compare(a: RunSet, b: RunSet) -> Result<Comparison, CompareError> {
     }
     let only_in_b: Vec<RunEntry> = remaining_b.into_values().collect();
     unmatched_version_warnings(&a, &b, &versions, &mut warnings);
+    model_change_warnings(&a, &b, &versions, &mut warnings);
     pairs.sort_by_key(|pair| {
         (
             rank(pair),
@@ -280,6 +283,34 @@ fn unmatched_version_warnings(
                     "variant `{version}` is only in {name} ({runs} runs, listed as unpaired): {other} has no variant of that name"
                 ));
             }
+        }
+    }
+}
+
+/// Says plainly when paired versions ran different models or thinking
+/// levels: a model change must never pass for a prompt change.
+fn model_change_warnings(
+    a: &RunSet,
+    b: &RunSet,
+    versions: &[VersionPair],
+    warnings: &mut Vec<String>,
+) {
+    let models = |set: &RunSet, version: &str| {
+        let found: std::collections::BTreeSet<&str> = set
+            .runs
+            .iter()
+            .filter(|r| r.version() == version)
+            .map(|r| r.model.as_str())
+            .collect();
+        found.into_iter().collect::<Vec<_>>().join(" and ")
+    };
+    for pair in versions {
+        let (in_a, in_b) = (models(a, &pair.a), models(b, &pair.b));
+        if in_a != in_b {
+            warnings.push(format!(
+                "the sides differ in model: A `{}` ran {in_a}, B `{}` ran {in_b} — a difference may come from the model, not the prompt",
+                pair.a, pair.b
+            ));
         }
     }
 }
@@ -418,6 +449,13 @@ fn side(set: &RunSet) -> SideSummary {
         label: set.label.clone(),
         source: set.source.clone(),
         versions: set.versions(),
+        models: set
+            .runs
+            .iter()
+            .map(|r| r.model.clone())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect(),
         runs: set.runs.len(),
         judged: judged.len(),
         passed,

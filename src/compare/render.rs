@@ -193,6 +193,16 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
             String::new(),
         ],
         [
+            "model".into(),
+            c.a.models.join(", "),
+            c.b.models.join(", "),
+            if c.a.models == c.b.models {
+                String::new()
+            } else {
+                "≠ differs".into()
+            },
+        ],
+        [
             "pass rate".into(),
             pass_rate(&c.a),
             pass_rate(&c.b),

@@ -38,6 +38,13 @@ pub struct RunEntry {
     pub case: String,
     pub sample: u32,
     pub fingerprint: String,
+    /// The prompt version it is compared as: its variant, or its fingerprint
+    /// for a chat turn — with its model settings added when one set holds
+    /// that version under several.
+    pub version: String,
+    /// The model the turn asked for and its default thinking level
+    /// (`gemini-3.1-flash-lite · low`, `· high, forced`).
+    pub model: String,
     /// `gemini`, `script` or `replay`.
     pub provider: String,
     /// `done`, `error`, `cancelled` or `partial`.
@@ -76,6 +83,15 @@ impl RunEntry {
             })
             .collect();
         let footer = log.footer.as_ref();
+        let forced = if header.request.force_thinking_level {
+            ", forced"
+        } else {
+            ""
+        };
+        let version = header
+            .labels
+            .as_ref()
+            .map_or(header.fingerprint.clone(), |l| l.variant.clone());
         RunEntry {
             path: log.path.clone(),
             turn_id: header.turn_id.clone(),
@@ -90,6 +106,11 @@ impl RunEntry {
             case,
             sample,
             fingerprint: header.fingerprint.clone(),
+            version,
+            model: format!(
+                "{} · {}{forced}",
+                header.model, header.request.thinking_level
+            ),
             provider: header.provider.clone(),
             status: footer.map_or("partial", |f| f.status.as_str()).to_string(),
             verdict: footer.and_then(|f| f.verdict.clone()),
@@ -106,7 +127,7 @@ impl RunEntry {
     /// The prompt version this run belongs to: its eval variant, or its
     /// fingerprint for a chat turn.
     pub fn version(&self) -> &str {
-        self.variant.as_deref().unwrap_or(&self.fingerprint)
+        &self.version
     }
 
     /// What pairs it with the same turn of the other version.
@@ -215,9 +236,21 @@ pub fn load_set(
     filter: &RunFilter,
     registry: &PromptRegistry,
 ) -> Result<RunSet, CompareError> {
-    let (source, files, wanted) = resolve_spec(spec, runs_dir, registry)?;
+    let (spec, side_variant) = split_variant(spec);
+    let mut filter = filter.clone();
+    if let Some(variant) = side_variant {
+        filter.variants = vec![variant.to_string()];
+    }
+    let filter = &filter;
+    let (mut source, files, wanted) = resolve_spec(spec, runs_dir, registry)?;
+    if let Some(variant) = side_variant {
+        source.push_str(&format!(", variant {variant}"));
+    }
     let mut set = RunSet {
-        label: spec.to_string(),
+        label: match side_variant {
+            Some(variant) => format!("{spec}@{variant}"),
+            None => spec.to_string(),
+        },
         source: source.clone(),
         runs: Vec::new(),
         superseded: Vec::new(),
@@ -264,9 +297,31 @@ pub fn load_set(
             filter.variants.join(", ")
         )));
     }
+    name_model_versions(&mut set.runs);
     set.runs = keep_newest_version(std::mem::take(&mut set.runs), &mut set.superseded);
     set.runs = deduplicate(std::mem::take(&mut set.runs), &mut set.superseded);
     Ok(set)
+}
+
+/// `SPEC@VARIANT` names one variant of a side (`runs/models@lite-low`), so
+/// that two variants of one eval run can be compared; a path that exists
+/// as written is never split.
+fn split_variant(spec: &str) -> (&str, Option<&str>) {
+    if Path::new(spec).exists() {
+        return (spec, None);
+    }
+    match spec.rsplit_once('@') {
+        Some((base, variant))
+            if !base.is_empty()
+                && !variant.is_empty()
+                && variant
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) =>
+        {
+            (base, Some(variant))
+        }
+        _ => (spec, None),
+    }
 }
 
 /// What a side names: where to look for its logs, and the fingerprint they
@@ -306,6 +361,24 @@ fn list(dir: &Path) -> Result<Vec<PathBuf>, CompareError> {
         path: dir.display().to_string(),
         source,
     })
+}
+
+/// A version recorded under several model settings is several versions:
+/// each gets its model in its name, so a model change is never mixed with
+/// (or mistaken for) a prompt change.
+fn name_model_versions(runs: &mut [RunEntry]) {
+    let mut models: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for run in runs.iter() {
+        models
+            .entry(run.version.clone())
+            .or_default()
+            .insert(run.model.clone());
+    }
+    for run in runs.iter_mut() {
+        if models.get(&run.version).is_some_and(|set| set.len() > 1) {
+            run.version = format!("{} ({})", run.version, run.model);
+        }
+    }
 }
 
 /// A variant recorded under several prompt versions (the suite changed

@@ -58,6 +58,12 @@ pub fn junit_xml(
         let mut suite = TestSuite::new(format!("{} / {}", plan.suite.name, variant.name));
         suite.set_timestamp(context.started_at);
         suite.add_property(Property::new("fingerprint", variant.fingerprint.as_str()));
+        suite.add_property(Property::new("model", variant.model.model.as_str()));
+        let level = variant.model.thinking_level.as_str();
+        suite.add_property(Property::new("thinking-level", level));
+        if variant.model.forced {
+            suite.add_property(Property::new("force-thinking-level", "true"));
+        }
         if let Some(shard) = &context.shard {
             suite.add_property(Property::new("shard", shard.as_str()));
         }

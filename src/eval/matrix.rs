@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::suite::{ClaimSelection, LoadedSuite, SuiteError};
+use crate::chat::request::ThinkingLevel;
 use crate::claims::{ClaimStore, LoadedClaim, load_claim_file};
 use crate::prompts::overrides::IgnoredOverride;
 use crate::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 
-/// A prompt version, ready to apply.
+/// A prompt version and model settings, ready to apply.
 #[derive(Debug, Clone)]
 pub struct PreparedVariant {
     pub name: String,
@@ -18,6 +19,28 @@ pub struct PreparedVariant {
     pub overrides: BTreeMap<String, String>,
     pub fingerprint: String,
     pub ignored: Vec<IgnoredOverride>,
+    pub model: ModelSettings,
+}
+
+/// What a variant asks the model for: with the prompt fingerprint, its
+/// identity — two variants differing only here are different versions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelSettings {
+    pub model: String,
+    /// The default level; a quick action's own wins unless `forced`.
+    pub thinking_level: ThinkingLevel,
+    pub forced: bool,
+}
+
+impl std::fmt::Display for ModelSettings {
+    /// `gemini-3.1-flash-lite, thinking low` (`, forced` when it is).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}, thinking {}", self.model, self.thinking_level)?;
+        if self.forced {
+            f.write_str(" (forced)")?;
+        }
+        Ok(())
+    }
 }
 
 /// One turn of the matrix.
@@ -170,12 +193,15 @@ impl Shard {
     }
 }
 
+/// Builds the matrix; `defaults` are the model settings of variants that set
+/// none (the command line's `--model` and `--thinking-level`).
 pub fn build_matrix(
     suite: &LoadedSuite,
     store: &ClaimStore,
     registry: &PromptRegistry,
+    defaults: &ModelSettings,
 ) -> Result<Matrix, SuiteError> {
-    let variants = prepare_variants(suite, registry)?;
+    let variants = prepare_variants(suite, registry, defaults)?;
     check_size(suite, variants.len(), suite.suite.cases.len())?;
     let mut claims = BTreeMap::new();
     let mut case_claims: Vec<Vec<String>> = Vec::new();
@@ -223,6 +249,7 @@ fn check_size(suite: &LoadedSuite, variants: usize, pairs: usize) -> Result<usiz
 fn prepare_variants(
     suite: &LoadedSuite,
     registry: &PromptRegistry,
+    defaults: &ModelSettings,
 ) -> Result<Vec<PreparedVariant>, SuiteError> {
     if suite.suite.variants.is_empty() {
         return Ok(vec![PreparedVariant {
@@ -230,6 +257,7 @@ fn prepare_variants(
             overrides: BTreeMap::new(),
             fingerprint: fingerprint(&BTreeMap::new()),
             ignored: Vec::new(),
+            model: defaults.clone(),
         }]);
     }
     let mut prepared = Vec::new();
@@ -248,15 +276,23 @@ fn prepare_variants(
         overrides.extend(variant.prompts.clone());
         let resolved = resolve_overrides(&overrides, registry);
         let fingerprint = fingerprint(&resolved.applied);
+        let model = ModelSettings {
+            model: variant
+                .model
+                .clone()
+                .unwrap_or_else(|| defaults.model.clone()),
+            thinking_level: variant.thinking_level.unwrap_or(defaults.thinking_level),
+            forced: variant.force_thinking_level,
+        };
         if let Some(twin) = prepared
             .iter()
-            .find(|p: &&PreparedVariant| p.fingerprint == fingerprint)
+            .find(|p: &&PreparedVariant| p.fingerprint == fingerprint && p.model == model)
         {
             return Err(SuiteError::Rule {
                 path: suite.path.display().to_string(),
                 field: format!("variants[{index}]"),
                 message: format!(
-                    "variant `{}` is the same prompt version as `{}` (fingerprint {fingerprint}){}",
+                    "variant `{}` is the same prompt version and model as `{}` (fingerprint {fingerprint}, {model}){}",
                     variant.name,
                     twin.name,
                     ignored_hint(&resolved.ignored)
@@ -268,6 +304,7 @@ fn prepare_variants(
             fingerprint,
             ignored: resolved.ignored,
             overrides,
+            model,
         });
     }
     Ok(prepared)

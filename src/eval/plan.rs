@@ -7,17 +7,19 @@ use std::collections::HashSet;
 use chrono::NaiveDate;
 
 use super::expect::{Observation, Verdict, judge};
-use super::matrix::{Matrix, Shard, TurnSpec, glob_match};
+use super::matrix::{Matrix, ModelSettings, Shard, TurnSpec, glob_match};
 use super::suite::{LoadedSuite, case_messages};
-use crate::chat::request::{ChatRequest, ClaimInput, PromptOptions, ThinkingLevel};
+use crate::chat::request::{ChatRequest, ClaimInput, PromptOptions};
 use crate::runs::RunHeader;
 use crate::runs::record::RunLabels;
 
-/// Identifies one turn of a suite across machines and runs.
+/// Identifies one turn of a suite across machines and runs: the prompt
+/// version and model settings, then its place in the matrix.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TurnKey {
     pub suite: String,
     pub fingerprint: String,
+    pub model: ModelSettings,
     pub claim: String,
     pub case: String,
     pub sample: u32,
@@ -29,6 +31,11 @@ pub fn key_of_header(header: &RunHeader) -> Option<TurnKey> {
     Some(TurnKey {
         suite: labels.suite.clone(),
         fingerprint: header.fingerprint.clone(),
+        model: ModelSettings {
+            model: header.model.clone(),
+            thinking_level: header.request.thinking_level,
+            forced: header.request.force_thinking_level,
+        },
         claim: header.claim.as_ref()?.id.clone(),
         case: labels.case.clone(),
         sample: labels.sample,
@@ -101,6 +108,7 @@ impl EvalPlan {
         TurnKey {
             suite: self.suite.name.clone(),
             fingerprint: self.matrix.variants[spec.variant].fingerprint.clone(),
+            model: self.matrix.variants[spec.variant].model.clone(),
             claim: spec.claim_id.clone(),
             case: self.suite.suite.cases[spec.case].name.clone(),
             sample: spec.sample,
@@ -116,15 +124,10 @@ impl EvalPlan {
         }
     }
 
-    /// The chat request of one turn.
-    pub fn request(
-        &self,
-        spec: &TurnSpec,
-        model: &str,
-        thinking_level: ThinkingLevel,
-        today: NaiveDate,
-    ) -> ChatRequest {
+    /// The chat request of one turn, with its variant's model settings.
+    pub fn request(&self, spec: &TurnSpec, today: NaiveDate) -> ChatRequest {
         let case = &self.suite.suite.cases[spec.case];
+        let model = &self.matrix.variants[spec.variant].model;
         let settings = case.settings(&self.suite.suite.defaults);
         ChatRequest {
             claim: ClaimInput::Document(Box::new(self.matrix.claims[&spec.claim_id].clone())),
@@ -137,8 +140,9 @@ impl EvalPlan {
                 voice: settings.voice.unwrap_or(false),
                 overrides: self.matrix.variants[spec.variant].overrides.clone(),
             },
-            model: model.to_string(),
-            thinking_level,
+            model: model.model.clone(),
+            thinking_level: model.thinking_level,
+            force_thinking_level: model.forced,
             today: settings.today.unwrap_or(today),
         }
     }

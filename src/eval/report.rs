@@ -12,6 +12,7 @@ use super::matrix::{Shard, TurnSpec};
 use super::plan::EvalPlan;
 use super::runner::TurnResult;
 use crate::chat::event::{ChatEvent, Usage};
+use crate::chat::request::ThinkingLevel;
 use crate::stats::{percentile, wilson_interval};
 
 /// One variant's numbers.
@@ -20,6 +21,11 @@ use crate::stats::{percentile, wilson_interval};
 pub struct VariantSummary {
     pub variant: String,
     pub fingerprint: String,
+    /// The model the variant's turns asked for.
+    pub model: String,
+    /// Their default thinking level (a quick action's own wins unless forced).
+    pub thinking_level: ThinkingLevel,
+    pub force_thinking_level: bool,
     /// Turns this run selected for the variant (this shard's).
     pub planned: usize,
     /// Turns with a result (run now, or taken from a log).
@@ -72,6 +78,9 @@ pub fn summarize(plan: &EvalPlan, results: &[TurnResult]) -> Vec<VariantSummary>
             VariantSummary {
                 variant: variant.name.clone(),
                 fingerprint: variant.fingerprint.clone(),
+                model: variant.model.model.clone(),
+                thinking_level: variant.model.thinking_level,
+                force_thinking_level: variant.model.forced,
                 planned: planned[index],
                 turns: mine.len(),
                 passed,

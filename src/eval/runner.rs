@@ -17,7 +17,6 @@ use super::expect::{Observation, Outcome, Verdict};
 use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey, key_of_header};
 use crate::chat::event::ChatEvent;
-use crate::chat::request::ThinkingLevel;
 use crate::chat::service::{TurnContext, TurnOutput, run_chat_turn};
 use crate::claims::ClaimStore;
 use crate::prompts::PromptRegistry;
@@ -110,8 +109,6 @@ pub struct RunSettings {
     pub store: ClaimStore,
     pub runs_dir: PathBuf,
     pub concurrency: usize,
-    pub model: String,
-    pub thinking_level: ThinkingLevel,
     pub today: NaiveDate,
     pub provider: ProviderChoice,
 }
@@ -197,12 +194,7 @@ async fn run_one(
             return TurnResult::new(spec, observation, verdict);
         }
     };
-    let request = plan.request(
-        spec,
-        &settings.model,
-        settings.thinking_level,
-        settings.today,
-    );
+    let request = plan.request(spec, settings.today);
     let mut recorder = RunRecorder::new(
         &settings.runs_dir,
         &request,

@@ -8,7 +8,7 @@ use chrono::NaiveDate;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::chat::request::{ChatMessage, Locale, validate_messages};
+use crate::chat::request::{ChatMessage, Locale, ThinkingLevel, validate_messages};
 use crate::claims::load::{DocumentFormat, DocumentProblem, parse_document};
 use crate::prompts::PromptRegistry;
 
@@ -87,6 +87,16 @@ pub struct Variant {
     /// Inline overrides (prompt id → text); they win over files.
     #[serde(default)]
     pub prompts: BTreeMap<String, String>,
+    /// The model this variant's turns ask for (else `--model`).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The default thinking level of its turns (else `--thinking-level`); a
+    /// quick action's own level still wins, as in production…
+    #[serde(default)]
+    pub thinking_level: Option<ThinkingLevel>,
+    /// …unless this is set: then the variant's level wins everywhere.
+    #[serde(default)]
+    pub force_thinking_level: bool,
 }
 
 impl Variant {
@@ -96,6 +106,9 @@ impl Variant {
             name: name.to_string(),
             overrides: Vec::new(),
             prompts: BTreeMap::new(),
+            model: None,
+            thinking_level: None,
+            force_thinking_level: false,
         }
     }
 }
@@ -444,6 +457,12 @@ impl LoadedSuite {
                 return Err(self.rule(
                     format!("variants[{index}].name"),
                     "use letters, digits, `-`, `_` and `.` only",
+                ));
+            }
+            if variant.model.as_ref().is_some_and(|m| m.trim().is_empty()) {
+                return Err(self.rule(
+                    format!("variants[{index}].model"),
+                    "the model name is empty",
                 ));
             }
         }

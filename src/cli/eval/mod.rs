@@ -13,7 +13,7 @@ use chrono::{NaiveDate, Utc};
 use clap::{Args, ValueEnum};
 
 use promptlab::claims::ClaimStore;
-use promptlab::eval::report::TurnPlace;
+use promptlab::eval::matrix::ModelSettings;
 use promptlab::eval::runner::{index_recorded, missing_result, result_from_log, resume};
 use promptlab::eval::suite::Variant;
 use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, build_matrix};
@@ -152,8 +152,6 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         store: store.clone(),
         runs_dir: runs_dir.to_path_buf(),
         concurrency: usize::from(args.jobs),
-        model: args.model.model.clone(),
-        thinking_level: args.model.thinking_level,
         today: today_or_local(args.today),
         provider,
     };
@@ -183,7 +181,12 @@ fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<Eva
     let mut suite = LoadedSuite::load(&args.suite, registry).map_err(CliError::invalid)?;
     add_override_variants(&mut suite, &args.overrides)?;
     select_variants(&mut suite, &args.variant)?;
-    let matrix = build_matrix(&suite, store, registry).map_err(CliError::invalid)?;
+    let defaults = ModelSettings {
+        model: args.model.model.clone(),
+        thinking_level: args.model.thinking_level,
+        forced: false,
+    };
+    let matrix = build_matrix(&suite, store, registry, &defaults).map_err(CliError::invalid)?;
     let selection = Selection {
         cases: args.case.clone(),
         claims: args.claim.clone(),
@@ -273,9 +276,4 @@ fn select_variants(suite: &mut LoadedSuite, names: &[String]) -> Result<(), CliE
     }
     variants.retain(|v| names.contains(&v.name));
     Ok(())
-}
-
-/// The planned turns' places, for `--list` and the summary.
-pub fn places(plan: &EvalPlan) -> impl Iterator<Item = TurnPlace> + '_ {
-    plan.selected().map(|spec| TurnPlace::of(plan, &spec))
 }

@@ -9,14 +9,14 @@ use chrono::{DateTime, Utc};
 
 use promptlab::eval::junit::{JunitContext, junit_xml};
 use promptlab::eval::report::{
-    EvalRecord, SummaryRecord, TurnRecord, VariantSummary, in_matrix_order, not_run, shard_line,
-    summarize, turn_label,
+    EvalRecord, SummaryRecord, TurnPlace, TurnRecord, VariantSummary, in_matrix_order, not_run,
+    shard_line, summarize, turn_label,
 };
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::sink::{Style, printable};
 
 use super::progress::write_record;
-use super::{EvalArgs, EvalFormat, places};
+use super::{EvalArgs, EvalFormat};
 use crate::cli::error::{CliError, Exit};
 use crate::cli::output::new_table;
 
@@ -265,6 +265,7 @@ fn summary_table(summaries: &[VariantSummary]) -> comfy_table::Table {
     let mut table = new_table([
         "variant",
         "fingerprint",
+        "model",
         "turns",
         "passed",
         "failed",
@@ -283,6 +284,7 @@ fn summary_table(summaries: &[VariantSummary]) -> comfy_table::Table {
         table.add_row([
             s.variant.clone(),
             s.fingerprint.clone(),
+            model_text(s),
             format!("{}{not_run}", s.turns),
             s.passed.to_string(),
             s.failed.to_string(),
@@ -298,6 +300,16 @@ fn summary_table(summaries: &[VariantSummary]) -> comfy_table::Table {
         ]);
     }
     table
+}
+
+/// `gemini-3.1-flash-lite · low` (`· high, forced`).
+fn model_text(s: &VariantSummary) -> String {
+    let forced = if s.force_thinking_level {
+        ", forced"
+    } else {
+        ""
+    };
+    format!("{} · {}{forced}", s.model, s.thinking_level)
 }
 
 fn seconds(ms: Option<u64>) -> String {
@@ -318,7 +330,7 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
     let _ = writeln!(md, "## {mark} Eval `{}`\n", plan.suite.name);
     let _ = writeln!(
         md,
-        "| variant | fingerprint | turns | passed | failed | errors | pass rate (95% CI) | tokens in/out | latency p50/p95 |\n|---|---|---|---|---|---|---|---|---|"
+        "| variant | fingerprint | model | turns | passed | failed | errors | pass rate (95% CI) | tokens in/out | latency p50/p95 |\n|---|---|---|---|---|---|---|---|---|---|"
     );
     for s in &outcome.summaries {
         let interval = s.pass_rate_interval.map_or(String::new(), |(low, high)| {
@@ -326,9 +338,10 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
         });
         let _ = writeln!(
             md,
-            "| {} | `{}` | {} | {} | {} | {} | {:.1}%{interval} | {}/{} | {} / {} |",
+            "| {} | `{}` | {} | {} | {} | {} | {} | {:.1}%{interval} | {}/{} | {} / {} |",
             md_cell(&s.variant),
             s.fingerprint,
+            md_cell(&model_text(s)),
             s.turns,
             s.passed,
             s.failed,
@@ -376,18 +389,21 @@ pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     let mut count = 0usize;
     if format == EvalFormat::Pretty {
-        writeln!(out, "variant\tclaim\tcase\tsample")?;
+        writeln!(out, "variant\tmodel\tclaim\tcase\tsample")?;
     }
-    for place in places(plan) {
+    for spec in plan.selected() {
         count += 1;
+        let place = TurnPlace::of(plan, &spec);
+        let settings = &plan.matrix.variants[spec.variant].model;
+        let (model, level) = (&settings.model, settings.thinking_level.as_str());
         match format {
             EvalFormat::Ndjson => {
-                let line = serde_json::json!({"kind": "planned", "variant": place.variant, "claim": place.claim, "case": place.case, "sample": place.sample});
+                let line = serde_json::json!({"kind": "planned", "variant": place.variant, "model": model, "thinkingLevel": level, "claim": place.claim, "case": place.case, "sample": place.sample});
                 writeln!(out, "{line}")?;
             }
             EvalFormat::Pretty => writeln!(
                 out,
-                "{}\t{}\t{}\t{}",
+                "{}\t{model} · {level}\t{}\t{}\t{}",
                 place.variant, place.claim, place.case, place.sample
             )?,
         }
