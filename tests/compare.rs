@@ -161,21 +161,20 @@ fn unpaired_runs_are_listed_not_dropped() {
     );
 }
 
-#[test]
-fn versions_are_named_by_fingerprint_or_override_file() {
-    let runs = tempfile::tempdir().unwrap();
-    let script = "tests/data/scripts/excess.yaml";
+/// One scripted chat turn per claim, with the code defaults and with
+/// `overrides/plain-spoken.yaml`, recorded into `runs`.
+fn record_chat_turns(runs: &Path, claims: &[&str]) {
     for overrides in [None, Some("overrides/plain-spoken.yaml")] {
-        for claim in ["CLM-HH-0001", "CLM-MTR-0002"] {
+        for claim in claims {
             let mut command = promptlab();
-            command.env("PROMPTLAB_RUNS_DIR", runs.path()).args([
+            command.env("PROMPTLAB_RUNS_DIR", runs).args([
                 "chat",
                 "--claim-id",
                 claim,
                 "--provider",
                 "script",
                 "--script",
-                script,
+                "tests/data/scripts/excess.yaml",
             ]);
             if let Some(file) = overrides {
                 command.args(["--overrides", file]);
@@ -183,6 +182,12 @@ fn versions_are_named_by_fingerprint_or_override_file() {
             assert_eq!(run_command(command.arg("What is the excess?")).code, 0);
         }
     }
+}
+
+#[test]
+fn versions_are_named_by_fingerprint_or_override_file() {
+    let runs = tempfile::tempdir().unwrap();
+    record_chat_turns(runs.path(), &["CLM-HH-0001", "CLM-MTR-0002"]);
     let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs.path()).args([
         "compare",
         "default",
@@ -485,22 +490,7 @@ fn errored_turns_and_missing_turns_fail_a_gate() {
 #[test]
 fn chat_turns_get_no_mcnemar_line() {
     let runs = tempfile::tempdir().unwrap();
-    for overrides in [None, Some("overrides/plain-spoken.yaml")] {
-        let mut command = promptlab();
-        command.env("PROMPTLAB_RUNS_DIR", runs.path()).args([
-            "chat",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--script",
-            "tests/data/scripts/excess.yaml",
-        ]);
-        if let Some(file) = overrides {
-            command.args(["--overrides", file]);
-        }
-        assert_eq!(run_command(command.arg("What is the excess?")).code, 0);
-    }
+    record_chat_turns(runs.path(), &["CLM-HH-0001"]);
     let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs.path()).args([
         "compare",
         "default",
