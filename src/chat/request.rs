@@ -244,11 +244,12 @@ pub fn validate_messages(messages: &[ChatMessage]) -> Result<(), RequestError> {
         return Err(RequestError::TooManyMessages(messages.len()));
     }
     for (index, message) in messages.iter().enumerate() {
-        let chars = message.text.chars().count();
+        // UTF-16 code units and JavaScript's trim(), as production counts.
+        let chars = crate::text::utf16_len(&message.text);
         if chars > MAX_MESSAGE_CHARS {
             return Err(RequestError::MessageTooLong { index, chars });
         }
-        if message.text.trim().is_empty() {
+        if crate::text::is_js_blank(&message.text) {
             return Err(RequestError::EmptyMessage(index));
         }
     }
@@ -292,7 +293,17 @@ mod tests {
             })
         );
 
-        let blank = vec![ChatMessage::user("  \n")];
+        // Production counts UTF-16 code units: an emoji is two.
+        let emoji = vec![ChatMessage::user("😀".repeat(MAX_MESSAGE_CHARS / 2 + 1))];
+        assert_eq!(
+            validate_messages(&emoji),
+            Err(RequestError::MessageTooLong {
+                index: 0,
+                chars: 20_002
+            })
+        );
+
+        let blank = vec![ChatMessage::user("  \n\u{FEFF}")];
         assert_eq!(
             validate_messages(&blank),
             Err(RequestError::EmptyMessage(0))

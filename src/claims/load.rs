@@ -71,7 +71,7 @@ impl fmt::Display for DocumentProblem {
 
 /// Reads and parses a claim file.
 pub fn load_claim_file(path: &Path) -> Result<LoadedClaim, ClaimError> {
-    let bytes = std::fs::read(path).map_err(|source| ClaimError::Read {
+    let bytes = crate::input::read_input(path).map_err(|source| ClaimError::Read {
         path: path.display().to_string(),
         source,
     })?;
@@ -136,26 +136,60 @@ fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
     Ok(value)
 }
 
+/// The limits every YAML document is parsed under: deep nesting and alias
+/// bombs are refused in linear time, before they cost seconds or memory.
+/// Duplicate keys are an error (not "later wins"), so that a mistyped
+/// second `system.base` cannot silently replace the first.
+pub fn yaml_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = MAX_YAML_DEPTH;
+    budget.max_aliases = MAX_YAML_ALIASES;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
+    options.with_snippet = false;
+    options
+}
+
+/// Deepest nesting of a YAML document: claims, suites and scripts need a
+/// handful of levels; the headroom is for unknown fields a claim keeps.
+pub const MAX_YAML_DEPTH: usize = 64;
+/// Most alias uses (`*name`) in one YAML document.
+pub const MAX_YAML_ALIASES: usize = 1_000;
+
 fn parse_yaml<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
-    let deserializer = serde_yaml::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        let location = inner.location();
-        let message = inner.to_string();
-        // serde_yaml prefixes its own copy of the path ("policy: ...").
-        let message = strip_location(&message);
-        let message = match message.split_once(": ") {
-            Some((prefix, rest)) if prefix == path => rest,
-            _ => message,
-        };
+    let mut path: Option<String> = None;
+    let result = serde_saphyr::with_deserializer_from_str_with_options(
+        text,
+        yaml_options(),
+        |deserializer| {
+            serde_path_to_error::deserialize(deserializer).map_err(|error| {
+                path = Some(error.path().to_string());
+                error.into_inner()
+            })
+        },
+    );
+    result.map_err(|error| {
+        let location = error.location();
+        let message = crate::text::quote(strip_location(&yaml_message(&error)));
         problem(
-            &path,
-            location.as_ref().map(|l| l.line()),
-            location.as_ref().map(|l| l.column()),
-            message,
+            path.as_deref().unwrap_or("."),
+            location
+                .as_ref()
+                .and_then(|l| usize::try_from(l.line()).ok())
+                .filter(|l| *l > 0),
+            location
+                .as_ref()
+                .and_then(|l| usize::try_from(l.column()).ok())
+                .filter(|c| *c > 0),
+            &message,
         )
     })
+}
+
+/// The error's own message, without the location the problem carries.
+fn yaml_message(error: &serde_saphyr::Error) -> String {
+    error.to_string()
 }
 
 /// Turns a serde path and message into a problem, folding `missing field`

@@ -1,7 +1,7 @@
 //! `promptlab chat [MESSAGE]`: one chat turn, or an interactive session with
 //! `-i`, streamed to the terminal or as NDJSON / SSE.
 
-use std::io::{IsTerminal, Read as _};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -238,8 +238,8 @@ async fn interactive(
 }
 
 /// `--history FILE`: a JSON (or YAML) array of `{role, text}`.
-fn read_history(path: &PathBuf) -> Result<Vec<ChatMessage>, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
+fn read_history(path: &Path) -> Result<Vec<ChatMessage>, CliError> {
+    let text = promptlab::input::read_input_text(path).map_err(|error| {
         CliError::invalid(format!(
             "failed to read history file `{}`: {error}",
             path.display()
@@ -267,9 +267,10 @@ fn message_from_stdin(claim_from_stdin: bool, history: &[ChatMessage]) -> Result
             "no message: give it as an argument (promptlab chat \"...\") or pipe it on stdin",
         ));
     }
-    let mut message = String::new();
-    stdin.lock().read_to_string(&mut message).map_err(|error| {
-        CliError::invalid(format!("failed to read the message from stdin: {error}"))
-    })?;
+    let message = promptlab::input::read_limited(stdin.lock(), promptlab::input::MAX_INPUT_BYTES)
+        .and_then(promptlab::input::utf8)
+        .map_err(|error| {
+            CliError::invalid(format!("failed to read the message from stdin: {error}"))
+        })?;
     Ok(message.trim_end_matches(['\n', '\r']).to_string())
 }

@@ -171,7 +171,10 @@ impl CallAccumulator {
         Ok(CallSummary {
             usage: Usage {
                 input_tokens: metadata.prompt_token_count,
-                output_tokens: metadata.candidates_token_count + metadata.thoughts_token_count,
+                // Counts come from the wire: saturate rather than overflow.
+                output_tokens: metadata
+                    .candidates_token_count
+                    .saturating_add(metadata.thoughts_token_count),
                 cache_read_tokens: metadata.cached_content_token_count,
             },
             usage_detail: self.usage,
