@@ -98,6 +98,20 @@ pub fn parse_claim_bytes(bytes: &[u8], path: &Path) -> Result<LoadedClaim, Claim
         origin: origin.clone(),
         problem,
     })?;
+    if !super::is_valid_claim_id(&claim.id) {
+        return Err(ClaimError::Invalid {
+            origin,
+            problem: DocumentProblem {
+                field: Some("id".into()),
+                line: None,
+                column: None,
+                message: format!(
+                    "`{}` is not a claim id: 1 to 128 of A-Z a-z 0-9 . _ -, starting with a letter or digit",
+                    crate::text::quote(&claim.id).escape_debug()
+                ),
+            },
+        });
+    }
     Ok(LoadedClaim {
         claim,
         sha256: sha256_hex(bytes),
@@ -171,7 +185,7 @@ fn parse_yaml<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
     );
     result.map_err(|error| {
         let location = error.location();
-        let message = crate::text::quote(strip_location(&yaml_message(&error)));
+        let message = yaml_message(&error);
         problem(
             path.as_deref().unwrap_or("."),
             location
@@ -182,14 +196,19 @@ fn parse_yaml<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
                 .as_ref()
                 .and_then(|l| usize::try_from(l.column()).ok())
                 .filter(|c| *c > 0),
-            &message,
+            strip_location(&message),
         )
     })
 }
 
-/// The error's own message, without the location the problem carries.
+/// The error's own message, without advice about the parser's options
+/// (which a user cannot set) on duplicate keys.
 fn yaml_message(error: &serde_saphyr::Error) -> String {
-    error.to_string()
+    let message = error.to_string();
+    match message.split_once(", set DuplicateKeyPolicy") {
+        Some((head, _)) => head.to_string(),
+        None => message,
+    }
 }
 
 /// Turns a serde path and message into a problem, folding `missing field`
@@ -200,7 +219,8 @@ fn problem(
     column: Option<usize>,
     message: &str,
 ) -> DocumentProblem {
-    let parent = (path != "." && !path.is_empty()).then(|| path.to_string());
+    // `?` is serde_path_to_error's "somewhere unknown": no field to name.
+    let parent = (path != "." && path != "?" && !path.is_empty()).then(|| path.to_string());
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.strip_suffix('`'));
@@ -212,7 +232,7 @@ fn problem(
             };
             (Some(field), "missing required field".to_string())
         }
-        None => (parent, message.to_string()),
+        None => (parent, crate::text::quote(message)),
     };
     DocumentProblem {
         field,
@@ -280,6 +300,56 @@ mod tests {
             "{}",
             problem.message
         );
+    }
+
+    const MINIMAL_YAML: &str = "id: CLM-2\nlineOfBusiness: Motor\nstatus: open\npolicy:\n  number: P-2\n  periodStart: 2024-01-01\n  periodEnd: 2024-12-31\nincident:\n  date: 2024-02-01\n  description: Hit a bollard\n";
+
+    #[test]
+    fn a_duplicate_yaml_key_is_an_error_with_its_line() {
+        let problem = invalid(&format!("{MINIMAL_YAML}status: closed\n"), "c.yaml");
+        assert_eq!(problem.line, Some(11));
+        assert!(problem.message.contains("duplicate"), "{}", problem.message);
+        assert!(!problem.message.contains("Options"), "{}", problem.message);
+    }
+
+    #[test]
+    fn deep_nesting_and_alias_bombs_are_refused() {
+        let deep = format!("{MINIMAL_YAML}extra: {}\n", "[".repeat(100_000));
+        assert!(invalid(&deep, "c.yaml").message.len() < 400);
+        let deep_block: String = (0..200)
+            .map(|depth| format!("{}k:\n", "  ".repeat(depth)))
+            .collect();
+        invalid(
+            &format!("{MINIMAL_YAML}extra:\n{}", deep_block.replace("\n", "\n  ")),
+            "c.yaml",
+        );
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..10 {
+            let prev = level - 1;
+            bomb.push_str(&format!(
+                "a{level}: &a{level} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        invalid(&format!("{MINIMAL_YAML}{bomb}"), "c.yaml");
+    }
+
+    #[test]
+    fn an_amount_with_extra_fields_parses() {
+        let text = format!(
+            "{MINIMAL_YAML}lossEstimate: {{amount: \"84250.10\", currency: GBP, basis: adjuster preliminary}}\n"
+        );
+        let loaded = parse_claim_bytes(text.as_bytes(), Path::new("c.yaml")).unwrap();
+        let estimate = loaded.claim.loss_estimate.unwrap();
+        assert_eq!(estimate.extra["basis"], "adjuster preliminary");
+    }
+
+    #[test]
+    fn a_huge_string_is_quoted_not_dumped() {
+        let text = format!("\"{}\"", "x".repeat(1_000_000));
+        let problem = invalid(&text, "c.yaml");
+        assert!(problem.message.len() < 600, "{}", problem.message.len());
+        let problem = invalid(&text, "c.json");
+        assert!(problem.message.len() < 600, "{}", problem.message.len());
     }
 
     #[test]

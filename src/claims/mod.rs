@@ -8,7 +8,7 @@ pub mod store;
 
 pub use load::{LoadedClaim, load_claim_file, parse_claim_bytes};
 pub use model::Claim;
-pub use store::{ClaimStore, is_valid_claim_id};
+pub use store::{ClaimStore, SelectedClaims, is_valid_claim_id};
 
 use load::DocumentProblem;
 

@@ -70,6 +70,9 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
     let registry = PromptRegistry::embedded();
     let suite = LoadedSuite::load(&args.suite, registry).map_err(CliError::invalid)?;
     let matrix = build_matrix(&suite, store, registry).map_err(CliError::invalid)?;
+    for warning in &matrix.claim_warnings {
+        eprintln!("warning: {warning}");
+    }
     let mut plan = EvalPlan {
         turns: matrix.turns.clone(),
         suite,
