@@ -219,7 +219,9 @@ fn problem(
     column: Option<usize>,
     message: &str,
 ) -> DocumentProblem {
-    // `?` is serde_path_to_error's "somewhere unknown": no field to name.
+    // `?` is serde_path_to_error's "somewhere unknown" (a duplicate key, for
+    // one): name the enclosing field, or none.
+    let path = path.strip_suffix(".?").unwrap_or(path);
     let parent = (path != "." && path != "?" && !path.is_empty()).then(|| path.to_string());
     let missing = message
         .strip_prefix("missing field `")
