@@ -293,3 +293,30 @@ fn since_age(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
             )
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn ages_parse_and_absurd_ones_are_errors_not_panics() {
+        let now = Utc::now();
+        assert_eq!(since_age("2h", now), Ok(now - chrono::Duration::hours(2)));
+        assert_eq!(
+            since_age("1h 30m", now),
+            Ok(now - chrono::Duration::minutes(90))
+        );
+        // Regressions: a byte split inside `é`, and an overflowing age.
+        assert!(parse_since("5é").is_err());
+        assert!(parse_since("9000000000000000s").is_err());
+        assert!(parse_since("").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn since_never_panics(text in "[0-9a-zé .:TZ+-]{0,40}") {
+            let _ = parse_since(&text);
+        }
+    }
+}

@@ -234,6 +234,26 @@ mod tests {
         SseItem::Data(json.to_string())
     }
 
+    proptest::proptest! {
+        /// Frames from the wire: whatever a frame holds, the accumulator
+        /// answers with events or a fault, never a panic.
+        #[test]
+        fn no_frame_makes_it_panic(
+            frames in proptest::collection::vec(
+                "[{}\\[\\]:,\"a-zA-Z0-9 .-]{0,120}|\\{\"candidates\":\\[\\{\"content\":\\{\"parts\":\\[\\{\"(text|thoughtSignature|functionCall)\":[^}]{0,40}\\}\\]\\}(,\"finishReason\":\"[A-Z]{0,8}\")?\\}\\](,\"usageMetadata\":\\{\"promptTokenCount\":[0-9]{1,25}\\})?\\}",
+                0..6,
+            )
+        ) {
+            let mut acc = CallAccumulator::new();
+            for frame in frames {
+                if acc.accept(data(&frame)).is_err() {
+                    return Ok(());
+                }
+            }
+            let _ = acc.finish(0);
+        }
+    }
+
     #[test]
     fn text_is_forwarded_and_merged_but_signed_parts_stay_apart() {
         let mut acc = CallAccumulator::new();
