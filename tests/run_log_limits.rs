@@ -165,3 +165,35 @@ fn a_partial_renamed_while_listing_is_read_under_its_final_name() {
     assert!(!summary.partial);
     assert_eq!(summary.footer.unwrap().status, RunStatus::Done);
 }
+
+#[test]
+fn a_failed_log_write_removes_its_partial_file() {
+    use promptlab::chat::TurnOutput;
+    use promptlab::prompts::PromptRegistry;
+    use promptlab::sink::run_log::RunRecorder;
+
+    let runs = tempfile::tempdir().unwrap();
+    let request = support::engine::request_for_id("CLM-HH-0001", "q");
+    let mut recorder = RunRecorder::new(
+        runs.path(),
+        &request,
+        PromptRegistry::embedded(),
+        "script",
+        None,
+    );
+    recorder
+        .record(&TurnOutput::Started {
+            turn_id: "00000000-0000-4000-8000-000000000000".into(),
+            started_at: chrono::Utc::now(),
+        })
+        .unwrap();
+    let partial = recorder.path().unwrap().to_path_buf();
+    assert!(partial.exists());
+    // Something already holds the final name: the rename must fail.
+    let final_path = PathBuf::from(partial.to_string_lossy().trim_end_matches(".partial"));
+    std::fs::create_dir(&final_path).unwrap();
+    write(&final_path, "occupied", "x");
+    let error = recorder.finish(RunStatus::Done).unwrap_err().to_string();
+    assert!(!partial.exists(), "the .partial was left behind");
+    assert!(error.contains(&*partial.to_string_lossy()), "{error}");
+}

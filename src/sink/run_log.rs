@@ -86,13 +86,17 @@ impl RunRecorder {
     /// looking like an abandoned turn; the error goes to the caller.
     pub fn record(&mut self, output: &TurnOutput) -> io::Result<()> {
         let result = self.record_inner(output);
-        if result.is_err()
-            && let Some(log) = self.log.take()
-        {
-            drop(log.out);
-            let _ = std::fs::remove_file(&log.partial_path);
+        match (result, self.log.take()) {
+            (Err(error), Some(log)) => {
+                drop(log.out);
+                let _ = std::fs::remove_file(&log.partial_path);
+                Err(removed(&log.partial_path, error))
+            }
+            (result, log) => {
+                self.log = log;
+                result
+            }
         }
-        result
     }
 
     fn record_inner(&mut self, output: &TurnOutput) -> io::Result<()> {
@@ -170,8 +174,9 @@ impl RunRecorder {
             return Ok(None);
         };
         let partial_path = log.partial_path.clone();
-        log.complete(footer).map(Some).inspect_err(|_| {
+        log.complete(footer).map(Some).map_err(|error| {
             let _ = std::fs::remove_file(&partial_path);
+            removed(&partial_path, error)
         })
     }
 
@@ -226,6 +231,17 @@ impl RunRecorder {
             .as_mut()
             .ok_or_else(|| io::Error::other("the turn's output did not start with Started"))
     }
+}
+
+/// The error of a failed write, naming the log that was removed for it.
+fn removed(partial_path: &Path, error: io::Error) -> io::Error {
+    io::Error::new(
+        error.kind(),
+        format!(
+            "{error} (writing `{}`, which was removed)",
+            partial_path.display()
+        ),
+    )
 }
 
 impl RunHeader {
