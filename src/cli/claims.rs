@@ -71,8 +71,8 @@ pub fn run(command: ClaimsCommand, store: &ClaimStore) -> Result<Exit, CliError>
 
 /// A claim named on the command line: an id in the store, else a file path.
 fn resolve(claim: &str, store: &ClaimStore) -> Result<LoadedClaim, CliError> {
-    if let Some(path) = store.locate(claim) {
-        return Ok(load_claim_file(&path)?);
+    if store.locate(claim).is_some() {
+        return Ok(store.load(claim)?);
     }
     let path = Path::new(claim);
     if path.is_file() {
@@ -85,7 +85,7 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     let mut claims = Vec::new();
     let mut invalid = 0;
     for entry in store.entries()? {
-        match load_claim_file(&entry.path) {
+        match store.load_entry(&entry) {
             Ok(loaded) => claims.push(loaded.claim),
             Err(error) => {
                 invalid += 1;

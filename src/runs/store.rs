@@ -259,9 +259,23 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
     };
     let file = File::open(path).map_err(read_error)?;
     let partial = path.to_string_lossy().ends_with(PARTIAL_SUFFIX);
+    // Bounded like every input: `--replay /dev/zero` is refused, not read
+    // into memory forever.
+    let mut consumed: u64 = 0;
     let (mut header, mut prompt, mut entries, mut footer) = (None, None, Vec::new(), None);
-    for (index, line) in BufReader::new(file).split(b'\n').enumerate() {
+    for (index, line) in BufReader::new(file.take(MAX_RECORD_BYTES.saturating_add(1)))
+        .split(b'\n')
+        .enumerate()
+    {
         let line = line.map_err(read_error)?;
+        consumed = consumed.saturating_add(line.len() as u64 + 1);
+        if consumed > MAX_RECORD_BYTES {
+            return Err(invalid(
+                path,
+                index + 1,
+                "the log is larger than the 256 MiB limit for input files",
+            ));
+        }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
