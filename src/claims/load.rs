@@ -158,6 +158,11 @@ pub fn yaml_options() -> serde_saphyr::Options {
     let mut budget = serde_saphyr::Budget::default();
     budget.max_depth = MAX_YAML_DEPTH;
     budget.max_aliases = MAX_YAML_ALIASES;
+    // Text size is bounded by the input cap, as for JSON: a claim valid as
+    // JSON is valid as YAML.
+    let input_cap = usize::try_from(crate::input::MAX_INPUT_BYTES).unwrap_or(usize::MAX);
+    budget.max_total_scalar_bytes = input_cap;
+    budget.max_reader_input_bytes = Some(input_cap);
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
     options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
@@ -222,7 +227,7 @@ fn problem(
     // `?` is serde_path_to_error's "somewhere unknown" (a duplicate key, for
     // one): name the enclosing field, or none.
     let path = path.strip_suffix(".?").unwrap_or(path);
-    let parent = (path != "." && path != "?" && !path.is_empty()).then(|| path.to_string());
+    let parent = (path != "." && path != "?" && !path.is_empty()).then(|| crate::text::quote(path));
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.strip_suffix('`'));
