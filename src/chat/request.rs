@@ -15,7 +15,8 @@ use crate::prompts::PromptRegistry;
 
 /// At most this many messages in a request.
 pub const MAX_MESSAGES: usize = 60;
-/// At most this many characters (Unicode scalar values) in one message.
+/// At most this many characters in one message, counted as production
+/// counts them: UTF-16 code units (JavaScript's `string.length`).
 pub const MAX_MESSAGE_CHARS: usize = 20_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
