@@ -88,9 +88,9 @@ impl ClaimStore {
                     line: None,
                     column: None,
                     message: format!(
-                        "the claim's id `{}` differs from its file name `{}`",
-                        crate::text::quote(&loaded.claim.id),
-                        entry.id
+                        "the file is named for `{}` but the claim's id is `{}`",
+                        entry.id,
+                        crate::text::quote(&loaded.claim.id).escape_debug()
                     ),
                 },
             });
@@ -312,7 +312,7 @@ mod tests {
                 .load("ALIAS")
                 .unwrap_err()
                 .to_string()
-                .contains("differs")
+                .contains("named for `ALIAS`")
         );
     }
 
