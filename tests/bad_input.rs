@@ -25,12 +25,16 @@ struct Outcome {
 
 /// Runs `command` to its end, killing it (and failing) after `HANG`.
 fn run_bounded(command: &mut Command, what: &str) -> Outcome {
+    run_bounded_with(command, Stdio::null(), what)
+}
+
+fn run_bounded_with(command: &mut Command, stdin: Stdio, what: &str) -> Outcome {
     let runs = tempfile::tempdir().unwrap();
     let stdout_path = runs.path().join("stdout");
     let stderr_path = runs.path().join("stderr");
     let mut child = command
         .env("PROMPTLAB_RUNS_DIR", runs.path().join("runs"))
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stdout(std::fs::File::create(&stdout_path).unwrap())
         .stderr(std::fs::File::create(&stderr_path).unwrap())
         .spawn()
@@ -247,4 +251,23 @@ fn a_claim_store_symlink_out_of_the_store_is_refused_and_not_quoted() {
     let said = format!("{}{}", outcome.stderr, outcome.stdout);
     assert!(said.contains("outside the claim store"), "{said}");
     assert!(!said.contains("root:"), "{said}");
+}
+
+#[test]
+fn an_interactive_session_fed_dev_zero_ends_with_an_error() {
+    if !cfg!(unix) {
+        return;
+    }
+    let mut command = promptlab();
+    command
+        .args(["chat", "-i", "--provider", "script", "--script", SCRIPT])
+        .args(["--claim-id", "CLM-HH-0001", "--no-record"]);
+    let zero = Stdio::from(std::fs::File::open("/dev/zero").unwrap());
+    let outcome = run_bounded_with(&mut command, zero, "chat -i < /dev/zero");
+    assert_eq!(outcome.code, 2, "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("line of stdin is longer"),
+        "{}",
+        outcome.stderr
+    );
 }

@@ -188,14 +188,14 @@ async fn interactive(
         }
     });
     let prompting = std::io::stdin().is_terminal();
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
     loop {
         if !pending {
             if prompting {
                 eprint!("› ");
             }
-            let Some(line) = lines.next_line().await? else {
+            let Some(line) = next_line(&mut stdin).await? else {
                 return Ok(Exit::Success);
             };
             if line.trim().is_empty() {
@@ -235,6 +235,46 @@ async fn interactive(
             eprintln!();
         }
     }
+}
+
+/// The longest stdin line an interactive session reads: far above the
+/// longest message a request may carry (20,000 UTF-16 code units are at most
+/// 60,000 bytes of UTF-8), so only a runaway input (`< /dev/zero`) reaches it.
+const MAX_LINE_BYTES: usize = 1024 * 1024;
+
+/// One line of stdin without its newline; `None` at the end. A line over
+/// `MAX_LINE_BYTES` ends the session with an error instead of filling memory.
+async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> Result<Option<String>, CliError> {
+    let mut line = Vec::new();
+    loop {
+        let buffer = reader
+            .fill_buf()
+            .await
+            .map_err(|error| CliError::invalid(format!("failed to read stdin: {error}")))?;
+        if buffer.is_empty() {
+            break;
+        }
+        let newline = buffer.iter().position(|b| *b == b'\n');
+        let take = newline.map_or(buffer.len(), |at| at + 1);
+        line.extend_from_slice(&buffer[..take]);
+        reader.consume(take);
+        if line.len() > MAX_LINE_BYTES {
+            return Err(CliError::invalid(format!(
+                "a line of stdin is longer than {MAX_LINE_BYTES} bytes"
+            )));
+        }
+        if newline.is_some() {
+            break;
+        }
+    }
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let text = promptlab::input::utf8(line)
+        .map_err(|error| CliError::invalid(format!("failed to read stdin: {error}")))?;
+    Ok(Some(text.trim_end_matches(['\n', '\r']).to_string()))
 }
 
 /// `--history FILE`: a JSON (or YAML) array of `{role, text}`.
