@@ -17,7 +17,7 @@ use super::record::{PromptRecord, RunFooter, RunHeader, RunRecord};
 /// footer a provider's error message, so neither has a small fixed size;
 /// this bound only keeps a hand-made file from exhausting memory.
 const MAX_RECORD_BYTES: u64 = crate::input::MAX_INPUT_BYTES;
-/// How much the footer search reads at a time, walking back from the end.
+/// How much the footer search reads first, walking back from the end.
 const TAIL_STEP: u64 = 16 * 1024;
 
 #[derive(Debug, thiserror::Error)]
@@ -203,11 +203,13 @@ fn last_footer(file: &mut File) -> io::Result<Option<RunFooter>> {
 }
 
 /// The last non-blank line of a file, however long: reads backwards from
-/// the end a step at a time until the newline before it. `None` for an
-/// empty file or a last line longer than `limit`.
+/// the end until the newline before it, each step twice the last, so that
+/// a long line costs linear time. `None` for an empty file or a last line
+/// longer than `limit`.
 pub fn last_line(file: &mut File, limit: u64) -> io::Result<Option<Vec<u8>>> {
     let length = file.metadata()?.len();
     let mut end = length;
+    let mut step = TAIL_STEP;
     let mut tail: Vec<u8> = Vec::new();
     loop {
         let content = trim_trailing_blank(&tail);
@@ -220,13 +222,14 @@ pub fn last_line(file: &mut File, limit: u64) -> io::Result<Option<Vec<u8>>> {
         if tail.len() as u64 > limit {
             return Ok(None);
         }
-        let start = end.saturating_sub(TAIL_STEP);
+        let start = end.saturating_sub(step);
         let mut chunk = vec![0; usize::try_from(end - start).unwrap_or(0)];
         file.seek(SeekFrom::Start(start))?;
         file.read_exact(&mut chunk)?;
         chunk.extend_from_slice(&tail);
         tail = chunk;
         end = start;
+        step = step.saturating_mul(2);
     }
 }
 
@@ -351,5 +354,33 @@ fn invalid(path: &Path, line: usize, message: &str) -> RunLogError {
         path: path.display().to_string(),
         line,
         message: crate::text::quote(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_of(content: &[u8], limit: u64) -> Option<Vec<u8>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.ndjson");
+        std::fs::write(&path, content).unwrap();
+        last_line(&mut File::open(&path).unwrap(), limit).unwrap()
+    }
+
+    #[test]
+    fn the_last_line_is_found_whatever_its_length() {
+        assert_eq!(last_of(b"", 100), None);
+        assert_eq!(last_of(b"only", 100).as_deref(), Some(&b"only"[..]));
+        assert_eq!(last_of(b"a\nb\n\n \n", 100).as_deref(), Some(&b"b"[..]));
+        // Longer than several read steps.
+        let long = "x".repeat(5 * TAIL_STEP as usize + 3);
+        let content = format!("header\n{long}\n");
+        assert_eq!(
+            last_of(content.as_bytes(), u64::MAX),
+            Some(long.into_bytes())
+        );
+        // Past the limit: given up on, not read whole.
+        assert_eq!(last_of(content.as_bytes(), 1000), None);
     }
 }
