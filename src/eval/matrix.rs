@@ -159,14 +159,13 @@ fn load_store(suite: &LoadedSuite, store: &ClaimStore) -> Result<SelectedClaims,
         field: "claims".into(),
         message,
     };
-    // Only the claims some selection names are opened (crate::claims::store).
-    let selections = std::iter::once(&suite.suite.claims).chain(
-        suite
-            .suite
-            .cases
-            .iter()
-            .filter_map(|case| case.claims.as_ref()),
-    );
+    // Only the claims some case's selection names are opened
+    // (crate::claims::store::ClaimStore::load_selected).
+    let selections = suite
+        .suite
+        .cases
+        .iter()
+        .map(|case| case.claims.as_ref().unwrap_or(&suite.suite.claims));
     let (mut ids, mut globs, mut all) = (Vec::new(), Vec::new(), false);
     for selection in selections {
         ids.extend(selection.ids.iter().cloned());
