@@ -201,18 +201,23 @@ fn parse_yaml<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
                 .as_ref()
                 .and_then(|l| usize::try_from(l.column()).ok())
                 .filter(|c| *c > 0),
-            strip_location(&message),
+            &message,
         )
     })
 }
 
-/// The error's own message, without advice about the parser's options
-/// (which a user cannot set) on duplicate keys.
+/// The error's own message, without its locations (the problem carries
+/// the first; an alias error adds where the anchor was defined) and without
+/// advice about the parser's options, which a user cannot set.
 fn yaml_message(error: &serde_saphyr::Error) -> String {
     let message = error.to_string();
-    match message.split_once(", set DuplicateKeyPolicy") {
-        Some((head, _)) => head.to_string(),
-        None => message,
+    let message = match message.split_once(", set DuplicateKeyPolicy") {
+        Some((head, _)) => head,
+        None => &message,
+    };
+    match message.find(" at line ") {
+        Some(index) => message[..index].to_string(),
+        None => message.to_string(),
     }
 }
 
