@@ -130,12 +130,16 @@ fn naming(dir: &Path, error: io::Error) -> io::Error {
 /// Summaries of every run log under `dirs`; files that cannot be read are
 /// returned as errors beside them, never dropped silently.
 pub fn scan_runs(dirs: &[PathBuf]) -> io::Result<(Vec<RunSummary>, Vec<RunLogError>)> {
-    let mut summaries = Vec::new();
+    let mut summaries: Vec<RunSummary> = Vec::new();
     let mut problems = Vec::new();
+    // A log renamed while listing can be seen under both names; it is
+    // summarized under its final one, once.
+    let mut seen = std::collections::HashSet::new();
     for dir in dirs {
         for path in run_log_paths(dir)? {
             match summarize(&path) {
-                Ok(summary) => summaries.push(summary),
+                Ok(summary) if seen.insert(summary.path.clone()) => summaries.push(summary),
+                Ok(_) => {}
                 Err(error) => problems.push(error),
             }
         }
