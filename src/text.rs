@@ -93,6 +93,22 @@ mod tests {
         assert_eq!(cut_utf16("a😀b", 4), ("a😀b", false));
     }
 
+    proptest::proptest! {
+        /// The cut is the longest whole-character prefix within the limit,
+        /// measured as `encode_utf16` (JavaScript's units) measures it.
+        #[test]
+        fn a_cut_is_the_longest_prefix_within_the_limit(text in "\\PC{0,40}", max in 0usize..60) {
+            let (cut, truncated) = cut_utf16(&text, max);
+            proptest::prop_assert!(text.starts_with(cut));
+            proptest::prop_assert!(cut.encode_utf16().count() <= max);
+            proptest::prop_assert_eq!(truncated, cut.len() < text.len());
+            if let Some(next) = text[cut.len()..].chars().next() {
+                proptest::prop_assert!(cut.encode_utf16().count() + next.len_utf16() > max);
+            }
+            proptest::prop_assert_eq!(utf16_len(&text), text.encode_utf16().count());
+        }
+    }
+
     #[test]
     fn blank_uses_the_javascript_whitespace_set() {
         assert!(is_js_blank(" \u{FEFF}\u{3000}\n"));
