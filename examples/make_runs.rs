@@ -37,7 +37,11 @@ fn main() {
         .expect("usage: make_runs DIR COUNT");
     let store = ClaimStore::new(concat!(env!("CARGO_MANIFEST_DIR"), "/claims"));
     let ids: Vec<String> = store.entries().unwrap().into_iter().map(|e| e.id).collect();
-    let script: Script = serde_yaml::from_str(SCRIPT).unwrap();
+    let script: Script = promptlab::claims::load::parse_document(
+        SCRIPT,
+        promptlab::claims::load::DocumentFormat::Yaml,
+    )
+    .unwrap();
     let registry = PromptRegistry::embedded();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -12,8 +12,24 @@ pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
     hex
 }
 
+/// The first 12 characters of a hex digest, for display. Digests read back
+/// from a run log may have been hand-edited (short, non-ASCII), so this
+/// never slices bytes.
+pub fn short_sha(hex: &str) -> &str {
+    match hex.char_indices().nth(12) {
+        Some((cut, _)) => &hex[..cut],
+        None => hex,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn short_shas_never_split_a_character() {
+        assert_eq!(super::short_sha("abc"), "abc");
+        assert_eq!(super::short_sha("ééééééééééééé"), "éééééééééééé");
+    }
+
     #[test]
     fn known_digest() {
         assert_eq!(

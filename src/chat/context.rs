@@ -19,7 +19,7 @@ const VALUE_CHARS: usize = 160;
 const DESCRIPTION_CHARS: usize = 240;
 
 pub fn build_claim_brief(claim: &Claim, today: NaiveDate) -> String {
-    let currency = claim.currency();
+    let currency = claim.recorded_currency();
     let mut lines = vec!["## Claim brief".to_string()];
     let reference = match &claim.reference {
         Some(reference) => format!(" (reference {})", one_line(reference, VALUE_CHARS)),
@@ -74,7 +74,7 @@ pub fn build_claim_brief(claim: &Claim, today: NaiveDate) -> String {
     lines.join("\n")
 }
 
-fn policy_line(claim: &Claim, currency: &str) -> String {
+fn policy_line(claim: &Claim, currency: Option<&str>) -> String {
     let policy = &claim.policy;
     let mut line = format!(
         "Policy: {}, {} to {}",
@@ -116,9 +116,14 @@ fn incident_line(claim: &Claim) -> String {
     line
 }
 
-fn money_line(claim: &Claim, currency: &str) -> String {
+fn money_line(claim: &Claim, currency: Option<&str>) -> String {
+    // The brief states only what the claim records: no currency is guessed.
+    let heading = match currency {
+        Some(currency) => format!("Money ({})", one_line(currency, 8)),
+        None => "Money (currency not recorded)".to_string(),
+    };
     let Some(financials) = &claim.financials else {
-        return format!("Money ({currency}): not recorded");
+        return format!("{heading}: not recorded");
     };
     let amount = |money: &Option<Money>| {
         money
@@ -130,7 +135,7 @@ fn money_line(claim: &Claim, currency: &str) -> String {
         |money| money_text(&money, currency),
     );
     format!(
-        "Money ({currency}): reserve {} · paid {} · recovered {} · outstanding {outstanding}",
+        "{heading}: reserve {} · paid {} · recovered {} · outstanding {outstanding}",
         amount(&financials.reserve),
         amount(&financials.paid),
         amount(&financials.recovered),
@@ -156,13 +161,14 @@ fn risk_line(claim: &Claim) -> String {
     format!("Risk flags: {}", flags.join(", "))
 }
 
-/// An amount in the claim's currency is written bare; another with its code.
-fn money_text(money: &Money, claim_currency: &str) -> String {
-    let currency = money.currency_or(claim_currency);
-    if currency == claim_currency {
-        format_amount(money.amount)
-    } else {
-        format!("{} {}", one_line(currency, 8), format_amount(money.amount))
+/// An amount in the claim's currency (or with none recorded) is written
+/// bare; one in another currency with its code.
+fn money_text(money: &Money, claim_currency: Option<&str>) -> String {
+    match money.currency.as_deref() {
+        Some(own) if Some(own) != claim_currency => {
+            format!("{} {}", one_line(own, 8), format_amount(money.amount))
+        }
+        _ => format_amount(money.amount),
     }
 }
 
@@ -246,7 +252,7 @@ Claimant: not recorded
 Incident: 2024-03-02 — Water leak from the bathroom
 Loss estimate: not recorded
 Coverage: not recorded · Liability: not recorded
-Money (GBP): not recorded
+Money (currency not recorded): not recorded
 Risk flags: none
 Schedule: 0 rows · File: 0 documents · Timeline: 0 entries
 Sections you can read with get_claim_section: overview, policy, incident";
@@ -281,6 +287,26 @@ Sections you can read with get_claim_section: overview, policy, incident";
             brief.contains("Money (GBP): reserve 12,400.10 · paid 400.05 · recovered 0.00 · outstanding 12,000.05"),
             "{brief}"
         );
+    }
+
+    #[test]
+    fn the_brief_never_states_a_currency_the_claim_does_not_record() {
+        // Regression: a claim with no currency or country was briefed as GBP.
+        let text = MINIMAL.replace(
+            "\"status\": \"open\",",
+            r#""status": "open", "financials": {"reserve": "100"},"#,
+        );
+        let brief = build_claim_brief(&claim(&text), today());
+        assert!(!brief.contains("GBP"), "{brief}");
+        assert!(
+            brief.contains("Money (currency not recorded): reserve 100.00"),
+            "{brief}"
+        );
+        let american = text.replace(
+            "\"status\": \"open\",",
+            r#""status": "open", "country": "US","#,
+        );
+        assert!(build_claim_brief(&claim(&american), today()).contains("Money (USD)"));
     }
 
     #[test]

@@ -59,11 +59,15 @@ pub struct Usage {
     pub cache_read_tokens: u64,
 }
 
+/// Saturating: token counts come from the provider, and an absurd count must
+/// not overflow (a panic in debug builds).
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, other: Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_read_tokens += other.cache_read_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_read_tokens = self
+            .cache_read_tokens
+            .saturating_add(other.cache_read_tokens);
     }
 }
 

@@ -15,7 +15,8 @@ use crate::prompts::PromptRegistry;
 
 /// At most this many messages in a request.
 pub const MAX_MESSAGES: usize = 60;
-/// At most this many characters (Unicode scalar values) in one message.
+/// At most this many characters in one message, counted as production
+/// counts them: UTF-16 code units (JavaScript's `string.length`).
 pub const MAX_MESSAGE_CHARS: usize = 20_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,11 +249,12 @@ pub fn validate_messages(messages: &[ChatMessage]) -> Result<(), RequestError> {
         return Err(RequestError::TooManyMessages(messages.len()));
     }
     for (index, message) in messages.iter().enumerate() {
-        let chars = message.text.chars().count();
+        // UTF-16 code units and JavaScript's trim(), as production counts.
+        let chars = crate::text::utf16_len(&message.text);
         if chars > MAX_MESSAGE_CHARS {
             return Err(RequestError::MessageTooLong { index, chars });
         }
-        if message.text.trim().is_empty() {
+        if crate::text::is_js_blank(&message.text) {
             return Err(RequestError::EmptyMessage(index));
         }
     }
@@ -296,7 +298,17 @@ mod tests {
             })
         );
 
-        let blank = vec![ChatMessage::user("  \n")];
+        // Production counts UTF-16 code units: an emoji is two.
+        let emoji = vec![ChatMessage::user("😀".repeat(MAX_MESSAGE_CHARS / 2 + 1))];
+        assert_eq!(
+            validate_messages(&emoji),
+            Err(RequestError::MessageTooLong {
+                index: 0,
+                chars: 20_002
+            })
+        );
+
+        let blank = vec![ChatMessage::user("  \n\u{FEFF}")];
         assert_eq!(
             validate_messages(&blank),
             Err(RequestError::EmptyMessage(0))

@@ -180,7 +180,8 @@ pub fn assemble_prompt(
 }
 
 /// The usable override for `id`, else the code default; then branded.
-/// Surrounding blank lines are trimmed so that blocks join with exactly one.
+/// Surrounding whitespace is trimmed so that blocks join with exactly one
+/// blank line; with JavaScript's `trim()` set, as production trims.
 pub fn resolve_prompt(id: &str, settings: &PromptSettings<'_>) -> PromptBlock {
     let usable_override = settings
         .overrides
@@ -196,7 +197,10 @@ pub fn resolve_prompt(id: &str, settings: &PromptSettings<'_>) -> PromptBlock {
     PromptBlock {
         id: id.to_string(),
         source,
-        text: apply_brand(text.trim(), settings.brand),
+        text: apply_brand(
+            text.trim_matches(crate::text::is_js_whitespace),
+            settings.brand,
+        ),
     }
 }
 

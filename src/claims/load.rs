@@ -71,7 +71,7 @@ impl fmt::Display for DocumentProblem {
 
 /// Reads and parses a claim file.
 pub fn load_claim_file(path: &Path) -> Result<LoadedClaim, ClaimError> {
-    let bytes = std::fs::read(path).map_err(|source| ClaimError::Read {
+    let bytes = crate::input::read_input(path).map_err(|source| ClaimError::Read {
         path: path.display().to_string(),
         source,
     })?;
@@ -98,6 +98,20 @@ pub fn parse_claim_bytes(bytes: &[u8], path: &Path) -> Result<LoadedClaim, Claim
         origin: origin.clone(),
         problem,
     })?;
+    if !super::is_valid_claim_id(&claim.id) {
+        return Err(ClaimError::Invalid {
+            origin,
+            problem: DocumentProblem {
+                field: Some("id".into()),
+                line: None,
+                column: None,
+                message: format!(
+                    "`{}` is not a claim id: 1 to 128 of A-Z a-z 0-9 . _ -, starting with a letter or digit",
+                    crate::text::quote(&claim.id).escape_debug()
+                ),
+            },
+        });
+    }
     Ok(LoadedClaim {
         claim,
         sha256: sha256_hex(bytes),
@@ -136,26 +150,75 @@ fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
     Ok(value)
 }
 
+/// The limits every YAML document is parsed under: deep nesting and alias
+/// bombs are refused in linear time, before they cost seconds or memory.
+/// Duplicate keys are an error (not "later wins"), so that a mistyped
+/// second `system.base` cannot silently replace the first.
+pub fn yaml_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = MAX_YAML_DEPTH;
+    budget.max_aliases = MAX_YAML_ALIASES;
+    // Text size is bounded by the input cap, as for JSON: a claim valid as
+    // JSON is valid as YAML.
+    let input_cap = usize::try_from(crate::input::MAX_INPUT_BYTES).unwrap_or(usize::MAX);
+    budget.max_total_scalar_bytes = input_cap;
+    budget.max_reader_input_bytes = Some(input_cap);
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
+    options.with_snippet = false;
+    options
+}
+
+/// Deepest nesting of a YAML document: claims, suites and scripts need a
+/// handful of levels; the headroom is for unknown fields a claim keeps.
+pub const MAX_YAML_DEPTH: usize = 64;
+/// Most alias uses (`*name`) in one YAML document.
+pub const MAX_YAML_ALIASES: usize = 1_000;
+
 fn parse_yaml<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
-    let deserializer = serde_yaml::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        let location = inner.location();
-        let message = inner.to_string();
-        // serde_yaml prefixes its own copy of the path ("policy: ...").
-        let message = strip_location(&message);
-        let message = match message.split_once(": ") {
-            Some((prefix, rest)) if prefix == path => rest,
-            _ => message,
-        };
+    let mut path: Option<String> = None;
+    let result = serde_saphyr::with_deserializer_from_str_with_options(
+        text,
+        yaml_options(),
+        |deserializer| {
+            serde_path_to_error::deserialize(deserializer).map_err(|error| {
+                path = Some(error.path().to_string());
+                error.into_inner()
+            })
+        },
+    );
+    result.map_err(|error| {
+        let location = error.location();
+        let message = yaml_message(&error);
         problem(
-            &path,
-            location.as_ref().map(|l| l.line()),
-            location.as_ref().map(|l| l.column()),
-            message,
+            path.as_deref().unwrap_or("."),
+            location
+                .as_ref()
+                .and_then(|l| usize::try_from(l.line()).ok())
+                .filter(|l| *l > 0),
+            location
+                .as_ref()
+                .and_then(|l| usize::try_from(l.column()).ok())
+                .filter(|c| *c > 0),
+            &message,
         )
     })
+}
+
+/// The error's own message, without its locations (the problem carries
+/// the first; an alias error adds where the anchor was defined) and without
+/// advice about the parser's options, which a user cannot set.
+fn yaml_message(error: &serde_saphyr::Error) -> String {
+    let message = error.to_string();
+    let message = match message.split_once(", set DuplicateKeyPolicy") {
+        Some((head, _)) => head,
+        None => &message,
+    };
+    match message.find(" at line ") {
+        Some(index) => message[..index].to_string(),
+        None => message.to_string(),
+    }
 }
 
 /// Turns a serde path and message into a problem, folding `missing field`
@@ -166,7 +229,10 @@ fn problem(
     column: Option<usize>,
     message: &str,
 ) -> DocumentProblem {
-    let parent = (path != "." && !path.is_empty()).then(|| path.to_string());
+    // `?` is serde_path_to_error's "somewhere unknown" (a duplicate key, for
+    // one): name the enclosing field, or none.
+    let path = path.strip_suffix(".?").unwrap_or(path);
+    let parent = (path != "." && path != "?" && !path.is_empty()).then(|| crate::text::quote(path));
     let missing = message
         .strip_prefix("missing field `")
         .and_then(|rest| rest.strip_suffix('`'));
@@ -178,7 +244,7 @@ fn problem(
             };
             (Some(field), "missing required field".to_string())
         }
-        None => (parent, message.to_string()),
+        None => (parent, crate::text::quote(message)),
     };
     DocumentProblem {
         field,
@@ -246,6 +312,56 @@ mod tests {
             "{}",
             problem.message
         );
+    }
+
+    const MINIMAL_YAML: &str = "id: CLM-2\nlineOfBusiness: Motor\nstatus: open\npolicy:\n  number: P-2\n  periodStart: 2024-01-01\n  periodEnd: 2024-12-31\nincident:\n  date: 2024-02-01\n  description: Hit a bollard\n";
+
+    #[test]
+    fn a_duplicate_yaml_key_is_an_error_with_its_line() {
+        let problem = invalid(&format!("{MINIMAL_YAML}status: closed\n"), "c.yaml");
+        assert_eq!(problem.line, Some(11));
+        assert!(problem.message.contains("duplicate"), "{}", problem.message);
+        assert!(!problem.message.contains("Options"), "{}", problem.message);
+    }
+
+    #[test]
+    fn deep_nesting_and_alias_bombs_are_refused() {
+        let deep = format!("{MINIMAL_YAML}extra: {}\n", "[".repeat(100_000));
+        assert!(invalid(&deep, "c.yaml").message.len() < 400);
+        let deep_block: String = (0..200)
+            .map(|depth| format!("{}k:\n", "  ".repeat(depth)))
+            .collect();
+        invalid(
+            &format!("{MINIMAL_YAML}extra:\n{}", deep_block.replace("\n", "\n  ")),
+            "c.yaml",
+        );
+        let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+        for level in 1..10 {
+            let prev = level - 1;
+            bomb.push_str(&format!(
+                "a{level}: &a{level} [*a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}, *a{prev}]\n"
+            ));
+        }
+        invalid(&format!("{MINIMAL_YAML}{bomb}"), "c.yaml");
+    }
+
+    #[test]
+    fn an_amount_with_extra_fields_parses() {
+        let text = format!(
+            "{MINIMAL_YAML}lossEstimate: {{amount: \"84250.10\", currency: GBP, basis: adjuster preliminary}}\n"
+        );
+        let loaded = parse_claim_bytes(text.as_bytes(), Path::new("c.yaml")).unwrap();
+        let estimate = loaded.claim.loss_estimate.unwrap();
+        assert_eq!(estimate.extra["basis"], "adjuster preliminary");
+    }
+
+    #[test]
+    fn a_huge_string_is_quoted_not_dumped() {
+        let text = format!("\"{}\"", "x".repeat(1_000_000));
+        let problem = invalid(&text, "c.yaml");
+        assert!(problem.message.len() < 600, "{}", problem.message.len());
+        let problem = invalid(&text, "c.json");
+        assert!(problem.message.len() < 600, "{}", problem.message.len());
     }
 
     #[test]

@@ -8,7 +8,7 @@ pub mod store;
 
 pub use load::{LoadedClaim, load_claim_file, parse_claim_bytes};
 pub use model::Claim;
-pub use store::{ClaimStore, is_valid_claim_id};
+pub use store::{ClaimStore, SelectedClaims, is_valid_claim_id};
 
 use load::DocumentProblem;
 
@@ -25,8 +25,10 @@ pub enum ClaimError {
         origin: String,
         problem: DocumentProblem,
     },
-    /// The exact message of SPEC §1.1.
-    #[error("Claim {0} not found.")]
+    /// The exact message of SPEC §1.1. The id is quoted (200 characters):
+    /// an unknown id can be anything a suite or a request holds, and only
+    /// valid ids (at most 128 characters) are ever found.
+    #[error("Claim {} not found.", crate::text::quote(.0))]
     NotFound(String),
     #[error("failed to read claim store `{path}`: {source}")]
     Store {

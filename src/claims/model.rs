@@ -69,6 +69,18 @@ impl Claim {
         }
     }
 
+    /// The currency the claim itself records: `currency` as written, else
+    /// the one its `country` implies. `None` when it records neither, so
+    /// that the brief never states a currency the claim does not give.
+    pub fn recorded_currency(&self) -> Option<&str> {
+        match (&self.currency, self.country.as_deref()) {
+            (Some(currency), _) => Some(currency),
+            (None, Some("US")) => Some("USD"),
+            (None, Some("GB")) => Some("GBP"),
+            _ => None,
+        }
+    }
+
     pub fn document(&self, id: &str) -> Option<&Document> {
         self.file.iter().find(|document| document.id == id)
     }

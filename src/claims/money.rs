@@ -19,6 +19,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 pub struct Money {
     pub amount: Decimal,
     pub currency: Option<String>,
+    /// Other fields of an amount written as an object (`basis`, `note`...):
+    /// kept and readable like unknown fields anywhere in a claim (SPEC §3).
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Money {
@@ -26,6 +29,7 @@ impl Money {
         Money {
             amount,
             currency: None,
+            extra: serde_json::Map::new(),
         }
     }
 
@@ -44,12 +48,17 @@ pub fn parse_amount(text: &str) -> Result<Decimal, String> {
             .chars()
             .all(|c| c.is_ascii_digit() || c == '.' || c == '-' || c == '+');
     if !looks_numeric {
-        return Err(format!(
-            "expected a decimal amount such as `1250.50`, got `{trimmed}`"
-        ));
+        return Err(not_an_amount(trimmed));
     }
-    Decimal::from_str_exact(trimmed)
-        .map_err(|_| format!("expected a decimal amount such as `1250.50`, got `{trimmed}`"))
+    Decimal::from_str_exact(trimmed).map_err(|_| not_an_amount(trimmed))
+}
+
+/// Quotes the text, never dumps it: a claim may hold megabytes in one string.
+fn not_an_amount(text: &str) -> String {
+    format!(
+        "expected a decimal amount such as `1250.50`, got `{}`",
+        crate::text::quote(text)
+    )
 }
 
 /// Formats an amount with thousands separators and at least two decimals:
@@ -92,15 +101,18 @@ impl fmt::Display for Money {
 impl Serialize for Money {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        match &self.currency {
-            None => serializer.serialize_str(&self.amount.to_string()),
-            Some(currency) => {
-                let mut map = serializer.serialize_map(Some(2))?;
-                map.serialize_entry("amount", &self.amount.to_string())?;
-                map.serialize_entry("currency", currency)?;
-                map.end()
-            }
+        if self.currency.is_none() && self.extra.is_empty() {
+            return serializer.serialize_str(&self.amount.to_string());
         }
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("amount", &self.amount.to_string())?;
+        if let Some(currency) = &self.currency {
+            map.serialize_entry("currency", currency)?;
+        }
+        for (key, value) in &self.extra {
+            map.serialize_entry(key, value)?;
+        }
+        map.end()
     }
 }
 
@@ -144,24 +156,54 @@ impl<'de> Visitor<'de> for MoneyVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Money, A::Error> {
-        let mut amount: Option<Money> = None;
+        let mut amount: Option<Decimal> = None;
         let mut currency: Option<String> = None;
+        let mut extra = serde_json::Map::new();
         while let Some(key) = map.next_key::<String>()? {
             match key.as_str() {
-                "amount" => amount = Some(map.next_value()?),
+                // A bare amount only: `{amount: {amount: ...}}` is refused
+                // rather than recursed into.
+                "amount" => amount = Some(map.next_value::<BareAmount>()?.0),
                 "currency" => currency = Some(map.next_value()?),
-                other => {
-                    return Err(de::Error::custom(format!(
-                        "unexpected field `{other}` in an amount (expected `amount` and `currency`)"
-                    )));
+                _ => {
+                    extra.insert(key, map.next_value()?);
                 }
             }
         }
         let amount = amount.ok_or_else(|| de::Error::missing_field("amount"))?;
         Ok(Money {
-            amount: amount.amount,
-            currency: currency.or(amount.currency),
+            amount,
+            currency,
+            extra,
         })
+    }
+}
+
+/// The `amount` of an amount object: a number or a decimal string.
+struct BareAmount(Decimal);
+
+impl<'de> Deserialize<'de> for BareAmount {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct BareVisitor;
+        impl<'de> Visitor<'de> for BareVisitor {
+            type Value = BareAmount;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a number or a decimal string")
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<BareAmount, E> {
+                MoneyVisitor.visit_i64(v).map(|m| BareAmount(m.amount))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<BareAmount, E> {
+                MoneyVisitor.visit_u64(v).map(|m| BareAmount(m.amount))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<BareAmount, E> {
+                MoneyVisitor.visit_f64(v).map(|m| BareAmount(m.amount))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<BareAmount, E> {
+                parse_amount(v).map(BareAmount).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(BareVisitor)
     }
 }
 
@@ -187,6 +229,24 @@ mod tests {
         let m = money(r#"{"amount": "900.00", "currency": "EUR"}"#).unwrap();
         assert_eq!(m.currency.as_deref(), Some("EUR"));
         assert_eq!(m.to_string(), "EUR 900.00");
+    }
+
+    #[test]
+    fn unknown_fields_of_an_amount_are_kept() {
+        // Regression: SPEC §3 keeps unknown fields anywhere; amounts refused them.
+        let m =
+            money(r#"{"amount": "84250.10", "currency": "GBP", "basis": "adjuster preliminary"}"#)
+                .unwrap();
+        assert_eq!(m.amount.to_string(), "84250.10");
+        assert_eq!(m.extra["basis"], "adjuster preliminary");
+        let back = serde_json::to_value(&m).unwrap();
+        assert_eq!(back["basis"], "adjuster preliminary");
+    }
+
+    #[test]
+    fn a_long_non_amount_is_quoted_not_dumped() {
+        let error = parse_amount(&"x".repeat(100_000)).unwrap_err();
+        assert!(error.len() < 400, "{}", error.len());
     }
 
     #[test]

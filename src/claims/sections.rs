@@ -120,9 +120,11 @@ pub fn outstanding(claim: &Claim) -> Option<Money> {
         Some(paid) => paid.amount,
         None => rust_decimal::Decimal::ZERO,
     };
+    // Checked: both amounts come from the claim, and a decimal can overflow.
     Some(Money {
-        amount: reserve.amount - paid_amount,
+        amount: reserve.amount.checked_sub(paid_amount)?,
         currency: reserve.currency.clone(),
+        extra: serde_json::Map::new(),
     })
 }
 

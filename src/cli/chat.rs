@@ -1,7 +1,7 @@
 //! `promptlab chat [MESSAGE]`: one chat turn, or an interactive session with
 //! `-i`, streamed to the terminal or as NDJSON / SSE.
 
-use std::io::{IsTerminal, Read as _};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -190,14 +190,14 @@ async fn interactive(
         }
     });
     let prompting = std::io::stdin().is_terminal();
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
     loop {
         if !pending {
             if prompting {
                 eprint!("› ");
             }
-            let Some(line) = lines.next_line().await? else {
+            let Some(line) = next_line(&mut stdin).await? else {
                 return Ok(Exit::Success);
             };
             if line.trim().is_empty() {
@@ -239,9 +239,49 @@ async fn interactive(
     }
 }
 
+/// The longest stdin line an interactive session reads: far above the
+/// longest message a request may carry (20,000 UTF-16 code units are at most
+/// 60,000 bytes of UTF-8), so only a runaway input (`< /dev/zero`) reaches it.
+const MAX_LINE_BYTES: usize = 1024 * 1024;
+
+/// One line of stdin without its newline; `None` at the end. A line over
+/// `MAX_LINE_BYTES` ends the session with an error instead of filling memory.
+async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+) -> Result<Option<String>, CliError> {
+    let mut line = Vec::new();
+    loop {
+        let buffer = reader
+            .fill_buf()
+            .await
+            .map_err(|error| CliError::invalid(format!("failed to read stdin: {error}")))?;
+        if buffer.is_empty() {
+            break;
+        }
+        let newline = buffer.iter().position(|b| *b == b'\n');
+        let take = newline.map_or(buffer.len(), |at| at + 1);
+        line.extend_from_slice(&buffer[..take]);
+        reader.consume(take);
+        if line.len() > MAX_LINE_BYTES {
+            return Err(CliError::invalid(format!(
+                "a line of stdin is longer than {MAX_LINE_BYTES} bytes"
+            )));
+        }
+        if newline.is_some() {
+            break;
+        }
+    }
+    if line.is_empty() {
+        return Ok(None);
+    }
+    let text = promptlab::input::utf8(line)
+        .map_err(|error| CliError::invalid(format!("failed to read stdin: {error}")))?;
+    Ok(Some(text.trim_end_matches(['\n', '\r']).to_string()))
+}
+
 /// `--history FILE`: a JSON (or YAML) array of `{role, text}`.
-fn read_history(path: &PathBuf) -> Result<Vec<ChatMessage>, CliError> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
+fn read_history(path: &Path) -> Result<Vec<ChatMessage>, CliError> {
+    let text = promptlab::input::read_input_text(path).map_err(|error| {
         CliError::invalid(format!(
             "failed to read history file `{}`: {error}",
             path.display()
@@ -269,9 +309,10 @@ fn message_from_stdin(claim_from_stdin: bool, history: &[ChatMessage]) -> Result
             "no message: give it as an argument (promptlab chat \"...\") or pipe it on stdin",
         ));
     }
-    let mut message = String::new();
-    stdin.lock().read_to_string(&mut message).map_err(|error| {
-        CliError::invalid(format!("failed to read the message from stdin: {error}"))
-    })?;
+    let message = promptlab::input::read_limited(stdin.lock(), promptlab::input::MAX_INPUT_BYTES)
+        .and_then(promptlab::input::utf8)
+        .map_err(|error| {
+            CliError::invalid(format!("failed to read the message from stdin: {error}"))
+        })?;
     Ok(message.trim_end_matches(['\n', '\r']).to_string())
 }

@@ -9,6 +9,7 @@ use serde_json::json;
 
 use promptlab::chat::build_claim_brief;
 use promptlab::claims::sections::{section, section_names};
+use promptlab::claims::store::StoreEntry;
 use promptlab::claims::{ClaimError, ClaimStore, LoadedClaim, load_claim_file};
 
 use super::context::{parse_today, today_or_local};
@@ -71,8 +72,8 @@ pub fn run(command: ClaimsCommand, store: &ClaimStore) -> Result<Exit, CliError>
 
 /// A claim named on the command line: an id in the store, else a file path.
 fn resolve(claim: &str, store: &ClaimStore) -> Result<LoadedClaim, CliError> {
-    if let Some(path) = store.locate(claim) {
-        return Ok(load_claim_file(&path)?);
+    if store.locate(claim).is_some() {
+        return Ok(store.load(claim)?);
     }
     let path = Path::new(claim);
     if path.is_file() {
@@ -85,7 +86,7 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     let mut claims = Vec::new();
     let mut invalid = 0;
     for entry in store.entries()? {
-        match load_claim_file(&entry.path) {
+        match store.load_entry(&entry) {
             Ok(loaded) => claims.push(loaded.claim),
             Err(error) => {
                 invalid += 1;
@@ -189,44 +190,35 @@ fn brief(args: BriefArgs, store: &ClaimStore) -> Result<Exit, CliError> {
 }
 
 fn validate(args: ValidateArgs, store: &ClaimStore) -> Result<Exit, CliError> {
-    let from_store = args.paths.is_empty();
-    let paths: Vec<PathBuf> = if from_store {
+    // From the store, each file goes through the store's own checks (its id
+    // is its file name; no link out of the store).
+    let entries: Vec<(PathBuf, Option<StoreEntry>)> = if args.paths.is_empty() {
         store
             .entries()?
             .into_iter()
-            .map(|entry| entry.path)
+            .map(|entry| (entry.path.clone(), Some(entry)))
             .collect()
     } else {
-        args.paths
+        args.paths.into_iter().map(|path| (path, None)).collect()
     };
     let mut invalid = 0;
     let mut seen_ids = std::collections::BTreeMap::new();
-    for path in &paths {
-        let problem = match load_claim_file(path) {
+    for (path, entry) in &entries {
+        let loaded = match entry {
+            Some(entry) => store.load_entry(entry),
+            None => load_claim_file(path),
+        };
+        let problem = match loaded {
             Err(error) => Some(error.to_string()),
-            Ok(loaded) => {
-                let stem = path
-                    .file_stem()
-                    .and_then(|s| s.to_str())
-                    .unwrap_or_default();
-                let duplicate =
-                    seen_ids.insert(loaded.claim.id.clone(), path.display().to_string());
-                if from_store && stem != loaded.claim.id {
-                    Some(format!(
-                        "invalid claim `{}`: field `id`: the file is named for `{stem}` but the claim's id is `{}`",
-                        path.display(),
-                        printable(&loaded.claim.id)
-                    ))
-                } else if let Some(other) = duplicate {
-                    Some(format!(
+            Ok(loaded) => seen_ids
+                .insert(loaded.claim.id.clone(), path.display().to_string())
+                .map(|other| {
+                    format!(
                         "invalid claim `{}`: field `id`: `{}` is also the id of `{other}`",
                         path.display(),
                         printable(&loaded.claim.id)
-                    ))
-                } else {
-                    None
-                }
-            }
+                    )
+                }),
         };
         if let Some(problem) = problem {
             invalid += 1;
@@ -235,12 +227,15 @@ fn validate(args: ValidateArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     }
     let style = Style::for_stdout();
     if invalid == 0 {
-        eprintln!("{}", style.green(&format!("{} claims valid", paths.len())));
+        eprintln!(
+            "{}",
+            style.green(&format!("{} claims valid", entries.len()))
+        );
         Ok(Exit::Success)
     } else {
         eprintln!(
             "{}",
-            style.red(&format!("{invalid} of {} claims invalid", paths.len()))
+            style.red(&format!("{invalid} of {} claims invalid", entries.len()))
         );
         Ok(Exit::Failure)
     }

@@ -1,7 +1,6 @@
 //! Flags shared by the commands that assemble a prompt (`prompts show`,
 //! `prompts diff`, `chat`): which claim, which prompt options, which day.
 
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
@@ -9,6 +8,7 @@ use clap::Args;
 
 use promptlab::chat::{ClaimInput, Locale, PromptOptions};
 use promptlab::claims::{ClaimStore, LoadedClaim, load_claim_file, parse_claim_bytes};
+use promptlab::input::MAX_INPUT_BYTES;
 use promptlab::prompts::overrides::ResolvedOverrides;
 use promptlab::prompts::{OverrideSet, PromptRegistry, resolve_overrides};
 
@@ -51,10 +51,10 @@ impl ClaimArgs {
 /// Reads a claim file, or stdin for `-`.
 pub fn read_claim_file(path: &Path) -> Result<LoadedClaim, CliError> {
     if path.as_os_str() == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin().read_to_end(&mut bytes).map_err(|error| {
-            CliError::invalid(format!("failed to read the claim from stdin: {error}"))
-        })?;
+        let bytes =
+            promptlab::input::read_limited(std::io::stdin(), MAX_INPUT_BYTES).map_err(|error| {
+                CliError::invalid(format!("failed to read the claim from stdin: {error}"))
+            })?;
         return Ok(parse_claim_bytes(&bytes, Path::new("<stdin>"))?);
     }
     Ok(load_claim_file(path)?)

@@ -190,7 +190,7 @@ fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         Some(claim) => format!(
             "{} (sha256 {})",
             claim.id,
-            &claim.sha256[..12.min(claim.sha256.len())]
+            promptlab::digest::short_sha(&claim.sha256)
         ),
         None => header.request.claim_label().to_string(),
     };
@@ -270,20 +270,53 @@ fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
             .map(|time| time.with_timezone(&Utc))
             .ok_or_else(|| format!("`{text}` is not a valid local date"));
     }
-    let (number, unit) = text.split_at(text.len().saturating_sub(1));
-    let amount: i64 = number
-        .parse()
-        .map_err(|_| format!("expected a date, a time or an age like 2h, got `{text}`"))?;
-    let seconds = match unit {
-        "s" => amount,
-        "m" => amount * 60,
-        "h" => amount * 3600,
-        "d" => amount * 86_400,
-        _ => {
-            return Err(format!(
-                "expected a date, a time or an age like 2h, got `{text}`"
-            ));
-        }
+    since_age(text, Utc::now())
+}
+
+/// An age (`30m`, `2h`, `7d`, `1h 30m`, parsed by `humantime`) before `now`.
+/// An age reaching before the representable past is an error, not a panic.
+fn since_age(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    let expected = || {
+        format!(
+            "expected a date, a time or an age like 2h, got `{}`",
+            promptlab::text::quote(text)
+        )
     };
-    Ok(Utc::now() - chrono::Duration::seconds(seconds))
+    let age = humantime::parse_duration(text).map_err(|_| expected())?;
+    chrono::Duration::from_std(age)
+        .ok()
+        .and_then(|age| now.checked_sub_signed(age))
+        .ok_or_else(|| {
+            format!(
+                "the age `{}` reaches too far back",
+                promptlab::text::quote(text)
+            )
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn ages_parse_and_absurd_ones_are_errors_not_panics() {
+        let now = Utc::now();
+        assert_eq!(since_age("2h", now), Ok(now - chrono::Duration::hours(2)));
+        assert_eq!(
+            since_age("1h 30m", now),
+            Ok(now - chrono::Duration::minutes(90))
+        );
+        // Regressions: a byte split inside `é`, and an overflowing age.
+        assert!(parse_since("5é").is_err());
+        assert!(parse_since("9000000000000000s").is_err());
+        assert!(parse_since("").is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn since_never_panics(text in "[0-9a-zé .:TZ+-]{0,40}") {
+            let _ = parse_since(&text);
+        }
+    }
 }

@@ -77,16 +77,13 @@ pub async fn drive_turn(
 }
 
 /// Feeds the recorder; on the first failure, warns once and stops recording
-/// (the turn itself goes on; the file left behind stays marked partial).
+/// (the turn itself goes on; the recorder removes its `.partial` file and
+/// its error names it).
 fn record(recorder: &mut Option<RunRecorder>, output: &TurnOutput) {
     if let Some(active) = recorder
         && let Err(error) = active.record(output)
     {
-        let place = match active.path() {
-            Some(path) => format!(" in `{}`", path.display()),
-            None => String::new(),
-        };
-        eprintln!("warning: could not record this run{place}: {error}");
+        eprintln!("warning: could not record this run: {error}");
         *recorder = None;
     }
 }

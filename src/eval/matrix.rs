@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::suite::{ClaimSelection, LoadedSuite, SuiteError};
 use crate::chat::request::ThinkingLevel;
-use crate::claims::{ClaimStore, LoadedClaim, load_claim_file};
+use crate::claims::{ClaimError, ClaimStore, LoadedClaim, SelectedClaims};
 use crate::prompts::overrides::IgnoredOverride;
 use crate::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 
@@ -68,6 +68,8 @@ pub struct Matrix {
     pub repeats: u32,
     /// How many turns the whole matrix holds.
     pub planned: usize,
+    /// Claim files a glob or `all` matched but that could not be loaded.
+    pub claim_warnings: Vec<String>,
 }
 
 impl Matrix {
@@ -205,7 +207,10 @@ pub fn build_matrix(
     check_size(suite, variants.len(), suite.suite.cases.len())?;
     let mut claims = BTreeMap::new();
     let mut case_claims: Vec<Vec<String>> = Vec::new();
-    let all = load_store(suite, store)?;
+    let SelectedClaims {
+        claims: all,
+        warnings,
+    } = load_store(suite, store)?;
     for (index, case) in suite.suite.cases.iter().enumerate() {
         let (selection, field) = match &case.claims {
             Some(selection) => (selection, format!("cases[{index}].claims")),
@@ -225,6 +230,7 @@ pub fn build_matrix(
         case_claims,
         repeats: suite.repeats(),
         planned,
+        claim_warnings: warnings,
     })
 }
 
@@ -322,21 +328,31 @@ fn ignored_hint(ignored: &[IgnoredOverride]) -> String {
     format!("; its ignored overrides: {}", list.join(", "))
 }
 
-fn load_store(
-    suite: &LoadedSuite,
-    store: &ClaimStore,
-) -> Result<BTreeMap<String, LoadedClaim>, SuiteError> {
+fn load_store(suite: &LoadedSuite, store: &ClaimStore) -> Result<SelectedClaims, SuiteError> {
     let rule = |message: String| SuiteError::Rule {
         path: suite.path.display().to_string(),
         field: "claims".into(),
         message,
     };
-    let mut claims = BTreeMap::new();
-    for entry in store.entries().map_err(|e| rule(e.to_string()))? {
-        let loaded = load_claim_file(&entry.path).map_err(|e| rule(e.to_string()))?;
-        claims.insert(entry.id, loaded);
+    // Only the claims some case's selection names are opened
+    // (crate::claims::store::ClaimStore::load_selected).
+    let selections = suite
+        .suite
+        .cases
+        .iter()
+        .map(|case| case.claims.as_ref().unwrap_or(&suite.suite.claims));
+    let (mut ids, mut globs, mut all) = (Vec::new(), Vec::new(), false);
+    for selection in selections {
+        ids.extend(selection.ids.iter().cloned());
+        globs.extend(selection.globs.iter().cloned());
+        all |= selection.all || (selection.ids.is_empty() && selection.globs.is_empty());
     }
-    Ok(claims)
+    store
+        .load_selected(&ids, &globs, all)
+        .map_err(|error| match error {
+            ClaimError::NotFound(id) => rule(format!("claim `{id}` is not in the claim store")),
+            error => rule(error.to_string()),
+        })
 }
 
 fn select(
@@ -386,30 +402,7 @@ fn select(
     Ok(chosen)
 }
 
-/// `*` matches any run of characters, `?` any one.
-pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().collect();
-    let text: Vec<char> = text.chars().collect();
-    let (mut p, mut t) = (0, 0);
-    let (mut star, mut mark) = (None, 0);
-    while t < text.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
-            star = Some(p);
-            mark = t;
-            p += 1;
-        } else if let Some(s) = star {
-            p = s + 1;
-            mark += 1;
-            t = mark;
-        } else {
-            return false;
-        }
-    }
-    pattern[p..].iter().all(|c| *c == '*')
-}
+pub use crate::claims::store::glob_match;
 
 #[cfg(test)]
 mod tests {

@@ -382,7 +382,7 @@ pub struct LoadedSuite {
 impl LoadedSuite {
     pub fn load(path: &Path, registry: &PromptRegistry) -> Result<LoadedSuite, SuiteError> {
         let display = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| SuiteError::Read {
+        let text = crate::input::read_input_text(path).map_err(|source| SuiteError::Read {
             path: display.clone(),
             source,
         })?;

@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use super::registry::{CLAIM_BRIEF, PromptRegistry};
 use crate::claims::load::{DocumentFormat, DocumentProblem, parse_document};
 
-/// The longest override text that is usable, in characters.
+/// The longest override text that is usable, in UTF-16 code units
+/// (JavaScript's `string.length`, as production counts).
 pub const MAX_OVERRIDE_CHARS: usize = 32_000;
 
 #[derive(Debug, Deserialize)]
@@ -30,7 +31,31 @@ struct OverrideFile {
     name: Option<String>,
     #[serde(default)]
     description: Option<String>,
-    prompts: BTreeMap<String, String>,
+    prompts: BTreeMap<String, PromptText>,
+}
+
+/// A prompt text: a string, and nothing else. `system.base: 42` is an
+/// error rather than the text `"42"`, since a number or a list where a
+/// prompt belongs is a mistake in the file, not a prompt.
+#[derive(Debug)]
+struct PromptText(String);
+
+impl<'de> Deserialize<'de> for PromptText {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct TextVisitor;
+        impl serde::de::Visitor<'_> for TextVisitor {
+            type Value = PromptText;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a prompt text (a string)")
+            }
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<PromptText, E> {
+                Ok(PromptText(text.to_string()))
+            }
+        }
+        // `deserialize_any` lets the format say what the value is, so an
+        // unquoted YAML `42` arrives as a number and is refused.
+        deserializer.deserialize_any(TextVisitor)
+    }
 }
 
 /// One loaded override file, for reports.
@@ -80,7 +105,7 @@ impl OverrideSet {
 
     fn merge_file(&mut self, path: &Path) -> Result<(), OverrideError> {
         let display = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| OverrideError::Read {
+        let text = crate::input::read_input_text(path).map_err(|source| OverrideError::Read {
             path: display.clone(),
             source,
         })?;
@@ -90,7 +115,7 @@ impl OverrideSet {
                 path: display.clone(),
                 problem,
             })?;
-        for (id, text) in file.prompts {
+        for (id, PromptText(text)) in file.prompts {
             self.sources.insert(id.clone(), display.clone());
             self.prompts.insert(id, text);
         }
@@ -188,10 +213,11 @@ pub fn unusable_reason(id: &str, text: &str, registry: &PromptRegistry) -> Optio
     if !registry.is_prompt_id(id) {
         return Some(UnusableReason::UnknownId);
     }
-    if text.trim().is_empty() {
+    // JavaScript's trim() whitespace (with U+FEFF) and `length`, as production.
+    if crate::text::is_js_blank(text) {
         return Some(UnusableReason::Blank);
     }
-    let chars = text.chars().count();
+    let chars = crate::text::utf16_len(text);
     (chars > MAX_OVERRIDE_CHARS).then_some(UnusableReason::TooLong { chars })
 }
 
@@ -279,6 +305,63 @@ mod tests {
         assert_eq!(set.prompts["system.voice"], "voice from extra");
         assert_eq!(set.sources["system.voice"], extra.display().to_string());
         assert_eq!(set.files.len(), 3);
+    }
+
+    #[test]
+    fn counting_and_blankness_follow_javascript() {
+        let registry = registry();
+        // U+FEFF is whitespace to JavaScript's trim().
+        assert_eq!(
+            unusable_reason("system.base", "\u{FEFF} ", registry),
+            Some(UnusableReason::Blank)
+        );
+        // An emoji is two UTF-16 code units.
+        let emoji = "😀".repeat(MAX_OVERRIDE_CHARS / 2);
+        assert_eq!(unusable_reason("system.base", &emoji, registry), None);
+        assert_eq!(
+            unusable_reason("system.base", &format!("{emoji}a"), registry),
+            Some(UnusableReason::TooLong { chars: 32_001 })
+        );
+    }
+
+    fn load_error(name: &str, text: &str) -> String {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        OverrideSet::load(&[path]).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn a_duplicate_id_is_an_error_with_its_line() {
+        // Regression: the second `system.base` silently won.
+        let error = load_error(
+            "dup.yaml",
+            "prompts:\n  system.base: one\n  system.base: two\n",
+        );
+        assert!(error.contains("dup.yaml"), "{error}");
+        assert!(error.contains("line 3"), "{error}");
+        assert!(error.to_lowercase().contains("duplicate"), "{error}");
+    }
+
+    #[test]
+    fn a_prompt_that_is_not_a_string_is_an_error() {
+        // Regression: `system.base: 42` became the text "42".
+        for (name, text) in [
+            ("n.yaml", "prompts:\n  system.base: 42\n"),
+            ("l.yaml", "prompts:\n  system.base: [a, b]\n"),
+            ("n.json", r#"{"prompts": {"system.base": 42}}"#),
+        ] {
+            let error = load_error(name, text);
+            assert!(error.contains("system.base"), "{name}: {error}");
+            assert!(error.contains("a prompt text"), "{name}: {error}");
+        }
+        let quoted = tempfile::tempdir().unwrap();
+        let path = quoted.path().join("q.yaml");
+        std::fs::write(&path, "prompts:\n  system.base: \"42\"\n").unwrap();
+        assert_eq!(
+            OverrideSet::load(&[path]).unwrap().prompts["system.base"],
+            "42"
+        );
     }
 
     #[test]

@@ -134,9 +134,10 @@ impl PromptRegistry {
 }
 
 fn parse_yaml<T: for<'de> Deserialize<'de>>(file: &str, text: &str) -> Result<T, RegistryError> {
-    serde_yaml::from_str(text).map_err(|error| RegistryError::Invalid {
+    use crate::claims::load::{DocumentFormat, parse_document};
+    parse_document(text, DocumentFormat::Yaml).map_err(|problem| RegistryError::Invalid {
         file: file.to_string(),
-        message: error.to_string(),
+        message: problem.to_string(),
     })
 }
 

@@ -101,7 +101,7 @@ impl ScriptProvider {
 
     pub fn load(path: &Path) -> Result<ScriptProvider, ScriptError> {
         let display = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read {
+        let text = crate::input::read_input_text(path).map_err(|source| ScriptError::Read {
             path: display.clone(),
             source,
         })?;

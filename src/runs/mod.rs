@@ -5,4 +5,6 @@ pub mod replay;
 pub mod store;
 
 pub use record::{RunFooter, RunHeader, RunLabels, RunRecord, RunStatus};
-pub use store::{RunLog, RunLogError, RunSummary, find_run, read_run_log, scan_runs};
+pub use store::{
+    RunLog, RunLogError, RunSummary, find_run, read_run_log, read_run_log_checked, scan_runs,
+};

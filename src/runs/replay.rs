@@ -35,8 +35,8 @@ pub fn request_from_log(
         warnings.push(format!(
             "claim {} has changed since the recording (sha256 {} then, {} now)",
             recorded_claim.id,
-            &recorded_claim.sha256[..12.min(recorded_claim.sha256.len())],
-            &now[..12.min(now.len())]
+            crate::digest::short_sha(&recorded_claim.sha256),
+            crate::digest::short_sha(&now)
         ));
     }
     if log.prompt.is_none() && !log.header.overridden.is_empty() {

@@ -12,10 +12,13 @@ use crate::sink::run_log::PARTIAL_SUFFIX;
 
 use super::record::{PromptRecord, RunFooter, RunHeader, RunRecord};
 
-/// The longest header line we read.
-const MAX_HEADER_BYTES: u64 = 1024 * 1024;
-/// How far from the end the footer is looked for.
-const FOOTER_WINDOW: u64 = 16 * 1024;
+/// The longest header or footer line read: the input cap. A header holds
+/// the whole request (60 messages of 20,000 characters are over 1 MiB) and a
+/// footer a provider's error message, so neither has a small fixed size;
+/// this bound only keeps a hand-made file from exhausting memory.
+const MAX_RECORD_BYTES: u64 = crate::input::MAX_INPUT_BYTES;
+/// How much the footer search reads first, walking back from the end.
+const TAIL_STEP: u64 = 16 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunLogError {
@@ -91,18 +94,19 @@ fn is_run_log(path: &Path) -> bool {
 
 /// Every run-log file under `dir` (one level of fingerprint folders, and
 /// the folder itself), sorted by path.
+/// Errors name the folder that could not be read.
 pub fn run_log_paths(dir: &Path) -> io::Result<Vec<PathBuf>> {
     let mut paths = Vec::new();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(paths),
-        Err(error) => return Err(error),
+        Err(error) => return Err(naming(dir, error)),
     };
     for entry in entries {
-        let path = entry?.path();
+        let path = entry.map_err(|error| naming(dir, error))?.path();
         if path.is_dir() {
-            for inner in std::fs::read_dir(&path)? {
-                let inner = inner?.path();
+            for inner in std::fs::read_dir(&path).map_err(|error| naming(&path, error))? {
+                let inner = inner.map_err(|error| naming(&path, error))?.path();
                 if is_run_log(&inner) {
                     paths.push(inner);
                 }
@@ -115,15 +119,27 @@ pub fn run_log_paths(dir: &Path) -> io::Result<Vec<PathBuf>> {
     Ok(paths)
 }
 
+/// An io error whose message names the runs folder it is about.
+fn naming(dir: &Path, error: io::Error) -> io::Error {
+    io::Error::new(
+        error.kind(),
+        format!("runs folder `{}`: {error}", dir.display()),
+    )
+}
+
 /// Summaries of every run log under `dirs`; files that cannot be read are
 /// returned as errors beside them, never dropped silently.
 pub fn scan_runs(dirs: &[PathBuf]) -> io::Result<(Vec<RunSummary>, Vec<RunLogError>)> {
-    let mut summaries = Vec::new();
+    let mut summaries: Vec<RunSummary> = Vec::new();
     let mut problems = Vec::new();
+    // A log renamed while listing can be seen under both names; it is
+    // summarized under its final one, once.
+    let mut seen = std::collections::HashSet::new();
     for dir in dirs {
         for path in run_log_paths(dir)? {
             match summarize(&path) {
-                Ok(summary) => summaries.push(summary),
+                Ok(summary) if seen.insert(summary.path.clone()) => summaries.push(summary),
+                Ok(_) => {}
                 Err(error) => problems.push(error),
             }
         }
@@ -131,17 +147,38 @@ pub fn scan_runs(dirs: &[PathBuf]) -> io::Result<(Vec<RunSummary>, Vec<RunLogErr
     Ok((summaries, problems))
 }
 
-/// The header (first line) and footer (last line) of one log.
+/// The header (first line) and footer (last line) of one log. A `.partial`
+/// that a writer renames to its final name while we list is read under
+/// that name, so a finishing turn is never dropped from a listing.
 pub fn summarize(path: &Path) -> Result<RunSummary, RunLogError> {
+    let result = summarize_at(path);
+    if let Err(RunLogError::Read { source, .. }) = &result
+        && source.kind() == io::ErrorKind::NotFound
+        && let Some(finished) = finished_name(path)
+    {
+        return summarize_at(&finished);
+    }
+    result
+}
+
+/// `x.ndjson.partial` → `x.ndjson`.
+fn finished_name(path: &Path) -> Option<PathBuf> {
+    let name = path.to_str()?.strip_suffix(PARTIAL_SUFFIX)?;
+    Some(PathBuf::from(name))
+}
+
+fn summarize_at(path: &Path) -> Result<RunSummary, RunLogError> {
     let read_error = |source| RunLogError::Read {
         path: path.display().to_string(),
         source,
     };
     let mut file = File::open(path).map_err(read_error)?;
-    let mut first = String::new();
-    BufReader::new((&mut file).take(MAX_HEADER_BYTES))
-        .read_line(&mut first)
+    let mut first = Vec::new();
+    BufReader::new((&mut file).take(MAX_RECORD_BYTES))
+        .read_until(b'\n', &mut first)
         .map_err(read_error)?;
+    let first = String::from_utf8(first)
+        .map_err(|_| invalid(path, 1, "the header line is not UTF-8 text"))?;
     let header = match parse_line(path, 1, &first)? {
         RunRecord::Header(header) => *header,
         _ => return Err(invalid(path, 1, "the first line is not a header")),
@@ -161,56 +198,112 @@ pub fn summarize(path: &Path) -> Result<RunSummary, RunLogError> {
 }
 
 fn last_footer(file: &mut File) -> io::Result<Option<RunFooter>> {
-    let length = file.metadata()?.len();
-    file.seek(SeekFrom::Start(length.saturating_sub(FOOTER_WINDOW)))?;
-    let mut tail = Vec::new();
-    file.read_to_end(&mut tail)?;
-    let tail = String::from_utf8_lossy(&tail);
-    let last = tail
-        .lines()
-        .rev()
-        .find(|line| !line.trim().is_empty())
-        .unwrap_or_default();
-    Ok(match serde_json::from_str::<RunRecord>(last) {
+    let last = last_line(file, MAX_RECORD_BYTES)?;
+    let Some(last) = last else { return Ok(None) };
+    Ok(match serde_json::from_slice::<RunRecord>(&last) {
         Ok(RunRecord::Footer(footer)) => Some(footer),
         _ => None,
     })
 }
 
+/// The last non-blank line of a file, however long: reads backwards from
+/// the end until the newline before it, each step twice the last, so that
+/// a long line costs linear time. `None` for an empty file or a last line
+/// longer than `limit`.
+pub fn last_line(file: &mut File, limit: u64) -> io::Result<Option<Vec<u8>>> {
+    let length = file.metadata()?.len();
+    let mut end = length;
+    let mut step = TAIL_STEP;
+    let mut tail: Vec<u8> = Vec::new();
+    loop {
+        let content = trim_trailing_blank(&tail);
+        if let Some(newline) = content.iter().rposition(|b| *b == b'\n') {
+            return Ok(Some(content[newline + 1..].to_vec()));
+        }
+        if end == 0 {
+            return Ok((!content.is_empty()).then(|| content.to_vec()));
+        }
+        if tail.len() as u64 > limit {
+            return Ok(None);
+        }
+        let start = end.saturating_sub(step);
+        let mut chunk = vec![0; usize::try_from(end - start).unwrap_or(0)];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+        end = start;
+        step = step.saturating_mul(2);
+    }
+}
+
+/// `bytes` without trailing whitespace-only lines.
+fn trim_trailing_blank(bytes: &[u8]) -> &[u8] {
+    let mut end = bytes.len();
+    while end > 0 && bytes[end - 1].is_ascii_whitespace() {
+        end -= 1;
+    }
+    &bytes[..end]
+}
+
 /// Reads a whole run log. A partial log reads as far as it goes.
 pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
-    let file = File::open(path).map_err(|source| RunLogError::Read {
+    read_log(path, false)
+}
+
+/// Reads a whole run log, refusing it if any line is unreadable (corrupt
+/// JSON, invalid UTF-8), even the cut last line of a `.partial`. For
+/// callers that must not trust a damaged log, such as `eval --resume`
+/// deciding whether a turn is done.
+pub fn read_run_log_checked(path: &Path) -> Result<RunLog, RunLogError> {
+    read_log(path, true)
+}
+
+fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
+    let read_error = |source| RunLogError::Read {
         path: path.display().to_string(),
         source,
-    })?;
-    let mut header = None;
-    let mut log_prompt = None;
-    let mut entries = Vec::new();
-    let mut footer = None;
-    for (index, line) in BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|source| RunLogError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        if line.trim().is_empty() {
+    };
+    let file = File::open(path).map_err(read_error)?;
+    let partial = path.to_string_lossy().ends_with(PARTIAL_SUFFIX);
+    // Bounded like every input: `--replay /dev/zero` is refused, not read
+    // into memory forever.
+    let mut consumed: u64 = 0;
+    let (mut header, mut prompt, mut entries, mut footer) = (None, None, Vec::new(), None);
+    for (index, line) in BufReader::new(file.take(MAX_RECORD_BYTES.saturating_add(1)))
+        .split(b'\n')
+        .enumerate()
+    {
+        let line = line.map_err(read_error)?;
+        consumed = consumed.saturating_add(line.len() as u64 + 1);
+        if consumed > MAX_RECORD_BYTES {
+            return Err(invalid(
+                path,
+                index + 1,
+                "the log is larger than the 256 MiB limit for input files",
+            ));
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match parse_line(path, index + 1, &line) {
+        let record = std::str::from_utf8(&line)
+            .map_err(|_| invalid(path, index + 1, "the line is not UTF-8 text"))
+            .and_then(|text| parse_line(path, index + 1, text));
+        match record {
             Ok(RunRecord::Header(record)) => header = Some(*record),
-            Ok(RunRecord::Prompt(record)) => log_prompt = Some(*record),
+            Ok(RunRecord::Prompt(record)) => prompt = Some(*record),
             Ok(RunRecord::Event { t, event }) => entries.push(LogEntry::Event(t, event)),
             Ok(RunRecord::ModelCall { call, .. }) => entries.push(LogEntry::ModelCall(call)),
             Ok(RunRecord::Footer(record)) => footer = Some(record),
             // A killed writer can leave half a last line.
-            Err(_) if footer.is_none() && path.to_string_lossy().ends_with(PARTIAL_SUFFIX) => break,
+            Err(_) if !strict && partial && footer.is_none() => break,
             Err(error) => return Err(error),
         }
     }
-    let header = header.ok_or_else(|| invalid(path, 1, "no header record"))?;
     Ok(RunLog {
         path: path.to_path_buf(),
-        header,
-        prompt: log_prompt,
+        header: header.ok_or_else(|| invalid(path, 1, "no header record"))?,
+        prompt,
         entries,
         footer,
     })
@@ -264,6 +357,34 @@ fn invalid(path: &Path, line: usize, message: &str) -> RunLogError {
     RunLogError::Invalid {
         path: path.display().to_string(),
         line,
-        message: message.to_string(),
+        message: crate::text::quote(message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last_of(content: &[u8], limit: u64) -> Option<Vec<u8>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("log.ndjson");
+        std::fs::write(&path, content).unwrap();
+        last_line(&mut File::open(&path).unwrap(), limit).unwrap()
+    }
+
+    #[test]
+    fn the_last_line_is_found_whatever_its_length() {
+        assert_eq!(last_of(b"", 100), None);
+        assert_eq!(last_of(b"only", 100).as_deref(), Some(&b"only"[..]));
+        assert_eq!(last_of(b"a\nb\n\n \n", 100).as_deref(), Some(&b"b"[..]));
+        // Longer than several read steps.
+        let long = "x".repeat(5 * TAIL_STEP as usize + 3);
+        let content = format!("header\n{long}\n");
+        assert_eq!(
+            last_of(content.as_bytes(), u64::MAX),
+            Some(long.into_bytes())
+        );
+        // Past the limit: given up on, not read whole.
+        assert_eq!(last_of(content.as_bytes(), 1000), None);
     }
 }

@@ -81,8 +81,25 @@ impl RunRecorder {
         self.log.as_ref().map(|log| log.partial_path.as_path())
     }
 
-    /// Records one output of the turn.
+    /// Records one output of the turn. A failed write (disk full, folder
+    /// gone) removes the `.partial` file, so no half log is left behind
+    /// looking like an abandoned turn; the error goes to the caller.
     pub fn record(&mut self, output: &TurnOutput) -> io::Result<()> {
+        let result = self.record_inner(output);
+        match (result, self.log.take()) {
+            (Err(error), Some(log)) => {
+                drop(log.out);
+                let _ = std::fs::remove_file(&log.partial_path);
+                Err(removed(&log.partial_path, error))
+            }
+            (result, log) => {
+                self.log = log;
+                result
+            }
+        }
+    }
+
+    fn record_inner(&mut self, output: &TurnOutput) -> io::Result<()> {
         match output {
             TurnOutput::Started {
                 turn_id,
@@ -105,6 +122,11 @@ impl RunRecorder {
             TurnOutput::ModelCall(call) => {
                 let log = self.open_log()?;
                 log.model_calls += 1;
+                // Summed per call, so that a turn ending in an error still
+                // records what its completed calls cost.
+                if let Some(summary) = &call.summary {
+                    log.usage += summary.usage;
+                }
                 let t = log.elapsed_ms();
                 log.write(&RunRecord::ModelCall {
                     t,
@@ -146,18 +168,16 @@ impl RunRecorder {
     }
 
     /// Writes `footer` and gives the file its final name.
+    /// A failure on the way removes the `.partial` file.
     pub fn finish_with(mut self, footer: RunFooter) -> io::Result<Option<PathBuf>> {
-        let Some(mut log) = self.log.take() else {
+        let Some(log) = self.log.take() else {
             return Ok(None);
         };
-        if !log.header_written {
-            log.write_header()?;
-        }
-        log.write(&RunRecord::Footer(footer))?;
-        let file = log.out.into_inner().map_err(|error| error.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&log.partial_path, &log.final_path)?;
-        Ok(Some(log.final_path))
+        let partial_path = log.partial_path.clone();
+        log.complete(footer).map(Some).map_err(|error| {
+            let _ = std::fs::remove_file(&partial_path);
+            removed(&partial_path, error)
+        })
     }
 
     fn open(&self, turn_id: &str, started_at: DateTime<Utc>) -> io::Result<OpenLog> {
@@ -213,6 +233,17 @@ impl RunRecorder {
     }
 }
 
+/// The error of a failed write, naming the log that was removed for it.
+fn removed(partial_path: &Path, error: io::Error) -> io::Error {
+    io::Error::new(
+        error.kind(),
+        format!(
+            "{error} (writing `{}`, which was removed)",
+            partial_path.display()
+        ),
+    )
+}
+
 impl RunHeader {
     fn fill_from(&mut self, prepared: &PreparedTurn) {
         self.claim = Some(ClaimRecord {
@@ -229,6 +260,18 @@ impl RunHeader {
 }
 
 impl OpenLog {
+    /// Writes the footer, syncs, and renames to the final name.
+    fn complete(mut self, footer: RunFooter) -> io::Result<PathBuf> {
+        if !self.header_written {
+            self.write_header()?;
+        }
+        self.write(&RunRecord::Footer(footer))?;
+        let file = self.out.into_inner().map_err(|error| error.into_error())?;
+        file.sync_all()?;
+        std::fs::rename(&self.partial_path, &self.final_path)?;
+        Ok(self.final_path)
+    }
+
     fn elapsed_ms(&self) -> u64 {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
     }

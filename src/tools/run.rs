@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::{ToolContext, ToolSpec};
 use crate::chat::event::ClientAction;
 
-/// The longest `tool_result` event text, in characters.
+/// The longest `tool_result` event text, in UTF-16 code units (JavaScript's
+/// `string.length`, as production counts).
 pub const RESULT_PREVIEW_CHARS: usize = 400;
 
 /// What came of one tool call.
@@ -53,13 +54,12 @@ pub fn run_tool(tool: &ToolSpec, ctx: &ToolContext<'_>, args: &Value) -> ToolOut
     }
 }
 
-/// The first `max` characters of `text`, never cut inside a character, and
+/// The first `max` UTF-16 code units of `text` (JavaScript's `length`),
+/// never cut inside a character, so never inside a surrogate pair; and
 /// whether anything was cut.
 pub fn truncate_chars(text: &str, max: usize) -> (String, bool) {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => (text[..cut].to_string(), true),
-        None => (text.to_string(), false),
-    }
+    let (cut, truncated) = crate::text::cut_utf16(text, max);
+    (cut.to_string(), truncated)
 }
 
 #[cfg(test)]
@@ -127,5 +127,9 @@ mod tests {
         assert_eq!(cut.chars().count(), 400);
         assert_eq!(cut.len(), 1200);
         assert!(!truncate_chars(&"€".repeat(400), 400).1);
+        // An emoji is two code units, and a pair is never split.
+        let (cut, truncated) = truncate_chars(&"😀".repeat(201), 401);
+        assert!(truncated);
+        assert_eq!(cut.chars().count(), 200);
     }
 }

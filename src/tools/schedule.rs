@@ -69,32 +69,42 @@ fn get_schedule(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolOutput, ToolE
     result.insert("totals".into(), totals);
     result.insert("offset".into(), json!(offset));
     result.insert("rows".into(), Value::Array(rows));
-    if offset + limit < matching.len() {
-        result.insert(
-            "more".into(),
-            json!(format!(
-                "{} more rows: call again with offset {}",
-                matching.len() - offset - limit,
-                offset + limit
-            )),
-        );
+    if let Some(more) = more_rows(matching.len(), offset, limit) {
+        result.insert("more".into(), json!(more));
     }
     Ok(ToolOutput::text(
         serde_json::to_string_pretty(&Value::Object(result)).unwrap_or_default(),
     ))
 }
 
-/// Sums amounts per currency, exactly; `{}` when there are none.
+/// The note telling the model how to read on, when rows remain past this
+/// page. The offset comes from the model, so the arithmetic is checked: an
+/// offset past the end leaves nothing "more", never a wrapped count.
+fn more_rows(matching: usize, offset: usize, limit: usize) -> Option<String> {
+    let next = offset.checked_add(limit)?;
+    let remaining = matching.checked_sub(next).filter(|n| *n > 0)?;
+    let noun = if remaining == 1 { "row" } else { "rows" };
+    Some(format!(
+        "{remaining} more {noun}: call again with offset {next}"
+    ))
+}
+
+/// Sums amounts per currency, exactly; `{}` when there are none. A sum past
+/// what a decimal holds says so instead of panicking.
 fn totals<'a>(amounts: impl Iterator<Item = Option<&'a Money>>, claim_currency: &str) -> Value {
-    let mut sums: BTreeMap<String, Decimal> = BTreeMap::new();
+    let mut sums: BTreeMap<String, Option<Decimal>> = BTreeMap::new();
     for money in amounts.flatten() {
-        *sums
+        let sum = sums
             .entry(money.currency_or(claim_currency).to_string())
-            .or_default() += money.amount;
+            .or_insert(Some(Decimal::ZERO));
+        *sum = sum.and_then(|sum| sum.checked_add(money.amount));
     }
     Value::Object(
         sums.into_iter()
-            .map(|(currency, sum)| (currency, json!(sum.to_string())))
+            .map(|(currency, sum)| {
+                let text = sum.map_or_else(|| "too large to total".to_string(), |s| s.to_string());
+                (currency, json!(text))
+            })
             .collect(),
     )
 }
@@ -102,6 +112,22 @@ fn totals<'a>(amounts: impl Iterator<Item = Option<&'a Money>>, claim_currency: 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_more_note_never_wraps_and_counts_in_words() {
+        // Regression: offset u64::MAX wrapped to "1 more rows: call again with offset 9".
+        assert_eq!(more_rows(10, usize::MAX, 50), None);
+        assert_eq!(more_rows(10, 20, 50), None);
+        assert_eq!(more_rows(10, 0, 10), None);
+        assert_eq!(
+            more_rows(10, 0, 9).as_deref(),
+            Some("1 more row: call again with offset 9")
+        );
+        assert_eq!(
+            more_rows(10, 2, 5).as_deref(),
+            Some("3 more rows: call again with offset 7")
+        );
+    }
     use crate::claims::{Claim, parse_claim_bytes};
     use std::path::Path;
 

@@ -40,7 +40,11 @@ impl<P: ModelProvider> ModelProvider for Recording<P> {
 
 /// A scripted model from YAML text.
 pub fn script(yaml: &str) -> ScriptProvider {
-    let script: Script = serde_yaml::from_str(yaml).expect("test scripts parse");
+    let script: Script = promptlab::claims::load::parse_document(
+        yaml,
+        promptlab::claims::load::DocumentFormat::Yaml,
+    )
+    .expect("test scripts parse");
     ScriptProvider::new(script, "test script")
 }
 

@@ -187,6 +187,9 @@ fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<Eva
         forced: false,
     };
     let matrix = build_matrix(&suite, store, registry, &defaults).map_err(CliError::invalid)?;
+    for warning in &matrix.claim_warnings {
+        eprintln!("warning: {warning}");
+    }
     let selection = Selection {
         cases: args.case.clone(),
         claims: args.claim.clone(),

@@ -171,7 +171,10 @@ impl CallAccumulator {
         Ok(CallSummary {
             usage: Usage {
                 input_tokens: metadata.prompt_token_count,
-                output_tokens: metadata.candidates_token_count + metadata.thoughts_token_count,
+                // Counts come from the wire: saturate rather than overflow.
+                output_tokens: metadata
+                    .candidates_token_count
+                    .saturating_add(metadata.thoughts_token_count),
                 cache_read_tokens: metadata.cached_content_token_count,
             },
             usage_detail: self.usage,
@@ -229,6 +232,26 @@ mod tests {
 
     fn data(json: &str) -> SseItem {
         SseItem::Data(json.to_string())
+    }
+
+    proptest::proptest! {
+        /// Frames from the wire: whatever a frame holds, the accumulator
+        /// answers with events or a fault, never a panic.
+        #[test]
+        fn no_frame_makes_it_panic(
+            frames in proptest::collection::vec(
+                "[{}\\[\\]:,\"a-zA-Z0-9 .-]{0,120}|\\{\"candidates\":\\[\\{\"content\":\\{\"parts\":\\[\\{\"(text|thoughtSignature|functionCall)\":[^}]{0,40}\\}\\]\\}(,\"finishReason\":\"[A-Z]{0,8}\")?\\}\\](,\"usageMetadata\":\\{\"promptTokenCount\":[0-9]{1,25}\\})?\\}",
+                0..6,
+            )
+        ) {
+            let mut acc = CallAccumulator::new();
+            for frame in frames {
+                if acc.accept(data(&frame)).is_err() {
+                    return Ok(());
+                }
+            }
+            let _ = acc.finish(0);
+        }
     }
 
     #[test]

@@ -81,7 +81,18 @@ impl GoogleError {
 /// `"34.4s"` → 34.4 seconds.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let seconds: f64 = text.trim().strip_suffix('s')?.parse().ok()?;
-    (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds))
+    seconds_to_duration(seconds)
+}
+
+/// A delay in seconds from a server, as a `Duration`. The number comes from
+/// outside: negative or NaN is no delay given; one too large for a
+/// `Duration` (`1e20`) saturates, so that it is "longer than the cap, not
+/// retried" rather than a panic in `Duration::from_secs_f64`.
+pub fn seconds_to_duration(seconds: f64) -> Option<Duration> {
+    if seconds.is_nan() || seconds < 0.0 {
+        return None;
+    }
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
 }
 
 /// Whether a status is worth another try: rate limits and transient
@@ -93,6 +104,15 @@ pub fn is_retryable(code: i64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absurd_delays_saturate_instead_of_panicking() {
+        assert_eq!(parse_duration("1e20s"), Some(Duration::MAX));
+        assert_eq!(parse_duration("infs"), Some(Duration::MAX));
+        assert_eq!(parse_duration("-1s"), None);
+        assert_eq!(parse_duration("NaNs"), None);
+        assert_eq!(parse_duration("1.5s"), Some(Duration::from_millis(1500)));
+    }
 
     #[test]
     fn a_quota_error_reads_well_and_gives_its_delay() {

@@ -397,7 +397,7 @@ fn retry_after_header(headers: &HeaderMap) -> Option<Duration> {
         .ok()?
         .trim();
     if let Ok(seconds) = value.parse::<f64>() {
-        return (seconds.is_finite() && seconds >= 0.0).then(|| Duration::from_secs_f64(seconds));
+        return self::errors::seconds_to_duration(seconds);
     }
     let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
     (when.with_timezone(&chrono::Utc) - chrono::Utc::now())

@@ -1,0 +1,81 @@
+//! Reading files that come from outside (claims, suites, overrides, scripts,
+//! histories) with one size cap, so that `/dev/zero`, a FIFO or a runaway
+//! file is refused instead of filling memory.
+//!
+//! The functions return plain `io::Error`s so that every caller keeps its
+//! own "failed to read <kind> `<path>`: …" error, which names the file.
+
+use std::io::{self, Read};
+use std::path::Path;
+
+/// The largest input file promptlab reads: 256 MiB. Far above any real
+/// claim or suite, low enough that reading one can never exhaust memory.
+pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Reads a whole file, refusing one over `MAX_INPUT_BYTES`.
+pub fn read_input(path: &Path) -> io::Result<Vec<u8>> {
+    read_limited(std::fs::File::open(path)?, MAX_INPUT_BYTES)
+}
+
+/// Reads a whole file as UTF-8 text, refusing one over `MAX_INPUT_BYTES`.
+pub fn read_input_text(path: &Path) -> io::Result<String> {
+    utf8(read_input(path)?)
+}
+
+/// Reads a whole stream (stdin, a file) up to `limit` bytes; more is an
+/// error. Reading one byte past the limit tells "exactly at the limit" from
+/// "over it", also for devices and pipes whose size metadata says nothing.
+pub fn read_limited(reader: impl Read, limit: u64) -> io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    reader
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "larger than the {} MiB limit for input files",
+                limit / (1024 * 1024)
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// Bytes → text, naming the offset of the first invalid byte.
+pub fn utf8(bytes: Vec<u8>) -> io::Result<String> {
+    String::from_utf8(bytes).map_err(|error| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "not UTF-8 text (invalid byte at offset {})",
+                error.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stream_over_the_limit_is_refused() {
+        assert_eq!(read_limited(&b"x".repeat(11)[..], 11).unwrap().len(), 11);
+        let error = read_limited(&b"x".repeat(12)[..], 11).unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::FileTooLarge);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn an_endless_device_is_bounded() {
+        let file = std::fs::File::open("/dev/zero").unwrap();
+        assert!(read_limited(file, 4 * 1024 * 1024).is_err());
+    }
+
+    #[test]
+    fn invalid_utf8_names_its_offset() {
+        let error = utf8(vec![b'a', 0xff]).unwrap_err();
+        assert!(error.to_string().contains("offset 1"), "{error}");
+    }
+}

@@ -1,0 +1,119 @@
+//! Text helpers shared by every layer: quoting input in messages, and
+//! counting the way the production (TypeScript) server counts.
+//!
+//! Production limits (60 × 20,000-character messages, 32,000-character
+//! overrides, the 400-character `tool_result` cut) are JavaScript
+//! `string.length` values: UTF-16 code units. Counting the same here keeps a
+//! request that production accepts accepted, and one it refuses refused.
+
+/// How many characters of an input a message quotes, at most.
+pub const QUOTE_CHARS: usize = 200;
+
+/// A short quotation of `text` for an error message: at most `QUOTE_CHARS`
+/// characters, cut on a character boundary and marked with `…` when cut.
+/// Messages quote their input, they never dump it.
+pub fn quote(text: &str) -> String {
+    match text.char_indices().nth(QUOTE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+/// The length JavaScript's `string.length` reports: UTF-16 code units.
+pub fn utf16_len(text: &str) -> usize {
+    text.chars().map(char::len_utf16).sum()
+}
+
+/// The longest prefix of `text` of at most `max_units` UTF-16 code units,
+/// never splitting a character (so never a surrogate pair). Returns the
+/// prefix and whether anything was cut.
+pub fn cut_utf16(text: &str, max_units: usize) -> (&str, bool) {
+    let mut units = 0usize;
+    for (index, ch) in text.char_indices() {
+        units += ch.len_utf16();
+        if units > max_units {
+            return (&text[..index], true);
+        }
+    }
+    (text, false)
+}
+
+/// JavaScript's `trim()` whitespace: ECMAScript WhiteSpace (TAB, VT, FF,
+/// ZWNBSP U+FEFF, and Unicode category Zs) and LineTerminator (LF, CR,
+/// U+2028, U+2029). Unlike Rust's `char::is_whitespace` it includes U+FEFF
+/// and excludes U+0085 (NEL), U+180E is in neither.
+pub fn is_js_whitespace(ch: char) -> bool {
+    matches!(
+        ch,
+        '\u{0009}'
+            | '\u{000B}'
+            | '\u{000C}'
+            | '\u{FEFF}'
+            | '\u{000A}'
+            | '\u{000D}'
+            | '\u{2028}'
+            | '\u{2029}'
+            // Category Zs.
+            | '\u{0020}'
+            | '\u{00A0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200A}' | '\u{202F}' | '\u{205F}' | '\u{3000}'
+    )
+}
+
+/// `text.trim() === ""` in JavaScript.
+pub fn is_js_blank(text: &str) -> bool {
+    text.chars().all(is_js_whitespace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_are_short_and_cut_on_a_char_boundary() {
+        assert_eq!(quote("short"), "short");
+        let long = "é".repeat(500);
+        let quoted = quote(&long);
+        assert_eq!(quoted.chars().count(), QUOTE_CHARS + 1);
+        assert!(quoted.ends_with('…'));
+    }
+
+    #[test]
+    fn counts_like_javascript_string_length() {
+        assert_eq!(utf16_len("abc"), 3);
+        assert_eq!(utf16_len("é"), 1);
+        assert_eq!(utf16_len("😀"), 2);
+    }
+
+    #[test]
+    fn a_cut_never_splits_a_surrogate_pair() {
+        assert_eq!(cut_utf16("a😀b", 2), ("a", true));
+        assert_eq!(cut_utf16("a😀b", 3), ("a😀", true));
+        assert_eq!(cut_utf16("a😀b", 4), ("a😀b", false));
+    }
+
+    proptest::proptest! {
+        /// The cut is the longest whole-character prefix within the limit,
+        /// measured as `encode_utf16` (JavaScript's units) measures it.
+        #[test]
+        fn a_cut_is_the_longest_prefix_within_the_limit(text in "\\PC{0,40}", max in 0usize..60) {
+            let (cut, truncated) = cut_utf16(&text, max);
+            proptest::prop_assert!(text.starts_with(cut));
+            proptest::prop_assert!(cut.encode_utf16().count() <= max);
+            proptest::prop_assert_eq!(truncated, cut.len() < text.len());
+            if let Some(next) = text[cut.len()..].chars().next() {
+                proptest::prop_assert!(cut.encode_utf16().count() + next.len_utf16() > max);
+            }
+            proptest::prop_assert_eq!(utf16_len(&text), text.encode_utf16().count());
+        }
+    }
+
+    #[test]
+    fn blank_uses_the_javascript_whitespace_set() {
+        assert!(is_js_blank(" \u{FEFF}\u{3000}\n"));
+        assert!(!is_js_blank("\u{0085}"));
+        assert!(!is_js_blank("\u{200B}"));
+        assert!(is_js_blank(""));
+    }
+}

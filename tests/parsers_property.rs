@@ -1,0 +1,176 @@
+//! Issue #12: property tests that no parser of outside input panics, on
+//! random text, random bytes, and random damage to valid documents. Each
+//! property only asks for "an answer, Ok or Err": a panic fails it.
+
+use std::path::Path;
+
+use promptlab::chat::ChatMessage;
+use promptlab::claims::load::{DocumentFormat, parse_document};
+use promptlab::claims::money::{Money, parse_amount};
+use promptlab::claims::parse_claim_bytes;
+use promptlab::eval::matrix::Shard;
+use promptlab::eval::suite::{LoadedSuite, Suite};
+use promptlab::prompts::{OverrideSet, PromptRegistry};
+use promptlab::provider::gemini::errors::{parse_duration, parse_error_body};
+use promptlab::provider::script::Script;
+use promptlab::runs::store::summarize;
+use promptlab::runs::{read_run_log, read_run_log_checked};
+use proptest::prelude::*;
+
+/// Characters that make YAML and JSON structure, and a few that break it.
+const STRUCTURE: &str = "[\\[\\]{}:,\"'&*!|>#%@`?\\- \n\tA-Za-z0-9.\\\\é😀\u{0}\u{FEFF}]{0,300}";
+
+fn valid_claim() -> String {
+    std::fs::read_to_string(format!(
+        "{}/claims/CLM-HH-0001.json",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+/// `text` with `insert` spliced in at a fraction of its length, after
+/// cutting `remove` bytes there (on character boundaries).
+fn damage(text: &str, at: usize, remove: usize, insert: &str) -> String {
+    let mut at = at % (text.len() + 1);
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    let mut end = (at + remove).min(text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    format!("{}{insert}{}", &text[..at], &text[end..])
+}
+
+fn both_formats(text: &str) {
+    for name in ["c.json", "c.yaml"] {
+        let _ = parse_claim_bytes(text.as_bytes(), Path::new(name));
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn claim_documents_never_panic(text in STRUCTURE) {
+        both_formats(&text);
+    }
+
+    #[test]
+    fn damaged_claims_never_panic(at in any::<usize>(), remove in 0usize..40, insert in STRUCTURE) {
+        let text = valid_claim();
+        both_formats(&damage(&text, at, remove, &insert));
+    }
+
+    #[test]
+    fn claim_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        let _ = parse_claim_bytes(&bytes, Path::new("c.json"));
+        let _ = parse_claim_bytes(&bytes, Path::new("c.yaml"));
+    }
+
+    #[test]
+    fn scripts_histories_and_suites_never_panic(text in STRUCTURE) {
+        for format in [DocumentFormat::Json, DocumentFormat::Yaml] {
+            let _ = parse_document::<Script>(&text, format);
+            let _ = parse_document::<Vec<ChatMessage>>(&text, format);
+            let _ = parse_document::<Suite>(&text, format);
+        }
+    }
+
+    #[test]
+    fn amounts_never_panic(text in "[-+0-9.eE,x ]{0,60}", json in STRUCTURE) {
+        let _ = parse_amount(&text);
+        let _ = serde_json::from_str::<Money>(&json);
+        let _ = parse_document::<Money>(&json, DocumentFormat::Yaml);
+    }
+
+    #[test]
+    fn retry_delays_and_error_bodies_never_panic(delay in "[-+0-9.eEinfa]{0,30}s?", body in STRUCTURE) {
+        let _ = parse_duration(&delay);
+        if let Some(error) = parse_error_body(&body) {
+            let _ = error.retry_delay();
+            let _ = error.describe(Some(429));
+        }
+    }
+
+    #[test]
+    fn retry_info_delays_never_panic(seconds in any::<f64>()) {
+        let body = format!(
+            r#"{{"error": {{"code": 429, "details": [{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "{seconds}s"}}]}}}}"#
+        );
+        if let Some(error) = parse_error_body(&body) {
+            let _ = error.retry_delay();
+        }
+    }
+
+    #[test]
+    fn shards_never_panic(text in "[0-9/ -]{0,30}") {
+        if let Ok(shard) = text.parse::<Shard>() {
+            prop_assert!(shard.index >= 1 && shard.index <= shard.count);
+        }
+    }
+}
+
+proptest! {
+    // These write a file per case: fewer cases.
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn override_and_suite_files_never_panic(text in STRUCTURE) {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["o.yaml", "o.json"] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &text).unwrap();
+            let _ = OverrideSet::load(std::slice::from_ref(&path));
+            let _ = LoadedSuite::load(&path, PromptRegistry::embedded());
+        }
+    }
+
+    #[test]
+    fn run_logs_never_panic(lines in proptest::collection::vec(STRUCTURE, 0..6), bytes in proptest::collection::vec(any::<u8>(), 0..200)) {
+        let dir = tempfile::tempdir().unwrap();
+        let text = std::fs::read_to_string(format!(
+            "{}/runs/examples/{}",
+            env!("CARGO_MANIFEST_DIR"),
+            example_log()
+        ))
+        .unwrap();
+        let damaged = format!("{}\n{}", text.lines().next().unwrap_or_default(), lines.join("\n"));
+        for (name, content) in [
+            ("a.ndjson", damaged.as_bytes().to_vec()),
+            ("b.ndjson", bytes.clone()),
+            ("c.ndjson.partial", bytes.clone()),
+        ] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, content).unwrap();
+            let _ = summarize(&path);
+            let _ = read_run_log(&path);
+            let _ = read_run_log_checked(&path);
+        }
+    }
+}
+
+/// One of the example logs shipped under `runs/examples`.
+fn example_log() -> String {
+    let dir = format!("{}/runs/examples", env!("CARGO_MANIFEST_DIR"));
+    let mut found = Vec::new();
+    let mut stack = vec![std::path::PathBuf::from(&dir)];
+    while let Some(folder) = stack.pop() {
+        for entry in std::fs::read_dir(folder).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "ndjson") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    let first = found.first().expect("an example run log");
+    first
+        .strip_prefix(&dir)
+        .unwrap()
+        .to_string_lossy()
+        .trim_start_matches('/')
+        .to_string()
+}
