@@ -66,6 +66,32 @@ pub fn is_js_blank(text: &str) -> bool {
     text.chars().all(is_js_whitespace)
 }
 
+/// Folds any run of whitespace (newlines included) into one space, drops
+/// control characters, and cuts to `max` characters with an ellipsis.
+pub fn one_line(text: &str, max: usize) -> String {
+    let mut folded = String::with_capacity(text.len().min(max * 4));
+    let mut chars = 0;
+    for word in text.split_whitespace() {
+        let word: String = word.chars().filter(|c| !c.is_control()).collect();
+        if word.is_empty() {
+            continue;
+        }
+        if !folded.is_empty() {
+            folded.push(' ');
+            chars += 1;
+        }
+        for c in word.chars() {
+            if chars >= max {
+                folded.push('…');
+                return folded;
+            }
+            folded.push(c);
+            chars += 1;
+        }
+    }
+    folded
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,6 +12,7 @@ use crate::claims::Claim;
 use crate::claims::model::{Party, Position};
 use crate::claims::money::{Money, format_amount};
 use crate::claims::sections::{outstanding, section_names};
+pub use crate::text::one_line;
 
 /// The longest a single claim value may run in the brief.
 const VALUE_CHARS: usize = 160;
@@ -190,32 +191,6 @@ fn count(n: usize, one: &str, many: &str) -> String {
 
 fn not_recorded() -> String {
     "not recorded".to_string()
-}
-
-/// Folds any run of whitespace (newlines included) into one space, drops
-/// control characters, and cuts to `max` characters with an ellipsis.
-pub fn one_line(text: &str, max: usize) -> String {
-    let mut folded = String::with_capacity(text.len().min(max * 4));
-    let mut chars = 0;
-    for word in text.split_whitespace() {
-        let word: String = word.chars().filter(|c| !c.is_control()).collect();
-        if word.is_empty() {
-            continue;
-        }
-        if !folded.is_empty() {
-            folded.push(' ');
-            chars += 1;
-        }
-        for c in word.chars() {
-            if chars >= max {
-                folded.push('…');
-                return folded;
-            }
-            folded.push(c);
-            chars += 1;
-        }
-    }
-    folded
 }
 
 #[cfg(test)]

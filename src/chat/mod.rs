@@ -3,12 +3,14 @@
 
 pub mod context;
 pub mod decide;
-pub mod event;
 pub mod history;
 pub mod request;
 pub mod service;
 pub mod system;
 
+// The wire format of events lives in the leaf module `crate::event`, so that
+// tools and providers can use it without reaching up to the turn.
+pub use crate::event;
 pub use context::build_claim_brief;
 pub use event::{ChatEvent, ClientAction};
 pub use request::{

@@ -1,14 +1,15 @@
 //! Parsing a claim document from JSON or YAML, with errors that name the
 //! file, the field and the line.
 
-use std::fmt;
 use std::path::Path;
-
-use serde::de::DeserializeOwned;
 
 use super::ClaimError;
 use super::model::Claim;
 use crate::digest::sha256_hex;
+// The document parser lives in `crate::document`; claims are its first user.
+pub use crate::document::{
+    DocumentFormat, DocumentProblem, MAX_YAML_ALIASES, MAX_YAML_DEPTH, parse_document, yaml_options,
+};
 
 /// A parsed claim and what identifies the document it came from.
 #[derive(Debug, Clone)]
@@ -18,55 +19,6 @@ pub struct LoadedClaim {
     pub sha256: String,
     /// Where the claim came from, for messages: a path, or `<stdin>`.
     pub origin: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DocumentFormat {
-    Json,
-    Yaml,
-}
-
-impl DocumentFormat {
-    /// By extension; a name without a known one (stdin) is sniffed from its
-    /// first character.
-    pub fn detect(path: &Path, text: &str) -> DocumentFormat {
-        match path.extension().and_then(|ext| ext.to_str()) {
-            Some("json") => DocumentFormat::Json,
-            Some("yaml" | "yml") => DocumentFormat::Yaml,
-            _ if text.trim_start().starts_with(['{', '[']) => DocumentFormat::Json,
-            _ => DocumentFormat::Yaml,
-        }
-    }
-}
-
-/// What is wrong with a document, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DocumentProblem {
-    /// Dotted path to the field, e.g. `policy.periodStart` or `file[2].id`.
-    pub field: Option<String>,
-    pub line: Option<usize>,
-    pub column: Option<usize>,
-    pub message: String,
-}
-
-impl fmt::Display for DocumentProblem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Some(field) = &self.field {
-            write!(f, "field `{field}`")?;
-        }
-        match (self.line, self.column) {
-            (Some(line), Some(column)) => {
-                let sep = if self.field.is_some() { ", " } else { "" };
-                write!(f, "{sep}line {line} column {column}")?;
-            }
-            (Some(line), None) => write!(f, " line {line}")?,
-            _ => {}
-        }
-        if self.field.is_some() || self.line.is_some() {
-            f.write_str(": ")?;
-        }
-        f.write_str(&self.message)
-    }
 }
 
 /// Reads and parses a claim file.
@@ -117,148 +69,6 @@ pub fn parse_claim_bytes(bytes: &[u8], path: &Path) -> Result<LoadedClaim, Claim
         sha256: sha256_hex(bytes),
         origin,
     })
-}
-
-/// Parses any serde type from JSON or YAML text, tracking the field path.
-pub fn parse_document<T: DeserializeOwned>(
-    text: &str,
-    format: DocumentFormat,
-) -> Result<T, DocumentProblem> {
-    match format {
-        DocumentFormat::Json => parse_json(text),
-        DocumentFormat::Yaml => parse_yaml(text),
-    }
-}
-
-fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
-        let path = error.path().to_string();
-        let inner = error.into_inner();
-        let message = inner.to_string();
-        let message = strip_location(&message);
-        problem(&path, Some(inner.line()), Some(inner.column()), message)
-    })?;
-    deserializer.end().map_err(|error| {
-        problem(
-            ".",
-            Some(error.line()),
-            Some(error.column()),
-            strip_location(&error.to_string()),
-        )
-    })?;
-    Ok(value)
-}
-
-/// The limits every YAML document is parsed under: deep nesting and alias
-/// bombs are refused in linear time, before they cost seconds or memory.
-/// Duplicate keys are an error (not "later wins"), so that a mistyped
-/// second `system.base` cannot silently replace the first.
-pub fn yaml_options() -> serde_saphyr::Options {
-    let mut budget = serde_saphyr::Budget::default();
-    budget.max_depth = MAX_YAML_DEPTH;
-    budget.max_aliases = MAX_YAML_ALIASES;
-    // Text size is bounded by the input cap, as for JSON: a claim valid as
-    // JSON is valid as YAML.
-    let input_cap = usize::try_from(crate::input::MAX_INPUT_BYTES).unwrap_or(usize::MAX);
-    budget.max_total_scalar_bytes = input_cap;
-    budget.max_reader_input_bytes = Some(input_cap);
-    let mut options = serde_saphyr::Options::default();
-    options.budget = Some(budget);
-    options.duplicate_keys = serde_saphyr::DuplicateKeyPolicy::Error;
-    options.with_snippet = false;
-    options
-}
-
-/// Deepest nesting of a YAML document: claims, suites and scripts need a
-/// handful of levels; the headroom is for unknown fields a claim keeps.
-pub const MAX_YAML_DEPTH: usize = 64;
-/// Most alias uses (`*name`) in one YAML document.
-pub const MAX_YAML_ALIASES: usize = 1_000;
-
-fn parse_yaml<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
-    let mut path: Option<String> = None;
-    let result = serde_saphyr::with_deserializer_from_str_with_options(
-        text,
-        yaml_options(),
-        |deserializer| {
-            serde_path_to_error::deserialize(deserializer).map_err(|error| {
-                path = Some(error.path().to_string());
-                error.into_inner()
-            })
-        },
-    );
-    result.map_err(|error| {
-        let location = error.location();
-        let message = yaml_message(&error);
-        problem(
-            path.as_deref().unwrap_or("."),
-            location
-                .as_ref()
-                .and_then(|l| usize::try_from(l.line()).ok())
-                .filter(|l| *l > 0),
-            location
-                .as_ref()
-                .and_then(|l| usize::try_from(l.column()).ok())
-                .filter(|c| *c > 0),
-            &message,
-        )
-    })
-}
-
-/// The error's own message, without its locations (the problem carries
-/// the first; an alias error adds where the anchor was defined) and without
-/// advice about the parser's options, which a user cannot set.
-fn yaml_message(error: &serde_saphyr::Error) -> String {
-    let message = error.to_string();
-    let message = match message.split_once(", set DuplicateKeyPolicy") {
-        Some((head, _)) => head,
-        None => &message,
-    };
-    match message.find(" at line ") {
-        Some(index) => message[..index].to_string(),
-        None => message.to_string(),
-    }
-}
-
-/// Turns a serde path and message into a problem, folding `missing field`
-/// into the field path so that the message names the field that is absent.
-fn problem(
-    path: &str,
-    line: Option<usize>,
-    column: Option<usize>,
-    message: &str,
-) -> DocumentProblem {
-    // `?` is serde_path_to_error's "somewhere unknown" (a duplicate key, for
-    // one): name the enclosing field, or none.
-    let path = path.strip_suffix(".?").unwrap_or(path);
-    let parent = (path != "." && path != "?" && !path.is_empty()).then(|| crate::text::quote(path));
-    let missing = message
-        .strip_prefix("missing field `")
-        .and_then(|rest| rest.strip_suffix('`'));
-    let (field, message) = match missing {
-        Some(name) => {
-            let field = match &parent {
-                Some(parent) => format!("{parent}.{name}"),
-                None => name.to_string(),
-            };
-            (Some(field), "missing required field".to_string())
-        }
-        None => (parent, crate::text::quote(message)),
-    };
-    DocumentProblem {
-        field,
-        line,
-        column,
-        message,
-    }
-}
-
-fn strip_location(message: &str) -> &str {
-    match message.rfind(" at line ") {
-        Some(index) => &message[..index],
-        None => message,
-    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use promptlab::chat::request::PromptOptions;
 use promptlab::chat::{ChatMessage, ChatRequest, ClaimInput, Role, TurnContext};
 use promptlab::claims::ClaimStore;
-use promptlab::claims::load::{DocumentFormat, parse_document};
+use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::prompts::PromptRegistry;
 use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{OutputFormat, Style};

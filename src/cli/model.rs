@@ -113,7 +113,7 @@ impl ModelArgs {
                     .as_ref()
                     .ok_or_else(|| CliError::invalid("--provider replay needs --replay RUNLOG"))?;
                 let log = read_run_log(path).map_err(CliError::invalid)?;
-                let replay = Arc::new(ReplayProvider::from_log(&log));
+                let replay = Arc::new(promptlab::runs::replay::replay_provider(&log));
                 Ok(BuiltProvider {
                     provider: replay.clone(),
                     replay: Some(replay),

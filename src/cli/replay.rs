@@ -10,7 +10,6 @@ use tokio_util::sync::CancellationToken;
 use promptlab::chat::{ClaimInput, TurnContext};
 use promptlab::claims::ClaimStore;
 use promptlab::prompts::PromptRegistry;
-use promptlab::provider::replay::ReplayProvider;
 use promptlab::runs::replay::{compare_events, request_from_log};
 use promptlab::runs::{find_run, read_run_log};
 use promptlab::sink::OutputFormat;
@@ -53,7 +52,7 @@ pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit
     }
     let registry = PromptRegistry::embedded();
     request.validate(registry)?;
-    let replay = Arc::new(ReplayProvider::from_log(&log));
+    let replay = Arc::new(promptlab::runs::replay::replay_provider(&log));
     let ctx = TurnContext {
         registry,
         store: store.clone(),

@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::chat::context::one_line;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::Role;
 use crate::prompts::fingerprint::looks_like_fingerprint;
@@ -17,6 +16,7 @@ use crate::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides
 use crate::runs::record::RecordedVerdict;
 use crate::runs::store::run_log_paths;
 use crate::runs::{RunLog, read_run_log};
+use crate::text::one_line;
 
 /// Providers whose answers do not come from a model: a comparison of their
 /// runs says nothing about how a prompt performs.

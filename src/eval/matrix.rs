@@ -140,7 +140,7 @@ impl Shard {
                 text.trim().parse::<usize>().map_err(|_| {
                     format!(
                         "--shard auto: {name} must be a whole number, got `{}`",
-                        crate::chat::context::one_line(text, 40)
+                        crate::text::one_line(text, 40)
                     )
                 })
             };
@@ -181,7 +181,7 @@ impl std::str::FromStr for Shard {
         parse().ok_or_else(|| {
             format!(
                 "expected I/N with 1 ≤ I ≤ N (e.g. 2/4), or auto, got `{}`",
-                crate::chat::context::one_line(text, 40)
+                crate::text::one_line(text, 40)
             )
         })
     }

@@ -21,7 +21,6 @@ use crate::chat::service::{TurnContext, TurnOutput, run_chat_turn};
 use crate::claims::ClaimStore;
 use crate::prompts::PromptRegistry;
 use crate::provider::ModelProvider;
-use crate::provider::replay::ReplayProvider;
 use crate::provider::script::ScriptProvider;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, scan_runs};
@@ -90,7 +89,7 @@ impl ProviderChoice {
                     )
                 })?;
                 let log = read_run_log(path).map_err(|e| e.to_string())?;
-                Ok(Arc::new(ReplayProvider::from_log(&log)))
+                Ok(Arc::new(crate::runs::replay::replay_provider(&log)))
             }
         }
     }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::chat::request::{ChatMessage, Locale, ThinkingLevel, validate_messages};
-use crate::claims::load::{DocumentFormat, DocumentProblem, parse_document};
+use crate::document::{DocumentFormat, DocumentProblem, parse_document};
 use crate::prompts::PromptRegistry;
 
 #[derive(Debug, Clone, Deserialize)]

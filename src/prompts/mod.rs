@@ -6,6 +6,7 @@ pub mod capabilities;
 pub mod fingerprint;
 pub mod overrides;
 pub mod registry;
+pub mod thinking;
 
 pub use brands::{Brand, apply_brand};
 pub use capabilities::{Capability, capability_guide};

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::registry::{CLAIM_BRIEF, PromptRegistry};
-use crate::claims::load::{DocumentFormat, DocumentProblem, parse_document};
+use crate::document::{DocumentFormat, DocumentProblem, parse_document};
 
 /// The longest override text that is usable, in UTF-16 code units
 /// (JavaScript's `string.length`, as production counts).

@@ -134,7 +134,7 @@ impl PromptRegistry {
 }
 
 fn parse_yaml<T: for<'de> Deserialize<'de>>(file: &str, text: &str) -> Result<T, RegistryError> {
-    use crate::claims::load::{DocumentFormat, parse_document};
+    use crate::document::{DocumentFormat, parse_document};
     parse_document(text, DocumentFormat::Yaml).map_err(|problem| RegistryError::Invalid {
         file: file.to_string(),
         message: problem.to_string(),

@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::chat::event::Usage;
-use crate::chat::request::ThinkingLevel;
+use crate::event::Usage;
+use crate::prompts::thinking::ThinkingLevel;
 use crate::tools::ToolDeclaration;
 
 /// One model call's input.

@@ -14,18 +14,20 @@ use super::{
     AiMessage, CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError,
     ToolCall, ToolResultMessage,
 };
-use crate::chat::event::ChatEvent;
-use crate::runs::RunLog;
-use crate::runs::store::LogEntry;
 
-/// One recorded model call, ready to play back.
+/// One recorded model call, ready to play back: plain data, so that this
+/// provider does not depend on how recordings are stored (`crate::runs`
+/// builds these from a run log).
 #[derive(Debug, Clone)]
-struct RecordedCall {
-    deltas: Vec<String>,
-    tool_calls: Vec<ToolCall>,
-    tool_results_in: Vec<ToolResultMessage>,
-    summary: Option<CallSummary>,
-    error: Option<String>,
+pub struct RecordedCall {
+    /// The text pieces streamed before the call finished, in order.
+    pub deltas: Vec<String>,
+    pub tool_calls: Vec<ToolCall>,
+    /// The tool results the call was given (the previous round's).
+    pub tool_results_in: Vec<ToolResultMessage>,
+    /// `None` when the call never finished.
+    pub summary: Option<CallSummary>,
+    pub error: Option<String>,
 }
 
 /// Where a replayed turn differs from its recording.
@@ -44,10 +46,11 @@ pub struct ReplayProvider {
 }
 
 impl ReplayProvider {
-    pub fn from_log(log: &RunLog) -> ReplayProvider {
+    /// Plays back `calls`; `origin` names the recording in messages.
+    pub fn new(calls: Vec<RecordedCall>, origin: String) -> ReplayProvider {
         ReplayProvider {
-            calls: recorded_calls(log),
-            origin: log.path.display().to_string(),
+            calls,
+            origin,
             next_call: AtomicUsize::new(0),
             divergences: Arc::new(Mutex::new(Vec::new())),
         }
@@ -74,27 +77,6 @@ impl ReplayProvider {
             });
         }
     }
-}
-
-/// Pairs each model-call trace with the text deltas streamed before it, so
-/// that playback repeats the original pieces.
-fn recorded_calls(log: &RunLog) -> Vec<RecordedCall> {
-    let mut records = Vec::new();
-    let mut deltas = Vec::new();
-    for entry in &log.entries {
-        match entry {
-            LogEntry::Event(_, ChatEvent::TextDelta { text }) => deltas.push(text.clone()),
-            LogEntry::Event(..) => {}
-            LogEntry::ModelCall(call) => records.push(RecordedCall {
-                deltas: std::mem::take(&mut deltas),
-                tool_calls: call.tool_calls.clone(),
-                tool_results_in: call.tool_results_in.clone(),
-                summary: call.summary.clone(),
-                error: call.error.clone(),
-            }),
-        }
-    }
-    records
 }
 
 impl ModelProvider for ReplayProvider {

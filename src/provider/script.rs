@@ -29,8 +29,8 @@ use super::{
     AiMessage, CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError,
     ToolCall,
 };
-use crate::chat::event::Usage;
-use crate::claims::load::{DocumentFormat, DocumentProblem, parse_document};
+use crate::document::{DocumentFormat, DocumentProblem, parse_document};
+use crate::event::Usage;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -6,9 +6,10 @@ use std::path::Path;
 use crate::chat::event::ChatEvent;
 use crate::chat::request::{ChatRequest, ClaimInput, PromptOptions};
 use crate::claims::{ClaimStore, load_claim_file};
-use crate::provider::replay::first_difference;
+use crate::provider::replay::{RecordedCall, ReplayProvider, first_difference};
 
 use super::RunLog;
+use super::store::LogEntry;
 
 /// The recorded request, with the claim looked up again (from the store by
 /// id, or from its file) unless `claim` replaces it. Warnings (a claim that
@@ -118,6 +119,32 @@ fn describe(event: &ChatEvent) -> String {
         ChatEvent::Done(_) => "done".to_string(),
         ChatEvent::Error { .. } => "error".to_string(),
     }
+}
+
+/// A replay provider that plays back `log`'s model calls.
+pub fn replay_provider(log: &RunLog) -> ReplayProvider {
+    ReplayProvider::new(recorded_calls(log), log.path.display().to_string())
+}
+
+/// Pairs each model-call trace with the text deltas streamed before it, so
+/// that playback repeats the original pieces.
+fn recorded_calls(log: &RunLog) -> Vec<RecordedCall> {
+    let mut records = Vec::new();
+    let mut deltas = Vec::new();
+    for entry in &log.entries {
+        match entry {
+            LogEntry::Event(_, ChatEvent::TextDelta { text }) => deltas.push(text.clone()),
+            LogEntry::Event(..) => {}
+            LogEntry::ModelCall(call) => records.push(RecordedCall {
+                deltas: std::mem::take(&mut deltas),
+                tool_calls: call.tool_calls.clone(),
+                tool_results_in: call.tool_results_in.clone(),
+                summary: call.summary.clone(),
+                error: call.error.clone(),
+            }),
+        }
+    }
+    records
 }
 
 #[cfg(test)]

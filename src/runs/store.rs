@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use crate::chat::event::ChatEvent;
 use crate::chat::service::ModelCallRecord;
-use crate::sink::run_log::PARTIAL_SUFFIX;
 
+use super::naming::{finished_name, is_partial, is_run_log, turn_id_of};
 use super::record::{PromptRecord, RunFooter, RunHeader, RunRecord};
 
 /// The longest header or footer line read: the input cap. A header holds
@@ -84,14 +84,6 @@ impl RunLog {
     }
 }
 
-fn is_run_log(path: &Path) -> bool {
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or_default();
-    name.ends_with(".ndjson") || name.ends_with(&format!(".ndjson{PARTIAL_SUFFIX}"))
-}
-
 /// Every run-log file under `dir` (one level of fingerprint folders, and
 /// the folder itself), sorted by path.
 /// Errors name the folder that could not be read.
@@ -161,12 +153,6 @@ pub fn summarize(path: &Path) -> Result<RunSummary, RunLogError> {
     result
 }
 
-/// `x.ndjson.partial` → `x.ndjson`.
-fn finished_name(path: &Path) -> Option<PathBuf> {
-    let name = path.to_str()?.strip_suffix(PARTIAL_SUFFIX)?;
-    Some(PathBuf::from(name))
-}
-
 fn summarize_at(path: &Path) -> Result<RunSummary, RunLogError> {
     let read_error = |source| RunLogError::Read {
         path: path.display().to_string(),
@@ -183,7 +169,7 @@ fn summarize_at(path: &Path) -> Result<RunSummary, RunLogError> {
         RunRecord::Header(header) => *header,
         _ => return Err(invalid(path, 1, "the first line is not a header")),
     };
-    let partial = path.to_string_lossy().ends_with(PARTIAL_SUFFIX);
+    let partial = is_partial(path);
     let footer = if partial {
         None
     } else {
@@ -265,7 +251,7 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
         source,
     };
     let file = File::open(path).map_err(read_error)?;
-    let partial = path.to_string_lossy().ends_with(PARTIAL_SUFFIX);
+    let partial = is_partial(path);
     // Bounded like every input: `--replay /dev/zero` is refused, not read
     // into memory forever.
     let mut consumed: u64 = 0;
@@ -339,14 +325,6 @@ pub fn find_run(dirs: &[PathBuf], spec: &str) -> Result<PathBuf, RunLogError> {
             count,
         }),
     }
-}
-
-/// `<time>-<turn id>.ndjson[.partial]` → the turn id.
-fn turn_id_of(path: &Path) -> Option<&str> {
-    let name = path.file_name()?.to_str()?;
-    let name = name.strip_suffix(PARTIAL_SUFFIX).unwrap_or(name);
-    let stem = name.strip_suffix(".ndjson")?;
-    stem.split_once('-').map(|(_, id)| id)
 }
 
 fn parse_line(path: &Path, line: usize, text: &str) -> Result<RunRecord, RunLogError> {

@@ -20,13 +20,11 @@ use crate::chat::request::ChatRequest;
 use crate::chat::service::{PreparedTurn, TurnOutput};
 use crate::prompts::overrides::IgnoredOverride;
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
+use crate::runs::naming::log_paths;
 use crate::runs::record::{
     ClaimRecord, PromptRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord,
     RunStatus, SCHEMA_VERSION,
 };
-
-/// The suffix of a run log still being written (or abandoned).
-pub const PARTIAL_SUFFIX: &str = ".partial";
 
 pub struct RunRecorder {
     runs_dir: PathBuf,
@@ -181,14 +179,11 @@ impl RunRecorder {
     }
 
     fn open(&self, turn_id: &str, started_at: DateTime<Utc>) -> io::Result<OpenLog> {
-        let dir = self.runs_dir.join(&self.fingerprint);
-        std::fs::create_dir_all(&dir)?;
-        let name = format!(
-            "{}-{turn_id}.ndjson",
-            started_at.format("%Y%m%dT%H%M%S%.3fZ")
-        );
-        let final_path = dir.join(&name);
-        let partial_path = dir.join(format!("{name}{PARTIAL_SUFFIX}"));
+        let (final_path, partial_path) =
+            log_paths(&self.runs_dir, &self.fingerprint, turn_id, started_at);
+        if let Some(dir) = final_path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)

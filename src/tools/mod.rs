@@ -15,8 +15,8 @@ pub mod search;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::chat::event::ClientAction;
 use crate::claims::Claim;
+use crate::event::ClientAction;
 
 pub use run::{ToolOutcome, run_tool, truncate_chars};
 

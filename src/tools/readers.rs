@@ -4,8 +4,8 @@ use serde_json::{Value, json};
 
 use super::args::{expect_object, optional_count, required_str};
 use super::{ToolContext, ToolError, ToolOutput, ToolSpec};
-use crate::chat::context::one_line;
 use crate::claims::sections::{section, section_names};
+use crate::text::one_line;
 
 pub static GET_CLAIM_SECTION: ToolSpec = ToolSpec {
     name: "get_claim_section",

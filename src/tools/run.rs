@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde_json::Value;
 
 use super::{ToolContext, ToolSpec};
-use crate::chat::event::ClientAction;
+use crate::event::ClientAction;
 
 /// The longest `tool_result` event text, in UTF-16 code units (JavaScript's
 /// `string.length`, as production counts).

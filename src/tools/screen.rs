@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use super::args::{expect_object, required_str};
 use super::readers::unknown_document;
 use super::{ToolContext, ToolError, ToolOutput, ToolSpec};
-use crate::chat::context::one_line;
-use crate::chat::event::ClientAction;
+use crate::event::ClientAction;
+use crate::text::one_line;
 
 /// The panels of the claim view that `highlight_panel` can point at.
 pub const PANELS: [&str; 11] = [

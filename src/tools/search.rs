@@ -9,8 +9,8 @@ use serde_json::{Value, json};
 
 use super::args::{expect_object, optional_count, required_str};
 use super::{ToolContext, ToolError, ToolOutput, ToolSpec};
-use crate::chat::context::one_line;
 use crate::claims::model::Document;
+use crate::text::one_line;
 
 /// Passages returned unless the model asks for fewer.
 pub const DEFAULT_RESULTS: usize = 8;

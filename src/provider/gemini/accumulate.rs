@@ -6,7 +6,7 @@ use serde_json::{Value, json};
 
 use super::errors::{GoogleError, from_value, parse_error_body};
 use super::wire::{GenerateContentResponse, PartView, UsageMetadata, provider_state};
-use crate::chat::event::Usage;
+use crate::event::Usage;
 use crate::provider::sse::SseItem;
 use crate::provider::{CallSummary, ModelEvent, ToolCall};
 

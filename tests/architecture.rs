@@ -1,0 +1,169 @@
+//! The module graph follows the pipeline's layers: every `crate::` path in
+//! the library reaches only into a lower layer, as the layer table in
+//! `ARCHITECTURE.md` says. The table is written once, there; this test reads
+//! it, so the two cannot drift apart. A failure names the file and line.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Module name → layer number, from the table between the `layers` markers.
+fn layer_table() -> BTreeMap<String, usize> {
+    let text = std::fs::read_to_string(repo().join("ARCHITECTURE.md")).unwrap();
+    let start = text
+        .find("<!-- layers:begin -->")
+        .expect("ARCHITECTURE.md has a `<!-- layers:begin -->` marker");
+    let end = text
+        .find("<!-- layers:end -->")
+        .expect("ARCHITECTURE.md has a `<!-- layers:end -->` marker");
+    let mut layers = BTreeMap::new();
+    let rows = text[start..end]
+        .lines()
+        .filter(|line| line.starts_with('|') && !line.starts_with("|---"))
+        .skip(1);
+    for (rank, row) in rows.enumerate() {
+        let modules = row.split('|').nth(2).unwrap_or_default();
+        for name in modules.split('`').skip(1).step_by(2) {
+            let previous = layers.insert(name.to_string(), rank);
+            assert!(previous.is_none(), "`{name}` is in two layers");
+        }
+    }
+    assert!(layers.len() > 5, "the layer table was not read: {layers:?}");
+    layers
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `src/chat/service.rs` → `chat`; `src/text.rs` → `text`.
+fn top_module(relative: &Path) -> String {
+    let first = relative.components().nth(1).unwrap();
+    let name = first.as_os_str().to_str().unwrap();
+    name.trim_end_matches(".rs").to_string()
+}
+
+/// Every `crate::<module>` a line names, outside comments.
+fn crate_paths(line: &str) -> Vec<String> {
+    let code = line.split("//").next().unwrap_or_default();
+    code.match_indices("crate::")
+        .filter(|(at, _)| {
+            // Not `promptlab_crate::` or a longer identifier.
+            *at == 0
+                || !code.as_bytes()[at - 1].is_ascii_alphanumeric()
+                    && code.as_bytes()[at - 1] != b'_'
+        })
+        .map(|(at, _)| {
+            let rest = &code[at + "crate::".len()..];
+            if rest.starts_with('{') {
+                return "{".to_string();
+            }
+            rest.chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_library_import_reaches_down_a_layer() {
+    let layers = layer_table();
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    files.sort();
+    let mut problems = Vec::new();
+    for path in &files {
+        let relative = path.strip_prefix(repo()).unwrap();
+        let own = top_module(relative);
+        if matches!(own.as_str(), "main" | "lib" | "cli") {
+            continue; // the binary: the top, free to use any layer
+        }
+        let Some(&own_rank) = layers.get(&own) else {
+            problems.push(format!(
+                "{}: module `{own}` is in no layer of ARCHITECTURE.md",
+                relative.display()
+            ));
+            continue;
+        };
+        let text = std::fs::read_to_string(path).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            for target in crate_paths(line) {
+                if target.starts_with('{') {
+                    problems.push(format!(
+                        "{}:{}: `use crate::{{…}}` — name one module per path so layers can be checked",
+                        relative.display(),
+                        number + 1
+                    ));
+                    continue;
+                }
+                if target == own {
+                    continue;
+                }
+                match layers.get(&target) {
+                    Some(&rank) if rank < own_rank => {}
+                    Some(_) => problems.push(format!(
+                        "{}:{}: `{own}` imports `crate::{target}`, which is not in a lower layer",
+                        relative.display(),
+                        number + 1
+                    )),
+                    None => problems.push(format!(
+                        "{}:{}: `crate::{target}` is in no layer of ARCHITECTURE.md",
+                        relative.display(),
+                        number + 1
+                    )),
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+}
+
+#[test]
+fn clap_stays_in_the_binary() {
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    for path in files {
+        let relative = path.strip_prefix(repo()).unwrap().to_path_buf();
+        if matches!(top_module(&relative).as_str(), "cli" | "main") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            assert!(
+                !code.contains("clap::"),
+                "{}:{}: the library never uses clap",
+                relative.display(),
+                number + 1
+            );
+        }
+    }
+}
+
+#[test]
+fn the_checker_sees_an_upward_import() {
+    // The test above must be able to fail: a line as a cycle would write it.
+    assert_eq!(crate_paths("use crate::chat::event::Usage;"), ["chat"]);
+    assert_eq!(
+        crate_paths("    // use crate::chat::x;"),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        crate_paths("let x = crate::runs::naming::is_partial(p);"),
+        ["runs"]
+    );
+    assert_eq!(crate_paths("use crate::{a, b};"), ["{"]);
+    let layers = layer_table();
+    assert!(layers["provider"] < layers["chat"]);
+    assert!(layers["runs"] < layers["sink"]);
+}
