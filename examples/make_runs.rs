@@ -70,7 +70,7 @@ fn main() {
                 store: store.clone(),
                 provider: Arc::new(provider),
             };
-            let mut recorder = RunRecorder::new(&dir, &request, registry, "script", None);
+            let mut recorder = RunRecorder::new(&dir, &request, "script", None);
             let turn = run_chat_turn(ctx, request, CancellationToken::new());
             futures_util::pin_mut!(turn);
             while let Some(output) = turn.next().await {

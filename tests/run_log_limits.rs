@@ -168,24 +168,20 @@ fn a_partial_renamed_while_listing_is_read_under_its_final_name() {
 
 #[test]
 fn a_failed_log_write_removes_its_partial_file() {
-    use promptlab::chat::TurnOutput;
-    use promptlab::prompts::PromptRegistry;
+    use promptlab::chat::{TurnOutput, TurnStart};
     use promptlab::sink::run_log::RunRecorder;
 
     let runs = tempfile::tempdir().unwrap();
     let request = support::engine::request_for_id("CLM-HH-0001", "q");
-    let mut recorder = RunRecorder::new(
-        runs.path(),
-        &request,
-        PromptRegistry::embedded(),
-        "script",
-        None,
-    );
+    let mut recorder = RunRecorder::new(runs.path(), &request, "script", None);
     recorder
-        .record(&TurnOutput::Started {
+        .record(&TurnOutput::Started(Box::new(TurnStart {
             turn_id: "00000000-0000-4000-8000-000000000000".into(),
             started_at: chrono::Utc::now(),
-        })
+            fingerprint: "default".into(),
+            applied_overrides: Default::default(),
+            ignored_overrides: Vec::new(),
+        })))
         .unwrap();
     let partial = recorder.path().unwrap().to_path_buf();
     assert!(partial.exists());

@@ -16,7 +16,9 @@ pub use event::{ChatEvent, ClientAction};
 pub use request::{
     ChatMessage, ChatRequest, ClaimInput, Locale, PromptOptions, Role, ThinkingLevel,
 };
-pub use service::{ModelCallRecord, PreparedTurn, TurnContext, TurnOutput, run_chat_turn};
+pub use service::{
+    ModelCallRecord, PreparedTurn, TurnContext, TurnOutput, TurnStart, run_chat_turn,
+};
 pub use system::{
     AssembledPrompt, BlockSource, PromptBlock, PromptSettings, PromptSetupError, assemble_prompt,
     prompt_settings,

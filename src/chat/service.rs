@@ -44,11 +44,9 @@ pub struct TurnContext {
 /// Everything a turn yields, in order.
 #[derive(Debug, Clone)]
 pub enum TurnOutput {
-    /// Always first.
-    Started {
-        turn_id: String,
-        started_at: DateTime<Utc>,
-    },
+    /// Always first; carries what every sink needs to label the turn, so
+    /// that none recomputes it.
+    Started(Box<TurnStart>),
     /// The turn is set up and about to call the model.
     Prepared(Box<PreparedTurn>),
     /// An event for the front ends.
@@ -57,6 +55,19 @@ pub enum TurnOutput {
     ModelCall(Box<ModelCallRecord>),
     /// The cancel token fired; nothing follows.
     Cancelled,
+}
+
+/// The start of a turn: its id, its time, and its prompt version (the
+/// overrides resolved once, by the usable rule).
+#[derive(Debug, Clone)]
+pub struct TurnStart {
+    pub turn_id: String,
+    pub started_at: DateTime<Utc>,
+    /// `default` or 12 hex characters.
+    pub fingerprint: String,
+    /// The applied overrides, id → text as written.
+    pub applied_overrides: BTreeMap<String, String>,
+    pub ignored_overrides: Vec<IgnoredOverride>,
 }
 
 /// The turn as assembled: what the model is told and why.
@@ -110,10 +121,18 @@ pub fn run_chat_turn(
 ) -> impl Stream<Item = TurnOutput> + Send + 'static {
     async_stream::stream! {
         let clock = Instant::now();
-        let turn_id = uuid::Uuid::new_v4().to_string();
-        yield TurnOutput::Started { turn_id: turn_id.clone(), started_at: Utc::now() };
+        let resolved = resolve_overrides(&request.prompt.overrides, ctx.registry);
+        let start = TurnStart {
+            turn_id: uuid::Uuid::new_v4().to_string(),
+            started_at: Utc::now(),
+            fingerprint: fingerprint(&resolved.applied),
+            applied_overrides: resolved.applied,
+            ignored_overrides: resolved.ignored,
+        };
+        let turn_id = start.turn_id.clone();
+        yield TurnOutput::Started(Box::new(start.clone()));
 
-        let (prepared, claim) = match prepare(&ctx, &request) {
+        let (prepared, claim) = match prepare(&ctx, &request, start) {
             Ok(ready) => ready,
             Err(message) => {
                 yield TurnOutput::Event(ChatEvent::Error { message });
@@ -275,6 +294,7 @@ fn elapsed_ms(since: Instant) -> u64 {
 fn prepare(
     ctx: &TurnContext,
     request: &ChatRequest,
+    start: TurnStart,
 ) -> Result<(PreparedTurn, LoadedClaim), String> {
     ctx.provider.check_ready().map_err(|error| error.message)?;
     let claim = match &request.claim {
@@ -287,7 +307,6 @@ fn prepare(
     let settings = prompt_settings(&request.prompt, ctx.registry, &claim.claim)
         .map_err(|error| error.to_string())?;
     let prompt = assemble_prompt(&settings, &claim.claim, request.today);
-    let resolved = resolve_overrides(&request.prompt.overrides, ctx.registry);
     let tools: Vec<ToolDeclaration> = all_tools(request.prompt.screen_actions)
         .iter()
         .map(|tool| tool.declaration())
@@ -314,9 +333,9 @@ fn prepare(
         tools_sha256: sha256_hex(serde_json::to_string(&tools).unwrap_or_default()),
         prompt,
         tools,
-        fingerprint: fingerprint(&resolved.applied),
-        applied_overrides: resolved.applied,
-        ignored_overrides: resolved.ignored,
+        fingerprint: start.fingerprint,
+        applied_overrides: start.applied_overrides,
+        ignored_overrides: start.ignored_overrides,
     };
     Ok((prepared, claim))
 }

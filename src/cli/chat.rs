@@ -97,7 +97,7 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         let request = base.request(messages);
         request.validate(registry)?;
         let cancel = CancellationToken::new();
-        let recorder = base.recorder(&request, registry);
+        let recorder = base.recorder(&request);
         let (run, stop) = runtime.block_on(async move {
             let stop = cancel_on_signals(cancel.clone());
             let run = drive_turn(ctx, request, format, cancel, recorder).await;
@@ -166,10 +166,10 @@ impl TurnSettings {
         }
     }
 
-    fn recorder(&self, request: &ChatRequest, registry: &PromptRegistry) -> Option<RunRecorder> {
+    fn recorder(&self, request: &ChatRequest) -> Option<RunRecorder> {
         self.record_in
             .as_ref()
-            .map(|dir| RunRecorder::new(dir, request, registry, self.provider_name, None))
+            .map(|dir| RunRecorder::new(dir, request, self.provider_name, None))
     }
 }
 
@@ -217,7 +217,7 @@ async fn interactive(
             .lock()
             .map_err(|_| CliError::failed("the session's state was poisoned"))? =
             Some(token.clone());
-        let recorder = settings.recorder(&request, ctx.registry);
+        let recorder = settings.recorder(&request);
         let end = drive_turn(ctx.clone(), request, settings.format, token, recorder).await;
         *current
             .lock()

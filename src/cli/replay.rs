@@ -58,15 +58,8 @@ pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit
         store: store.clone(),
         provider: replay.clone(),
     };
-    let recorder = (!args.no_record).then(|| {
-        RunRecorder::new(
-            runs_dir,
-            &request,
-            registry,
-            "replay",
-            log.header.labels.clone(),
-        )
-    });
+    let recorder = (!args.no_record)
+        .then(|| RunRecorder::new(runs_dir, &request, "replay", log.header.labels.clone()));
     let format = args.format.unwrap_or_else(super::chat::default_format);
     let runtime = tokio::runtime::Runtime::new()?;
     let cancel = CancellationToken::new();

@@ -1,14 +1,16 @@
-//! Driving one turn for a command: events to stdout in the chosen format,
-//! every output to the run-log recorder, Ctrl-C and closed pipes handled.
+//! Driving one turn for a command: events to stdout in the chosen format
+//! and, with a recorder, into a run log — through the library's one
+//! fan-out driver (`promptlab::sink::driver`), whose rules decide what a
+//! closed pipe or a failed recording means.
 
 use std::path::PathBuf;
 use std::time::Instant;
 
-use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
 use promptlab::chat::{ChatEvent, ChatRequest, TurnContext, TurnOutput, run_chat_turn};
 use promptlab::runs::RunStatus;
+use promptlab::sink::driver::{SinkRole, TurnSink, drive};
 use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{EventWriter, OutputFormat, Style};
 
@@ -24,67 +26,63 @@ pub struct TurnRun {
     pub recorded: Option<PathBuf>,
 }
 
+impl TurnSink for TurnRun {
+    fn role(&self) -> SinkRole {
+        SinkRole::Observer
+    }
+
+    fn accept(&mut self, output: &TurnOutput) -> std::io::Result<()> {
+        match output {
+            TurnOutput::Event(event) => {
+                match event {
+                    ChatEvent::TextDelta { text } => self.answer.push_str(text),
+                    ChatEvent::Error { .. } => self.exit = Exit::Failure,
+                    _ => {}
+                }
+                self.events.push(event.clone());
+            }
+            TurnOutput::Cancelled => self.exit = Exit::Cancelled,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        "the turn's summary".to_string()
+    }
+}
+
 /// Streams one turn to stdout and, with a recorder, into a run log.
 pub async fn drive_turn(
     ctx: TurnContext,
     request: ChatRequest,
     format: OutputFormat,
     cancel: CancellationToken,
-    mut recorder: Option<RunRecorder>,
+    recorder: Option<RunRecorder>,
 ) -> Result<TurnRun, CliError> {
     let stdout = std::io::stdout();
     let mut writer = EventWriter::new(format, stdout.lock(), Style::for_stdout(), Instant::now());
-    let turn = run_chat_turn(ctx, request, cancel.clone());
-    futures_util::pin_mut!(turn);
     let mut run = TurnRun {
         exit: Exit::Success,
         answer: String::new(),
         events: Vec::new(),
         recorded: None,
     };
-    let mut write_error = None;
-    while let Some(output) = turn.next().await {
-        record(&mut recorder, &output);
-        match output {
-            TurnOutput::Event(event) => {
-                match &event {
-                    ChatEvent::TextDelta { text } => run.answer.push_str(text),
-                    ChatEvent::Error { .. } => run.exit = Exit::Failure,
-                    _ => {}
-                }
-                if let Err(error) = writer.write(&event) {
-                    // The reader has gone (a closed pipe): stop the model too.
-                    cancel.cancel();
-                    write_error = Some(error);
-                    break;
-                }
-                run.events.push(event);
-            }
-            TurnOutput::Cancelled => {
-                run.exit = Exit::Cancelled;
-                writer.cancelled()?;
-            }
-            TurnOutput::Started { .. } | TurnOutput::Prepared(_) | TurnOutput::ModelCall(_) => {}
+    let turn = run_chat_turn(ctx, request, cancel.clone());
+    let delivery = match recorder {
+        Some(mut recorder) => {
+            let delivery = drive(turn, &mut [&mut recorder, &mut run, &mut writer], &cancel).await;
+            run.recorded = finish_recording(recorder);
+            delivery
         }
+        None => drive(turn, &mut [&mut run, &mut writer], &cancel).await,
+    };
+    for failure in &delivery.recorder_failures {
+        eprintln!("warning: could not record this run: {failure}");
     }
-    if let Some(recorder) = recorder {
-        run.recorded = finish_recording(recorder);
-    }
-    match write_error {
+    match delivery.writer_error {
         Some(error) => Err(error.into()),
         None => Ok(run),
-    }
-}
-
-/// Feeds the recorder; on the first failure, warns once and stops recording
-/// (the turn itself goes on; the recorder removes its `.partial` file and
-/// its error names it).
-fn record(recorder: &mut Option<RunRecorder>, output: &TurnOutput) {
-    if let Some(active) = recorder
-        && let Err(error) = active.record(output)
-    {
-        eprintln!("warning: could not record this run: {error}");
-        *recorder = None;
     }
 }
 

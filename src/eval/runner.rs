@@ -24,6 +24,7 @@ use crate::provider::ModelProvider;
 use crate::provider::script::ScriptProvider;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, scan_runs};
+use crate::sink::driver::{SinkRole, TurnSink, drive};
 use crate::sink::run_log::RunRecorder;
 
 /// The newest finished run log of each turn of `suite` under `dirs`;
@@ -197,7 +198,6 @@ async fn run_one(
     let mut recorder = RunRecorder::new(
         &settings.runs_dir,
         &request,
-        settings.registry,
         provider.name(),
         Some(plan.labels(spec)),
     );
@@ -206,26 +206,48 @@ async fn run_one(
         store: settings.store.clone(),
         provider,
     };
+    let mut watch = Watch {
+        observation: Observation::default(),
+        spec,
+        messages,
+    };
     let clock = Instant::now();
-    let mut observation = Observation::default();
-    let mut log_error = None;
-    let turn = run_chat_turn(ctx, request, cancel);
-    futures_util::pin_mut!(turn);
-    while let Some(output) = turn.next().await {
-        observation.observe(&output);
-        if log_error.is_none()
-            && let Err(error) = recorder.record(&output)
-        {
-            log_error = Some(format!("`{}`: {error}", settings.runs_dir.display()));
-        }
-        if let TurnOutput::Event(event) = output {
-            let _ = messages.send(EvalMessage::Event(spec.clone(), event));
-        }
-    }
+    let turn = run_chat_turn(ctx, request, cancel.clone());
+    let delivery = drive(turn, &mut [&mut watch, &mut recorder], &cancel).await;
+    let mut observation = watch.observation;
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-    match log_error {
+    match delivery.recorder_failures.into_iter().next() {
         Some(error) => lost_log(plan, spec, observation, error, messages),
         None => record_verdict(plan, spec, observation, recorder, messages),
+    }
+}
+
+/// What an eval watches of a running turn: the observation its verdict is
+/// judged on, and the events it forwards to the progress feed.
+struct Watch<'a> {
+    observation: Observation,
+    spec: &'a TurnSpec,
+    messages: &'a UnboundedSender<EvalMessage>,
+}
+
+impl TurnSink for Watch<'_> {
+    fn role(&self) -> SinkRole {
+        SinkRole::Observer
+    }
+
+    fn accept(&mut self, output: &TurnOutput) -> std::io::Result<()> {
+        self.observation.observe(output);
+        if let TurnOutput::Event(event) = output {
+            // The feed may have closed (the run is ending): nothing to tell.
+            let _ = self
+                .messages
+                .send(EvalMessage::Event(self.spec.clone(), event.clone()));
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        "the eval's observation".to_string()
     }
 }
 

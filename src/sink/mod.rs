@@ -2,6 +2,7 @@
 //! reaches back into the engine; the choice is a plain enum, as ripgrep picks
 //! its printer.
 
+pub mod driver;
 pub mod pretty;
 pub mod run_log;
 pub mod style;
@@ -76,6 +77,24 @@ impl<W: Write> EventWriter<W> {
             EventWriter::Pretty(pretty) => pretty.cancelled(),
             EventWriter::Ndjson(out) | EventWriter::Sse(out) => out.flush(),
         }
+    }
+}
+
+impl<W: Write> driver::TurnSink for EventWriter<W> {
+    fn role(&self) -> driver::SinkRole {
+        driver::SinkRole::Writer
+    }
+
+    fn accept(&mut self, output: &crate::chat::TurnOutput) -> io::Result<()> {
+        match output {
+            crate::chat::TurnOutput::Event(event) => self.write(event),
+            crate::chat::TurnOutput::Cancelled => self.cancelled(),
+            _ => Ok(()),
+        }
+    }
+
+    fn describe(&self) -> String {
+        "the output".to_string()
     }
 }
 

@@ -13,13 +13,12 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 
+use super::driver::{SinkRole, TurnSink};
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ChatRequest;
-use crate::chat::service::{PreparedTurn, TurnOutput};
-use crate::prompts::overrides::IgnoredOverride;
-use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
+use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
 use crate::runs::naming::log_paths;
 use crate::runs::record::{
     ClaimRecord, PromptRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord,
@@ -31,9 +30,6 @@ pub struct RunRecorder {
     request: RequestRecord,
     provider: String,
     model: String,
-    fingerprint: String,
-    overridden: Vec<String>,
-    ignored: Vec<IgnoredOverride>,
     labels: Option<RunLabels>,
     log: Option<OpenLog>,
 }
@@ -53,22 +49,19 @@ struct OpenLog {
 }
 
 impl RunRecorder {
+    /// A recorder for one turn of `request`; it opens its file when the
+    /// turn starts, named by the prompt version the start carries.
     pub fn new(
         runs_dir: &Path,
         request: &ChatRequest,
-        registry: &PromptRegistry,
         provider: &str,
         labels: Option<RunLabels>,
     ) -> RunRecorder {
-        let resolved = resolve_overrides(&request.prompt.overrides, registry);
         RunRecorder {
             runs_dir: runs_dir.to_path_buf(),
             request: RequestRecord::from_request(request),
             provider: provider.to_string(),
             model: request.model.clone(),
-            fingerprint: fingerprint(&resolved.applied),
-            overridden: resolved.applied.keys().cloned().collect(),
-            ignored: resolved.ignored,
             labels,
             log: None,
         }
@@ -99,11 +92,8 @@ impl RunRecorder {
 
     fn record_inner(&mut self, output: &TurnOutput) -> io::Result<()> {
         match output {
-            TurnOutput::Started {
-                turn_id,
-                started_at,
-            } => {
-                self.log = Some(self.open(turn_id, *started_at)?);
+            TurnOutput::Started(start) => {
+                self.log = Some(self.open(start)?);
                 Ok(())
             }
             TurnOutput::Prepared(prepared) => {
@@ -178,9 +168,10 @@ impl RunRecorder {
         })
     }
 
-    fn open(&self, turn_id: &str, started_at: DateTime<Utc>) -> io::Result<OpenLog> {
+    fn open(&self, start: &TurnStart) -> io::Result<OpenLog> {
+        let (turn_id, started_at) = (&start.turn_id, start.started_at);
         let (final_path, partial_path) =
-            log_paths(&self.runs_dir, &self.fingerprint, turn_id, started_at);
+            log_paths(&self.runs_dir, &start.fingerprint, turn_id, started_at);
         if let Some(dir) = final_path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -202,9 +193,9 @@ impl RunRecorder {
                 model: self.model.clone(),
                 request: self.request.clone(),
                 claim: None,
-                fingerprint: self.fingerprint.clone(),
-                overridden: self.overridden.clone(),
-                ignored_overrides: self.ignored.clone(),
+                fingerprint: start.fingerprint.clone(),
+                overridden: start.applied_overrides.keys().cloned().collect(),
+                ignored_overrides: start.ignored_overrides.clone(),
                 thinking_level: None,
                 locale: None,
                 brand: None,
@@ -225,6 +216,20 @@ impl RunRecorder {
         self.log
             .as_mut()
             .ok_or_else(|| io::Error::other("the turn's output did not start with Started"))
+    }
+}
+
+impl TurnSink for RunRecorder {
+    fn role(&self) -> SinkRole {
+        SinkRole::Recorder
+    }
+
+    fn accept(&mut self, output: &TurnOutput) -> io::Result<()> {
+        self.record(output)
+    }
+
+    fn describe(&self) -> String {
+        format!("the run log in `{}`", self.runs_dir.display())
     }
 }
 
