@@ -15,7 +15,7 @@ fn main() -> ExitCode {
         Ok(exit) => exit.code(),
         Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", error.report());
             error.code()
         }
     }

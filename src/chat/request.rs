@@ -82,13 +82,18 @@ impl Locale {
     }
 }
 
+/// A locale that is not `uk` or `us`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown locale `{}` (expected `uk` or `us`)", crate::text::quote(.0))]
+pub struct UnknownLocale(pub String);
+
 impl FromStr for Locale {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Locale, String> {
+    type Err = UnknownLocale;
+    fn from_str(text: &str) -> Result<Locale, UnknownLocale> {
         match text {
             "uk" => Ok(Locale::Uk),
             "us" => Ok(Locale::Us),
-            other => Err(format!("unknown locale `{other}` (expected `uk` or `us`)")),
+            other => Err(UnknownLocale(other.to_string())),
         }
     }
 }
@@ -284,7 +289,12 @@ mod tests {
     #[test]
     fn parsing_names_the_accepted_values() {
         assert_eq!("us".parse::<Locale>(), Ok(Locale::Us));
-        assert!("fr".parse::<Locale>().unwrap_err().contains("`uk` or `us`"));
+        assert!(
+            "fr".parse::<Locale>()
+                .unwrap_err()
+                .to_string()
+                .contains("`uk` or `us`")
+        );
         assert_eq!("high".parse::<ThinkingLevel>(), Ok(ThinkingLevel::High));
         assert!("max".parse::<ThinkingLevel>().is_err());
     }

@@ -134,7 +134,8 @@ pub fn run_chat_turn(
 
         let (prepared, claim) = match prepare(&ctx, &request, start) {
             Ok(ready) => ready,
-            Err(message) => {
+            Err(error) => {
+                let message = error.to_string();
                 yield TurnOutput::Event(ChatEvent::Error { message });
                 return;
             }
@@ -288,6 +289,20 @@ fn elapsed_ms(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
+/// Why a turn could not start; its text is the exact message of the turn's
+/// `error` event (SPEC §1.1).
+#[derive(Debug, thiserror::Error)]
+enum PrepareError {
+    #[error(transparent)]
+    Provider(#[from] crate::provider::ProviderError),
+    #[error(transparent)]
+    ClaimNotFound(Box<ClaimError>),
+    #[error("Claim {id} could not be read: {source}")]
+    ClaimUnreadable { id: String, source: Box<ClaimError> },
+    #[error(transparent)]
+    Setup(#[from] super::system::PromptSetupError),
+}
+
 /// Steps 1–2 of the turn once streaming has started: the provider is ready,
 /// the claim resolves, the capability exists; then the prompt is assembled.
 /// An `Err` is the exact message of the turn's `error` event.
@@ -295,17 +310,19 @@ fn prepare(
     ctx: &TurnContext,
     request: &ChatRequest,
     start: TurnStart,
-) -> Result<(PreparedTurn, LoadedClaim), String> {
-    ctx.provider.check_ready().map_err(|error| error.message)?;
+) -> Result<(PreparedTurn, LoadedClaim), PrepareError> {
+    ctx.provider.check_ready()?;
     let claim = match &request.claim {
         ClaimInput::Document(claim) => (**claim).clone(),
         ClaimInput::Id(id) => ctx.store.load(id).map_err(|error| match error {
-            ClaimError::NotFound(_) => error.to_string(),
-            other => format!("Claim {id} could not be read: {other}"),
+            ClaimError::NotFound(_) => PrepareError::ClaimNotFound(Box::new(error)),
+            source => PrepareError::ClaimUnreadable {
+                id: id.clone(),
+                source: Box::new(source),
+            },
         })?,
     };
-    let settings = prompt_settings(&request.prompt, ctx.registry, &claim.claim)
-        .map_err(|error| error.to_string())?;
+    let settings = prompt_settings(&request.prompt, ctx.registry, &claim.claim)?;
     let prompt = assemble_prompt(&settings, &claim.claim, request.today);
     let tools: Vec<ToolDeclaration> = all_tools(request.prompt.screen_actions)
         .iter()

@@ -252,6 +252,11 @@ pub struct TimelineEntry {
     pub extra: Extra,
 }
 
+/// Text that is not a `YYYY-MM-DD` date.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected a date as YYYY-MM-DD, got `{}`", crate::text::quote(.0))]
+pub struct DateError(pub String);
+
 /// A calendar date written `YYYY-MM-DD`, or a timestamp that starts with one
 /// (`2024-03-02T10:15:00Z`). The text is kept as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -261,13 +266,13 @@ pub struct ClaimDate {
 }
 
 impl ClaimDate {
-    pub fn parse(text: &str) -> Result<ClaimDate, String> {
+    pub fn parse(text: &str) -> Result<ClaimDate, DateError> {
         let head = text.get(..10).unwrap_or(text);
         let rest = text.get(10..).unwrap_or("");
         let date = NaiveDate::parse_from_str(head, "%Y-%m-%d")
             .ok()
             .filter(|_| head.len() == 10 && (rest.is_empty() || rest.starts_with('T')))
-            .ok_or_else(|| format!("expected a date as YYYY-MM-DD, got `{text}`"))?;
+            .ok_or_else(|| DateError(text.to_string()))?;
         Ok(ClaimDate {
             date,
             written: text.to_string(),

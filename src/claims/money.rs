@@ -41,7 +41,7 @@ impl Money {
 
 /// Parses a decimal amount written as text: digits with an optional sign and
 /// decimal point. Thousands separators are refused rather than guessed at.
-pub fn parse_amount(text: &str) -> Result<Decimal, String> {
+pub fn parse_amount(text: &str) -> Result<Decimal, AmountError> {
     let trimmed = text.trim();
     let looks_numeric = !trimmed.is_empty()
         && trimmed
@@ -53,12 +53,17 @@ pub fn parse_amount(text: &str) -> Result<Decimal, String> {
     Decimal::from_str_exact(trimmed).map_err(|_| not_an_amount(trimmed))
 }
 
-/// Quotes the text, never dumps it: a claim may hold megabytes in one string.
-fn not_an_amount(text: &str) -> String {
-    format!(
-        "expected a decimal amount such as `1250.50`, got `{}`",
-        crate::text::quote(text)
-    )
+/// Text that is not a decimal amount. It quotes the text, never dumps it:
+/// a claim may hold megabytes in one string.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "expected a decimal amount such as `1250.50`, got `{}`",
+    crate::text::quote(.0)
+)]
+pub struct AmountError(pub String);
+
+fn not_an_amount(text: &str) -> AmountError {
+    AmountError(text.to_string())
 }
 
 /// Formats an amount with thousands separators and at least two decimals:
@@ -245,7 +250,7 @@ mod tests {
 
     #[test]
     fn a_long_non_amount_is_quoted_not_dumped() {
-        let error = parse_amount(&"x".repeat(100_000)).unwrap_err();
+        let error = parse_amount(&"x".repeat(100_000)).unwrap_err().to_string();
         assert!(error.len() < 400, "{}", error.len());
     }
 

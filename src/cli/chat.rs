@@ -254,7 +254,7 @@ async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
         let buffer = reader
             .fill_buf()
             .await
-            .map_err(|error| CliError::invalid(format!("failed to read stdin: {error}")))?;
+            .map_err(|error| CliError::usage(format!("failed to read stdin: {error}")))?;
         if buffer.is_empty() {
             break;
         }
@@ -263,7 +263,7 @@ async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
         line.extend_from_slice(&buffer[..take]);
         reader.consume(take);
         if line.len() > MAX_LINE_BYTES {
-            return Err(CliError::invalid(format!(
+            return Err(CliError::usage(format!(
                 "a line of stdin is longer than {MAX_LINE_BYTES} bytes"
             )));
         }
@@ -275,20 +275,20 @@ async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
         return Ok(None);
     }
     let text = promptlab::input::utf8(line)
-        .map_err(|error| CliError::invalid(format!("failed to read stdin: {error}")))?;
+        .map_err(|error| CliError::usage(format!("failed to read stdin: {error}")))?;
     Ok(Some(text.trim_end_matches(['\n', '\r']).to_string()))
 }
 
 /// `--history FILE`: a JSON (or YAML) array of `{role, text}`.
 fn read_history(path: &Path) -> Result<Vec<ChatMessage>, CliError> {
     let text = promptlab::input::read_input_text(path).map_err(|error| {
-        CliError::invalid(format!(
+        CliError::usage(format!(
             "failed to read history file `{}`: {error}",
             path.display()
         ))
     })?;
     parse_document(&text, DocumentFormat::detect(path, &text)).map_err(|problem| {
-        CliError::invalid(format!(
+        CliError::usage(format!(
             "invalid history file `{}`: {problem}",
             path.display()
         ))
@@ -301,18 +301,18 @@ fn message_from_stdin(claim_from_stdin: bool, history: &[ChatMessage]) -> Result
     let stdin = std::io::stdin();
     if claim_from_stdin || stdin.is_terminal() {
         if history.last().is_some_and(|m| m.role == Role::User) {
-            return Err(CliError::invalid(
+            return Err(CliError::usage(
                 "the history already ends with a user message; give the new message as an argument to add another",
             ));
         }
-        return Err(CliError::invalid(
+        return Err(CliError::usage(
             "no message: give it as an argument (promptlab chat \"...\") or pipe it on stdin",
         ));
     }
     let message = promptlab::input::read_limited(stdin.lock(), promptlab::input::MAX_INPUT_BYTES)
         .and_then(promptlab::input::utf8)
         .map_err(|error| {
-            CliError::invalid(format!("failed to read the message from stdin: {error}"))
+            CliError::usage(format!("failed to read the message from stdin: {error}"))
         })?;
     Ok(message.trim_end_matches(['\n', '\r']).to_string())
 }

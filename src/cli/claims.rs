@@ -169,7 +169,7 @@ fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     let loaded = resolve(&args.claim, store)?;
     let value = match &args.section {
         Some(name) => section(&loaded.claim, name).ok_or_else(|| {
-            CliError::invalid(format!(
+            CliError::usage(format!(
                 "claim {} has no section `{name}` (it has: {})",
                 loaded.claim.id,
                 section_names(&loaded.claim).join(", ")

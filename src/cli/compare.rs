@@ -79,9 +79,9 @@ pub fn run(args: CompareArgs, runs_dir: &Path) -> Result<Exit, CliError> {
         suite: args.suite.clone(),
         variants: args.variant.clone(),
     };
-    let a = load_set(&args.a, runs_dir, &filter, registry).map_err(CliError::invalid)?;
-    let b = load_set(&args.b, runs_dir, &filter, registry).map_err(CliError::invalid)?;
-    let comparison = compare(a, b).map_err(CliError::invalid)?;
+    let a = load_set(&args.a, runs_dir, &filter, registry)?;
+    let b = load_set(&args.b, runs_dir, &filter, registry)?;
+    let comparison = compare(a, b)?;
     let gates = Gates {
         fail_if_worse: args.fail_if_worse,
         max_regressions: args

@@ -33,9 +33,7 @@ impl ClaimArgs {
         match (self.claim, self.claim_id) {
             (Some(path), _) => Ok(ClaimInput::Document(Box::new(read_claim_file(&path)?))),
             (None, Some(id)) => Ok(ClaimInput::Id(id)),
-            (None, None) => Err(CliError::invalid(
-                "one of --claim or --claim-id is required",
-            )),
+            (None, None) => Err(CliError::usage("one of --claim or --claim-id is required")),
         }
     }
 
@@ -53,7 +51,7 @@ pub fn read_claim_file(path: &Path) -> Result<LoadedClaim, CliError> {
     if path.as_os_str() == "-" {
         let bytes =
             promptlab::input::read_limited(std::io::stdin(), MAX_INPUT_BYTES).map_err(|error| {
-                CliError::invalid(format!("failed to read the claim from stdin: {error}"))
+                CliError::usage(format!("failed to read the claim from stdin: {error}"))
             })?;
         return Ok(parse_claim_bytes(&bytes, Path::new("<stdin>"))?);
     }

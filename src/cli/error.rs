@@ -1,6 +1,6 @@
-//! CLI errors and the documented exit codes (SPEC §5): 0 ok; 1 the turn
-//! ended in an `error` event or an eval had failures; 2 invalid input or
-//! usage; 130 cancelled (Ctrl-C); 143 terminated (SIGTERM).
+//! Errors that reach the user, typed from the module that raised them up to
+//! here, and the one rule that turns each into a documented exit code
+//! (SPEC §5; named as cargo-nextest names its codes).
 
 use std::io;
 use std::process::ExitCode;
@@ -8,7 +8,28 @@ use std::process::ExitCode;
 use promptlab::chat::PromptSetupError;
 use promptlab::chat::request::RequestError;
 use promptlab::claims::ClaimError;
+use promptlab::compare::CompareError;
+use promptlab::eval::SuiteError;
 use promptlab::prompts::overrides::OverrideError;
+use promptlab::provider::ProviderError;
+use promptlab::provider::script::ScriptError;
+use promptlab::runs::replay::ReplayRequestError;
+use promptlab::runs::store::RunLogError;
+
+/// The documented exit codes.
+pub mod exit_code {
+    /// It worked; every check passed.
+    pub const OK: u8 = 0;
+    /// The work ran and failed: an `error` event, an eval failure or error,
+    /// a lost run log, a compare gate, a report not written.
+    pub const FAILURE: u8 = 1;
+    /// Invalid input or usage: nothing was done.
+    pub const USAGE: u8 = 2;
+    /// Ctrl-C.
+    pub const INTERRUPTED: u8 = 130;
+    /// SIGTERM, handled like Ctrl-C.
+    pub const TERMINATED: u8 = 143;
+}
 
 /// How a command that ran to its end finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,56 +44,124 @@ pub enum Exit {
 }
 
 impl Exit {
-    pub fn code(self) -> ExitCode {
-        match self {
-            Exit::Success => ExitCode::SUCCESS,
-            Exit::Failure => ExitCode::from(1),
-            Exit::Cancelled => ExitCode::from(130),
-            Exit::Terminated => ExitCode::from(143),
-        }
-    }
-
     /// The number, for machine-readable summaries.
     pub fn number(self) -> u8 {
         match self {
-            Exit::Success => 0,
-            Exit::Failure => 1,
-            Exit::Cancelled => 130,
-            Exit::Terminated => 143,
+            Exit::Success => exit_code::OK,
+            Exit::Failure => exit_code::FAILURE,
+            Exit::Cancelled => exit_code::INTERRUPTED,
+            Exit::Terminated => exit_code::TERMINATED,
         }
+    }
+
+    pub fn code(self) -> ExitCode {
+        ExitCode::from(self.number())
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// Invalid input or usage: exit 2.
+    #[error(transparent)]
+    Claim(#[from] ClaimError),
+    #[error(transparent)]
+    Overrides(#[from] OverrideError),
+    #[error(transparent)]
+    Request(#[from] RequestError),
+    #[error(transparent)]
+    PromptSetup(#[from] PromptSetupError),
+    #[error(transparent)]
+    Suite(#[from] SuiteError),
+    #[error(transparent)]
+    Script(#[from] ScriptError),
+    #[error(transparent)]
+    Provider(#[from] ProviderError),
+    #[error(transparent)]
+    RunLog(#[from] RunLogError),
+    #[error(transparent)]
+    Replay(#[from] ReplayRequestError),
+    #[error(transparent)]
+    Compare(#[from] CompareError),
+    /// A flag or an input the command itself found wrong: exit 2.
     #[error("{0}")]
-    Invalid(String),
+    Usage(String),
     /// The command could not do its work: exit 1.
     #[error("{0}")]
     Failed(String),
     /// stdout was closed under us (`| head`): exit quietly, as ripgrep does.
     #[error("broken pipe")]
     BrokenPipe,
-    #[error("{0}")]
+    #[error(transparent)]
     Io(io::Error),
 }
 
 impl CliError {
-    pub fn code(&self) -> ExitCode {
-        match self {
-            CliError::Invalid(_) => ExitCode::from(2),
-            CliError::Failed(_) | CliError::Io(_) => ExitCode::from(1),
-            CliError::BrokenPipe => ExitCode::SUCCESS,
-        }
-    }
-
-    pub fn invalid(message: impl ToString) -> Self {
-        CliError::Invalid(message.to_string())
+    pub fn usage(message: impl ToString) -> Self {
+        CliError::Usage(message.to_string())
     }
 
     pub fn failed(message: impl ToString) -> Self {
         CliError::Failed(message.to_string())
+    }
+
+    /// The one rule: what each kind of error means as an exit code.
+    pub fn exit_code(&self) -> u8 {
+        use exit_code::{FAILURE, OK, USAGE};
+        match self {
+            CliError::BrokenPipe => OK,
+            CliError::Usage(_)
+            | CliError::Request(_)
+            | CliError::Overrides(OverrideError::Invalid { .. } | OverrideError::EmptyFolder(_))
+            | CliError::Suite(SuiteError::Invalid { .. } | SuiteError::Rule { .. })
+            | CliError::Script(ScriptError::Invalid { .. })
+            | CliError::PromptSetup(PromptSetupError::UnknownBrand(_))
+            | CliError::Claim(ClaimError::Invalid { .. })
+            | CliError::RunLog(
+                RunLogError::Invalid { .. }
+                | RunLogError::NotFound(_)
+                | RunLogError::Ambiguous { .. },
+            )
+            | CliError::Compare(_) => USAGE,
+            // Reading what the user named: a path that is not there is bad
+            // input; any other failure to read is a failure to do the work.
+            CliError::Claim(ClaimError::Read { source, .. } | ClaimError::Store { source, .. })
+            | CliError::Overrides(OverrideError::Read { source, .. })
+            | CliError::Suite(SuiteError::Read { source, .. })
+            | CliError::Script(ScriptError::Read { source, .. })
+            | CliError::RunLog(RunLogError::Read { source, .. }) => io_exit(source),
+            CliError::Claim(ClaimError::NotFound(_))
+            | CliError::PromptSetup(PromptSetupError::UnknownCapability(_))
+            | CliError::Provider(_)
+            | CliError::Replay(_)
+            | CliError::Failed(_)
+            | CliError::Io(_) => FAILURE,
+        }
+    }
+
+    pub fn code(&self) -> ExitCode {
+        ExitCode::from(self.exit_code())
+    }
+
+    /// The message and its causes, each said once: a cause whose text the
+    /// message already carries is not repeated.
+    pub fn report(&self) -> String {
+        let mut text = self.to_string();
+        let mut source = std::error::Error::source(self);
+        while let Some(cause) = source {
+            let cause_text = cause.to_string();
+            if !text.contains(&cause_text) {
+                text.push_str(&format!("\n  caused by: {cause_text}"));
+            }
+            source = cause.source();
+        }
+        text
+    }
+}
+
+fn io_exit(error: &io::Error) -> u8 {
+    if error.kind() == io::ErrorKind::NotFound {
+        exit_code::USAGE
+    } else {
+        exit_code::FAILURE
     }
 }
 
@@ -86,32 +175,33 @@ impl From<io::Error> for CliError {
     }
 }
 
-impl From<ClaimError> for CliError {
-    fn from(error: ClaimError) -> Self {
-        match error {
-            ClaimError::NotFound(_) => CliError::failed(error),
-            _ => CliError::invalid(error),
-        }
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-impl From<OverrideError> for CliError {
-    fn from(error: OverrideError) -> Self {
-        CliError::invalid(error)
+    #[test]
+    fn each_kind_of_error_has_its_exit_code() {
+        let missing = io::Error::from(io::ErrorKind::NotFound);
+        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+        let read = |source| RunLogError::Read {
+            path: "x.ndjson".into(),
+            source,
+        };
+        assert_eq!(CliError::from(read(missing)).exit_code(), exit_code::USAGE);
+        assert_eq!(CliError::from(read(denied)).exit_code(), exit_code::FAILURE);
+        let not_found = CliError::from(ClaimError::NotFound("X".into()));
+        assert_eq!(not_found.exit_code(), exit_code::FAILURE);
+        assert_eq!(CliError::usage("--x").exit_code(), exit_code::USAGE);
+        assert_eq!(CliError::BrokenPipe.exit_code(), exit_code::OK);
     }
-}
 
-impl From<RequestError> for CliError {
-    fn from(error: RequestError) -> Self {
-        CliError::invalid(error)
-    }
-}
-
-impl From<PromptSetupError> for CliError {
-    fn from(error: PromptSetupError) -> Self {
-        match error {
-            PromptSetupError::UnknownCapability(_) => CliError::failed(error),
-            PromptSetupError::UnknownBrand(_) => CliError::invalid(error),
-        }
+    #[test]
+    fn a_cause_already_in_the_message_is_said_once() {
+        let error = CliError::from(RunLogError::Read {
+            path: "x.ndjson".into(),
+            source: io::Error::other("disk on fire"),
+        });
+        let report = error.report();
+        assert_eq!(report.matches("disk on fire").count(), 1, "{report}");
     }
 }

@@ -92,9 +92,8 @@ impl ModelArgs {
                 let path = self
                     .script
                     .as_ref()
-                    .ok_or_else(|| CliError::invalid("--provider script needs --script FILE"))?;
-                let provider: Arc<dyn ModelProvider> =
-                    Arc::new(ScriptProvider::load(path).map_err(CliError::invalid)?);
+                    .ok_or_else(|| CliError::usage("--provider script needs --script FILE"))?;
+                let provider: Arc<dyn ModelProvider> = Arc::new(ScriptProvider::load(path)?);
                 Ok(provider.into())
             }
             ProviderKind::Gemini => {
@@ -103,16 +102,15 @@ impl ModelArgs {
                     idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
                     ..GeminiConfig::from_env()
                 };
-                let provider: Arc<dyn ModelProvider> =
-                    Arc::new(GeminiProvider::new(config).map_err(CliError::failed)?);
+                let provider: Arc<dyn ModelProvider> = Arc::new(GeminiProvider::new(config)?);
                 Ok(provider.into())
             }
             ProviderKind::Replay => {
                 let path = self
                     .replay
                     .as_ref()
-                    .ok_or_else(|| CliError::invalid("--provider replay needs --replay RUNLOG"))?;
-                let log = read_run_log(path).map_err(CliError::invalid)?;
+                    .ok_or_else(|| CliError::usage("--provider replay needs --replay RUNLOG"))?;
+                let log = read_run_log(path)?;
                 let replay = Arc::new(promptlab::runs::replay::replay_provider(&log));
                 Ok(BuiltProvider {
                     provider: replay.clone(),
@@ -128,7 +126,7 @@ fn seconds(flag: &str, value: f64) -> Result<Duration, CliError> {
     if value.is_finite() && value > 0.0 && value < 86_400.0 {
         Ok(Duration::from_secs_f64(value))
     } else {
-        Err(CliError::invalid(format!(
+        Err(CliError::usage(format!(
             "{flag}: expected a number of seconds above 0, got {value}"
         )))
     }

@@ -39,14 +39,14 @@ pub struct ReplayArgs {
 }
 
 pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
-    let path = find_run(&[runs_dir.to_path_buf()], &args.run).map_err(CliError::invalid)?;
-    let log = read_run_log(&path).map_err(CliError::invalid)?;
+    let path = find_run(&[runs_dir.to_path_buf()], &args.run)?;
+    let log = read_run_log(&path)?;
     let claim = match (&args.claim, &args.claim_id) {
         (Some(file), _) => Some(ClaimInput::Document(Box::new(read_claim_file(file)?))),
         (None, Some(id)) => Some(ClaimInput::Id(id.clone())),
         (None, None) => None,
     };
-    let (request, warnings) = request_from_log(&log, store, claim).map_err(CliError::invalid)?;
+    let (request, warnings) = request_from_log(&log, store, claim)?;
     for warning in warnings {
         eprintln!("warning: {warning}");
     }

@@ -168,8 +168,8 @@ fn summary_json(run: &RunSummary) -> serde_json::Value {
 }
 
 fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
-    let path = find_run(std::slice::from_ref(runs_dir), &args.run).map_err(CliError::invalid)?;
-    let log = read_run_log(&path).map_err(CliError::invalid)?;
+    let path = find_run(std::slice::from_ref(runs_dir), &args.run)?;
+    let log = read_run_log(&path)?;
     let stdout = std::io::stdout();
     if args.format == "ndjson" {
         let mut writer = EventWriter::new(

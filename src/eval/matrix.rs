@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+pub use super::shard::Shard;
 use super::suite::{ClaimSelection, LoadedSuite, SuiteError};
 use crate::chat::request::ThinkingLevel;
 use crate::claims::{ClaimError, ClaimStore, LoadedClaim, SelectedClaims};
@@ -96,102 +97,6 @@ impl Matrix {
                 case,
                 sample,
             })
-    }
-}
-
-/// `I/N`: this machine's part of the matrix (1-based I).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-}
-
-/// The CI engines whose parallel-job variables `--shard auto` reads: the
-/// index variable, whether it counts from 0, and the total variable.
-pub const CI_SHARD_VARIABLES: [(&str, &str, u8, &str); 4] = [
-    ("GitLab", "CI_NODE_INDEX", 1, "CI_NODE_TOTAL"),
-    ("CircleCI", "CIRCLE_NODE_INDEX", 0, "CIRCLE_NODE_TOTAL"),
-    (
-        "Buildkite",
-        "BUILDKITE_PARALLEL_JOB",
-        0,
-        "BUILDKITE_PARALLEL_JOB_COUNT",
-    ),
-    (
-        "Kubernetes Indexed Job",
-        "JOB_COMPLETION_INDEX",
-        0,
-        "PROMPTLAB_SHARD_TOTAL",
-    ),
-];
-
-impl Shard {
-    /// This job's shard from the first CI engine whose index variable is
-    /// set (`lookup` reads the environment).
-    pub fn from_ci(lookup: impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
-        for (engine, index_var, base, total_var) in CI_SHARD_VARIABLES {
-            let Some(index) = lookup(index_var) else {
-                continue;
-            };
-            let total = lookup(total_var).ok_or_else(|| {
-                format!("--shard auto: {engine}'s {index_var} is set but {total_var} is not")
-            })?;
-            let number = |name: &str, text: &str| {
-                text.trim().parse::<usize>().map_err(|_| {
-                    format!(
-                        "--shard auto: {name} must be a whole number, got `{}`",
-                        crate::text::one_line(text, 40)
-                    )
-                })
-            };
-            let (index, count) = (number(index_var, &index)?, number(total_var, &total)?);
-            let one_based = index.checked_add(usize::from(1 - base)).unwrap_or(0);
-            if count == 0 || one_based == 0 || one_based > count {
-                return Err(format!(
-                    "--shard auto: {index_var}={index} does not fit {total_var}={count} ({engine} counts from {base})"
-                ));
-            }
-            return Ok(Shard {
-                index: one_based,
-                count,
-            });
-        }
-        let names: Vec<String> = CI_SHARD_VARIABLES
-            .iter()
-            .map(|(engine, index, _, total)| format!("{index}/{total} ({engine})"))
-            .collect();
-        Err(format!(
-            "--shard auto: none of the CI variables is set: {}",
-            names.join(", ")
-        ))
-    }
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Shard, String> {
-        let parse = || {
-            let (index, count) = text.split_once('/')?;
-            let shard = Shard {
-                index: index.trim().parse().ok()?,
-                count: count.trim().parse().ok()?,
-            };
-            (shard.count >= 1 && (1..=shard.count).contains(&shard.index)).then_some(shard)
-        };
-        parse().ok_or_else(|| {
-            format!(
-                "expected I/N with 1 ≤ I ≤ N (e.g. 2/4), or auto, got `{}`",
-                crate::text::one_line(text, 40)
-            )
-        })
-    }
-}
-
-impl Shard {
-    /// Round-robin over the selected turns' order, so every shard gets a
-    /// fair mix: `position` is the turn's place among them.
-    pub fn takes(&self, position: usize) -> bool {
-        position % self.count == self.index - 1
     }
 }
 
@@ -415,74 +320,5 @@ mod tests {
         assert!(glob_match("*", ""));
         assert!(!glob_match("CLM-HH-*", "CLM-MTR-0002"));
         assert!(!glob_match("CLM-?", "CLM-12"));
-    }
-
-    #[test]
-    fn shards_split_the_matrix_without_overlap() {
-        let shards: Vec<Shard> = ["1/3", "2/3", "3/3"]
-            .iter()
-            .map(|s| s.parse().unwrap())
-            .collect();
-        for position in 0..10 {
-            assert_eq!(
-                shards.iter().filter(|shard| shard.takes(position)).count(),
-                1
-            );
-        }
-        assert!("0/3".parse::<Shard>().is_err());
-        assert!("4/3".parse::<Shard>().is_err());
-        assert!("x".parse::<Shard>().is_err());
-    }
-
-    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        }
-    }
-
-    #[test]
-    fn ci_variables_name_the_shard() {
-        let shard = |vars: &[(&str, &str)]| Shard::from_ci(env(vars));
-        let gitlab = shard(&[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "3")]);
-        assert_eq!(gitlab, Ok(Shard { index: 2, count: 3 }));
-        let circle = shard(&[("CIRCLE_NODE_INDEX", "0"), ("CIRCLE_NODE_TOTAL", "4")]);
-        assert_eq!(circle, Ok(Shard { index: 1, count: 4 }));
-        let buildkite = shard(&[
-            ("BUILDKITE_PARALLEL_JOB", "3"),
-            ("BUILDKITE_PARALLEL_JOB_COUNT", "4"),
-        ]);
-        assert_eq!(buildkite, Ok(Shard { index: 4, count: 4 }));
-        let k8s = shard(&[
-            ("JOB_COMPLETION_INDEX", "1"),
-            ("PROMPTLAB_SHARD_TOTAL", "2"),
-        ]);
-        assert_eq!(k8s, Ok(Shard { index: 2, count: 2 }));
-        let none = shard(&[]).unwrap_err();
-        assert!(
-            none.contains("CI_NODE_INDEX/CI_NODE_TOTAL (GitLab)"),
-            "{none}"
-        );
-        assert!(
-            none.contains("JOB_COMPLETION_INDEX/PROMPTLAB_SHARD_TOTAL"),
-            "{none}"
-        );
-        let out_of_range = shard(&[("CIRCLE_NODE_INDEX", "4"), ("CIRCLE_NODE_TOTAL", "4")]);
-        assert!(out_of_range.unwrap_err().contains("counts from 0"));
-        let zero_gitlab = shard(&[("CI_NODE_INDEX", "0"), ("CI_NODE_TOTAL", "4")]);
-        assert!(zero_gitlab.is_err());
-        let no_total = shard(&[("CI_NODE_INDEX", "1")]).unwrap_err();
-        assert!(no_total.contains("CI_NODE_TOTAL is not"), "{no_total}");
-        let huge = shard(&[
-            ("CIRCLE_NODE_INDEX", &u64::MAX.to_string()),
-            ("CIRCLE_NODE_TOTAL", "2"),
-        ]);
-        assert!(huge.is_err());
     }
 }

@@ -7,6 +7,7 @@ pub mod matrix;
 pub mod plan;
 pub mod report;
 pub mod runner;
+pub mod shard;
 pub mod suite;
 
 pub use expect::{Observation, Outcome, Verdict, judge};

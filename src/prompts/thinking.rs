@@ -30,17 +30,23 @@ impl ThinkingLevel {
     }
 }
 
+/// A thinking level Gemini does not have.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown thinking level `{}` (expected minimal, low, medium or high)",
+    crate::text::quote(.0)
+)]
+pub struct UnknownThinkingLevel(pub String);
+
 impl FromStr for ThinkingLevel {
-    type Err = String;
-    fn from_str(text: &str) -> Result<ThinkingLevel, String> {
+    type Err = UnknownThinkingLevel;
+    fn from_str(text: &str) -> Result<ThinkingLevel, UnknownThinkingLevel> {
         match text {
             "minimal" => Ok(ThinkingLevel::Minimal),
             "low" => Ok(ThinkingLevel::Low),
             "medium" => Ok(ThinkingLevel::Medium),
             "high" => Ok(ThinkingLevel::High),
-            other => Err(format!(
-                "unknown thinking level `{other}` (expected minimal, low, medium or high)"
-            )),
+            other => Err(UnknownThinkingLevel(other.to_string())),
         }
     }
 }

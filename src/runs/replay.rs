@@ -14,21 +14,30 @@ use super::store::LogEntry;
 /// The recorded request, with the claim looked up again (from the store by
 /// id, or from its file) unless `claim` replaces it. Warnings (a claim that
 /// changed since the recording) are returned beside it.
+/// Why a recorded turn's request cannot be rebuilt.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayRequestError {
+    #[error("the run log names no claim")]
+    NoClaim,
+    #[error("the recorded claim file cannot be loaded: {0}")]
+    Claim(#[from] crate::claims::ClaimError),
+}
+
 pub fn request_from_log(
     log: &RunLog,
     store: &ClaimStore,
     claim: Option<ClaimInput>,
-) -> Result<(ChatRequest, Vec<String>), String> {
+) -> Result<(ChatRequest, Vec<String>), ReplayRequestError> {
     let recorded = &log.header.request;
     let mut warnings = Vec::new();
     let claim = match (claim, &recorded.claim_id, &recorded.claim_file) {
         (Some(claim), _, _) => claim,
         (None, Some(id), _) => ClaimInput::Id(id.clone()),
         (None, None, Some(file)) => {
-            let loaded = load_claim_file(Path::new(file)).map_err(|error| error.to_string())?;
+            let loaded = load_claim_file(Path::new(file))?;
             ClaimInput::Document(Box::new(loaded))
         }
-        (None, None, None) => return Err("the run log names no claim".to_string()),
+        (None, None, None) => return Err(ReplayRequestError::NoClaim),
     };
     if let (Some(recorded_claim), Some(now)) = (&log.header.claim, current_sha(&claim, store))
         && recorded_claim.sha256 != now

@@ -26,16 +26,22 @@ pub enum OutputFormat {
     Sse,
 }
 
+/// A format that is not pretty, ndjson or sse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "unknown format `{}` (expected pretty, ndjson or sse)",
+    crate::text::quote(.0)
+)]
+pub struct UnknownFormat(pub String);
+
 impl std::str::FromStr for OutputFormat {
-    type Err = String;
-    fn from_str(text: &str) -> Result<OutputFormat, String> {
+    type Err = UnknownFormat;
+    fn from_str(text: &str) -> Result<OutputFormat, UnknownFormat> {
         match text {
             "pretty" => Ok(OutputFormat::Pretty),
             "ndjson" => Ok(OutputFormat::Ndjson),
             "sse" => Ok(OutputFormat::Sse),
-            other => Err(format!(
-                "unknown format `{other}` (expected pretty, ndjson or sse)"
-            )),
+            other => Err(UnknownFormat(other.to_string())),
         }
     }
 }

@@ -166,11 +166,11 @@ fn resolve_shard(text: Option<&str>) -> Result<Option<Shard>, CliError> {
         None => Ok(None),
         Some("auto") => Shard::from_ci(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
             .map(Some)
-            .map_err(CliError::invalid),
+            .map_err(CliError::usage),
         Some(text) => text
             .parse()
             .map(Some)
-            .map_err(|e| CliError::invalid(format!("--shard: {e}"))),
+            .map_err(|e| CliError::usage(format!("--shard: {e}"))),
     }
 }
 
@@ -178,7 +178,7 @@ fn resolve_shard(text: Option<&str>) -> Result<Option<Shard>, CliError> {
 /// matrix, and the turns `--case`, `--claim` and `--shard` select.
 fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<EvalPlan, CliError> {
     let registry = PromptRegistry::embedded();
-    let mut suite = LoadedSuite::load(&args.suite, registry).map_err(CliError::invalid)?;
+    let mut suite = LoadedSuite::load(&args.suite, registry)?;
     add_override_variants(&mut suite, &args.overrides)?;
     select_variants(&mut suite, &args.variant)?;
     let defaults = ModelSettings {
@@ -186,7 +186,7 @@ fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<Eva
         thinking_level: args.model.thinking_level,
         forced: false,
     };
-    let matrix = build_matrix(&suite, store, registry, &defaults).map_err(CliError::invalid)?;
+    let matrix = build_matrix(&suite, store, registry, &defaults)?;
     for warning in &matrix.claim_warnings {
         eprintln!("warning: {warning}");
     }
@@ -197,7 +197,7 @@ fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<Eva
     };
     let plan = EvalPlan::new(suite, matrix, selection);
     if plan.unsharded_count() == 0 {
-        return Err(CliError::invalid(format!(
+        return Err(CliError::usage(format!(
             "no turn of suite `{}` matches --case {} --claim {}",
             plan.suite.name,
             or_any(&args.case),
@@ -232,20 +232,20 @@ fn add_override_variants(suite: &mut LoadedSuite, files: &[PathBuf]) -> Result<(
             .and_then(|s| s.to_str())
             .filter(|name| !name.is_empty())
             .ok_or_else(|| {
-                CliError::invalid(format!("--overrides `{}`: not a file name", file.display()))
+                CliError::usage(format!("--overrides `{}`: not a file name", file.display()))
             })?
             .to_string();
         if !name
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         {
-            return Err(CliError::invalid(format!(
+            return Err(CliError::usage(format!(
                 "--overrides `{}`: a variant is named after its file, and `{name}` is not a usable name (letters, digits, `-`, `_` and `.` only); rename the file",
                 file.display()
             )));
         }
         if variants.iter().any(|v| v.name == name) {
-            return Err(CliError::invalid(format!(
+            return Err(CliError::usage(format!(
                 "--overrides `{}`: the suite already has a variant named `{name}`",
                 file.display()
             )));
@@ -270,7 +270,7 @@ fn select_variants(suite: &mut LoadedSuite, names: &[String]) -> Result<(), CliE
     for name in names {
         if !variants.iter().any(|v| &v.name == name) {
             let known: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-            return Err(CliError::invalid(format!(
+            return Err(CliError::usage(format!(
                 "--variant `{name}`: suite `{}` has no such variant (it has: {})",
                 suite.name,
                 known.join(", ")

@@ -25,7 +25,7 @@ pub fn check_args(args: &EvalArgs, store: &ClaimStore) -> Result<(), CliError> {
         if let Some(rate) = rate
             && !(0.0..=1.0).contains(&rate)
         {
-            return Err(CliError::invalid(format!(
+            return Err(CliError::usage(format!(
                 "{flag} must be between 0 and 1, got {rate}"
             )));
         }
@@ -57,7 +57,7 @@ fn folder(flag: &str, dir: &Path) -> Result<(), CliError> {
     if dir.is_dir() {
         Ok(())
     } else {
-        Err(CliError::invalid(format!(
+        Err(CliError::usage(format!(
             "{flag} `{}`: no such folder",
             dir.display()
         )))
@@ -72,7 +72,7 @@ fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     if !dir.is_dir() {
-        return Err(CliError::invalid(format!(
+        return Err(CliError::usage(format!(
             "{flag} `{}`: the folder `{}` does not exist",
             path.display(),
             dir.display()
@@ -84,7 +84,7 @@ fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
             let _ = std::fs::remove_file(&probe);
             Ok(())
         }
-        Err(error) => Err(CliError::invalid(format!(
+        Err(error) => Err(CliError::usage(format!(
             "{flag} `{}`: cannot write in `{}`: {error}",
             path.display(),
             dir.display()
@@ -104,7 +104,7 @@ pub fn check_overrides(args: &EvalArgs, plan: &EvalPlan) -> Result<(), CliError>
         return Ok(());
     }
     if args.strict {
-        return Err(CliError::invalid(format!(
+        return Err(CliError::usage(format!(
             "unusable overrides (--strict):\n  {}",
             problems.join("\n  ")
         )));
@@ -121,7 +121,7 @@ pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoic
     match args.model.provider {
         ProviderKind::Gemini => {
             if GeminiConfig::from_env().api_key.is_none() {
-                return Err(CliError::invalid(
+                return Err(CliError::usage(
                     "GEMINI_API_KEY is not set: --provider gemini needs it (export GEMINI_API_KEY=…); \
                      to run offline, use --provider script --script FILE (or a `script` on each case)",
                 ));
@@ -133,7 +133,7 @@ pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoic
         ProviderKind::Script => script_choice(args, plan),
         ProviderKind::Replay => {
             let dir = args.model.replay.as_ref().ok_or_else(|| {
-                CliError::invalid(
+                CliError::usage(
                     "eval with --provider replay needs --replay DIR: a runs folder holding this suite's recordings",
                 )
             })?;
@@ -150,7 +150,7 @@ fn script_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, Cli
     let load = |path: &Path| {
         ScriptProvider::load(path)
             .map(Arc::new)
-            .map_err(CliError::invalid)
+            .map_err(CliError::from)
     };
     let default = args.model.script.as_deref().map(load).transpose()?;
     let mut by_case = HashMap::new();
@@ -160,7 +160,7 @@ fn script_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, Cli
         }
     }
     if default.is_none() && by_case.len() < plan.suite.suite.cases.len() {
-        return Err(CliError::invalid(
+        return Err(CliError::usage(
             "--provider script needs --script FILE, or a `script` on every case",
         ));
     }
