@@ -246,6 +246,31 @@ fn ctrl_c_stops_the_turn_and_exits_130() {
 }
 
 #[test]
+fn sigterm_stops_the_turn_like_ctrl_c_and_exits_143() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = slow_script(dir.path());
+    let runs = dir.path().join("runs");
+    let (mut child, mut lines) = spawn_chat(&script, Some(&runs));
+    lines.next().unwrap().unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(rest.iter().all(|line| !line.contains("\"type\":\"done\"")));
+    assert_eq!(child.wait().unwrap().code(), Some(143));
+    let logs = promptlab::runs::store::run_log_paths(&runs).unwrap();
+    assert_eq!(logs.len(), 1);
+    let log = promptlab::runs::read_run_log(&logs[0]).unwrap();
+    assert_eq!(
+        log.footer.map(|f| f.status),
+        Some(promptlab::runs::RunStatus::Cancelled),
+        "the run log is complete and says cancelled"
+    );
+}
+
+#[test]
 fn help_documents_the_flags_scripts_rely_on() {
     let out = run_command(promptlab().args(["chat", "--help"]));
     for flag in [

@@ -69,6 +69,8 @@ fn markdown_filters() -> Vec<(&'static str, &'static str)> {
         (r"\d+ ms", "[n] ms"),
         (r"/tmp/[^ `|)]+", "[dir]"),
         (r"`[^`]*\.tmp[^`]*`", "`[dir]`"),
+        // Latency depends on the machine: its trend is not part of the snapshot.
+        (r"(?m)^(\| latency .*\|)[^|]*\|$", "$1 [trend] |"),
     ]
 }
 
@@ -145,34 +147,34 @@ fn unpaired_runs_are_listed_not_dropped() {
     assert_eq!(report["conclusion"], "no_significant_change");
     let text = run_command(promptlab().arg("compare").arg(&a).arg(&b));
     assert!(
-        text.stdout
-            .contains("Only in A (1 unpaired):\n  CLM-HH-0001 · excess #1 (done, verdict pass)"),
+        text.stdout.contains(
+            "Only in A (1 unpaired):\n  default · CLM-HH-0001 · excess #1 (done, verdict pass)"
+        ),
         "{}",
         text.stdout
     );
     assert!(
         text.stdout
-            .contains("Only in B (1 unpaired):\n  CLM-CPR-0003 · excess #1"),
+            .contains("Only in B (1 unpaired):\n  default · CLM-CPR-0003 · excess #1"),
         "{}",
         text.stdout
     );
 }
 
-#[test]
-fn versions_are_named_by_fingerprint_or_override_file() {
-    let runs = tempfile::tempdir().unwrap();
-    let script = "tests/data/scripts/excess.yaml";
+/// One scripted chat turn per claim, with the code defaults and with
+/// `overrides/plain-spoken.yaml`, recorded into `runs`.
+fn record_chat_turns(runs: &Path, claims: &[&str]) {
     for overrides in [None, Some("overrides/plain-spoken.yaml")] {
-        for claim in ["CLM-HH-0001", "CLM-MTR-0002"] {
+        for claim in claims {
             let mut command = promptlab();
-            command.env("PROMPTLAB_RUNS_DIR", runs.path()).args([
+            command.env("PROMPTLAB_RUNS_DIR", runs).args([
                 "chat",
                 "--claim-id",
                 claim,
                 "--provider",
                 "script",
                 "--script",
-                script,
+                "tests/data/scripts/excess.yaml",
             ]);
             if let Some(file) = overrides {
                 command.args(["--overrides", file]);
@@ -180,6 +182,12 @@ fn versions_are_named_by_fingerprint_or_override_file() {
             assert_eq!(run_command(command.arg("What is the excess?")).code, 0);
         }
     }
+}
+
+#[test]
+fn versions_are_named_by_fingerprint_or_override_file() {
+    let runs = tempfile::tempdir().unwrap();
+    record_chat_turns(runs.path(), &["CLM-HH-0001", "CLM-MTR-0002"]);
     let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs.path()).args([
         "compare",
         "default",
@@ -262,4 +270,250 @@ fn prompts_diff_shows_which_blocks_changed() {
         "CLM-HH-0001",
     ]));
     assert!(text.stdout.contains("changed: system.base\nunchanged: system.safety, system.locale_uk, claim.brief, capability.claim_qa"), "{}", text.stdout);
+}
+
+/// Runs a two-variant suite (`default` and `terse`) with `script`, recording into `runs`.
+fn record_two_variants(dir: &Path, runs: &Path, script: &str) {
+    write(dir, "script2.yaml", script);
+    let suite = write(
+        dir,
+        "suite2.yaml",
+        "name: cmp2\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\ndefaults: {today: 2026-11-30}\nvariants:\n  - name: default\n  - name: terse\n    prompts: {system.base: Answer in one short sentence.}\ncases:\n  - name: excess\n    message: What is the excess?\n    script: script2.yaml\n    expect: {answerContains: excess}\n",
+    );
+    let out = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", runs)
+            .arg("eval")
+            .arg(&suite)
+            .args(["--provider", "script"]),
+    );
+    assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+}
+
+#[test]
+fn folders_of_several_variants_compare_variant_with_variant() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record_two_variants(dir.path(), &a, OK);
+    record_two_variants(dir.path(), &b, OK);
+    let report = compare_json(&a, &b);
+    assert_eq!(report["a"]["runs"], 4, "no variant collapses into another");
+    assert_eq!(report["b"]["runs"], 4);
+    let pairs = report["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 4);
+    for pair in pairs {
+        assert_eq!(pair["a"]["variant"], pair["b"]["variant"], "{pair}");
+        assert_eq!(pair["a"]["fingerprint"], pair["b"]["fingerprint"]);
+    }
+    let versions: Vec<&str> = report["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["a"].as_str().unwrap())
+        .collect();
+    assert_eq!(versions, ["default", "terse"]);
+
+    let one = run_command(promptlab().arg("compare").arg(&a).arg(&b).args([
+        "--variant",
+        "terse",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(one.code, 0, "{}", one.stderr);
+    let one: Value = serde_json::from_str(&one.stdout).unwrap();
+    assert_eq!(one["pairs"].as_array().unwrap().len(), 2);
+    assert_eq!(one["a"]["notSelected"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn variants_with_no_name_in_common_are_refused_not_mixed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record_two_variants(dir.path(), &a, OK);
+    record(dir.path(), &b, "[CLM-HH-0001]", OK);
+    // B's suite has one variant, `default`: it pairs with A's `default`, and
+    // A's `terse` is named as having no partner.
+    let report = compare_json(&a, &b);
+    assert_eq!(report["pairs"].as_array().unwrap().len(), 1);
+    assert_eq!(report["pairs"][0]["version"], "default");
+    assert_eq!(report["onlyInA"].as_array().unwrap().len(), 3);
+    assert!(
+        report["warnings"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("variant `terse` is only in A (2 runs"),
+        "{}",
+        report["warnings"]
+    );
+    let mixed = run_command(
+        promptlab()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .args(["--variant", "terse"]),
+    );
+    assert_eq!(mixed.code, 2, "{}", mixed.stdout);
+    assert!(mixed.stderr.contains("no run logs"), "{}", mixed.stderr);
+}
+
+#[test]
+fn a_small_regression_is_caught_by_fail_on_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    let five = "[CLM-HH-0001, CLM-MTR-0002, CLM-CPR-0003, CLM-PL-0005, CLM-EL-0006]";
+    record(dir.path(), &a, CLAIMS, OK);
+    record(dir.path(), &b, five, BAD);
+    record(dir.path(), &b, "[CLM-TRV-0007]", OK);
+    let report = compare_json(&a, &b);
+    assert_eq!(report["passToFail"], 5);
+    assert_eq!(report["conclusion"], "no_significant_change");
+    assert_eq!(report["power"]["discordantNeeded"], 6);
+    assert_eq!(report["power"]["moreRegressionsNeeded"], 1);
+
+    let worse = run_command(
+        promptlab()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .arg("--fail-if-worse"),
+    );
+    assert_eq!(worse.code, 0, "five of six is not significant");
+    assert!(
+        worse
+            .stdout
+            .contains("too few discordant pairs for McNemar's test: 5")
+            && worse.stdout.contains("--fail-if-worse cannot fire"),
+        "{}",
+        worse.stdout
+    );
+    assert!(
+        worse
+            .stdout
+            .contains("- B: answer does not contain \"excess\""),
+        "every pass→fail row shows its failures:\n{}",
+        worse.stdout
+    );
+    let gated = run_command(
+        promptlab()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .arg("--fail-on-regression"),
+    );
+    assert_eq!(gated.code, 1, "{}", gated.stdout);
+    assert!(
+        gated
+            .stdout
+            .contains("gate failed: 5 paired turns went from pass to fail (0 allowed)")
+    );
+    let allowed = |n: &str| {
+        run_command(
+            promptlab()
+                .arg("compare")
+                .arg(&a)
+                .arg(&b)
+                .args(["--max-regressions", n]),
+        )
+        .code
+    };
+    assert_eq!(allowed("5"), 0);
+    assert_eq!(allowed("4"), 1);
+}
+
+#[test]
+fn superseded_and_unreadable_runs_are_counted_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record(dir.path(), &a, "[CLM-HH-0001]", OK);
+    record(dir.path(), &b, "[CLM-HH-0001]", OK);
+    record(dir.path(), &b, "[CLM-HH-0001]", BAD);
+    let broken = b.join("default").join("broken.ndjson");
+    std::fs::write(&broken, "{not json\n").unwrap();
+    let report = compare_json(&a, &b);
+    assert_eq!(report["b"]["runs"], 1);
+    assert_eq!(report["passToFail"], 1, "the newer run counts");
+    let superseded = report["b"]["superseded"].as_array().unwrap();
+    assert_eq!(superseded.len(), 1);
+    assert_eq!(superseded[0]["run"]["verdict"]["outcome"], "pass");
+    let unreadable = report["b"]["unreadable"].as_array().unwrap();
+    assert_eq!(unreadable.len(), 1);
+    assert!(
+        unreadable[0]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with("broken.ndjson")
+    );
+    let text = run_command(promptlab().arg("compare").arg(&a).arg(&b));
+    assert!(
+        text.stdout
+            .contains("B: 1 runs compared, 1 superseded by a newer run of the same turn or variant, 1 unreadable"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("broken.ndjson"), "{}", text.stdout);
+}
+
+#[test]
+fn errored_turns_and_missing_turns_fail_a_gate() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record(dir.path(), &a, "[CLM-HH-0001, CLM-MTR-0002]", OK);
+    record(
+        dir.path(),
+        &b,
+        "[CLM-HH-0001]",
+        "turns:\n  - error: upstream unavailable\n",
+    );
+    let report = compare_json(&a, &b);
+    assert_eq!(report["pairs"][0]["change"], "errored");
+    assert_eq!(report["passToFail"], 0, "an error is not a regression");
+    let gated = run_command(
+        promptlab()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .arg("--fail-on-regression"),
+    );
+    assert_eq!(gated.code, 1);
+    assert!(
+        gated.stdout.contains("1 paired turn ended in an error"),
+        "{}",
+        gated.stdout
+    );
+    assert!(
+        gated.stdout.contains("1 run of A has no partner in B"),
+        "{}",
+        gated.stdout
+    );
+}
+
+#[test]
+fn chat_turns_get_no_mcnemar_line() {
+    let runs = tempfile::tempdir().unwrap();
+    record_chat_turns(runs.path(), &["CLM-HH-0001"]);
+    let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs.path()).args([
+        "compare",
+        "default",
+        "overrides/plain-spoken.yaml",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains("McNemar"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("compared on answers, tools, tokens and latency"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("made by the script provider"),
+        "{}",
+        out.stdout
+    );
+    let gated = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs.path()).args([
+        "compare",
+        "default",
+        "overrides/plain-spoken.yaml",
+        "--fail-on-regression",
+    ]));
+    assert_eq!(gated.code, 1, "a gate with no verdicts cannot judge");
 }

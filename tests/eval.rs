@@ -72,7 +72,7 @@ fn a_passing_suite_exits_0_and_writes_valid_junit() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stdout
-            .contains("4 turns: 4 passed, 0 failed or errored"),
+            .contains("4 turns: 4 passed, 0 failed, 0 errored"),
         "{}",
         out.stdout
     );
@@ -379,7 +379,11 @@ fn malformed_suites_are_rejected_with_the_line_and_field() {
 #[test]
 fn the_shipped_suites_pass_offline() {
     let runs = tempfile::tempdir().unwrap();
-    for suite in ["suites/smoke.yaml", "suites/regression.yaml"] {
+    for suite in [
+        "suites/smoke.yaml",
+        "suites/regression.yaml",
+        "suites/models.yaml",
+    ] {
         let out = run_command(eval_in(runs.path()).arg(suite).args(["-j", "8"]));
         assert_eq!(out.code, 0, "{suite}: {}", out.stdout);
     }

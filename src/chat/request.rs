@@ -99,7 +99,7 @@ impl fmt::Display for Locale {
 }
 
 /// Gemini's thinking levels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ThinkingLevel {
     Minimal,
@@ -173,6 +173,9 @@ pub struct ChatRequest {
     pub model: String,
     /// The deployment default; a capability's own level wins over it.
     pub thinking_level: ThinkingLevel,
+    /// `thinking_level` wins even over a capability's own (an eval variant
+    /// comparing thinking levels; production never sets it).
+    pub force_thinking_level: bool,
     /// The date the claim brief gives as today.
     pub today: NaiveDate,
 }
@@ -207,6 +210,7 @@ impl ChatRequest {
             prompt: PromptOptions::default(),
             model: DEFAULT_MODEL.to_string(),
             thinking_level: DEFAULT_THINKING_LEVEL,
+            force_thinking_level: false,
             today,
         }
     }

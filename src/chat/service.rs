@@ -295,6 +295,7 @@ fn prepare(
     let thinking_level = settings
         .capability
         .and_then(|capability| capability.thinking_level)
+        .filter(|_| !request.force_thinking_level)
         .unwrap_or(request.thinking_level);
     let brand = request
         .prompt

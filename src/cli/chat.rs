@@ -21,6 +21,7 @@ use promptlab::sink::{OutputFormat, Style};
 use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::model::ModelArgs;
+use super::signals::cancel_on_signals;
 use super::turn::{TurnRun, drive_turn};
 
 #[derive(Debug, Args)]
@@ -96,18 +97,18 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         let request = base.request(messages);
         request.validate(registry)?;
         let cancel = CancellationToken::new();
-        let on_signal = cancel.clone();
         let recorder = base.recorder(&request, registry);
-        let run = runtime.block_on(async move {
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    on_signal.cancel();
-                }
-            });
-            drive_turn(ctx, request, format, cancel, recorder).await
-        })?;
+        let (run, stop) = runtime.block_on(async move {
+            let stop = cancel_on_signals(cancel.clone());
+            let run = drive_turn(ctx, request, format, cancel, recorder).await;
+            (run, stop.exit())
+        });
+        let run = run?;
         report_recording(&run, format);
-        run.exit
+        match (run.exit, stop) {
+            (Exit::Cancelled, Some(signal)) => signal,
+            (exit, _) => exit,
+        }
     };
     if let Some(replay) = built.replay {
         for divergence in replay.divergences() {
@@ -160,6 +161,7 @@ impl TurnSettings {
             prompt: self.prompt.clone(),
             model: self.model.clone(),
             thinking_level: self.thinking_level,
+            force_thinking_level: false,
             today: self.today,
         }
     }

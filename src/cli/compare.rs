@@ -1,56 +1,109 @@
-//! `promptlab compare A B`: two prompt versions, on what was recorded.
+//! `promptlab compare A B`: two prompt versions, on what was recorded, and
+//! the CI gates on the result.
 
 use std::io::Write;
 use std::path::Path;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
+use promptlab::compare::gate::apply;
 use promptlab::compare::render::{json, markdown, text};
-use promptlab::compare::{Conclusion, compare, load_set};
+use promptlab::compare::{Gates, RunFilter, compare, load_set};
 use promptlab::prompts::PromptRegistry;
 use promptlab::sink::Style;
 
 use super::error::{CliError, Exit};
 
+const AFTER_HELP: &str = "\
+Runs pair by prompt version (the eval variant, or the fingerprint of a chat turn), suite, claim,
+case and sample. With one version on each side, those two are compared whatever their names; with
+several, each variant is compared with the same-named variant of the other side.
+
+Gates (exit 1): --fail-on-regression (any pass→fail), --max-regressions N, --fail-if-worse
+(McNemar p < 0.05). A gate also fails when it cannot judge: turns that errored, runs of A missing
+from B (unless --allow-unpaired), no verdicts at all, nothing paired.
+
+Examples:
+  promptlab compare runs/base runs/candidate
+  promptlab compare runs/base runs/candidate --variant plain-spoken --fail-on-regression
+  promptlab compare runs/models@lite-low runs/models@pro-high   # two variants of one eval run
+  promptlab compare default overrides/plain-spoken.yaml --format markdown >> \"$GITHUB_STEP_SUMMARY\"";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    /// For a terminal.
+    Table,
+    /// To paste into a pull request or a CI step summary.
+    Markdown,
+    /// For tools.
+    Json,
+}
+
 #[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
 pub struct CompareArgs {
     /// The baseline: a prompt fingerprint, an override file or folder (compared by its
-    /// fingerprint, looked up in --runs-dir), or a folder of run logs.
+    /// fingerprint, looked up in --runs-dir), or a folder of run logs; `@VARIANT` after it
+    /// takes one variant (`runs/models@lite-low`).
     pub a: String,
     /// The candidate, of the same kinds.
     pub b: String,
     /// Only runs of this eval suite.
     #[arg(long, value_name = "NAME")]
     pub suite: Option<String>,
-    /// table (for a terminal), markdown (for a pull request) or json (for tools).
-    #[arg(long, value_name = "FORMAT", default_value = "table", value_parser = ["table", "markdown", "json"])]
-    pub format: String,
+    /// Only runs of this variant, on both sides (repeat for several).
+    #[arg(long, value_name = "NAME")]
+    pub variant: Vec<String>,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: CompareFormat,
     /// List every paired turn, not only those that changed (table format).
     #[arg(long)]
     pub all: bool,
-    /// Exit 1 when B is significantly worse than A (for CI).
+    /// Exit 1 when B is significantly worse than A (McNemar's exact test, p < 0.05).
     #[arg(long)]
     pub fail_if_worse: bool,
+    /// Exit 1 when any paired turn went from pass to fail.
+    #[arg(long, conflicts_with = "max_regressions")]
+    pub fail_on_regression: bool,
+    /// Exit 1 when more than N paired turns went from pass to fail.
+    #[arg(long, value_name = "N")]
+    pub max_regressions: Option<usize>,
+    /// Runs of A with no partner in B do not fail a gate.
+    #[arg(long)]
+    pub allow_unpaired: bool,
 }
 
 pub fn run(args: CompareArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     let registry = PromptRegistry::embedded();
-    let a =
-        load_set(&args.a, runs_dir, args.suite.as_deref(), registry).map_err(CliError::invalid)?;
-    let b =
-        load_set(&args.b, runs_dir, args.suite.as_deref(), registry).map_err(CliError::invalid)?;
-    let comparison = compare(a, b);
-    let report = match args.format.as_str() {
-        "markdown" => markdown(&comparison),
-        "json" => json(&comparison) + "\n",
-        _ => text(&comparison, Style::for_stdout(), args.all),
+    let filter = RunFilter {
+        suite: args.suite.clone(),
+        variants: args.variant.clone(),
+    };
+    let a = load_set(&args.a, runs_dir, &filter, registry).map_err(CliError::invalid)?;
+    let b = load_set(&args.b, runs_dir, &filter, registry).map_err(CliError::invalid)?;
+    let comparison = compare(a, b).map_err(CliError::invalid)?;
+    let gates = Gates {
+        fail_if_worse: args.fail_if_worse,
+        max_regressions: args
+            .max_regressions
+            .or(args.fail_on_regression.then_some(0)),
+        allow_unpaired: args.allow_unpaired,
+    };
+    let gate = apply(&comparison, gates);
+    let report = match args.format {
+        CompareFormat::Markdown => markdown(&comparison, &gate),
+        CompareFormat::Json => json(&comparison, &gate) + "\n",
+        CompareFormat::Table => text(&comparison, &gate, Style::for_stdout(), args.all),
     };
     std::io::stdout().lock().write_all(report.as_bytes())?;
-    Ok(
-        if args.fail_if_worse && comparison.conclusion == Conclusion::Worse {
-            Exit::Failure
-        } else {
-            Exit::Success
-        },
-    )
+    if !gate.passed() && args.format != CompareFormat::Table {
+        for failure in &gate.failures {
+            eprintln!("gate failed: {failure}");
+        }
+    }
+    Ok(if gate.passed() {
+        Exit::Success
+    } else {
+        Exit::Failure
+    })
 }

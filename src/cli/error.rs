@@ -1,6 +1,6 @@
 //! CLI errors and the documented exit codes (SPEC §5): 0 ok; 1 the turn
 //! ended in an `error` event or an eval had failures; 2 invalid input or
-//! usage; 130 cancelled.
+//! usage; 130 cancelled (Ctrl-C); 143 terminated (SIGTERM).
 
 use std::io;
 use std::process::ExitCode;
@@ -18,6 +18,8 @@ pub enum Exit {
     Failure,
     /// Ctrl-C.
     Cancelled,
+    /// SIGTERM: stopped like Ctrl-C.
+    Terminated,
 }
 
 impl Exit {
@@ -26,6 +28,17 @@ impl Exit {
             Exit::Success => ExitCode::SUCCESS,
             Exit::Failure => ExitCode::from(1),
             Exit::Cancelled => ExitCode::from(130),
+            Exit::Terminated => ExitCode::from(143),
+        }
+    }
+
+    /// The number, for machine-readable summaries.
+    pub fn number(self) -> u8 {
+        match self {
+            Exit::Success => 0,
+            Exit::Failure => 1,
+            Exit::Cancelled => 130,
+            Exit::Terminated => 143,
         }
     }
 }

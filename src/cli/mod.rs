@@ -13,6 +13,7 @@ pub mod output;
 pub mod prompts;
 pub mod replay;
 pub mod runs;
+pub mod signals;
 pub mod turn;
 
 use std::path::PathBuf;

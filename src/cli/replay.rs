@@ -18,6 +18,7 @@ use promptlab::sink::run_log::RunRecorder;
 
 use super::context::read_claim_file;
 use super::error::{CliError, Exit};
+use super::signals::cancel_on_signals;
 use super::turn::drive_turn;
 
 #[derive(Debug, Args)]
@@ -70,17 +71,14 @@ pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit
     let format = args.format.unwrap_or_else(super::chat::default_format);
     let runtime = tokio::runtime::Runtime::new()?;
     let cancel = CancellationToken::new();
-    let on_signal = cancel.clone();
-    let run = runtime.block_on(async move {
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                on_signal.cancel();
-            }
-        });
-        drive_turn(ctx, request, format, cancel, recorder).await
-    })?;
+    let (run, stop) = runtime.block_on(async move {
+        let stop = cancel_on_signals(cancel.clone());
+        let run = drive_turn(ctx, request, format, cancel, recorder).await;
+        (run, stop.exit())
+    });
+    let run = run?;
     if run.exit == Exit::Cancelled {
-        return Ok(Exit::Cancelled);
+        return Ok(stop.unwrap_or(Exit::Cancelled));
     }
     let recorded: Vec<_> = log.events().cloned().collect();
     let mut differences: Vec<String> = replay

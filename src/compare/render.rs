@@ -6,6 +6,9 @@ use std::fmt::Write as _;
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use similar::{ChangeTag, TextDiff};
 
+use serde::Serialize;
+
+use super::gate::GateResult;
 use super::{
     Comparison, Conclusion, Distribution, Pair, RunEntry, SIGNIFICANCE, SideSummary, VerdictChange,
 };
@@ -14,18 +17,53 @@ use crate::sink::{Style, printable};
 /// A metric grows "worse" when B's median is this much above A's.
 const WORSE_BY: f64 = 0.10;
 
-pub fn json(comparison: &Comparison) -> String {
-    serde_json::to_string_pretty(comparison).unwrap_or_default()
+/// The JSON report: the comparison and the gates' reading.
+#[derive(Serialize)]
+struct JsonReport<'a> {
+    #[serde(flatten)]
+    comparison: &'a Comparison,
+    gate: &'a GateResult,
+}
+
+pub fn json(comparison: &Comparison, gate: &GateResult) -> String {
+    serde_json::to_string_pretty(&JsonReport { comparison, gate }).unwrap_or_default()
 }
 
 /// One sentence on the outcome.
 pub fn conclusion_sentence(c: &Comparison) -> String {
+    let Some(p_value) = c.p_value else {
+        return match c.conclusion {
+            Conclusion::NothingPaired => {
+                "Nothing to compare: no run of A pairs with a run of B.".to_string()
+            }
+            Conclusion::NoChange => format!(
+                "No change: every paired turn has the same answer and tools. No verdicts to test{}.",
+                chat_note(c)
+            ),
+            _ => format!(
+                "Answers or tools differ on {} of {} paired turns. No verdicts to test{}.",
+                c.pairs.iter().filter(|p| p.changed()).count(),
+                c.pairs.len(),
+                chat_note(c)
+            ),
+        };
+    };
+    let errored = if c.errored > 0 {
+        format!(
+            "; {} paired turn{} errored on a side and {} not counted",
+            c.errored,
+            if c.errored == 1 { "" } else { "s" },
+            if c.errored == 1 { "is" } else { "are" }
+        )
+    } else {
+        String::new()
+    };
     let counts = format!(
-        "{} paired turns went from pass to fail and {} from fail to pass (McNemar exact p = {:.4}{})",
+        "{} paired turns went from pass to fail and {} from fail to pass (McNemar exact p = {:.4}{}){errored}",
         c.pass_to_fail,
         c.fail_to_pass,
-        c.p_value,
-        if c.p_value < SIGNIFICANCE {
+        p_value,
+        if p_value < SIGNIFICANCE {
             format!(", significant at {SIGNIFICANCE}")
         } else {
             format!(", not significant at {SIGNIFICANCE}")
@@ -38,7 +76,74 @@ pub fn conclusion_sentence(c: &Comparison) -> String {
         Conclusion::NoSignificantChange => format!("No significant change in pass rate: {counts}."),
         Conclusion::Better => format!("Better: {counts}."),
         Conclusion::Worse => format!("Worse: {counts}."),
+        Conclusion::AnswersDiffer | Conclusion::NothingPaired => format!("{counts}."),
     }
+}
+
+fn chat_note(c: &Comparison) -> &'static str {
+    if c.pairs
+        .iter()
+        .all(|p| p.change == VerdictChange::NotComparable)
+    {
+        " (chat turns carry none: they are compared on answers, tools, tokens and latency)"
+    } else {
+        ""
+    }
+}
+
+/// What each side holds beyond its compared runs, and what the reader must
+/// know: one line each.
+pub fn accounting_lines(c: &Comparison) -> Vec<String> {
+    let mut lines = Vec::new();
+    let versions: Vec<String> = c
+        .versions
+        .iter()
+        .map(|v| {
+            if v.a == v.b {
+                format!("`{}`", v.a)
+            } else {
+                format!("A `{}` with B `{}`", v.a, v.b)
+            }
+        })
+        .collect();
+    lines.push(format!(
+        "Paired by prompt version ({}), suite, claim, case and sample: {} pairs, {} only in A, {} only in B.",
+        versions.join(", "),
+        c.pairs.len(),
+        c.only_in_a.len(),
+        c.only_in_b.len()
+    ));
+    for (name, side) in [("A", &c.a), ("B", &c.b)] {
+        let mut counted = format!("{name}: {} runs compared", side.runs);
+        for (what, count) in [
+            (
+                "superseded by a newer run of the same turn or variant",
+                side.superseded.len(),
+            ),
+            (
+                "of variants not selected by --variant",
+                side.not_selected.len(),
+            ),
+            ("unreadable", side.unreadable.len()),
+        ] {
+            if count > 0 {
+                counted.push_str(&format!(", {count} {what}"));
+            }
+        }
+        lines.push(counted);
+        for aside in side.superseded.iter().chain(&side.not_selected) {
+            lines.push(format!(
+                "  set aside: {} ({})",
+                aside.run.path.display(),
+                aside.reason
+            ));
+        }
+        for log in &side.unreadable {
+            lines.push(format!("  unreadable: {}", log.error));
+        }
+    }
+    lines.extend(c.warnings.iter().map(|w| format!("warning: {w}")));
+    lines
 }
 
 fn percent(value: Option<f64>) -> String {
@@ -86,6 +191,16 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
             c.a.runs.to_string(),
             c.b.runs.to_string(),
             String::new(),
+        ],
+        [
+            "model".into(),
+            c.a.models.join(", "),
+            c.b.models.join(", "),
+            if c.a.models == c.b.models {
+                String::new()
+            } else {
+                "≠ differs".into()
+            },
         ],
         [
             "pass rate".into(),
@@ -137,7 +252,7 @@ fn change_text(pair: &Pair) -> String {
         VerdictChange::PassToFail => format!("pass → {} (worse)", verdict_text(&pair.b)),
         VerdictChange::FailToPass => format!("{} → pass (better)", verdict_text(&pair.a)),
         VerdictChange::Same => format!("{} (same)", verdict_text(&pair.a)),
-        VerdictChange::NotComparable => {
+        VerdictChange::Errored | VerdictChange::NotComparable => {
             format!("{} → {}", verdict_text(&pair.a), verdict_text(&pair.b))
         }
     }
@@ -167,16 +282,33 @@ fn latency_text(pair: &Pair) -> String {
 }
 
 fn pair_label(pair: &Pair) -> String {
-    format!("{} · {} #{}", pair.claim, pair.case, pair.sample)
+    format!(
+        "{} · {} · {} #{}",
+        pair.version, pair.claim, pair.case, pair.sample
+    )
 }
 
 fn changed(pair: &Pair) -> bool {
-    pair.answer_changed
-        || pair.tools_changed
-        || matches!(
-            pair.change,
-            VerdictChange::PassToFail | VerdictChange::FailToPass
-        )
+    pair.changed()
+}
+
+/// Pass→fail and errored pairs always show why.
+fn shows_failures(pair: &Pair) -> bool {
+    matches!(
+        pair.change,
+        VerdictChange::PassToFail | VerdictChange::Errored
+    )
+}
+
+/// The failures (or errors) of each side that did not pass.
+fn failures_of(pair: &Pair) -> Vec<(&'static str, &String)> {
+    let mut lines = Vec::new();
+    for (side, run) in [("A", &pair.a), ("B", &pair.b)] {
+        if let Some(verdict) = &run.verdict {
+            lines.extend(verdict.failures.iter().map(|f| (side, f)));
+        }
+    }
+    lines
 }
 
 /// A word-level diff: `[-removed-]{+added+}`, long unchanged runs elided.
@@ -244,7 +376,8 @@ fn elide(text: &str) -> String {
 
 fn unpaired_line(run: &RunEntry) -> String {
     format!(
-        "{} · {} #{} ({}, verdict {})",
+        "{} · {} · {} #{} ({}, verdict {})",
+        run.version(),
         run.claim,
         run.case,
         run.sample,
@@ -254,7 +387,7 @@ fn unpaired_line(run: &RunEntry) -> String {
 }
 
 /// Markdown fit to paste into a pull request.
-pub fn markdown(c: &Comparison) -> String {
+pub fn markdown(c: &Comparison, gate: &GateResult) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -271,6 +404,13 @@ pub fn markdown(c: &Comparison) -> String {
         let _ = writeln!(md, "| {name} | {a} | {b} | {change} |");
     }
     let _ = writeln!(md, "\n**{}**\n", conclusion_sentence(c));
+    for line in accounting_lines(c) {
+        let _ = writeln!(md, "- {}", md_cell(&line));
+    }
+    for line in gate_lines(gate) {
+        let _ = writeln!(md, "- **{}**", md_cell(&line));
+    }
+    let _ = writeln!(md);
     let changed: Vec<&Pair> = c.pairs.iter().filter(|p| changed(p)).collect();
     let _ = writeln!(
         md,
@@ -301,10 +441,11 @@ pub fn markdown(c: &Comparison) -> String {
                 "\n<details><summary>{}</summary>\n",
                 md_cell(&pair_label(pair))
             );
-            if let Some(verdict) = pair.b.verdict.as_ref().filter(|v| !v.failures.is_empty()) {
-                let _ = writeln!(md, "Failures in B:\n");
-                for failure in &verdict.failures {
-                    let _ = writeln!(md, "- {}", md_cell(failure));
+            let failures = failures_of(pair);
+            if !failures.is_empty() {
+                let _ = writeln!(md, "Failures:\n");
+                for (side, failure) in failures {
+                    let _ = writeln!(md, "- {side}: {}", md_cell(failure));
                 }
                 let _ = writeln!(md);
             }
@@ -329,12 +470,19 @@ pub fn markdown(c: &Comparison) -> String {
     md
 }
 
+/// The gates' notes, then why they fail.
+pub fn gate_lines(gate: &GateResult) -> Vec<String> {
+    let notes = gate.notes.iter().map(|n| format!("note: {n}"));
+    let failures = gate.failures.iter().map(|f| format!("gate failed: {f}"));
+    notes.chain(failures).collect()
+}
+
 fn md_cell(text: &str) -> String {
     printable(text).replace('|', "\\|").replace('\n', " ")
 }
 
 /// The terminal report.
-pub fn text(c: &Comparison, style: Style, show_all: bool) -> String {
+pub fn text(c: &Comparison, gate: &GateResult, style: Style, show_all: bool) -> String {
     let mut out = String::new();
     let mut table = Table::new();
     table
@@ -360,6 +508,23 @@ pub fn text(c: &Comparison, style: Style, show_all: bool) -> String {
             _ => style.bold(&sentence),
         }
     );
+    for line in accounting_lines(c) {
+        let shown = if line.starts_with("warning:") {
+            style.yellow(&printable(&line))
+        } else {
+            printable(&line)
+        };
+        let _ = writeln!(out, "{shown}");
+    }
+    for line in gate_lines(gate) {
+        let shown = if line.starts_with("note:") {
+            style.yellow(&printable(&line))
+        } else {
+            style.red(&printable(&line))
+        };
+        let _ = writeln!(out, "{shown}");
+    }
+    let _ = writeln!(out);
     let changed: Vec<&Pair> = c.pairs.iter().filter(|p| show_all || changed(p)).collect();
     if !changed.is_empty() {
         let mut pairs = Table::new();
@@ -385,17 +550,18 @@ pub fn text(c: &Comparison, style: Style, show_all: bool) -> String {
             ]);
         }
         let _ = writeln!(out, "{pairs}");
-        for pair in changed.iter().filter(|p| p.answer_changed) {
-            let _ = writeln!(
-                out,
-                "{}\n  {}",
-                style.bold(&printable(&pair_label(pair))),
-                printable(&word_diff(&pair.a.answer, &pair.b.answer))
-            );
-            if let Some(verdict) = &pair.b.verdict {
-                for failure in &verdict.failures {
-                    let _ = writeln!(out, "  {}", style.red(&format!("- {}", printable(failure))));
-                }
+        for pair in changed
+            .iter()
+            .filter(|p| p.answer_changed || shows_failures(p))
+        {
+            let _ = writeln!(out, "{}", style.bold(&printable(&pair_label(pair))));
+            if pair.answer_changed {
+                let diff = word_diff(&pair.a.answer, &pair.b.answer);
+                let _ = writeln!(out, "  {}", printable(&diff));
+            }
+            for (side, failure) in failures_of(pair) {
+                let line = format!("- {side}: {}", printable(failure));
+                let _ = writeln!(out, "  {}", style.red(&line));
             }
         }
     } else {

@@ -1,8 +1,9 @@
-//! Run sets: the runs of one prompt version, named by a fingerprint, an
-//! override file (by its fingerprint) or a folder of run logs; and their
-//! pairing key.
+//! Run sets: the runs of one side of a comparison, named by a fingerprint,
+//! an override file (by its fingerprint) or a folder of run logs; their
+//! prompt versions, and every run accounted for — counted, superseded by a
+//! newer run of the same turn, left out by `--variant`, or unreadable.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -17,6 +18,10 @@ use crate::runs::record::RecordedVerdict;
 use crate::runs::store::run_log_paths;
 use crate::runs::{RunLog, read_run_log};
 
+/// Providers whose answers do not come from a model: a comparison of their
+/// runs says nothing about how a prompt performs.
+pub const OFFLINE_PROVIDERS: [&str; 2] = ["script", "replay"];
+
 /// One recorded turn, as a comparison sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -24,11 +29,24 @@ pub struct RunEntry {
     pub path: PathBuf,
     pub turn_id: String,
     pub started_at: DateTime<Utc>,
+    /// The eval suite, for eval runs.
+    pub suite: Option<String>,
+    /// The suite's variant, for eval runs.
+    pub variant: Option<String>,
     pub claim: String,
     /// The eval case, or the user's message for a chat turn.
     pub case: String,
     pub sample: u32,
     pub fingerprint: String,
+    /// The prompt version it is compared as: its variant, or its fingerprint
+    /// for a chat turn — with its model settings added when one set holds
+    /// that version under several.
+    pub version: String,
+    /// The model the turn asked for and its default thinking level
+    /// (`gemini-3.1-flash-lite · low`, `· high, forced`).
+    pub model: String,
+    /// `gemini`, `script` or `replay`.
+    pub provider: String,
     /// `done`, `error`, `cancelled` or `partial`.
     pub status: String,
     pub verdict: Option<RecordedVerdict>,
@@ -37,6 +55,9 @@ pub struct RunEntry {
     pub usage: Usage,
     pub latency_ms: Option<u64>,
 }
+
+/// Which turn of a prompt version a run is: suite, claim, case, sample.
+pub type TurnKey = (Option<String>, String, String, u32);
 
 impl RunEntry {
     fn from_log(log: &RunLog) -> RunEntry {
@@ -50,13 +71,8 @@ impl RunEntry {
                     .iter()
                     .rev()
                     .find(|m| m.role == Role::User);
-                (
-                    format!(
-                        "“{}”",
-                        one_line(last_user.map_or("", |m| m.text.as_str()), 60)
-                    ),
-                    0,
-                )
+                let message = one_line(last_user.map_or("", |m| m.text.as_str()), 60);
+                (format!("“{message}”"), 0)
             }
         };
         let answer: String = log
@@ -67,10 +83,21 @@ impl RunEntry {
             })
             .collect();
         let footer = log.footer.as_ref();
+        let forced = if header.request.force_thinking_level {
+            ", forced"
+        } else {
+            ""
+        };
+        let version = header
+            .labels
+            .as_ref()
+            .map_or(header.fingerprint.clone(), |l| l.variant.clone());
         RunEntry {
             path: log.path.clone(),
             turn_id: header.turn_id.clone(),
             started_at: header.started_at,
+            suite: header.labels.as_ref().map(|l| l.suite.clone()),
+            variant: header.labels.as_ref().map(|l| l.variant.clone()),
             claim: header
                 .claim
                 .as_ref()
@@ -79,6 +106,12 @@ impl RunEntry {
             case,
             sample,
             fingerprint: header.fingerprint.clone(),
+            version,
+            model: format!(
+                "{} · {}{forced}",
+                header.model, header.request.thinking_level
+            ),
+            provider: header.provider.clone(),
             status: footer.map_or("partial", |f| f.status.as_str()).to_string(),
             verdict: footer.and_then(|f| f.verdict.clone()),
             answer,
@@ -91,13 +124,44 @@ impl RunEntry {
         }
     }
 
-    /// What pairs it with a run of the other version.
-    pub fn key(&self) -> (String, String, u32) {
-        (self.claim.clone(), self.case.clone(), self.sample)
+    /// The prompt version this run belongs to: its eval variant, or its
+    /// fingerprint for a chat turn.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// What pairs it with the same turn of the other version.
+    pub fn key(&self) -> TurnKey {
+        (
+            self.suite.clone(),
+            self.claim.clone(),
+            self.case.clone(),
+            self.sample,
+        )
+    }
+
+    pub fn is_offline(&self) -> bool {
+        OFFLINE_PROVIDERS.contains(&self.provider.as_str())
     }
 }
 
-/// The runs of one side of a comparison.
+/// A run log that could not be read, by name, with why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UnreadableLog {
+    pub path: PathBuf,
+    pub error: String,
+}
+
+/// A run that is not compared, and why.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetAside {
+    pub run: RunEntry,
+    pub reason: String,
+}
+
+/// The runs of one side of a comparison, and every run it did not count.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSet {
@@ -105,7 +169,44 @@ pub struct RunSet {
     pub label: String,
     /// What it was taken to mean.
     pub source: String,
+    /// The runs compared: one per version and turn.
     pub runs: Vec<RunEntry>,
+    /// Older runs of a turn recorded again, and older prompt versions of a
+    /// variant: named, not compared.
+    pub superseded: Vec<SetAside>,
+    /// Runs of variants `--variant` did not select.
+    pub not_selected: Vec<SetAside>,
+    pub unreadable: Vec<UnreadableLog>,
+}
+
+impl RunSet {
+    /// The prompt versions it holds, in name order.
+    pub fn versions(&self) -> Vec<String> {
+        let names: BTreeSet<&str> = self.runs.iter().map(RunEntry::version).collect();
+        names.into_iter().map(str::to_string).collect()
+    }
+
+    /// The eval suites it holds (none for chat turns).
+    pub fn suites(&self) -> BTreeSet<&str> {
+        self.runs
+            .iter()
+            .filter_map(|r| r.suite.as_deref())
+            .collect()
+    }
+
+    /// How many runs were made by a provider that does not call a model.
+    pub fn offline_runs(&self) -> usize {
+        self.runs.iter().filter(|run| run.is_offline()).count()
+    }
+}
+
+/// Which runs a comparison looks at.
+#[derive(Debug, Clone, Default)]
+pub struct RunFilter {
+    /// Only runs of this eval suite.
+    pub suite: Option<String>,
+    /// Only these variants (by name); all when empty.
+    pub variants: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,63 +223,137 @@ pub enum CompareError {
     },
     #[error("no run logs for {0}")]
     Empty(String),
+    #[error("{0}")]
+    Unpairable(String),
 }
 
 /// Resolves one side: a folder of run logs, an override file or folder of
 /// overrides (by fingerprint), or a fingerprint — the last two looked up in
-/// `runs_dir`. `suite` keeps only the runs of that eval suite.
+/// `runs_dir`.
 pub fn load_set(
     spec: &str,
     runs_dir: &Path,
-    suite: Option<&str>,
+    filter: &RunFilter,
     registry: &PromptRegistry,
 ) -> Result<RunSet, CompareError> {
-    let path = Path::new(spec);
-    let holds_logs = |dir: &Path| run_log_paths(dir).is_ok_and(|paths| !paths.is_empty());
-    let (source, files, wanted) = if path.is_dir() && holds_logs(path) {
-        (format!("run logs in {}", path.display()), list(path)?, None)
-    } else if path.is_file() || path.is_dir() {
-        let set = OverrideSet::load(&[path.to_path_buf()])?;
-        let fingerprint = fingerprint(&resolve_overrides(&set.prompts, registry).applied);
-        (
-            format!(
-                "fingerprint {fingerprint} (of {spec}) in {}",
-                runs_dir.display()
-            ),
-            list(runs_dir)?,
-            Some(fingerprint),
-        )
-    } else if looks_like_fingerprint(spec) {
-        (
-            format!("fingerprint {spec} in {}", runs_dir.display()),
-            list(runs_dir)?,
-            Some(spec.to_string()),
-        )
-    } else {
-        return Err(CompareError::Unknown(spec.to_string()));
+    let (spec, side_variant) = split_variant(spec);
+    let mut filter = filter.clone();
+    if let Some(variant) = side_variant {
+        filter.variants = vec![variant.to_string()];
+    }
+    let filter = &filter;
+    let (mut source, files, wanted) = resolve_spec(spec, runs_dir, registry)?;
+    if let Some(variant) = side_variant {
+        source.push_str(&format!(", variant {variant}"));
+    }
+    let mut set = RunSet {
+        label: match side_variant {
+            Some(variant) => format!("{spec}@{variant}"),
+            None => spec.to_string(),
+        },
+        source: source.clone(),
+        runs: Vec::new(),
+        superseded: Vec::new(),
+        not_selected: Vec::new(),
+        unreadable: Vec::new(),
     };
-    let mut runs = Vec::new();
+    let mut found = Vec::new();
     for file in files {
-        let Ok(log) = read_run_log(&file) else {
-            continue;
+        let log = match read_run_log(&file) {
+            Ok(log) => log,
+            Err(error) => {
+                set.unreadable.push(UnreadableLog {
+                    path: file,
+                    error: error.to_string(),
+                });
+                continue;
+            }
         };
         let wanted_fingerprint = wanted
             .as_ref()
             .is_none_or(|fp| &log.header.fingerprint == fp);
-        let wanted_suite =
-            suite.is_none_or(|name| log.header.labels.as_ref().is_some_and(|l| l.suite == name));
+        let wanted_suite = filter
+            .suite
+            .as_deref()
+            .is_none_or(|name| log.header.labels.as_ref().is_some_and(|l| l.suite == name));
         if wanted_fingerprint && wanted_suite {
-            runs.push(RunEntry::from_log(&log));
+            found.push(RunEntry::from_log(&log));
         }
     }
-    if runs.is_empty() {
+    if found.is_empty() {
         return Err(CompareError::Empty(source));
     }
-    Ok(RunSet {
-        label: spec.to_string(),
-        source,
-        runs: deduplicate(runs),
-    })
+    for run in found {
+        if filter.variants.is_empty() || filter.variants.iter().any(|v| v == run.version()) {
+            set.runs.push(run);
+        } else {
+            let reason = format!("variant `{}` not selected by --variant", run.version());
+            set.not_selected.push(SetAside { run, reason });
+        }
+    }
+    if set.runs.is_empty() {
+        return Err(CompareError::Empty(format!(
+            "{source} with --variant {}",
+            filter.variants.join(", ")
+        )));
+    }
+    name_model_versions(&mut set.runs);
+    set.runs = keep_newest_version(std::mem::take(&mut set.runs), &mut set.superseded);
+    set.runs = deduplicate(std::mem::take(&mut set.runs), &mut set.superseded);
+    Ok(set)
+}
+
+/// `SPEC@VARIANT` names one variant of a side (`runs/models@lite-low`), so
+/// that two variants of one eval run can be compared; a path that exists
+/// as written is never split.
+fn split_variant(spec: &str) -> (&str, Option<&str>) {
+    if Path::new(spec).exists() {
+        return (spec, None);
+    }
+    match spec.rsplit_once('@') {
+        Some((base, variant))
+            if !base.is_empty()
+                && !variant.is_empty()
+                && variant
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) =>
+        {
+            (base, Some(variant))
+        }
+        _ => (spec, None),
+    }
+}
+
+/// What a side names: where to look for its logs, and the fingerprint they
+/// must have (none for a folder of logs, which is taken whole).
+fn resolve_spec(
+    spec: &str,
+    runs_dir: &Path,
+    registry: &PromptRegistry,
+) -> Result<(String, Vec<PathBuf>, Option<String>), CompareError> {
+    let path = Path::new(spec);
+    let holds_logs = |dir: &Path| run_log_paths(dir).is_ok_and(|paths| !paths.is_empty());
+    if path.is_dir() && holds_logs(path) {
+        return Ok((format!("run logs in {}", path.display()), list(path)?, None));
+    }
+    let fingerprint = if path.is_file() || path.is_dir() {
+        let set = OverrideSet::load(&[path.to_path_buf()])?;
+        fingerprint(&resolve_overrides(&set.prompts, registry).applied)
+    } else if looks_like_fingerprint(spec) {
+        spec.to_string()
+    } else {
+        return Err(CompareError::Unknown(spec.to_string()));
+    };
+    let of = if fingerprint == spec {
+        String::new()
+    } else {
+        format!(" (of {spec})")
+    };
+    Ok((
+        format!("fingerprint {fingerprint}{of} in {}", runs_dir.display()),
+        list(runs_dir)?,
+        Some(fingerprint),
+    ))
 }
 
 fn list(dir: &Path) -> Result<Vec<PathBuf>, CompareError> {
@@ -188,21 +363,78 @@ fn list(dir: &Path) -> Result<Vec<PathBuf>, CompareError> {
     })
 }
 
-/// One run per key: the newest of an eval key; chat turns on the same
-/// claim and message become samples 1, 2, … in time order.
-fn deduplicate(mut runs: Vec<RunEntry>) -> Vec<RunEntry> {
-    runs.sort_by_key(|run| run.started_at);
-    let mut chat_samples: BTreeMap<(String, String), u32> = BTreeMap::new();
+/// A version recorded under several model settings is several versions:
+/// each gets its model in its name, so a model change is never mixed with
+/// (or mistaken for) a prompt change.
+fn name_model_versions(runs: &mut [RunEntry]) {
+    let mut models: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for run in runs.iter() {
+        models
+            .entry(run.version.clone())
+            .or_default()
+            .insert(run.model.clone());
+    }
+    for run in runs.iter_mut() {
+        if models.get(&run.version).is_some_and(|set| set.len() > 1) {
+            run.version = format!("{} ({})", run.version, run.model);
+        }
+    }
+}
+
+/// A variant recorded under several prompt versions (the suite changed
+/// between runs): the version recorded last counts; the older runs are set
+/// aside by name, never mixed in.
+fn keep_newest_version(runs: Vec<RunEntry>, set_aside: &mut Vec<SetAside>) -> Vec<RunEntry> {
+    let mut newest: BTreeMap<String, (DateTime<Utc>, String)> = BTreeMap::new();
+    for run in runs.iter().filter(|run| run.variant.is_some()) {
+        let entry = newest
+            .entry(run.version().to_string())
+            .or_insert((run.started_at, run.fingerprint.clone()));
+        if run.started_at > entry.0 {
+            *entry = (run.started_at, run.fingerprint.clone());
+        }
+    }
+    let mut kept = Vec::new();
+    for run in runs {
+        match newest.get(run.version()) {
+            Some((_, fingerprint)) if run.variant.is_some() && &run.fingerprint != fingerprint => {
+                let reason = format!(
+                    "variant `{}` was recorded again with fingerprint {fingerprint}; this run has {}",
+                    run.version(),
+                    run.fingerprint
+                );
+                set_aside.push(SetAside { run, reason });
+            }
+            _ => kept.push(run),
+        }
+    }
+    kept
+}
+
+/// One run per version and turn: the newest of an eval turn recorded more
+/// than once (the others set aside by name); chat turns on the same claim
+/// and message become samples 1, 2, … in time order.
+fn deduplicate(mut runs: Vec<RunEntry>, set_aside: &mut Vec<SetAside>) -> Vec<RunEntry> {
+    runs.sort_by(|a, b| (a.started_at, &a.path).cmp(&(b.started_at, &b.path)));
+    let mut chat_samples: BTreeMap<(String, String, String), u32> = BTreeMap::new();
     for run in runs.iter_mut().filter(|run| run.sample == 0) {
         let next = chat_samples
-            .entry((run.claim.clone(), run.case.clone()))
+            .entry((
+                run.version().to_string(),
+                run.claim.clone(),
+                run.case.clone(),
+            ))
             .or_insert(0);
         *next += 1;
         run.sample = *next;
     }
-    let mut newest: BTreeMap<(String, String, u32), RunEntry> = BTreeMap::new();
+    let mut newest: BTreeMap<(String, TurnKey), RunEntry> = BTreeMap::new();
     for run in runs {
-        newest.insert(run.key(), run);
+        let slot = (run.version().to_string(), run.key());
+        if let Some(older) = newest.insert(slot, run) {
+            let reason = "the same turn was recorded again later".to_string();
+            set_aside.push(SetAside { run: older, reason });
+        }
     }
     newest.into_values().collect()
 }

@@ -90,16 +90,27 @@ pub struct Verdict {
     pub failures: Vec<String>,
 }
 
+/// The verdict of `expect` on what was `seen`. A turn that errored or was
+/// cancelled is an `error` carrying that alone: expectations are not judged
+/// against a partial answer (unless the case allows errors, `noError: false`).
 pub fn judge(expect: &Expectations, seen: &Observation) -> Verdict {
-    let mut failures = Vec::new();
-    let ended_badly = seen.cancelled || seen.error.is_some();
-    if let Some(error) = &seen.error {
-        if expect.no_error != Some(false) {
-            failures.push(format!("the turn ended in an error: {error}"));
-        }
-    } else if seen.cancelled {
-        failures.push("the turn was cancelled".to_string());
+    if seen.cancelled {
+        return Verdict {
+            outcome: Outcome::Error,
+            failures: vec!["the turn was cancelled".to_string()],
+        };
     }
+    if let Some(error) = seen
+        .error
+        .as_ref()
+        .filter(|_| expect.no_error != Some(false))
+    {
+        return Verdict {
+            outcome: Outcome::Error,
+            failures: vec![format!("the turn ended in an error: {error}")],
+        };
+    }
+    let mut failures = Vec::new();
     check_answer(expect, &seen.answer, &mut failures);
     check_tools(expect, seen, &mut failures);
     for wanted in &expect.client_action.0 {
@@ -139,11 +150,10 @@ pub fn judge(expect: &Expectations, seen: &Observation) -> Verdict {
             seen.latency_ms
         ));
     }
-    let counts_as_error = ended_badly && (seen.cancelled || expect.no_error != Some(false));
-    let outcome = match (counts_as_error, failures.is_empty()) {
-        (true, _) => Outcome::Error,
-        (false, true) => Outcome::Pass,
-        (false, false) => Outcome::Fail,
+    let outcome = if failures.is_empty() {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
     };
     Verdict { outcome, failures }
 }
@@ -347,13 +357,18 @@ mod tests {
             error: Some("Claim X not found.".into()),
             ..Observation::default()
         };
-        let verdict = judge(&Expectations::default(), &errored);
+        let expect = Expectations {
+            answer_contains: OneOrMany(vec!["£350".into()]),
+            ..Expectations::default()
+        };
+        let verdict = judge(&expect, &errored);
         assert_eq!(
-            (verdict.outcome, verdict.failures[0].as_str()),
+            (verdict.outcome, verdict.failures),
             (
                 Outcome::Error,
-                "the turn ended in an error: Claim X not found."
-            )
+                vec!["the turn ended in an error: Claim X not found.".to_string()]
+            ),
+            "the error alone: expectations are not judged on a partial answer"
         );
         let allowed = Expectations {
             no_error: Some(false),

@@ -1,15 +1,17 @@
 //! The turns a suite runs: variants × claims × cases × repeats, in a fixed
-//! order, and the deterministic part of it that one shard takes.
+//! order, expanded lazily (a suite may plan up to `MAX_PLANNED_TURNS`), and
+//! the deterministic part of it that one shard takes.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use super::suite::{ClaimSelection, LoadedSuite, SuiteError};
-use crate::claims::{ClaimError, ClaimStore, LoadedClaim, SelectedClaims};
+use crate::chat::request::ThinkingLevel;
+use crate::claims::{ClaimStore, LoadedClaim, SelectedClaims};
 use crate::prompts::overrides::IgnoredOverride;
 use crate::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 
-/// A prompt version, ready to apply.
+/// A prompt version and model settings, ready to apply.
 #[derive(Debug, Clone)]
 pub struct PreparedVariant {
     pub name: String,
@@ -17,6 +19,28 @@ pub struct PreparedVariant {
     pub overrides: BTreeMap<String, String>,
     pub fingerprint: String,
     pub ignored: Vec<IgnoredOverride>,
+    pub model: ModelSettings,
+}
+
+/// What a variant asks the model for: with the prompt fingerprint, its
+/// identity — two variants differing only here are different versions.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ModelSettings {
+    pub model: String,
+    /// The default level; a quick action's own wins unless `forced`.
+    pub thinking_level: ThinkingLevel,
+    pub forced: bool,
+}
+
+impl std::fmt::Display for ModelSettings {
+    /// `gemini-3.1-flash-lite, thinking low` (`, forced` when it is).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}, thinking {}", self.model, self.thinking_level)?;
+        if self.forced {
+            f.write_str(" (forced)")?;
+        }
+        Ok(())
+    }
 }
 
 /// One turn of the matrix.
@@ -31,13 +55,48 @@ pub struct TurnSpec {
     pub sample: u32,
 }
 
+/// The most turns one suite may plan (variants × claim-case pairs ×
+/// repeats): checked before anything is allocated or run.
+pub const MAX_PLANNED_TURNS: usize = 1_000_000;
+
 #[derive(Debug, Clone)]
 pub struct Matrix {
     pub variants: Vec<PreparedVariant>,
     pub claims: BTreeMap<String, LoadedClaim>,
-    pub turns: Vec<TurnSpec>,
+    /// The claim ids of each case, in store order.
+    pub case_claims: Vec<Vec<String>>,
+    pub repeats: u32,
+    /// How many turns the whole matrix holds.
+    pub planned: usize,
     /// Claim files a glob or `all` matched but that could not be loaded.
     pub claim_warnings: Vec<String>,
+}
+
+impl Matrix {
+    /// Every turn, in matrix order (variant, case, claim, sample), made as
+    /// it is needed.
+    pub fn turns(&self) -> impl Iterator<Item = TurnSpec> + '_ {
+        let repeats = self.repeats;
+        (0..self.variants.len())
+            .flat_map(move |variant| {
+                self.case_claims
+                    .iter()
+                    .enumerate()
+                    .flat_map(move |(case, ids)| {
+                        ids.iter().flat_map(move |claim_id| {
+                            (1..=repeats).map(move |sample| (variant, case, claim_id, sample))
+                        })
+                    })
+            })
+            .enumerate()
+            .map(|(index, (variant, case, claim_id, sample))| TurnSpec {
+                index,
+                variant,
+                claim_id: claim_id.clone(),
+                case,
+                sample,
+            })
+    }
 }
 
 /// `I/N`: this machine's part of the matrix (1-based I).
@@ -45,6 +104,67 @@ pub struct Matrix {
 pub struct Shard {
     pub index: usize,
     pub count: usize,
+}
+
+/// The CI engines whose parallel-job variables `--shard auto` reads: the
+/// index variable, whether it counts from 0, and the total variable.
+pub const CI_SHARD_VARIABLES: [(&str, &str, u8, &str); 4] = [
+    ("GitLab", "CI_NODE_INDEX", 1, "CI_NODE_TOTAL"),
+    ("CircleCI", "CIRCLE_NODE_INDEX", 0, "CIRCLE_NODE_TOTAL"),
+    (
+        "Buildkite",
+        "BUILDKITE_PARALLEL_JOB",
+        0,
+        "BUILDKITE_PARALLEL_JOB_COUNT",
+    ),
+    (
+        "Kubernetes Indexed Job",
+        "JOB_COMPLETION_INDEX",
+        0,
+        "PROMPTLAB_SHARD_TOTAL",
+    ),
+];
+
+impl Shard {
+    /// This job's shard from the first CI engine whose index variable is
+    /// set (`lookup` reads the environment).
+    pub fn from_ci(lookup: impl Fn(&str) -> Option<String>) -> Result<Shard, String> {
+        for (engine, index_var, base, total_var) in CI_SHARD_VARIABLES {
+            let Some(index) = lookup(index_var) else {
+                continue;
+            };
+            let total = lookup(total_var).ok_or_else(|| {
+                format!("--shard auto: {engine}'s {index_var} is set but {total_var} is not")
+            })?;
+            let number = |name: &str, text: &str| {
+                text.trim().parse::<usize>().map_err(|_| {
+                    format!(
+                        "--shard auto: {name} must be a whole number, got `{}`",
+                        crate::chat::context::one_line(text, 40)
+                    )
+                })
+            };
+            let (index, count) = (number(index_var, &index)?, number(total_var, &total)?);
+            let one_based = index.checked_add(usize::from(1 - base)).unwrap_or(0);
+            if count == 0 || one_based == 0 || one_based > count {
+                return Err(format!(
+                    "--shard auto: {index_var}={index} does not fit {total_var}={count} ({engine} counts from {base})"
+                ));
+            }
+            return Ok(Shard {
+                index: one_based,
+                count,
+            });
+        }
+        let names: Vec<String> = CI_SHARD_VARIABLES
+            .iter()
+            .map(|(engine, index, _, total)| format!("{index}/{total} ({engine})"))
+            .collect();
+        Err(format!(
+            "--shard auto: none of the CI variables is set: {}",
+            names.join(", ")
+        ))
+    }
 }
 
 impl std::str::FromStr for Shard {
@@ -58,23 +178,33 @@ impl std::str::FromStr for Shard {
             };
             (shard.count >= 1 && (1..=shard.count).contains(&shard.index)).then_some(shard)
         };
-        parse().ok_or_else(|| format!("expected I/N with 1 ≤ I ≤ N (e.g. 2/4), got `{text}`"))
+        parse().ok_or_else(|| {
+            format!(
+                "expected I/N with 1 ≤ I ≤ N (e.g. 2/4), or auto, got `{}`",
+                crate::chat::context::one_line(text, 40)
+            )
+        })
     }
 }
 
 impl Shard {
-    /// Round-robin over the matrix order, so every shard gets a fair mix.
-    pub fn takes(&self, spec: &TurnSpec) -> bool {
-        spec.index % self.count == self.index - 1
+    /// Round-robin over the selected turns' order, so every shard gets a
+    /// fair mix: `position` is the turn's place among them.
+    pub fn takes(&self, position: usize) -> bool {
+        position % self.count == self.index - 1
     }
 }
 
+/// Builds the matrix; `defaults` are the model settings of variants that set
+/// none (the command line's `--model` and `--thinking-level`).
 pub fn build_matrix(
     suite: &LoadedSuite,
     store: &ClaimStore,
     registry: &PromptRegistry,
+    defaults: &ModelSettings,
 ) -> Result<Matrix, SuiteError> {
-    let variants = prepare_variants(suite, registry)?;
+    let variants = prepare_variants(suite, registry, defaults)?;
+    check_size(suite, variants.len(), suite.suite.cases.len())?;
     let mut claims = BTreeMap::new();
     let mut case_claims: Vec<Vec<String>> = Vec::new();
     let SelectedClaims {
@@ -92,33 +222,40 @@ pub fn build_matrix(
         }
         case_claims.push(chosen);
     }
-    let mut turns = Vec::new();
-    for variant in 0..variants.len() {
-        for (case, ids) in case_claims.iter().enumerate() {
-            for claim_id in ids {
-                for sample in 1..=suite.repeats() {
-                    turns.push(TurnSpec {
-                        index: turns.len(),
-                        variant,
-                        claim_id: claim_id.clone(),
-                        case,
-                        sample,
-                    });
-                }
-            }
-        }
-    }
+    let pairs: usize = case_claims.iter().map(Vec::len).sum();
+    let planned = check_size(suite, variants.len(), pairs)?;
     Ok(Matrix {
         variants,
         claims,
-        turns,
+        case_claims,
+        repeats: suite.repeats(),
+        planned,
         claim_warnings: warnings,
     })
+}
+
+/// variants × `pairs` × repeats, refused past `MAX_PLANNED_TURNS` — called
+/// with the case count before claims are read (a bound) and with the
+/// claim-case pairs after.
+fn check_size(suite: &LoadedSuite, variants: usize, pairs: usize) -> Result<usize, SuiteError> {
+    let repeats = usize::try_from(suite.repeats()).unwrap_or(usize::MAX);
+    variants
+        .checked_mul(pairs)
+        .and_then(|n| n.checked_mul(repeats))
+        .filter(|planned| *planned <= MAX_PLANNED_TURNS)
+        .ok_or_else(|| SuiteError::Rule {
+            path: suite.path.display().to_string(),
+            field: "repeats".into(),
+            message: format!(
+                "the suite plans more than {MAX_PLANNED_TURNS} turns ({variants} variants × {pairs} × {repeats} repeats); split it"
+            ),
+        })
 }
 
 fn prepare_variants(
     suite: &LoadedSuite,
     registry: &PromptRegistry,
+    defaults: &ModelSettings,
 ) -> Result<Vec<PreparedVariant>, SuiteError> {
     if suite.suite.variants.is_empty() {
         return Ok(vec![PreparedVariant {
@@ -126,6 +263,7 @@ fn prepare_variants(
             overrides: BTreeMap::new(),
             fingerprint: fingerprint(&BTreeMap::new()),
             ignored: Vec::new(),
+            model: defaults.clone(),
         }]);
     }
     let mut prepared = Vec::new();
@@ -143,14 +281,51 @@ fn prepare_variants(
         let mut overrides = set.prompts;
         overrides.extend(variant.prompts.clone());
         let resolved = resolve_overrides(&overrides, registry);
+        let fingerprint = fingerprint(&resolved.applied);
+        let model = ModelSettings {
+            model: variant
+                .model
+                .clone()
+                .unwrap_or_else(|| defaults.model.clone()),
+            thinking_level: variant.thinking_level.unwrap_or(defaults.thinking_level),
+            forced: variant.force_thinking_level,
+        };
+        if let Some(twin) = prepared
+            .iter()
+            .find(|p: &&PreparedVariant| p.fingerprint == fingerprint && p.model == model)
+        {
+            return Err(SuiteError::Rule {
+                path: suite.path.display().to_string(),
+                field: format!("variants[{index}]"),
+                message: format!(
+                    "variant `{}` is the same prompt version and model as `{}` (fingerprint {fingerprint}, {model}){}",
+                    variant.name,
+                    twin.name,
+                    ignored_hint(&resolved.ignored)
+                ),
+            });
+        }
         prepared.push(PreparedVariant {
             name: variant.name.clone(),
-            fingerprint: fingerprint(&resolved.applied),
+            fingerprint,
             ignored: resolved.ignored,
             overrides,
+            model,
         });
     }
     Ok(prepared)
+}
+
+/// Why a variant may have come out the same as another.
+fn ignored_hint(ignored: &[IgnoredOverride]) -> String {
+    if ignored.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> = ignored
+        .iter()
+        .map(|i| format!("`{}` ({})", i.id, i.reason))
+        .collect();
+    format!("; its ignored overrides: {}", list.join(", "))
 }
 
 fn load_store(suite: &LoadedSuite, store: &ClaimStore) -> Result<SelectedClaims, SuiteError> {
@@ -172,12 +347,11 @@ fn load_store(suite: &LoadedSuite, store: &ClaimStore) -> Result<SelectedClaims,
         globs.extend(selection.globs.iter().cloned());
         all |= selection.all || (selection.ids.is_empty() && selection.globs.is_empty());
     }
+    // An id not in the store is reported by `select`, with its case's field.
+    ids.retain(|id| store.locate(id).is_some());
     store
         .load_selected(&ids, &globs, all)
-        .map_err(|error| match error {
-            ClaimError::NotFound(id) => rule(format!("claim `{id}` is not in the claim store")),
-            error => rule(error.to_string()),
-        })
+        .map_err(|error| rule(error.to_string()))
 }
 
 fn select(
@@ -244,24 +418,70 @@ mod tests {
 
     #[test]
     fn shards_split_the_matrix_without_overlap() {
-        let specs: Vec<TurnSpec> = (0..10)
-            .map(|index| TurnSpec {
-                index,
-                variant: 0,
-                claim_id: "c".into(),
-                case: 0,
-                sample: 1,
-            })
-            .collect();
         let shards: Vec<Shard> = ["1/3", "2/3", "3/3"]
             .iter()
             .map(|s| s.parse().unwrap())
             .collect();
-        for spec in &specs {
-            assert_eq!(shards.iter().filter(|shard| shard.takes(spec)).count(), 1);
+        for position in 0..10 {
+            assert_eq!(
+                shards.iter().filter(|shard| shard.takes(position)).count(),
+                1
+            );
         }
         assert!("0/3".parse::<Shard>().is_err());
         assert!("4/3".parse::<Shard>().is_err());
         assert!("x".parse::<Shard>().is_err());
+    }
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        }
+    }
+
+    #[test]
+    fn ci_variables_name_the_shard() {
+        let shard = |vars: &[(&str, &str)]| Shard::from_ci(env(vars));
+        let gitlab = shard(&[("CI_NODE_INDEX", "2"), ("CI_NODE_TOTAL", "3")]);
+        assert_eq!(gitlab, Ok(Shard { index: 2, count: 3 }));
+        let circle = shard(&[("CIRCLE_NODE_INDEX", "0"), ("CIRCLE_NODE_TOTAL", "4")]);
+        assert_eq!(circle, Ok(Shard { index: 1, count: 4 }));
+        let buildkite = shard(&[
+            ("BUILDKITE_PARALLEL_JOB", "3"),
+            ("BUILDKITE_PARALLEL_JOB_COUNT", "4"),
+        ]);
+        assert_eq!(buildkite, Ok(Shard { index: 4, count: 4 }));
+        let k8s = shard(&[
+            ("JOB_COMPLETION_INDEX", "1"),
+            ("PROMPTLAB_SHARD_TOTAL", "2"),
+        ]);
+        assert_eq!(k8s, Ok(Shard { index: 2, count: 2 }));
+        let none = shard(&[]).unwrap_err();
+        assert!(
+            none.contains("CI_NODE_INDEX/CI_NODE_TOTAL (GitLab)"),
+            "{none}"
+        );
+        assert!(
+            none.contains("JOB_COMPLETION_INDEX/PROMPTLAB_SHARD_TOTAL"),
+            "{none}"
+        );
+        let out_of_range = shard(&[("CIRCLE_NODE_INDEX", "4"), ("CIRCLE_NODE_TOTAL", "4")]);
+        assert!(out_of_range.unwrap_err().contains("counts from 0"));
+        let zero_gitlab = shard(&[("CI_NODE_INDEX", "0"), ("CI_NODE_TOTAL", "4")]);
+        assert!(zero_gitlab.is_err());
+        let no_total = shard(&[("CI_NODE_INDEX", "1")]).unwrap_err();
+        assert!(no_total.contains("CI_NODE_TOTAL is not"), "{no_total}");
+        let huge = shard(&[
+            ("CIRCLE_NODE_INDEX", &u64::MAX.to_string()),
+            ("CIRCLE_NODE_TOTAL", "2"),
+        ]);
+        assert!(huge.is_err());
     }
 }

@@ -2,14 +2,15 @@
 //! versions, judged against expectations (SPEC §7; `docs/suites.md`).
 
 pub mod expect;
+pub mod junit;
 pub mod matrix;
+pub mod plan;
 pub mod report;
 pub mod runner;
 pub mod suite;
 
 pub use expect::{Observation, Outcome, Verdict, judge};
-pub use matrix::{Matrix, Shard, TurnSpec, build_matrix};
-pub use runner::{
-    EvalMessage, EvalPlan, ProviderChoice, RunSettings, TurnKey, TurnResult, run_turns,
-};
+pub use matrix::{MAX_PLANNED_TURNS, Matrix, Shard, TurnSpec, build_matrix};
+pub use plan::{EvalPlan, Selection, TurnKey};
+pub use runner::{EvalMessage, ProviderChoice, RunSettings, TurnResult, run_turns};
 pub use suite::{LoadedSuite, Suite, SuiteError};

@@ -1,13 +1,19 @@
-//! Summaries of a suite's results: per-variant statistics, the failures with
-//! what was seen, and JUnit XML for CI.
+//! Summaries of a suite's results: per-variant statistics, the turns that
+//! did not run, the logs that were lost, and the typed NDJSON records that
+//! `eval --format ndjson` prints (`docs/suites.md`).
 
-use std::fmt::Write as _;
+use std::collections::HashSet;
+use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::expect::Outcome;
-use super::runner::{EvalPlan, TurnResult};
-use crate::stats::percentile;
+use super::matrix::{Shard, TurnSpec};
+use super::plan::EvalPlan;
+use super::runner::TurnResult;
+use crate::chat::event::{ChatEvent, Usage};
+use crate::chat::request::ThinkingLevel;
+use crate::stats::{percentile, wilson_interval};
 
 /// One variant's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -15,12 +21,26 @@ use crate::stats::percentile;
 pub struct VariantSummary {
     pub variant: String,
     pub fingerprint: String,
+    /// The model the variant's turns asked for.
+    pub model: String,
+    /// Their default thinking level (a quick action's own wins unless forced).
+    pub thinking_level: ThinkingLevel,
+    pub force_thinking_level: bool,
+    /// Turns this run selected for the variant (this shard's).
+    pub planned: usize,
+    /// Turns with a result (run now, or taken from a log).
     pub turns: usize,
     pub passed: usize,
     pub failed: usize,
     pub errors: usize,
+    /// Planned turns that never ran (cancelled).
+    pub not_run: usize,
+    /// Turns whose run log could not be written (counted among the errors).
+    pub logs_lost: usize,
     /// passed / turns.
     pub pass_rate: f64,
+    /// 95% Wilson interval of the pass rate.
+    pub pass_rate_interval: Option<(f64, f64)>,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cache_read_tokens: u64,
@@ -28,9 +48,15 @@ pub struct VariantSummary {
     pub cache_read_share: f64,
     pub latency_p50_ms: Option<u64>,
     pub latency_p95_ms: Option<u64>,
+    /// Overrides of the variant that were not applied, and why.
+    pub ignored_overrides: Vec<String>,
 }
 
 pub fn summarize(plan: &EvalPlan, results: &[TurnResult]) -> Vec<VariantSummary> {
+    let mut planned = vec![0usize; plan.matrix.variants.len()];
+    for spec in plan.selected() {
+        planned[spec.variant] += 1;
+    }
     plan.matrix
         .variants
         .iter()
@@ -44,24 +70,33 @@ pub fn summarize(plan: &EvalPlan, results: &[TurnResult]) -> Vec<VariantSummary>
             let cache = sum(|r| r.observation.usage.cache_read_tokens);
             let mut latencies: Vec<u64> = mine
                 .iter()
-                .filter(|r| r.observation.error.is_none() && !r.observation.cancelled)
+                .filter(|r| r.verdict.outcome != Outcome::Error)
                 .map(|r| r.observation.latency_ms)
                 .collect();
             latencies.sort_unstable();
+            let passed = count(Outcome::Pass);
             VariantSummary {
                 variant: variant.name.clone(),
                 fingerprint: variant.fingerprint.clone(),
+                model: variant.model.model.clone(),
+                thinking_level: variant.model.thinking_level,
+                force_thinking_level: variant.model.forced,
+                planned: planned[index],
                 turns: mine.len(),
-                passed: count(Outcome::Pass),
+                passed,
                 failed: count(Outcome::Fail),
                 errors: count(Outcome::Error),
-                pass_rate: ratio(count(Outcome::Pass) as u64, mine.len() as u64),
+                not_run: planned[index].saturating_sub(mine.len()),
+                logs_lost: mine.iter().filter(|r| r.log_error.is_some()).count(),
+                pass_rate: ratio(passed as u64, mine.len() as u64),
+                pass_rate_interval: wilson_interval(passed, mine.len()),
                 input_tokens: input,
                 output_tokens: sum(|r| r.observation.usage.output_tokens),
                 cache_read_tokens: cache,
                 cache_read_share: ratio(cache, input),
                 latency_p50_ms: percentile(&latencies, 50),
                 latency_p95_ms: percentile(&latencies, 95),
+                ignored_overrides: variant.ignored.iter().map(ToString::to_string).collect(),
             }
         })
         .collect()
@@ -76,8 +111,7 @@ fn ratio(part: u64, whole: u64) -> f64 {
 }
 
 /// `variant · claim · case #sample`
-pub fn turn_label(plan: &EvalPlan, result: &TurnResult) -> String {
-    let spec = &result.spec;
+pub fn spec_label(plan: &EvalPlan, spec: &TurnSpec) -> String {
     format!(
         "{} · {} · {} #{}",
         plan.matrix.variants[spec.variant].name,
@@ -87,123 +121,119 @@ pub fn turn_label(plan: &EvalPlan, result: &TurnResult) -> String {
     )
 }
 
+pub fn turn_label(plan: &EvalPlan, result: &TurnResult) -> String {
+    spec_label(plan, &result.spec)
+}
+
 /// Results in matrix order, for stable reports whatever order turns finished in.
 pub fn in_matrix_order(results: &mut [TurnResult]) {
     results.sort_by_key(|r| r.spec.index);
 }
 
-/// JUnit XML: one testsuite per variant, one testcase per claim × case;
-/// repeats are folded into a pass rate that must reach `threshold`.
-pub fn junit_xml(plan: &EvalPlan, results: &[TurnResult], threshold: f64) -> String {
-    let mut xml = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
-    let mut suites = String::new();
-    let (mut all_tests, mut all_failures) = (0, 0);
-    for (index, variant) in plan.matrix.variants.iter().enumerate() {
-        let mut cases: Vec<(String, usize, Vec<&TurnResult>)> = Vec::new();
-        for result in results.iter().filter(|r| r.spec.variant == index) {
-            let name = format!(
-                "{} · {}",
-                result.spec.claim_id, plan.suite.suite.cases[result.spec.case].name
-            );
-            match cases.iter_mut().find(|(n, _, _)| *n == name) {
-                Some((_, _, samples)) => samples.push(result),
-                None => cases.push((name, result.spec.index, vec![result])),
-            }
-        }
-        cases.sort_by_key(|(_, first, _)| *first);
-        let mut body = String::new();
-        let mut failures = 0;
-        for (name, _, samples) in &cases {
-            let passed = samples
-                .iter()
-                .filter(|r| r.verdict.outcome == Outcome::Pass)
-                .count();
-            let rate = passed as f64 / samples.len() as f64;
-            let seconds: f64 = samples
-                .iter()
-                .map(|r| r.observation.latency_ms as f64 / 1000.0)
-                .sum();
-            let _ = write!(
-                body,
-                "    <testcase classname=\"{}\" name=\"{}\" time=\"{seconds:.3}\"",
-                escape(&format!("{}.{}", plan.suite.name, variant.name)),
-                escape(name)
-            );
-            if rate + 1e-9 >= threshold {
-                body.push_str("/>\n");
-                continue;
-            }
-            failures += 1;
-            let mut detail = String::new();
-            for sample in samples
-                .iter()
-                .filter(|r| r.verdict.outcome != Outcome::Pass)
-            {
-                let _ = writeln!(
-                    detail,
-                    "sample {} ({}):",
-                    sample.spec.sample,
-                    sample.verdict.outcome.as_str()
-                );
-                for failure in &sample.verdict.failures {
-                    let _ = writeln!(detail, "  - {failure}");
-                }
-            }
-            let message = format!(
-                "{passed} of {} samples passed (pass rate {:.0}%, threshold {:.0}%)",
-                samples.len(),
-                rate * 100.0,
-                threshold * 100.0
-            );
-            let _ = write!(
-                body,
-                ">\n      <failure message=\"{}\">{}</failure>\n    </testcase>\n",
-                escape(&message),
-                escape(&detail)
-            );
-        }
-        all_tests += cases.len();
-        all_failures += failures;
-        let _ = write!(
-            suites,
-            "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" skipped=\"0\">\n    <properties><property name=\"fingerprint\" value=\"{}\"/></properties>\n{body}  </testsuite>\n",
-            escape(&format!("{} / {}", plan.suite.name, variant.name)),
-            cases.len(),
-            escape(&variant.fingerprint),
-        );
-    }
-    let _ = write!(
-        xml,
-        "<testsuites name=\"{}\" tests=\"{all_tests}\" failures=\"{all_failures}\" errors=\"0\">\n{suites}</testsuites>\n",
-        escape(&plan.suite.name)
-    );
-    xml
+/// The selected turns that have no result: cancelled before they started.
+pub fn not_run(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TurnSpec> {
+    let ran: HashSet<usize> = results.iter().map(|r| r.spec.index).collect();
+    plan.selected()
+        .filter(|spec| !ran.contains(&spec.index))
+        .collect()
 }
 
-/// XML text and attribute escaping; characters XML 1.0 cannot carry are dropped.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\n' | '\t' | '\r' => out.push(c),
-            c if c.is_control() => {}
-            c => out.push(c),
-        }
-    }
-    out
+/// Where a turn sits in the matrix, as every NDJSON record names it.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnPlace {
+    pub variant: String,
+    pub claim: String,
+    pub case: String,
+    pub sample: u32,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn escaping_keeps_xml_well_formed() {
-        assert_eq!(escape("a<b & \"c\" \u{1}"), "a&lt;b &amp; &quot;c&quot; ");
+impl TurnPlace {
+    pub fn of(plan: &EvalPlan, spec: &TurnSpec) -> TurnPlace {
+        let labels = plan.labels(spec);
+        TurnPlace {
+            variant: labels.variant,
+            claim: spec.claim_id.clone(),
+            case: labels.case,
+            sample: spec.sample,
+        }
     }
+}
+
+/// One line of `eval --format ndjson`.
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum EvalRecord<'a> {
+    /// An event of a running turn.
+    Event {
+        #[serde(flatten)]
+        place: TurnPlace,
+        event: &'a ChatEvent,
+    },
+    /// A judged turn.
+    Turn(TurnRecord),
+    /// The last line.
+    Summary(SummaryRecord),
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnRecord {
+    #[serde(flatten)]
+    pub place: TurnPlace,
+    pub fingerprint: String,
+    pub verdict: Outcome,
+    pub failures: Vec<String>,
+    pub usage: Usage,
+    pub rounds: u32,
+    pub latency_ms: u64,
+    pub run_log: Option<PathBuf>,
+    /// Why the run log could not be written (the turn is then an error).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_error: Option<String>,
+    pub from_log: bool,
+}
+
+impl TurnRecord {
+    pub fn of(plan: &EvalPlan, result: &TurnResult) -> TurnRecord {
+        TurnRecord {
+            place: TurnPlace::of(plan, &result.spec),
+            fingerprint: plan.matrix.variants[result.spec.variant]
+                .fingerprint
+                .clone(),
+            verdict: result.verdict.outcome,
+            failures: result.verdict.failures.clone(),
+            usage: result.observation.usage,
+            rounds: result.observation.rounds,
+            latency_ms: result.observation.latency_ms,
+            run_log: result.run_log.clone(),
+            log_error: result.log_error.clone(),
+            from_log: result.from_log,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryRecord {
+    pub suite: String,
+    /// `I/N` when this run is one shard.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    /// Turns with a result.
+    pub turns: usize,
+    /// Turns this run selected.
+    pub planned: usize,
+    pub not_run: usize,
+    pub logs_lost: usize,
+    pub cancelled: bool,
+    pub variants: Vec<VariantSummary>,
+    pub exit: u8,
+}
+
+/// `shard 2/3: 8 of 24 turns`
+pub fn shard_line(shard: Shard, selected: usize, whole: usize) -> String {
+    format!(
+        "shard {}/{}: {selected} of {whole} turns",
+        shard.index, shard.count
+    )
 }

@@ -13,103 +13,19 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use super::expect::{Observation, Outcome, Verdict, judge};
-use super::matrix::{Matrix, TurnSpec};
-use super::suite::{LoadedSuite, case_messages};
+use super::expect::{Observation, Outcome, Verdict};
+use super::matrix::TurnSpec;
+use super::plan::{EvalPlan, TurnKey, key_of_header};
 use crate::chat::event::ChatEvent;
-use crate::chat::request::{ChatRequest, ClaimInput, PromptOptions, ThinkingLevel};
 use crate::chat::service::{TurnContext, TurnOutput, run_chat_turn};
 use crate::claims::ClaimStore;
 use crate::prompts::PromptRegistry;
 use crate::provider::ModelProvider;
 use crate::provider::replay::ReplayProvider;
 use crate::provider::script::ScriptProvider;
-use crate::runs::record::{RecordedVerdict, RunLabels};
-use crate::runs::{RunHeader, RunStatus, read_run_log, scan_runs};
+use crate::runs::record::RecordedVerdict;
+use crate::runs::{RunStatus, read_run_log, scan_runs};
 use crate::sink::run_log::RunRecorder;
-
-/// Identifies one turn of a suite across machines and runs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TurnKey {
-    pub suite: String,
-    pub fingerprint: String,
-    pub claim: String,
-    pub case: String,
-    pub sample: u32,
-}
-
-/// A suite ready to run: its matrix and the turns this run takes.
-pub struct EvalPlan {
-    pub suite: LoadedSuite,
-    pub matrix: Matrix,
-    pub turns: Vec<TurnSpec>,
-}
-
-impl EvalPlan {
-    pub fn key(&self, spec: &TurnSpec) -> TurnKey {
-        TurnKey {
-            suite: self.suite.name.clone(),
-            fingerprint: self.matrix.variants[spec.variant].fingerprint.clone(),
-            claim: spec.claim_id.clone(),
-            case: self.suite.suite.cases[spec.case].name.clone(),
-            sample: spec.sample,
-        }
-    }
-
-    pub fn labels(&self, spec: &TurnSpec) -> RunLabels {
-        RunLabels {
-            suite: self.suite.name.clone(),
-            variant: self.matrix.variants[spec.variant].name.clone(),
-            case: self.suite.suite.cases[spec.case].name.clone(),
-            sample: spec.sample,
-        }
-    }
-
-    /// The chat request of one turn.
-    pub fn request(
-        &self,
-        spec: &TurnSpec,
-        model: &str,
-        thinking_level: ThinkingLevel,
-        today: NaiveDate,
-    ) -> ChatRequest {
-        let case = &self.suite.suite.cases[spec.case];
-        let settings = case.settings(&self.suite.suite.defaults);
-        ChatRequest {
-            claim: ClaimInput::Document(Box::new(self.matrix.claims[&spec.claim_id].clone())),
-            messages: case_messages(case),
-            prompt: PromptOptions {
-                capability: settings.capability,
-                locale: settings.locale,
-                brand: settings.brand,
-                screen_actions: settings.screen_actions.unwrap_or(false),
-                voice: settings.voice.unwrap_or(false),
-                overrides: self.matrix.variants[spec.variant].overrides.clone(),
-            },
-            model: model.to_string(),
-            thinking_level,
-            today: settings.today.unwrap_or(today),
-        }
-    }
-
-    /// Judges an observation against this turn's expectations.
-    pub fn judge(&self, spec: &TurnSpec, seen: &Observation) -> Verdict {
-        let case = &self.suite.suite.cases[spec.case];
-        judge(&case.settings(&self.suite.suite.defaults).expect, seen)
-    }
-}
-
-/// The key of a recorded turn, from its header.
-pub fn key_of_header(header: &RunHeader) -> Option<TurnKey> {
-    let labels = header.labels.as_ref()?;
-    Some(TurnKey {
-        suite: labels.suite.clone(),
-        fingerprint: header.fingerprint.clone(),
-        claim: header.claim.as_ref()?.id.clone(),
-        case: labels.case.clone(),
-        sample: labels.sample,
-    })
-}
 
 /// The newest finished run log of each turn of `suite` under `dirs`;
 /// with `done_only`, only turns that ended in `done`.
@@ -193,8 +109,6 @@ pub struct RunSettings {
     pub store: ClaimStore,
     pub runs_dir: PathBuf,
     pub concurrency: usize,
-    pub model: String,
-    pub thinking_level: ThinkingLevel,
     pub today: NaiveDate,
     pub provider: ProviderChoice,
 }
@@ -206,8 +120,24 @@ pub struct TurnResult {
     pub observation: Observation,
     pub verdict: Verdict,
     pub run_log: Option<PathBuf>,
+    /// Why the turn's run log could not be written: the turn then counts
+    /// as an error, since nothing can check or merge it later.
+    pub log_error: Option<String>,
     /// Taken from an earlier run (`--resume`) or from run logs (`--report`).
     pub from_log: bool,
+}
+
+impl TurnResult {
+    fn new(spec: &TurnSpec, observation: Observation, verdict: Verdict) -> TurnResult {
+        TurnResult {
+            spec: spec.clone(),
+            observation,
+            verdict,
+            run_log: None,
+            log_error: None,
+            from_log: false,
+        }
+    }
 }
 
 /// What a running suite reports as it goes.
@@ -215,26 +145,26 @@ pub struct TurnResult {
 pub enum EvalMessage {
     Event(TurnSpec, ChatEvent),
     Finished(Box<TurnResult>),
-    /// A problem that does not stop the suite (e.g. a run log not written).
+    /// A problem that does not stop the suite.
     Warning(String),
 }
 
-/// Runs `plan.turns` at most `concurrency` at a time; results come back in
-/// the order turns finish.
+/// Runs the plan's remaining turns at most `concurrency` at a time; results
+/// come back in the order turns finish. Once `cancel` fires no turn starts.
 pub async fn run_turns(
     plan: &EvalPlan,
     settings: &RunSettings,
     cancel: CancellationToken,
     messages: UnboundedSender<EvalMessage>,
 ) -> Vec<TurnResult> {
-    let jobs = plan.turns.iter().map(|spec| {
+    let jobs = plan.to_run().map(|spec| {
         let cancel = cancel.clone();
         let messages = messages.clone();
         async move {
             if cancel.is_cancelled() {
                 return None;
             }
-            let result = run_one(plan, settings, spec, cancel, &messages).await;
+            let result = run_one(plan, settings, &spec, cancel, &messages).await;
             let _ = messages.send(EvalMessage::Finished(Box::new(result.clone())));
             Some(result)
         }
@@ -253,97 +183,145 @@ async fn run_one(
     cancel: CancellationToken,
     messages: &UnboundedSender<EvalMessage>,
 ) -> TurnResult {
-    let clock = Instant::now();
-    let mut observation = Observation::default();
     let provider = match settings.provider.for_turn(plan, spec) {
         Ok(provider) => provider,
         Err(message) => {
-            observation.error = Some(message);
-            let verdict = plan.judge(spec, &observation);
-            return TurnResult {
-                spec: spec.clone(),
-                observation,
-                verdict,
-                run_log: None,
-                from_log: false,
+            let observation = Observation {
+                error: Some(message),
+                ..Observation::default()
             };
+            let verdict = plan.judge(spec, &observation);
+            return TurnResult::new(spec, observation, verdict);
         }
     };
-    let request = plan.request(
-        spec,
-        &settings.model,
-        settings.thinking_level,
-        settings.today,
-    );
-    let mut recorder = Some(RunRecorder::new(
+    let request = plan.request(spec, settings.today);
+    let mut recorder = RunRecorder::new(
         &settings.runs_dir,
         &request,
         settings.registry,
         provider.name(),
         Some(plan.labels(spec)),
-    ));
+    );
     let ctx = TurnContext {
         registry: settings.registry,
         store: settings.store.clone(),
         provider,
     };
+    let clock = Instant::now();
+    let mut observation = Observation::default();
+    let mut log_error = None;
     let turn = run_chat_turn(ctx, request, cancel);
     futures_util::pin_mut!(turn);
     while let Some(output) = turn.next().await {
         observation.observe(&output);
-        if let Some(active) = recorder.as_mut()
-            && let Err(error) = active.record(&output)
+        if log_error.is_none()
+            && let Err(error) = recorder.record(&output)
         {
-            let _ = messages.send(EvalMessage::Warning(format!(
-                "could not record a turn in `{}`: {error}",
-                settings.runs_dir.display()
-            )));
-            recorder = None;
+            log_error = Some(format!("`{}`: {error}", settings.runs_dir.display()));
         }
         if let TurnOutput::Event(event) = output {
             let _ = messages.send(EvalMessage::Event(spec.clone(), event));
         }
     }
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let Some(recorder) = recorder else {
-        let verdict = plan.judge(spec, &observation);
-        return TurnResult {
-            spec: spec.clone(),
-            observation,
-            verdict,
-            run_log: None,
-            from_log: false,
-        };
-    };
-    // Judge on exactly the numbers the footer records, so that a merge of
-    // shards (which judges from the logs) reaches the same verdicts.
-    let mut footer = recorder.draft_footer(RunStatus::Cancelled);
-    if let Some(footer) = &footer {
-        observation.latency_ms = footer.total_ms;
+    match log_error {
+        Some(error) => lost_log(plan, spec, observation, error, messages),
+        None => record_verdict(plan, spec, observation, recorder, messages),
     }
+}
+
+/// Judges the turn on exactly the numbers its footer records (so that a
+/// merge of shards, which judges from the logs, reaches the same verdict),
+/// then completes the log with the verdict in it.
+fn record_verdict(
+    plan: &EvalPlan,
+    spec: &TurnSpec,
+    mut observation: Observation,
+    recorder: RunRecorder,
+    messages: &UnboundedSender<EvalMessage>,
+) -> TurnResult {
+    let Some(mut footer) = recorder.draft_footer(RunStatus::Cancelled) else {
+        let error = "the turn ended before its run log was opened".to_string();
+        return lost_log(plan, spec, observation, error, messages);
+    };
+    observation.latency_ms = footer.total_ms;
     let verdict = plan.judge(spec, &observation);
-    let run_log = match footer.take() {
-        Some(mut footer) => {
-            footer.verdict = Some(RecordedVerdict {
-                outcome: verdict.outcome,
-                failures: verdict.failures.clone(),
-            });
-            recorder.finish_with(footer).unwrap_or_else(|error| {
-                let _ = messages.send(EvalMessage::Warning(format!(
-                    "could not complete a run log: {error}"
-                )));
-                None
-            })
+    footer.verdict = Some(RecordedVerdict {
+        outcome: verdict.outcome,
+        failures: verdict.failures.clone(),
+    });
+    match recorder.finish_with(footer) {
+        Ok(Some(path)) => TurnResult {
+            run_log: Some(path),
+            ..TurnResult::new(spec, observation, verdict)
+        },
+        Ok(None) => {
+            let error = "the turn ended before its run log was opened".to_string();
+            lost_log(plan, spec, observation, error, messages)
         }
-        None => None,
+        Err(error) => {
+            let error = format!("could not complete it: {error}");
+            lost_log(plan, spec, observation, error, messages)
+        }
+    }
+}
+
+/// A turn whose run log was not written is an error, whatever its answer.
+fn lost_log(
+    plan: &EvalPlan,
+    spec: &TurnSpec,
+    observation: Observation,
+    error: String,
+    messages: &UnboundedSender<EvalMessage>,
+) -> TurnResult {
+    let label = crate::eval::report::spec_label(plan, spec);
+    let _ = messages.send(EvalMessage::Warning(format!(
+        "run log of {label} not written: {error}"
+    )));
+    let verdict = Verdict {
+        outcome: Outcome::Error,
+        failures: vec![format!("run log not written: {error}")],
     };
     TurnResult {
-        spec: spec.clone(),
-        observation,
-        verdict,
-        run_log,
-        from_log: false,
+        log_error: Some(error),
+        ..TurnResult::new(spec, observation, verdict)
     }
+}
+
+/// Turns of the plan already recorded as done under `runs_dir`, for
+/// `--resume`: each log is read whole, and one that cannot be (a corrupt
+/// line, bytes that are not UTF-8) does not count as done — the turn runs
+/// again, with a warning naming the file. Marks the done turns in `plan`.
+pub fn resume(
+    plan: &mut EvalPlan,
+    runs_dir: &Path,
+) -> std::io::Result<(Vec<TurnResult>, Vec<String>)> {
+    let recorded = index_recorded(&[runs_dir.to_path_buf()], &plan.suite.name, true)?;
+    let (mut results, mut warnings) = (Vec::new(), Vec::new());
+    for spec in plan.selected().collect::<Vec<_>>() {
+        let Some(path) = recorded.get(&plan.key(&spec)) else {
+            continue;
+        };
+        match read_run_log(path) {
+            Ok(log) => results.push(TurnResult {
+                run_log: Some(path.clone()),
+                from_log: true,
+                ..judged_from_log(plan, &spec, &log)
+            }),
+            Err(error) => warnings.push(format!(
+                "resume: {error}; running {} again",
+                crate::eval::report::spec_label(plan, &spec)
+            )),
+        }
+    }
+    plan.done = results.iter().map(|r| r.spec.index).collect();
+    Ok((results, warnings))
+}
+
+fn judged_from_log(plan: &EvalPlan, spec: &TurnSpec, log: &crate::runs::RunLog) -> TurnResult {
+    let observation = Observation::from_log(log);
+    let verdict = plan.judge(spec, &observation);
+    TurnResult::new(spec, observation, verdict)
 }
 
 /// A turn's result from its recorded run log.
@@ -357,11 +335,9 @@ pub fn result_from_log(plan: &EvalPlan, spec: &TurnSpec, path: &Path) -> TurnRes
     };
     let verdict = plan.judge(spec, &observation);
     TurnResult {
-        spec: spec.clone(),
-        observation,
-        verdict,
         run_log: Some(path.to_path_buf()),
         from_log: true,
+        ..TurnResult::new(spec, observation, verdict)
     }
 }
 
@@ -376,10 +352,7 @@ pub fn missing_result(spec: &TurnSpec) -> TurnResult {
         failures: vec!["not run: no run log for this turn".into()],
     };
     TurnResult {
-        spec: spec.clone(),
-        observation,
-        verdict,
-        run_log: None,
         from_log: true,
+        ..TurnResult::new(spec, observation, verdict)
     }
 }

@@ -8,7 +8,7 @@ use chrono::NaiveDate;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::chat::request::{ChatMessage, Locale, validate_messages};
+use crate::chat::request::{ChatMessage, Locale, ThinkingLevel, validate_messages};
 use crate::claims::load::{DocumentFormat, DocumentProblem, parse_document};
 use crate::prompts::PromptRegistry;
 
@@ -87,6 +87,30 @@ pub struct Variant {
     /// Inline overrides (prompt id → text); they win over files.
     #[serde(default)]
     pub prompts: BTreeMap<String, String>,
+    /// The model this variant's turns ask for (else `--model`).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The default thinking level of its turns (else `--thinking-level`); a
+    /// quick action's own level still wins, as in production…
+    #[serde(default)]
+    pub thinking_level: Option<ThinkingLevel>,
+    /// …unless this is set: then the variant's level wins everywhere.
+    #[serde(default)]
+    pub force_thinking_level: bool,
+}
+
+impl Variant {
+    /// A variant with no overrides: the code default, under `name`.
+    pub fn named(name: &str) -> Variant {
+        Variant {
+            name: name.to_string(),
+            overrides: Vec::new(),
+            prompts: BTreeMap::new(),
+            model: None,
+            thinking_level: None,
+            force_thinking_level: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -176,15 +200,47 @@ pub struct Expectations {
 }
 
 /// A tool by name, or by name and (a subset of) its arguments.
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(untagged, expecting = "a tool name, or {name, args}")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum ToolExpectation {
     Name(String),
-    WithArgs {
-        name: String,
-        #[serde(default)]
-        args: Option<Value>,
-    },
+    WithArgs { name: String, args: Option<Value> },
+}
+
+/// `{name, args}`, with unknown fields named in the error (an untagged enum
+/// would only say that nothing matched).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ToolWithArgs {
+    name: String,
+    #[serde(default)]
+    args: Option<Value>,
+}
+
+impl<'de> Deserialize<'de> for ToolExpectation {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = ToolExpectation;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a tool name, or {name, args}")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ToolExpectation, E> {
+                Ok(ToolExpectation::Name(name.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<ToolExpectation, A::Error> {
+                let tool =
+                    ToolWithArgs::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+                Ok(ToolExpectation::WithArgs {
+                    name: tool.name,
+                    args: tool.args,
+                })
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }
 
 impl ToolExpectation {
@@ -212,18 +268,52 @@ impl<T> Default for OneOrMany<T> {
     }
 }
 
+/// A list, or one item of it. Each shape is read by the item's own
+/// deserializer, so an error inside an item keeps its message (an untagged
+/// enum would replace it with "did not match any variant").
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Repr<T> {
-            Many(Vec<T>),
-            One(T),
+        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+        use serde::de::{Error, IntoDeserializer};
+
+        struct Visitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
+            type Value = OneOrMany<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("one value or a list of them")
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                seq: A,
+            ) -> Result<Self::Value, A::Error> {
+                Vec::<T>::deserialize(SeqAccessDeserializer::new(seq)).map(OneOrMany)
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(|item| OneOrMany(vec![item]))
+            }
+            fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
+                T::deserialize(text.into_deserializer()).map(|item| OneOrMany(vec![item]))
+            }
+            fn visit_string<E: Error>(self, text: String) -> Result<Self::Value, E> {
+                T::deserialize(text.into_deserializer()).map(|item| OneOrMany(vec![item]))
+            }
+            fn visit_bool<E: Error>(self, value: bool) -> Result<Self::Value, E> {
+                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
+            }
+            fn visit_i64<E: Error>(self, value: i64) -> Result<Self::Value, E> {
+                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
+            }
+            fn visit_u64<E: Error>(self, value: u64) -> Result<Self::Value, E> {
+                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
+            }
+            fn visit_f64<E: Error>(self, value: f64) -> Result<Self::Value, E> {
+                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
+            }
         }
-        Ok(match Repr::deserialize(deserializer)? {
-            Repr::Many(items) => OneOrMany(items),
-            Repr::One(item) => OneOrMany(vec![item]),
-        })
+        deserializer.deserialize_any(Visitor(std::marker::PhantomData))
     }
 }
 
@@ -343,6 +433,18 @@ impl LoadedSuite {
         if suite.repeats == Some(0) {
             return Err(self.rule("repeats".into(), "must be at least 1"));
         }
+        if suite
+            .repeats
+            .is_some_and(|r| r as usize > super::matrix::MAX_PLANNED_TURNS)
+        {
+            return Err(self.rule(
+                "repeats".into(),
+                format!(
+                    "at most {} (the most turns a suite may plan)",
+                    super::matrix::MAX_PLANNED_TURNS
+                ),
+            ));
+        }
         let mut names = std::collections::BTreeSet::new();
         for (index, variant) in suite.variants.iter().enumerate() {
             if !names.insert(variant.name.as_str()) {
@@ -355,6 +457,12 @@ impl LoadedSuite {
                 return Err(self.rule(
                     format!("variants[{index}].name"),
                     "use letters, digits, `-`, `_` and `.` only",
+                ));
+            }
+            if variant.model.as_ref().is_some_and(|m| m.trim().is_empty()) {
+                return Err(self.rule(
+                    format!("variants[{index}].model"),
+                    "the model name is empty",
                 ));
             }
         }
@@ -379,8 +487,13 @@ impl LoadedSuite {
                 }
                 _ => {}
             }
+            let source = if case.message.is_some() {
+                "message"
+            } else {
+                "history"
+            };
             validate_messages(&case_messages(case))
-                .map_err(|error| self.rule(field("history"), error.to_string()))?;
+                .map_err(|error| self.rule(field(source), error.to_string()))?;
             self.check_settings(
                 &format!("cases[{index}]"),
                 &case.settings(&CaseSettings::default()),

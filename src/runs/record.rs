@@ -94,6 +94,9 @@ pub struct RequestRecord {
     pub voice: bool,
     /// The deployment default thinking level.
     pub thinking_level: ThinkingLevel,
+    /// The default level won even over a quick action's own (an eval variant's `forceThinkingLevel`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force_thinking_level: bool,
     pub today: NaiveDate,
 }
 
@@ -113,6 +116,7 @@ impl RequestRecord {
             screen_actions: request.prompt.screen_actions,
             voice: request.prompt.voice,
             thinking_level: request.thinking_level,
+            force_thinking_level: request.force_thinking_level,
             today: request.today,
         }
     }

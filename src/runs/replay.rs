@@ -62,6 +62,7 @@ pub fn request_from_log(
         },
         model: log.header.model.clone(),
         thinking_level: recorded.thinking_level,
+        force_thinking_level: recorded.force_thinking_level,
         today: recorded.today,
     };
     Ok((request, warnings))

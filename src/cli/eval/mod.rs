@@ -1,0 +1,282 @@
+//! `promptlab eval SUITE`: run a suite over the claim corpus and give a
+//! verdict — preflight checks, the planned matrix (`--list`), a progress
+//! bar, a summary per variant, the failures, NDJSON for machines, JUnit and
+//! Markdown for CI, shards and their merge, and resume.
+
+mod preflight;
+mod progress;
+mod summary;
+
+use std::path::{Path, PathBuf};
+
+use chrono::{NaiveDate, Utc};
+use clap::{Args, ValueEnum};
+
+use promptlab::claims::ClaimStore;
+use promptlab::eval::matrix::ModelSettings;
+use promptlab::eval::runner::{index_recorded, missing_result, result_from_log, resume};
+use promptlab::eval::suite::Variant;
+use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, build_matrix};
+use promptlab::prompts::PromptRegistry;
+
+use super::context::{parse_today, today_or_local};
+use super::error::{CliError, Exit};
+use super::model::ModelArgs;
+
+const AFTER_HELP: &str = "\
+Exit codes: 0 every turn passed (or every variant reached --min-pass-rate) · 1 a failure, an error,
+a lost run log or a failed report write · 2 invalid suite, flags or setup (checked before any turn
+runs: a missing GEMINI_API_KEY, a missing folder, two variants with the same prompt version, …) ·
+130 Ctrl-C · 143 SIGTERM.
+
+Examples:
+  promptlab eval suites/smoke.yaml --provider script
+  promptlab eval suites/regression.yaml --list
+  promptlab eval suites/regression.yaml --overrides my-edit.yaml --case 'excess*' -j 8
+  promptlab eval suites/regression.yaml --shard auto --junit junit.xml
+  promptlab eval suites/regression.yaml --report shard-1/ --report shard-2/ --markdown-summary summary.md";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalFormat {
+    /// A progress bar, then a summary table and the failures.
+    Pretty,
+    /// Every event, every verdict, and a summary: one JSON object per line.
+    Ndjson,
+}
+
+#[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct EvalArgs {
+    /// The suite file (YAML); see docs/suites.md.
+    pub suite: PathBuf,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// Turns run at once (at least 1).
+    #[arg(short = 'j', long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
+    /// Run only part I of N of the selected turns (1-based), so that N CI jobs share a
+    /// suite; `auto` reads GitLab, CircleCI, Buildkite or Kubernetes Indexed Job variables.
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<String>,
+    /// Only this variant (repeat for several).
+    #[arg(long, value_name = "NAME")]
+    pub variant: Vec<String>,
+    /// Only cases with this name or matching this glob (repeat for several).
+    #[arg(long, value_name = "NAME|GLOB")]
+    pub case: Vec<String>,
+    /// Only claims with this id or matching this glob (repeat for several).
+    #[arg(long, value_name = "ID|GLOB")]
+    pub claim: Vec<String>,
+    /// Add a variant made of this override file (or folder), named after it, next to the
+    /// suite's variants (repeat for several).
+    #[arg(long, value_name = "FILE")]
+    pub overrides: Vec<PathBuf>,
+    /// Print the planned turns (variant, claim, case, sample) and run nothing.
+    #[arg(long)]
+    pub list: bool,
+    /// Skip turns already recorded as done for the same prompt fingerprint, claim, case and sample.
+    #[arg(long)]
+    pub resume: bool,
+    /// Run nothing: rebuild the summary, JUnit and exit code from the run logs in DIR (repeat for each shard's folder).
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["resume", "shard"])]
+    pub report: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub format: EvalFormat,
+    /// Print only the failures and the summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// How many failing turns to list (the rest are counted).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub show_failures: usize,
+    /// Write a JUnit XML report here.
+    #[arg(long, value_name = "FILE")]
+    pub junit: Option<PathBuf>,
+    /// Write the summary as Markdown here (e.g. "$GITHUB_STEP_SUMMARY").
+    #[arg(long, value_name = "FILE")]
+    pub markdown_summary: Option<PathBuf>,
+    /// The share of a case's repeats that must pass for its JUnit testcase to pass.
+    #[arg(long, value_name = "RATE", default_value_t = 1.0)]
+    pub pass_threshold: f64,
+    /// Exit 0 when every variant's pass rate is at least RATE (0 to 1), instead of only when
+    /// every turn passed. Lost run logs still exit 1.
+    #[arg(long, value_name = "RATE")]
+    pub min_pass_rate: Option<f64>,
+    /// Unusable overrides in a variant (unknown id, blank, too long) exit 2 instead of warning.
+    #[arg(long)]
+    pub strict: bool,
+    /// The date the claim brief gives as today, unless the suite pins one.
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
+    pub today: Option<NaiveDate>,
+}
+
+pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
+    let started_at = Utc::now();
+    preflight::check_args(&args, store)?;
+    let shard = resolve_shard(args.shard.as_deref())?;
+    let plan = plan(&args, store, shard)?;
+    preflight::check_overrides(&args, &plan)?;
+    if args.list {
+        summary::print_list(&plan, args.format)?;
+        return Ok(Exit::Success);
+    }
+    let finish =
+        |plan: &EvalPlan, results, stop| summary::finish(&args, plan, results, stop, started_at);
+    if !args.report.is_empty() {
+        let recorded = index_recorded(&args.report, &plan.suite.name, false)?;
+        let results = plan
+            .selected()
+            .map(|spec| match recorded.get(&plan.key(&spec)) {
+                Some(path) => result_from_log(&plan, &spec, path),
+                None => missing_result(&spec),
+            })
+            .collect();
+        return finish(&plan, results, None);
+    }
+    let provider = preflight::provider_choice(&args, &plan)?;
+    let mut plan = plan;
+    let mut results = Vec::new();
+    if args.resume {
+        let (done, warnings) = resume(&mut plan, runs_dir)?;
+        for warning in warnings {
+            eprintln!("warning: {warning}");
+        }
+        let remaining = plan.selected().count() - done.len();
+        eprintln!(
+            "resume: {} turns already done, {remaining} to run",
+            done.len()
+        );
+        results = done;
+    }
+    let settings = promptlab::eval::RunSettings {
+        registry: PromptRegistry::embedded(),
+        store: store.clone(),
+        runs_dir: runs_dir.to_path_buf(),
+        concurrency: usize::from(args.jobs),
+        today: today_or_local(args.today),
+        provider,
+    };
+    let (ran, stop) = progress::run_with_progress(&args, &plan, &settings, results.len())?;
+    results.extend(ran);
+    finish(&plan, results, stop)
+}
+
+/// `--shard I/N` or `--shard auto`.
+fn resolve_shard(text: Option<&str>) -> Result<Option<Shard>, CliError> {
+    match text {
+        None => Ok(None),
+        Some("auto") => Shard::from_ci(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+            .map(Some)
+            .map_err(CliError::invalid),
+        Some(text) => text
+            .parse()
+            .map(Some)
+            .map_err(|e| CliError::invalid(format!("--shard: {e}"))),
+    }
+}
+
+/// The suite with `--overrides` variants added and `--variant` applied, its
+/// matrix, and the turns `--case`, `--claim` and `--shard` select.
+fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<EvalPlan, CliError> {
+    let registry = PromptRegistry::embedded();
+    let mut suite = LoadedSuite::load(&args.suite, registry).map_err(CliError::invalid)?;
+    add_override_variants(&mut suite, &args.overrides)?;
+    select_variants(&mut suite, &args.variant)?;
+    let defaults = ModelSettings {
+        model: args.model.model.clone(),
+        thinking_level: args.model.thinking_level,
+        forced: false,
+    };
+    let matrix = build_matrix(&suite, store, registry, &defaults).map_err(CliError::invalid)?;
+    for warning in &matrix.claim_warnings {
+        eprintln!("warning: {warning}");
+    }
+    let selection = Selection {
+        cases: args.case.clone(),
+        claims: args.claim.clone(),
+        shard,
+    };
+    let plan = EvalPlan::new(suite, matrix, selection);
+    if plan.unsharded_count() == 0 {
+        return Err(CliError::invalid(format!(
+            "no turn of suite `{}` matches --case {} --claim {}",
+            plan.suite.name,
+            or_any(&args.case),
+            or_any(&args.claim)
+        )));
+    }
+    Ok(plan)
+}
+
+fn or_any(patterns: &[String]) -> String {
+    if patterns.is_empty() {
+        "(any)".into()
+    } else {
+        patterns.join(", ")
+    }
+}
+
+/// `--overrides FILE`: one variant per file, named after it, next to the
+/// suite's own (the code default among them when the suite names none).
+fn add_override_variants(suite: &mut LoadedSuite, files: &[PathBuf]) -> Result<(), CliError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let variants = &mut suite.suite.variants;
+    if variants.is_empty() {
+        variants.push(Variant::named("default"));
+    }
+    let here = std::env::current_dir()?;
+    for file in files {
+        let name = file
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .filter(|name| !name.is_empty())
+            .ok_or_else(|| {
+                CliError::invalid(format!("--overrides `{}`: not a file name", file.display()))
+            })?
+            .to_string();
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        {
+            return Err(CliError::invalid(format!(
+                "--overrides `{}`: a variant is named after its file, and `{name}` is not a usable name (letters, digits, `-`, `_` and `.` only); rename the file",
+                file.display()
+            )));
+        }
+        if variants.iter().any(|v| v.name == name) {
+            return Err(CliError::invalid(format!(
+                "--overrides `{}`: the suite already has a variant named `{name}`",
+                file.display()
+            )));
+        }
+        let mut variant = Variant::named(&name);
+        // Relative to where the command runs, not to the suite file.
+        variant.overrides.push(here.join(file));
+        variants.push(variant);
+    }
+    Ok(())
+}
+
+/// `--variant NAME`: keeps only the named variants.
+fn select_variants(suite: &mut LoadedSuite, names: &[String]) -> Result<(), CliError> {
+    if names.is_empty() {
+        return Ok(());
+    }
+    let variants = &mut suite.suite.variants;
+    if variants.is_empty() {
+        variants.push(Variant::named("default"));
+    }
+    for name in names {
+        if !variants.iter().any(|v| &v.name == name) {
+            let known: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
+            return Err(CliError::invalid(format!(
+                "--variant `{name}`: suite `{}` has no such variant (it has: {})",
+                suite.name,
+                known.join(", ")
+            )));
+        }
+    }
+    variants.retain(|v| names.contains(&v.name));
+    Ok(())
+}

@@ -1,0 +1,168 @@
+//! Checks made before any turn runs (exit 2, nothing recorded): folders
+//! that must exist, output files that must be writable, the model key, and
+//! the variants' overrides.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use promptlab::claims::ClaimStore;
+use promptlab::eval::runner::index_recorded;
+use promptlab::eval::{EvalPlan, ProviderChoice};
+use promptlab::provider::gemini::GeminiConfig;
+use promptlab::provider::script::ScriptProvider;
+
+use super::EvalArgs;
+use crate::cli::error::CliError;
+use crate::cli::model::ProviderKind;
+
+/// Flags and paths, before the suite is read.
+pub fn check_args(args: &EvalArgs, store: &ClaimStore) -> Result<(), CliError> {
+    for (flag, rate) in [
+        ("--pass-threshold", Some(args.pass_threshold)),
+        ("--min-pass-rate", args.min_pass_rate),
+    ] {
+        if let Some(rate) = rate
+            && !(0.0..=1.0).contains(&rate)
+        {
+            return Err(CliError::invalid(format!(
+                "{flag} must be between 0 and 1, got {rate}"
+            )));
+        }
+    }
+    folder("--claims-dir", store.dir())?;
+    for dir in &args.report {
+        folder("--report", dir)?;
+    }
+    if args.model.provider == ProviderKind::Replay
+        && args.report.is_empty()
+        && let Some(dir) = &args.model.replay
+    {
+        folder("--replay", dir)?;
+    }
+    if !args.list {
+        for (flag, path) in [
+            ("--junit", &args.junit),
+            ("--markdown-summary", &args.markdown_summary),
+        ] {
+            if let Some(path) = path {
+                writable(flag, path)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn folder(flag: &str, dir: &Path) -> Result<(), CliError> {
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(CliError::invalid(format!(
+            "{flag} `{}`: no such folder",
+            dir.display()
+        )))
+    }
+}
+
+/// The report's folder exists and takes a new file (checked by creating
+/// and removing one), so a run never ends unable to write its report.
+fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(CliError::invalid(format!(
+            "{flag} `{}`: the folder `{}` does not exist",
+            path.display(),
+            dir.display()
+        )));
+    }
+    let probe = dir.join(format!(".promptlab-write-check-{}", std::process::id()));
+    match std::fs::File::create(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(error) => Err(CliError::invalid(format!(
+            "{flag} `{}`: cannot write in `{}`: {error}",
+            path.display(),
+            dir.display()
+        ))),
+    }
+}
+
+/// Unusable overrides in any variant: a warning each, or exit 2 with `--strict`.
+pub fn check_overrides(args: &EvalArgs, plan: &EvalPlan) -> Result<(), CliError> {
+    let mut problems = Vec::new();
+    for variant in &plan.matrix.variants {
+        for ignored in &variant.ignored {
+            problems.push(format!("variant `{}`: {ignored}", variant.name));
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    if args.strict {
+        return Err(CliError::invalid(format!(
+            "unusable overrides (--strict):\n  {}",
+            problems.join("\n  ")
+        )));
+    }
+    for problem in problems {
+        eprintln!("warning: {problem}");
+    }
+    Ok(())
+}
+
+/// Where the suite's turns get their model answers; a provider that cannot
+/// work (no key, no script, no recordings) stops the run before it starts.
+pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
+    match args.model.provider {
+        ProviderKind::Gemini => {
+            if GeminiConfig::from_env().api_key.is_none() {
+                return Err(CliError::invalid(
+                    "GEMINI_API_KEY is not set: --provider gemini needs it (export GEMINI_API_KEY=…); \
+                     to run offline, use --provider script --script FILE (or a `script` on each case)",
+                ));
+            }
+            Ok(ProviderChoice::Shared(
+                args.model.build_provider()?.provider,
+            ))
+        }
+        ProviderKind::Script => script_choice(args, plan),
+        ProviderKind::Replay => {
+            let dir = args.model.replay.as_ref().ok_or_else(|| {
+                CliError::invalid(
+                    "eval with --provider replay needs --replay DIR: a runs folder holding this suite's recordings",
+                )
+            })?;
+            Ok(ProviderChoice::Replay(index_recorded(
+                std::slice::from_ref(dir),
+                &plan.suite.name,
+                false,
+            )?))
+        }
+    }
+}
+
+fn script_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
+    let load = |path: &Path| {
+        ScriptProvider::load(path)
+            .map(Arc::new)
+            .map_err(CliError::invalid)
+    };
+    let default = args.model.script.as_deref().map(load).transpose()?;
+    let mut by_case = HashMap::new();
+    for (index, case) in plan.suite.suite.cases.iter().enumerate() {
+        if let Some(script) = &case.script {
+            by_case.insert(index, load(&plan.suite.base_dir().join(script))?);
+        }
+    }
+    if default.is_none() && by_case.len() < plan.suite.suite.cases.len() {
+        return Err(CliError::invalid(
+            "--provider script needs --script FILE, or a `script` on every case",
+        ));
+    }
+    Ok(ProviderChoice::Script { default, by_case })
+}

@@ -1,0 +1,441 @@
+//! The end of an eval: the exit code, the JUnit and Markdown reports, and
+//! the summary (a table and the failures, or an NDJSON record).
+
+use std::fmt::Write as _;
+use std::io::Write;
+use std::path::Path;
+
+use chrono::{DateTime, Utc};
+
+use promptlab::eval::junit::{JunitContext, junit_xml};
+use promptlab::eval::report::{
+    EvalRecord, SummaryRecord, TurnPlace, TurnRecord, VariantSummary, in_matrix_order, not_run,
+    shard_line, summarize, turn_label,
+};
+use promptlab::eval::{EvalPlan, Outcome, TurnResult};
+use promptlab::sink::{Style, printable};
+
+use super::progress::write_record;
+use super::{EvalArgs, EvalFormat};
+use crate::cli::error::{CliError, Exit};
+use crate::cli::output::new_table;
+
+/// Everything the summary says, computed once.
+struct EvalEnd<'a> {
+    plan: &'a EvalPlan,
+    results: Vec<TurnResult>,
+    summaries: Vec<VariantSummary>,
+    not_run: usize,
+    logs_lost: Vec<String>,
+    stop: Option<Exit>,
+    exit: Exit,
+    /// A report file that could not be written.
+    write_errors: Vec<String>,
+}
+
+/// Summary, failures, reports and the exit code.
+pub fn finish(
+    args: &EvalArgs,
+    plan: &EvalPlan,
+    mut results: Vec<TurnResult>,
+    stop: Option<Exit>,
+    started_at: DateTime<Utc>,
+) -> Result<Exit, CliError> {
+    in_matrix_order(&mut results);
+    let summaries = summarize(plan, &results);
+    let missing = not_run(plan, &results);
+    let logs_lost: Vec<String> = results
+        .iter()
+        .filter_map(|r| {
+            r.log_error
+                .as_ref()
+                .map(|e| format!("{}: {e}", turn_label(plan, r)))
+        })
+        .collect();
+    let mut outcome = EvalEnd {
+        plan,
+        exit: exit_code(args, &summaries, &results, &logs_lost, stop),
+        results,
+        summaries,
+        not_run: missing.len(),
+        logs_lost,
+        stop,
+        write_errors: Vec::new(),
+    };
+    if let Some(path) = &args.junit {
+        let context = JunitContext {
+            threshold: args.pass_threshold,
+            started_at,
+            not_run: &missing,
+            shard: plan
+                .selection
+                .shard
+                .map(|s| format!("{}/{}", s.index, s.count)),
+        };
+        let xml = junit_xml(plan, &outcome.results, &context).map_err(|e| e.to_string());
+        outcome.report_write("JUnit", path, xml);
+    }
+    if let Some(path) = &args.markdown_summary {
+        let markdown = Ok(markdown(&outcome, args.show_failures));
+        outcome.report_write("Markdown summary", path, markdown);
+    }
+    match args.format {
+        EvalFormat::Ndjson => print_ndjson(args, &outcome)?,
+        EvalFormat::Pretty => print_pretty(args, &outcome)?,
+    }
+    for error in &outcome.write_errors {
+        eprintln!("error: {error}");
+    }
+    Ok(outcome.exit)
+}
+
+/// Ctrl-C or SIGTERM first; then 1 for a lost log or a report not written;
+/// then any failure or error — or, with `--min-pass-rate`, a variant below it.
+fn exit_code(
+    args: &EvalArgs,
+    summaries: &[VariantSummary],
+    results: &[TurnResult],
+    logs_lost: &[String],
+    stop: Option<Exit>,
+) -> Exit {
+    if let Some(stop) = stop {
+        return stop;
+    }
+    let below = match args.min_pass_rate {
+        Some(rate) => summaries
+            .iter()
+            .any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
+        None => results.iter().any(|r| r.verdict.outcome != Outcome::Pass),
+    };
+    if below || !logs_lost.is_empty() {
+        Exit::Failure
+    } else {
+        Exit::Success
+    }
+}
+
+impl EvalEnd<'_> {
+    fn report_write(&mut self, what: &str, path: &Path, contents: Result<String, String>) {
+        let written = contents.and_then(|text| write_atomically(path, &text));
+        if let Err(error) = written {
+            self.write_errors.push(format!(
+                "failed to write the {what} `{}`: {error}",
+                path.display()
+            ));
+            if self.exit == Exit::Success {
+                self.exit = Exit::Failure;
+            }
+        }
+    }
+
+    fn failing(&self) -> Vec<&TurnResult> {
+        self.results
+            .iter()
+            .filter(|r| r.verdict.outcome != Outcome::Pass)
+            .collect()
+    }
+
+    /// `12 turns: 10 passed, 1 failed, 1 errored`, and what else must be said.
+    fn tail(&self, args: &EvalArgs) -> String {
+        let count = |o| {
+            self.results
+                .iter()
+                .filter(|r| r.verdict.outcome == o)
+                .count()
+        };
+        let mut tail = format!(
+            "{} turns: {} passed, {} failed, {} errored",
+            self.results.len(),
+            count(Outcome::Pass),
+            count(Outcome::Fail),
+            count(Outcome::Error)
+        );
+        if let Some(shard) = self.plan.selection.shard {
+            let whole = self.plan.unsharded_count();
+            let selected = self.plan.selected().count();
+            tail = format!("{} · {tail}", shard_line(shard, selected, whole));
+        }
+        if !self.logs_lost.is_empty() {
+            let _ = write!(
+                tail,
+                " · {} run logs lost (counted as errors)",
+                self.logs_lost.len()
+            );
+        }
+        if let Some(stop) = self.stop {
+            let what = if stop == Exit::Terminated {
+                "terminated"
+            } else {
+                "cancelled"
+            };
+            let _ = write!(
+                tail,
+                " · {what} with {} of {} turns not run",
+                self.not_run,
+                self.results.len() + self.not_run
+            );
+        }
+        if let Some(rate) = args.min_pass_rate {
+            let _ = write!(tail, " · minimum pass rate {:.1}%", rate * 100.0);
+        }
+        if let Some(path) = &args.junit
+            && !self.write_errors.iter().any(|e| e.contains("JUnit"))
+        {
+            let _ = write!(tail, " · JUnit written to {}", path.display());
+        }
+        tail
+    }
+}
+
+fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    if !args.report.is_empty() || args.resume {
+        for result in outcome.results.iter().filter(|r| r.from_log) {
+            write_record(
+                &mut out,
+                &EvalRecord::Turn(TurnRecord::of(outcome.plan, result)),
+            )?;
+        }
+    }
+    let plan = outcome.plan;
+    let summary = SummaryRecord {
+        suite: plan.suite.name.clone(),
+        shard: plan
+            .selection
+            .shard
+            .map(|s| format!("{}/{}", s.index, s.count)),
+        turns: outcome.results.len(),
+        planned: outcome.results.len() + outcome.not_run,
+        not_run: outcome.not_run,
+        logs_lost: outcome.logs_lost.len(),
+        cancelled: outcome.stop.is_some(),
+        variants: outcome.summaries.clone(),
+        exit: outcome.exit.number(),
+    };
+    write_record(&mut out, &EvalRecord::Summary(summary))?;
+    Ok(())
+}
+
+fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
+    let style = Style::for_stdout();
+    let mut out = std::io::stdout().lock();
+    let plan = outcome.plan;
+    writeln!(
+        out,
+        "{}\n{}",
+        style.bold(&format!("Suite {}", plan.suite.name)),
+        summary_table(&outcome.summaries)
+    )?;
+    let failing = outcome.failing();
+    if !failing.is_empty() {
+        writeln!(out, "\n{}", style.bold("Failures:"))?;
+        for result in failing.iter().take(args.show_failures) {
+            let mark = match result.verdict.outcome {
+                Outcome::Error => style.red("error"),
+                _ => style.red("fail"),
+            };
+            writeln!(out, "{mark} {}", printable(&turn_label(plan, result)))?;
+            for failure in &result.verdict.failures {
+                writeln!(out, "    - {}", printable(failure))?;
+            }
+            if let Some(path) = &result.run_log {
+                let line = format!("run log: {}", path.display());
+                writeln!(out, "    {}", style.dim(&line))?;
+            }
+        }
+        if failing.len() > args.show_failures {
+            let more = failing.len() - args.show_failures;
+            writeln!(out, "… and {more} more (--show-failures N lists more)")?;
+        }
+    }
+    for lost in &outcome.logs_lost {
+        writeln!(out, "{}", style.red(&format!("run log lost: {lost}")))?;
+    }
+    let tail = outcome.tail(args);
+    let tail = if outcome.exit == Exit::Success {
+        style.green(&tail)
+    } else {
+        style.red(&tail)
+    };
+    writeln!(out, "\n{tail}")?;
+    Ok(())
+}
+
+fn summary_table(summaries: &[VariantSummary]) -> comfy_table::Table {
+    let mut table = new_table([
+        "variant",
+        "fingerprint",
+        "model",
+        "turns",
+        "passed",
+        "failed",
+        "errors",
+        "pass rate",
+        "tokens in/out",
+        "cache read",
+        "latency p50/p95",
+    ]);
+    for s in summaries {
+        let not_run = if s.not_run > 0 {
+            format!(" (+{} not run)", s.not_run)
+        } else {
+            String::new()
+        };
+        table.add_row([
+            s.variant.clone(),
+            s.fingerprint.clone(),
+            model_text(s),
+            format!("{}{not_run}", s.turns),
+            s.passed.to_string(),
+            s.failed.to_string(),
+            s.errors.to_string(),
+            format!("{:.1}%", s.pass_rate * 100.0),
+            format!("{}/{}", s.input_tokens, s.output_tokens),
+            format!("{:.1}%", s.cache_read_share * 100.0),
+            format!(
+                "{} / {}",
+                seconds(s.latency_p50_ms),
+                seconds(s.latency_p95_ms)
+            ),
+        ]);
+    }
+    table
+}
+
+/// `gemini-3.1-flash-lite · low` (`· high, forced`).
+fn model_text(s: &VariantSummary) -> String {
+    let forced = if s.force_thinking_level {
+        ", forced"
+    } else {
+        ""
+    };
+    format!("{} · {}{forced}", s.model, s.thinking_level)
+}
+
+fn seconds(ms: Option<u64>) -> String {
+    ms.map_or("–".to_string(), |ms| {
+        format!("{:.2} s", ms as f64 / 1000.0)
+    })
+}
+
+/// The summary as Markdown, for `$GITHUB_STEP_SUMMARY` or a merge request.
+fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
+    let plan = outcome.plan;
+    let mut md = String::new();
+    let mark = if outcome.exit == Exit::Success {
+        "✅"
+    } else {
+        "❌"
+    };
+    let _ = writeln!(md, "## {mark} Eval `{}`\n", plan.suite.name);
+    let _ = writeln!(
+        md,
+        "| variant | fingerprint | model | turns | passed | failed | errors | pass rate (95% CI) | tokens in/out | latency p50/p95 |\n|---|---|---|---|---|---|---|---|---|---|"
+    );
+    for s in &outcome.summaries {
+        let interval = s.pass_rate_interval.map_or(String::new(), |(low, high)| {
+            format!(" ({:.0}–{:.0}%)", low * 100.0, high * 100.0)
+        });
+        let _ = writeln!(
+            md,
+            "| {} | `{}` | {} | {} | {} | {} | {} | {:.1}%{interval} | {}/{} | {} / {} |",
+            md_cell(&s.variant),
+            s.fingerprint,
+            md_cell(&model_text(s)),
+            s.turns,
+            s.passed,
+            s.failed,
+            s.errors,
+            s.pass_rate * 100.0,
+            s.input_tokens,
+            s.output_tokens,
+            seconds(s.latency_p50_ms),
+            seconds(s.latency_p95_ms)
+        );
+    }
+    for s in &outcome.summaries {
+        for ignored in &s.ignored_overrides {
+            let _ = writeln!(md, "\n> ⚠️ variant `{}`: {}", s.variant, md_cell(ignored));
+        }
+    }
+    let failing = outcome.failing();
+    if !failing.is_empty() {
+        let _ = writeln!(md, "\n### Failures ({})\n", failing.len());
+        for result in failing.iter().take(show_failures) {
+            let _ = writeln!(
+                md,
+                "- **{}** `{}`: {}",
+                result.verdict.outcome.as_str(),
+                md_cell(&turn_label(plan, result)),
+                md_cell(&result.verdict.failures.join("; "))
+            );
+        }
+        if failing.len() > show_failures {
+            let _ = writeln!(md, "- … and {} more", failing.len() - show_failures);
+        }
+    }
+    for lost in &outcome.logs_lost {
+        let _ = writeln!(md, "\n> ❌ run log lost: {}", md_cell(lost));
+    }
+    md
+}
+
+fn md_cell(text: &str) -> String {
+    printable(text).replace('|', "\\|").replace('\n', " ")
+}
+
+/// `--list`: the planned turns, one a line (or NDJSON), and their count.
+pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    let mut count = 0usize;
+    if format == EvalFormat::Pretty {
+        writeln!(out, "variant\tmodel\tclaim\tcase\tsample")?;
+    }
+    for spec in plan.selected() {
+        count += 1;
+        let place = TurnPlace::of(plan, &spec);
+        let settings = &plan.matrix.variants[spec.variant].model;
+        let (model, level) = (&settings.model, settings.thinking_level.as_str());
+        match format {
+            EvalFormat::Ndjson => {
+                let line = serde_json::json!({"kind": "planned", "variant": place.variant, "model": model, "thinkingLevel": level, "claim": place.claim, "case": place.case, "sample": place.sample});
+                writeln!(out, "{line}")?;
+            }
+            EvalFormat::Pretty => writeln!(
+                out,
+                "{}\t{model} · {level}\t{}\t{}\t{}",
+                place.variant, place.claim, place.case, place.sample
+            )?,
+        }
+    }
+    if format == EvalFormat::Pretty {
+        let shard = plan
+            .selection
+            .shard
+            .map(|s| format!(" ({})", shard_line(s, count, plan.unsharded_count())))
+            .unwrap_or_default();
+        writeln!(out, "{count} turns planned{shard}; nothing was run")?;
+    }
+    Ok(())
+}
+
+/// Writes a whole file or nothing: a temporary beside it, then a rename;
+/// the temporary is removed when anything fails.
+fn write_atomically(path: &Path, contents: &str) -> Result<(), String> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("report");
+    let temporary = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let written =
+        std::fs::write(&temporary, contents).and_then(|()| std::fs::rename(&temporary, path));
+    if let Err(error) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(error.to_string());
+    }
+    Ok(())
+}

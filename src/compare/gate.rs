@@ -1,0 +1,133 @@
+//! CI gates on a comparison: what makes `compare` exit 1, and every reason
+//! it cannot judge. A gate that cannot judge fails rather than passing.
+
+use serde::Serialize;
+
+use super::{Comparison, Conclusion, SIGNIFICANCE};
+
+/// The gates a CI run asked for.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Gates {
+    /// Fail when B is significantly worse (McNemar, p < 0.05).
+    pub fail_if_worse: bool,
+    /// Fail when more paired turns than this went from pass to fail
+    /// (`--fail-on-regression` is 0).
+    pub max_regressions: Option<usize>,
+    /// Runs of A with no partner in B do not fail a gate.
+    pub allow_unpaired: bool,
+}
+
+impl Gates {
+    pub fn any(&self) -> bool {
+        self.fail_if_worse || self.max_regressions.is_some()
+    }
+}
+
+/// The gates' reading: why it fails, and what the reader should know.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GateResult {
+    pub failures: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+impl GateResult {
+    pub fn passed(&self) -> bool {
+        self.failures.is_empty()
+    }
+}
+
+/// Applies `gates` to `c`. Nothing paired always fails: there is nothing to
+/// judge.
+pub fn apply(c: &Comparison, gates: Gates) -> GateResult {
+    let mut result = GateResult::default();
+    if c.conclusion == Conclusion::NothingPaired {
+        result
+            .failures
+            .push("no run of A pairs with a run of B: there is nothing to compare".into());
+        return result;
+    }
+    let worth_saying = gates.fail_if_worse || c.power.discordant > 0;
+    if let Some(note) = power_note(c).filter(|_| worth_saying) {
+        if gates.fail_if_worse {
+            result.notes.push(format!(
+                "{note}: --fail-if-worse cannot fire on these pairs; --fail-on-regression gates on any pass→fail change"
+            ));
+        } else {
+            result.notes.push(note);
+        }
+    }
+    if !gates.any() {
+        return result;
+    }
+    if c.judged_pairs == 0 {
+        result.failures.push(
+            "no paired turn has a verdict on both sides (chat turns, or only errors): the gates cannot judge"
+                .into(),
+        );
+    }
+    if let Some(allowed) = gates.max_regressions
+        && c.pass_to_fail > allowed
+    {
+        result.failures.push(format!(
+            "{} paired turn{} went from pass to fail ({allowed} allowed)",
+            c.pass_to_fail,
+            plural(c.pass_to_fail)
+        ));
+    }
+    if gates.fail_if_worse && c.conclusion == Conclusion::Worse {
+        result.failures.push(format!(
+            "B is significantly worse than A (McNemar exact p = {:.4} < {SIGNIFICANCE})",
+            c.p_value.unwrap_or(1.0)
+        ));
+    }
+    if c.errored > 0 {
+        result.failures.push(format!(
+            "{} paired turn{} ended in an error or a cancellation on one side: {} cannot be judged",
+            c.errored,
+            plural(c.errored),
+            if c.errored == 1 { "it" } else { "they" }
+        ));
+    }
+    if !c.only_in_a.is_empty() && !gates.allow_unpaired {
+        result.failures.push(format!(
+            "{} run{} of A {} no partner in B, so a regression there would go unseen (--allow-unpaired to accept)",
+            c.only_in_a.len(),
+            plural(c.only_in_a.len()),
+            if c.only_in_a.len() == 1 { "has" } else { "have" }
+        ));
+    }
+    result
+}
+
+/// Says when McNemar's test cannot reach significance on these pairs, and
+/// how many more regressions it would take.
+pub fn power_note(c: &Comparison) -> Option<String> {
+    if c.judged_pairs == 0 || c.conclusion == Conclusion::Worse {
+        return None;
+    }
+    let power = c.power;
+    let more = power.more_regressions_needed?;
+    if power.discordant >= power.discordant_needed && more > 0 && c.pass_to_fail > 0 {
+        return Some(format!(
+            "not significant: {} more pass→fail pair{} would be needed for McNemar's test to call B worse",
+            more,
+            plural(more)
+        ));
+    }
+    (power.discordant < power.discordant_needed).then(|| {
+        format!(
+            "too few discordant pairs for McNemar's test: {} ({} pass→fail, {} fail→pass), and at least {} are needed to ever reach p < {SIGNIFICANCE}; {} more pass→fail pair{} would be needed to call B worse",
+            power.discordant,
+            c.pass_to_fail,
+            c.fail_to_pass,
+            power.discordant_needed,
+            more,
+            plural(more)
+        )
+    })
+}
+
+fn plural(count: usize) -> &'static str {
+    if count == 1 { "" } else { "s" }
+}

@@ -1,0 +1,155 @@
+//! A suite ready to run: its matrix, which of its turns this run takes
+//! (`--variant`, `--case`, `--claim` and `--shard`), which are already done
+//! (`--resume`), and how each turn's request, labels and verdict are made.
+
+use std::collections::HashSet;
+
+use chrono::NaiveDate;
+
+use super::expect::{Observation, Verdict, judge};
+use super::matrix::{Matrix, ModelSettings, Shard, TurnSpec, glob_match};
+use super::suite::{LoadedSuite, case_messages};
+use crate::chat::request::{ChatRequest, ClaimInput, PromptOptions};
+use crate::runs::RunHeader;
+use crate::runs::record::RunLabels;
+
+/// Identifies one turn of a suite across machines and runs: the prompt
+/// version and model settings, then its place in the matrix.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TurnKey {
+    pub suite: String,
+    pub fingerprint: String,
+    pub model: ModelSettings,
+    pub claim: String,
+    pub case: String,
+    pub sample: u32,
+}
+
+/// The key of a recorded turn, from its header.
+pub fn key_of_header(header: &RunHeader) -> Option<TurnKey> {
+    let labels = header.labels.as_ref()?;
+    Some(TurnKey {
+        suite: labels.suite.clone(),
+        fingerprint: header.fingerprint.clone(),
+        model: ModelSettings {
+            model: header.model.clone(),
+            thinking_level: header.request.thinking_level,
+            forced: header.request.force_thinking_level,
+        },
+        claim: header.claim.as_ref()?.id.clone(),
+        case: labels.case.clone(),
+        sample: labels.sample,
+    })
+}
+
+/// Which turns of the matrix this run takes. Case and claim patterns are
+/// globs (`*`, `?`); empty lists take everything.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub cases: Vec<String>,
+    pub claims: Vec<String>,
+    pub shard: Option<Shard>,
+}
+
+/// A suite ready to run.
+pub struct EvalPlan {
+    pub suite: LoadedSuite,
+    pub matrix: Matrix,
+    pub selection: Selection,
+    /// Matrix indexes already done (`--resume`): selected, not run again.
+    pub done: HashSet<usize>,
+}
+
+impl EvalPlan {
+    pub fn new(suite: LoadedSuite, matrix: Matrix, selection: Selection) -> EvalPlan {
+        EvalPlan {
+            suite,
+            matrix,
+            selection,
+            done: HashSet::new(),
+        }
+    }
+
+    /// The turns this run takes (this shard's, after the filters), done or not.
+    pub fn selected(&self) -> impl Iterator<Item = TurnSpec> + '_ {
+        self.filtered(self.selection.shard)
+    }
+
+    fn filtered(&self, shard: Option<Shard>) -> impl Iterator<Item = TurnSpec> + '_ {
+        let wanted = |patterns: &[String], value: &str| {
+            patterns.is_empty() || patterns.iter().any(|p| glob_match(p, value))
+        };
+        self.matrix
+            .turns()
+            .filter(move |spec| {
+                wanted(
+                    &self.selection.cases,
+                    &self.suite.suite.cases[spec.case].name,
+                ) && wanted(&self.selection.claims, &spec.claim_id)
+            })
+            .enumerate()
+            .filter(move |(position, _)| shard.is_none_or(|s| s.takes(*position)))
+            .map(|(_, spec)| spec)
+    }
+
+    /// How many turns the filters select before sharding: the whole that a
+    /// shard is part of.
+    pub fn unsharded_count(&self) -> usize {
+        self.filtered(None).count()
+    }
+
+    /// The selected turns still to run.
+    pub fn to_run(&self) -> impl Iterator<Item = TurnSpec> + '_ {
+        self.selected()
+            .filter(|spec| !self.done.contains(&spec.index))
+    }
+
+    pub fn key(&self, spec: &TurnSpec) -> TurnKey {
+        TurnKey {
+            suite: self.suite.name.clone(),
+            fingerprint: self.matrix.variants[spec.variant].fingerprint.clone(),
+            model: self.matrix.variants[spec.variant].model.clone(),
+            claim: spec.claim_id.clone(),
+            case: self.suite.suite.cases[spec.case].name.clone(),
+            sample: spec.sample,
+        }
+    }
+
+    pub fn labels(&self, spec: &TurnSpec) -> RunLabels {
+        RunLabels {
+            suite: self.suite.name.clone(),
+            variant: self.matrix.variants[spec.variant].name.clone(),
+            case: self.suite.suite.cases[spec.case].name.clone(),
+            sample: spec.sample,
+        }
+    }
+
+    /// The chat request of one turn, with its variant's model settings.
+    pub fn request(&self, spec: &TurnSpec, today: NaiveDate) -> ChatRequest {
+        let case = &self.suite.suite.cases[spec.case];
+        let model = &self.matrix.variants[spec.variant].model;
+        let settings = case.settings(&self.suite.suite.defaults);
+        ChatRequest {
+            claim: ClaimInput::Document(Box::new(self.matrix.claims[&spec.claim_id].clone())),
+            messages: case_messages(case),
+            prompt: PromptOptions {
+                capability: settings.capability,
+                locale: settings.locale,
+                brand: settings.brand,
+                screen_actions: settings.screen_actions.unwrap_or(false),
+                voice: settings.voice.unwrap_or(false),
+                overrides: self.matrix.variants[spec.variant].overrides.clone(),
+            },
+            model: model.model.clone(),
+            thinking_level: model.thinking_level,
+            force_thinking_level: model.forced,
+            today: settings.today.unwrap_or(today),
+        }
+    }
+
+    /// Judges an observation against this turn's expectations.
+    pub fn judge(&self, spec: &TurnSpec, seen: &Observation) -> Verdict {
+        let case = &self.suite.suite.cases[spec.case];
+        judge(&case.settings(&self.suite.suite.defaults).expect, seen)
+    }
+}
