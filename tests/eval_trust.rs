@@ -473,7 +473,10 @@ fn suite_errors_point_at_the_right_field() {
     assert_eq!(out.code, 2);
     assert!(
         out.stderr
-            .contains("unknown field `nme`, expected `name` or `args`"),
+            .contains("field `cases[0].expect.toolCalled[0].nme`, line 11")
+            && out
+                .stderr
+                .contains("unknown field `nme`, expected one of name, args"),
         "{}",
         out.stderr
     );

@@ -210,17 +210,6 @@ fn parse_yaml<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
 /// the first; an alias error adds where the anchor was defined) and without
 /// advice about the parser's options, which a user cannot set.
 fn yaml_message(error: &serde_saphyr::Error) -> String {
-    // serde's own wording, as serde_json (and serde_yaml before) gives it,
-    // so that a typo reads the same in a JSON and a YAML file.
-    match error {
-        serde_saphyr::Error::SerdeUnknownField {
-            field, expected, ..
-        } => return serde_unknown("field", field, expected),
-        serde_saphyr::Error::SerdeUnknownVariant {
-            variant, expected, ..
-        } => return serde_unknown("variant", variant, expected),
-        _ => {}
-    }
     let message = error.to_string();
     let message = match message.split_once(", set DuplicateKeyPolicy") {
         Some((head, _)) => head,
@@ -230,18 +219,6 @@ fn yaml_message(error: &serde_saphyr::Error) -> String {
         Some(index) => message[..index].to_string(),
         None => message.to_string(),
     }
-}
-
-/// `unknown field `nme`, expected `name` or `args`` — serde's `OneOf`.
-fn serde_unknown(what: &str, name: &str, expected: &[&str]) -> String {
-    let quoted: Vec<String> = expected.iter().map(|e| format!("`{e}`")).collect();
-    let list = match quoted.as_slice() {
-        [] => return format!("unknown {what} `{name}`, there are no {what}s"),
-        [one] => one.clone(),
-        [a, b] => format!("{a} or {b}"),
-        many => format!("one of {}", many.join(", ")),
-    };
-    format!("unknown {what} `{name}`, expected {list}")
 }
 
 /// Turns a serde path and message into a problem, folding `missing field`
@@ -338,40 +315,6 @@ mod tests {
     }
 
     const MINIMAL_YAML: &str = "id: CLM-2\nlineOfBusiness: Motor\nstatus: open\npolicy:\n  number: P-2\n  periodStart: 2024-01-01\n  periodEnd: 2024-12-31\nincident:\n  date: 2024-02-01\n  description: Hit a bollard\n";
-
-    #[test]
-    fn unknown_fields_and_variants_read_the_same_in_json_and_yaml() {
-        #[derive(Debug, serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
-        #[expect(dead_code, reason = "only the errors are looked at")]
-        struct Call {
-            name: String,
-            args: Option<String>,
-            kind: Option<Kind>,
-        }
-        #[derive(Debug, serde::Deserialize)]
-        enum Kind {
-            Read,
-        }
-        let cases = [
-            (
-                r#"{"nme": "x"}"#,
-                "nme: x",
-                "unknown field `nme`, expected one of `name`, `args`, `kind`",
-            ),
-            (
-                r#"{"name": "x", "kind": "Write"}"#,
-                "{name: x, kind: Write}",
-                "unknown variant `Write`, expected `Read`",
-            ),
-        ];
-        for (json, yaml, expected) in cases {
-            let json = parse_document::<Call>(json, DocumentFormat::Json).unwrap_err();
-            let yaml = parse_document::<Call>(yaml, DocumentFormat::Yaml).unwrap_err();
-            assert_eq!(json.message, expected);
-            assert_eq!(yaml.message, expected);
-        }
-    }
 
     #[test]
     fn a_duplicate_yaml_key_is_an_error_with_its_line() {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::suite::{ClaimSelection, LoadedSuite, SuiteError};
 use crate::chat::request::ThinkingLevel;
-use crate::claims::{ClaimStore, LoadedClaim, SelectedClaims};
+use crate::claims::{ClaimError, ClaimStore, LoadedClaim, SelectedClaims};
 use crate::prompts::overrides::IgnoredOverride;
 use crate::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 
@@ -347,11 +347,12 @@ fn load_store(suite: &LoadedSuite, store: &ClaimStore) -> Result<SelectedClaims,
         globs.extend(selection.globs.iter().cloned());
         all |= selection.all || (selection.ids.is_empty() && selection.globs.is_empty());
     }
-    // An id not in the store is reported by `select`, with its case's field.
-    ids.retain(|id| store.locate(id).is_some());
     store
         .load_selected(&ids, &globs, all)
-        .map_err(|error| rule(error.to_string()))
+        .map_err(|error| match error {
+            ClaimError::NotFound(id) => rule(format!("claim `{id}` is not in the claim store")),
+            error => rule(error.to_string()),
+        })
 }
 
 fn select(
