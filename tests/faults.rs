@@ -210,6 +210,10 @@ fn every_fault_in_chat_ends_in_its_exit_code_and_a_complete_log() {
                 1,
                 "{fault:?}: an absurd delay is never waited for"
             );
+            assert!(
+                last.contains("wait over a day before retrying, longer than the 60 s allowed"),
+                "{fault:?}: {last}"
+            );
         }
     }
 }

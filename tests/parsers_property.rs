@@ -174,3 +174,64 @@ fn example_log() -> String {
         .trim_start_matches('/')
         .to_string()
 }
+
+/// Amounts a claim may carry, edges included.
+fn amount() -> impl Strategy<Value = serde_json::Value> {
+    prop_oneof![
+        Just(serde_json::json!("79228162514264337593543950335")),
+        Just(serde_json::json!("-79228162514264337593543950335")),
+        Just(serde_json::json!("0.0000000000000000000000000001")),
+        any::<i64>().prop_map(serde_json::Value::from),
+        "[0-9]{1,28}(\\.[0-9]{1,10})?".prop_map(serde_json::Value::from),
+        ("[0-9]{1,20}", "[A-Z]{0,5}", "\\PC{0,20}").prop_map(|(amount, currency, basis)| {
+            serde_json::json!({"amount": amount, "currency": currency, "basis": basis})
+        }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Valid claims with hostile values (any text, edge amounts): the
+    /// brief, every section and every tool answer without a panic.
+    #[test]
+    fn valid_claims_with_hostile_values_never_panic(
+        text in "\\PC{0,80}",
+        amounts in proptest::collection::vec(amount(), 6),
+        offset in any::<u64>(),
+    ) {
+        let claim = serde_json::json!({
+            "id": "P-1", "lineOfBusiness": text, "status": text, "currency": text, "country": text,
+            "policy": {"number": text, "periodStart": "2024-01-01", "periodEnd": "2024-12-31",
+                       "excess": amounts[0], "limit": amounts[1]},
+            "incident": {"date": "2024-03-02", "description": text},
+            "lossEstimate": amounts[2],
+            "financials": {"reserve": amounts[3], "paid": amounts[4], "recovered": amounts[5]},
+            "schedule": [{"id": text, "description": text, "claimed": amounts[3], "agreed": amounts[4]},
+                         {"id": "S2", "description": "b", "claimed": amounts[3]}],
+            "file": [{"id": "D1", "title": text, "text": text}],
+            "riskFlags": [{"code": text}],
+        });
+        let loaded = parse_claim_bytes(claim.to_string().as_bytes(), Path::new("p.json"));
+        // Amounts past a decimal's precision are refused at parse time;
+        // proptest fails the test if that leaves too few cases.
+        prop_assume!(loaded.is_ok());
+        let claim = loaded.unwrap().claim;
+        let _ = promptlab::chat::build_claim_brief(&claim, chrono::NaiveDate::from_ymd_opt(2026, 11, 30).unwrap());
+        for name in promptlab::claims::sections::section_names(&claim) {
+            let _ = promptlab::claims::sections::section(&claim, &name);
+        }
+        let ctx = promptlab::tools::ToolContext { claim: &claim };
+        let args = [
+            serde_json::json!({}),
+            serde_json::json!({"offset": offset, "limit": 300}),
+            serde_json::json!({"section": text, "documentId": "D1", "query": text, "offset": offset}),
+        ];
+        for tool in promptlab::tools::all_tools(true) {
+            for args in &args {
+                let outcome = (tool.run)(&ctx, args);
+                drop(outcome);
+            }
+        }
+    }
+}

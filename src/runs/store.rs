@@ -263,19 +263,13 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
         let line = line.map_err(read_error)?;
         consumed = consumed.saturating_add(line.len() as u64 + 1);
         if consumed > MAX_RECORD_BYTES {
-            return Err(invalid(
-                path,
-                index + 1,
-                "the log is larger than the 256 MiB limit for input files",
-            ));
+            let message = "the log is larger than the 256 MiB limit for input files";
+            return Err(invalid(path, index + 1, message));
         }
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let record = std::str::from_utf8(&line)
-            .map_err(|_| invalid(path, index + 1, "the line is not UTF-8 text"))
-            .and_then(|text| parse_line(path, index + 1, text));
-        match record {
+        match parse_bytes(path, index + 1, &line) {
             Ok(RunRecord::Header(record)) => header = Some(*record),
             Ok(RunRecord::Prompt(record)) => prompt = Some(*record),
             Ok(RunRecord::Event { t, event }) => entries.push(LogEntry::Event(t, event)),
@@ -325,6 +319,13 @@ pub fn find_run(dirs: &[PathBuf], spec: &str) -> Result<PathBuf, RunLogError> {
             count,
         }),
     }
+}
+
+/// One line of a log, which must be UTF-8 JSON.
+fn parse_bytes(path: &Path, line: usize, bytes: &[u8]) -> Result<RunRecord, RunLogError> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| invalid(path, line, "the line is not UTF-8 text"))?;
+    parse_line(path, line, text)
 }
 
 fn parse_line(path: &Path, line: usize, text: &str) -> Result<RunRecord, RunLogError> {

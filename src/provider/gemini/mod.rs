@@ -351,11 +351,7 @@ impl Call {
     ) -> Result<(), String> {
         let delay = match server_delay {
             Some(delay) if delay > self.config.max_retry_wait => {
-                return Err(format!(
-                    "Gemini asked to wait {:.1} s before retrying, longer than the {} s allowed",
-                    delay.as_secs_f64(),
-                    self.config.max_retry_wait.as_secs()
-                ));
+                return Err(too_long_to_wait(delay, self.config.max_retry_wait));
             }
             Some(delay) => delay,
             None => backoff_delay(self.config.backoff, attempt),
@@ -365,6 +361,21 @@ impl Call {
             _ = tokio::time::sleep(delay) => Ok(()),
         }
     }
+}
+
+/// Why a retry is not attempted. The delay is the server's and may be
+/// absurd (`1e20s` saturates to `Duration::MAX`): say "over a day" rather
+/// than print a 20-digit number of seconds.
+fn too_long_to_wait(delay: Duration, cap: Duration) -> String {
+    let asked = if delay > Duration::from_secs(86_400) {
+        "over a day".to_string()
+    } else {
+        format!("{:.1} s", delay.as_secs_f64())
+    };
+    format!(
+        "Gemini asked to wait {asked} before retrying, longer than the {} s allowed",
+        cap.as_secs()
+    )
 }
 
 /// `base × 2^(attempt−1)`, times a random factor in [0.5, 1.5).
