@@ -14,7 +14,7 @@ use support::{promptlab, run_command, write};
 
 const OK: &str = "turns:\n  - calls: [{name: get_claim_section, args: {section: policy}}]\n    usage: {inputTokens: 100, outputTokens: 10, cacheReadTokens: 0}\n  - text: The excess is recorded in the policy.\n    usage: {inputTokens: 200, outputTokens: 20, cacheReadTokens: 0}\n";
 const WRONG: &str = "turns:\n  - text: I could not find that.\n";
-const BROKEN: &str = "turns:\n  - text: \"The excess is \"\n    calls: [{name: get_claim_section, args: {section: policy}}]\n  - error: upstream unavailable\n";
+const BROKEN: &str = "turns:\n  - text: \"The excess is \"\n    calls: [{name: get_claim_section, args: {section: policy}}]\n    usage: {inputTokens: 70, outputTokens: 7, cacheReadTokens: 0}\n  - error: upstream unavailable\n";
 
 /// A suite `t` over two claims, with `cases` (YAML list items) and `extra`
 /// top-level lines; the scripts `ok.yaml`, `wrong.yaml`, `broken.yaml` beside it.
@@ -207,6 +207,10 @@ fn an_errored_turn_is_an_error_carrying_its_error_alone() {
             turn["failures"],
             serde_json::json!(["the turn ended in an error: upstream unavailable"]),
             "expectations are not judged against a partial answer"
+        );
+        assert_eq!(
+            turn["usage"]["inputTokens"], 70,
+            "the completed call's tokens are kept"
         );
     }
     let xml = std::fs::read_to_string(&junit).unwrap();

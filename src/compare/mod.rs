@@ -443,8 +443,10 @@ fn side(set: &RunSet) -> SideSummary {
                 .is_some_and(|v| v.outcome == Outcome::Pass)
         })
         .count();
-    let input: u64 = set.runs.iter().map(|r| r.usage.input_tokens).sum();
-    let cache: u64 = set.runs.iter().map(|r| r.usage.cache_read_tokens).sum();
+    // Saturating: a hand-edited log may hold any u64.
+    let total = |f: fn(&RunEntry) -> u64| set.runs.iter().map(f).fold(0u64, u64::saturating_add);
+    let input = total(|r| r.usage.input_tokens);
+    let cache = total(|r| r.usage.cache_read_tokens);
     SideSummary {
         label: set.label.clone(),
         source: set.source.clone(),

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::suite::{Expectations, ToolExpectation};
 use crate::chat::event::{ChatEvent, Usage};
-use crate::chat::service::TurnOutput;
+use crate::chat::service::{ModelCallRecord, TurnOutput};
 use crate::runs::{RunLog, RunStatus};
 
 /// Everything the expectations look at.
@@ -29,16 +29,24 @@ impl Observation {
     pub fn observe(&mut self, output: &TurnOutput) {
         match output {
             TurnOutput::Event(event) => self.observe_event(event),
-            TurnOutput::ModelCall(call) => {
-                self.rounds += 1;
-                self.tool_calls.extend(
-                    call.tool_calls
-                        .iter()
-                        .map(|c| (c.name.clone(), c.args.clone())),
-                );
-            }
+            TurnOutput::ModelCall(call) => self.observe_call(call),
             TurnOutput::Cancelled => self.cancelled = true,
             TurnOutput::Started { .. } | TurnOutput::Prepared(_) => {}
+        }
+    }
+
+    /// A finished model call: its round, its tool calls, and what it cost —
+    /// summed per call, so that a turn that errored later still shows the
+    /// tokens its completed calls used (`done` repeats the same sum).
+    fn observe_call(&mut self, call: &ModelCallRecord) {
+        self.rounds += 1;
+        self.tool_calls.extend(
+            call.tool_calls
+                .iter()
+                .map(|c| (c.name.clone(), c.args.clone())),
+        );
+        if let Some(summary) = &call.summary {
+            self.usage += summary.usage;
         }
     }
 
@@ -62,14 +70,11 @@ impl Observation {
             observation.observe_event(event);
         }
         for call in log.model_calls() {
-            observation.rounds += 1;
-            observation.tool_calls.extend(
-                call.tool_calls
-                    .iter()
-                    .map(|c| (c.name.clone(), c.args.clone())),
-            );
+            observation.observe_call(call);
         }
         if let Some(footer) = &log.footer {
+            // The footer's numbers are what the verdict was judged on.
+            observation.usage = footer.usage;
             observation.latency_ms = footer.total_ms;
             observation.cancelled = footer.status == RunStatus::Cancelled;
         } else {

@@ -129,7 +129,10 @@ fn test_case(name: &str, classname: &str, samples: &CaseSamples, threshold: f64)
     };
     let mut case = TestCase::new(name, status);
     case.set_classname(classname);
-    let seconds: u64 = ran.iter().map(|r| r.observation.latency_ms).sum();
+    let seconds = ran
+        .iter()
+        .map(|r| r.observation.latency_ms)
+        .fold(0u64, u64::saturating_add);
     case.set_time(Duration::from_millis(seconds));
     case.set_system_out(system_out(ran, samples.not_run));
     case

@@ -65,7 +65,10 @@ pub fn summarize(plan: &EvalPlan, results: &[TurnResult]) -> Vec<VariantSummary>
             let mine: Vec<&TurnResult> =
                 results.iter().filter(|r| r.spec.variant == index).collect();
             let count = |outcome| mine.iter().filter(|r| r.verdict.outcome == outcome).count();
-            let sum = |f: fn(&TurnResult) -> u64| mine.iter().map(|r| f(r)).sum::<u64>();
+            // Saturating: a hand-edited log may hold any u64.
+            let sum = |f: fn(&TurnResult) -> u64| {
+                mine.iter().map(|r| f(r)).fold(0u64, u64::saturating_add)
+            };
             let input = sum(|r| r.observation.usage.input_tokens);
             let cache = sum(|r| r.observation.usage.cache_read_tokens);
             let mut latencies: Vec<u64> = mine

@@ -23,7 +23,7 @@ use crate::prompts::PromptRegistry;
 use crate::provider::ModelProvider;
 use crate::provider::script::ScriptProvider;
 use crate::runs::record::RecordedVerdict;
-use crate::runs::{RunStatus, read_run_log, scan_runs};
+use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
 use crate::sink::driver::{SinkRole, TurnSink, drive};
 use crate::sink::run_log::RunRecorder;
 
@@ -323,7 +323,7 @@ pub fn resume(
         let Some(path) = recorded.get(&plan.key(&spec)) else {
             continue;
         };
-        match read_run_log(path) {
+        match read_run_log_checked(path) {
             Ok(log) => results.push(TurnResult {
                 run_log: Some(path.clone()),
                 from_log: true,

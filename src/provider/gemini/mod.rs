@@ -174,86 +174,125 @@ impl ModelProvider for GeminiProvider {
             };
             let mut retries = 0;
             'attempts: loop {
-                let attempt = retries + 1;
-                let response = match call.send(&cancel).await {
+                let response = match call.send_with_retries(&mut retries, &cancel).await {
                     Ok(response) => response,
-                    Err(failure) => {
-                        if failure.retryable && attempt < call.config.max_attempts {
-                            match call.wait_before_retry(attempt, failure.retry_after, &cancel).await {
-                                Ok(()) => {
-                                    retries += 1;
-                                    continue 'attempts;
-                                }
-                                Err(error) => {
-                                    yield Err(ProviderError::new(format!("{} ({error})", failure.message)));
-                                    return;
-                                }
-                            }
-                        }
-                        yield Err(ProviderError::new(failure.message));
+                    Err(error) => {
+                        yield Err(error);
                         return;
                     }
                 };
-                let mut body = response.bytes_stream();
-                let mut parser = SseParser::new();
-                let mut accumulator = CallAccumulator::new();
-                let mut forwarded = false;
+                let mut reader = StreamReader::new(response);
                 loop {
-                    let next = tokio::select! {
-                        _ = cancel.cancelled() => return,
-                        next = tokio::time::timeout(call.config.idle_timeout, body.next()) => next,
-                    };
-                    let (items, finished) = match next {
-                        Err(_) => (Err(call.idle_fault()), false),
-                        Ok(Some(Err(error))) => (Err(StreamFault {
-                            message: format!("the connection to Gemini dropped mid-stream: {}", error_chain(&error)),
-                            retryable: false,
-                        }), false),
-                        Ok(Some(Ok(bytes))) => {
-                            parser.push(&bytes);
-                            (drain(&mut parser, false), false)
+                    let (events, end) = reader.next(&call, &cancel).await;
+                    for event in events {
+                        yield Ok(event);
+                    }
+                    match end {
+                        None => {}
+                        Some(ReadEnd::Cancelled) => return,
+                        Some(ReadEnd::Finished) => {
+                            yield std::mem::take(&mut reader.accumulator)
+                                .finish(retries)
+                                .map(ModelEvent::Done)
+                                .map_err(|fault| ProviderError::new(fault.message));
+                            return;
                         }
-                        Ok(None) => (drain(&mut parser, true), true),
-                    };
-                    let items = match items {
-                        Ok(items) => items,
-                        Err(fault) => {
+                        Some(ReadEnd::Fault(fault)) => {
+                            // Retried only while nothing of this call was shown.
+                            if fault.retryable && !reader.forwarded && retries + 1 < call.config.max_attempts {
+                                match call.wait_before_retry(retries + 1, None, &cancel).await {
+                                    Ok(()) => {
+                                        retries += 1;
+                                        continue 'attempts;
+                                    }
+                                    Err(refused) => {
+                                        yield Err(ProviderError::new(format!("{} ({refused})", fault.message)));
+                                        return;
+                                    }
+                                }
+                            }
                             yield Err(ProviderError::new(fault.message));
                             return;
                         }
-                    };
-                    for item in items {
-                        match accumulator.accept(item) {
-                            Ok(events) => {
-                                for event in events {
-                                    forwarded = true;
-                                    yield Ok(event);
-                                }
-                            }
-                            Err(fault) if fault.retryable && !forwarded && attempt < call.config.max_attempts => {
-                                if let Err(error) = call.wait_before_retry(attempt, None, &cancel).await {
-                                    yield Err(ProviderError::new(format!("{} ({error})", fault.message)));
-                                    return;
-                                }
-                                retries += 1;
-                                continue 'attempts;
-                            }
-                            Err(fault) => {
-                                yield Err(ProviderError::new(fault.message));
-                                return;
-                            }
-                        }
-                    }
-                    if finished {
-                        match std::mem::take(&mut accumulator).finish(retries) {
-                            Ok(summary) => yield Ok(ModelEvent::Done(summary)),
-                            Err(fault) => yield Err(ProviderError::new(fault.message)),
-                        }
-                        return;
                     }
                 }
             }
         })
+    }
+}
+
+/// How reading a response's stream ended, when it did.
+enum ReadEnd {
+    /// The body ended: the call's summary follows.
+    Finished,
+    Fault(StreamFault),
+    Cancelled,
+}
+
+/// One response body, read chunk by chunk into model events.
+struct StreamReader {
+    body: futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    parser: SseParser,
+    accumulator: CallAccumulator,
+    /// Something of this call reached the caller: no retry from here on.
+    forwarded: bool,
+}
+
+impl StreamReader {
+    fn new(response: reqwest::Response) -> StreamReader {
+        StreamReader {
+            body: response.bytes_stream().boxed(),
+            parser: SseParser::new(),
+            accumulator: CallAccumulator::new(),
+            forwarded: false,
+        }
+    }
+
+    /// Reads the next chunk: the events it completes, then how the stream
+    /// ended if it did. The idle timeout bounds the wait for each chunk.
+    async fn next(
+        &mut self,
+        call: &Call,
+        cancel: &CancellationToken,
+    ) -> (Vec<ModelEvent>, Option<ReadEnd>) {
+        let next = tokio::select! {
+            _ = cancel.cancelled() => return (Vec::new(), Some(ReadEnd::Cancelled)),
+            next = tokio::time::timeout(call.config.idle_timeout, self.body.next()) => next,
+        };
+        let (items, finished) = match next {
+            Err(_) => (Err(call.idle_fault()), false),
+            Ok(Some(Err(error))) => (
+                Err(StreamFault {
+                    message: format!(
+                        "the connection to Gemini dropped mid-stream: {}",
+                        error_chain(&error)
+                    ),
+                    retryable: false,
+                }),
+                false,
+            ),
+            Ok(Some(Ok(bytes))) => {
+                self.parser.push(&bytes);
+                (drain(&mut self.parser, false), false)
+            }
+            Ok(None) => (drain(&mut self.parser, true), true),
+        };
+        let items = match items {
+            Ok(items) => items,
+            Err(fault) => return (Vec::new(), Some(ReadEnd::Fault(fault))),
+        };
+        let mut events = Vec::new();
+        for item in items {
+            match self.accumulator.accept(item) {
+                Ok(more) => events.extend(more),
+                Err(fault) => {
+                    self.forwarded |= !events.is_empty();
+                    return (events, Some(ReadEnd::Fault(fault)));
+                }
+            }
+        }
+        self.forwarded |= !events.is_empty();
+        (events, finished.then_some(ReadEnd::Finished))
     }
 }
 
@@ -274,6 +313,36 @@ struct SendFailure {
 }
 
 impl Call {
+    /// Sends the request until a 2xx response comes back, retrying what is
+    /// retryable (429, 500, 503) after the server's delay or a backoff, at
+    /// most `max_attempts` tries in all; `retries` counts the retries made.
+    async fn send_with_retries(
+        &self,
+        retries: &mut u32,
+        cancel: &CancellationToken,
+    ) -> Result<reqwest::Response, ProviderError> {
+        loop {
+            let attempt = *retries + 1;
+            let failure = match self.send(cancel).await {
+                Ok(response) => return Ok(response),
+                Err(failure) => failure,
+            };
+            if !failure.retryable || attempt >= self.config.max_attempts {
+                return Err(ProviderError::new(failure.message));
+            }
+            if let Err(refused) = self
+                .wait_before_retry(attempt, failure.retry_after, cancel)
+                .await
+            {
+                return Err(ProviderError::new(format!(
+                    "{} ({refused})",
+                    failure.message
+                )));
+            }
+            *retries += 1;
+        }
+    }
+
     /// Sends the request and returns a 2xx response, or why not.
     async fn send(&self, cancel: &CancellationToken) -> Result<reqwest::Response, SendFailure> {
         let request = self
@@ -348,19 +417,31 @@ impl Call {
         attempt: u32,
         server_delay: Option<Duration>,
         cancel: &CancellationToken,
-    ) -> Result<(), String> {
+    ) -> Result<(), RetryRefused> {
         let delay = match server_delay {
             Some(delay) if delay > self.config.max_retry_wait => {
-                return Err(too_long_to_wait(delay, self.config.max_retry_wait));
+                return Err(RetryRefused::TooLong(too_long_to_wait(
+                    delay,
+                    self.config.max_retry_wait,
+                )));
             }
             Some(delay) => delay,
             None => backoff_delay(self.config.backoff, attempt),
         };
         tokio::select! {
-            _ = cancel.cancelled() => Err("cancelled".into()),
+            _ = cancel.cancelled() => Err(RetryRefused::Cancelled),
             _ = tokio::time::sleep(delay) => Ok(()),
         }
     }
+}
+
+/// Why a retryable failure was not retried.
+#[derive(Debug, thiserror::Error)]
+enum RetryRefused {
+    #[error("{0}")]
+    TooLong(String),
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// Why a retry is not attempted. The delay is the server's and may be
@@ -381,7 +462,7 @@ fn too_long_to_wait(delay: Duration, cap: Duration) -> String {
 /// `base × 2^(attempt−1)`, times a random factor in [0.5, 1.5).
 fn backoff_delay(base: Duration, attempt: u32) -> Duration {
     let exponential = base.saturating_mul(1 << attempt.saturating_sub(1).min(10));
-    let random = (uuid::Uuid::new_v4().as_u128() % 1000) as f64 / 1000.0;
+    let random = fastrand::f64();
     exponential.mul_f64(0.5 + random)
 }
 
