@@ -7,6 +7,7 @@ pub mod history;
 pub mod request;
 pub mod service;
 pub mod system;
+pub mod turn_loop;
 
 // The wire format of events lives in the leaf module `crate::event`, so that
 // tools and providers can use it without reaching up to the turn.

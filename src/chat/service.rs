@@ -14,24 +14,19 @@ use futures_util::{Stream, StreamExt};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::decide::{
-    MAX_OUTPUT_TOKENS, MAX_ROUNDS, NextStep, call_id, limit_text, next_step, tool_events,
-    unknown_tool_message,
-};
-use super::event::{ChatEvent, Done, PromptsUsed, Usage};
-use super::history::to_ai_messages;
+use super::decide::MAX_ROUNDS;
+use super::event::ChatEvent;
 use super::request::{ChatRequest, ClaimInput, Locale, ThinkingLevel};
 use super::system::{AssembledPrompt, assemble_prompt, prompt_settings};
+use super::turn_loop::{AfterCall, CallEnd, TurnLoop};
 use crate::claims::{ClaimError, ClaimStore, LoadedClaim};
 use crate::digest::sha256_hex;
 use crate::prompts::overrides::IgnoredOverride;
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
 use crate::provider::{
-    AiMessage, CallSummary, ModelEvent, ModelProvider, ModelRequest, ToolCall, ToolResultMessage,
+    CallSummary, ModelEvent, ModelProvider, ModelStream, ToolCall, ToolResultMessage,
 };
-use crate::tools::{
-    ToolContext, ToolDeclaration, ToolOutcome, ToolSpec, all_tools, find_tool, run_tool,
-};
+use crate::tools::{ToolDeclaration, all_tools};
 
 /// What a turn runs with besides its request.
 #[derive(Clone)]
@@ -140,153 +135,72 @@ pub fn run_chat_turn(
                 return;
             }
         };
-        let tools = all_tools(request.prompt.screen_actions);
-        let system = prepared.prompt.system_text();
-        let thinking_level = prepared.thinking_level;
-        let done_prompts = PromptsUsed {
-            fingerprint: prepared.fingerprint.clone(),
-            overridden: prepared.applied_overrides.keys().cloned().collect(),
-        };
-        let declarations = prepared.tools.clone();
+        let mut turn = TurnLoop::new(&request, &prepared, claim.claim, turn_id, clock);
         yield TurnOutput::Prepared(Box::new(prepared));
 
-        let tool_ctx_claim = claim.claim;
-        let mut messages = to_ai_messages(&request.messages);
-        let mut usage = Usage::default();
-        let mut answer_streamed = false;
-        let mut results_in: Vec<ToolResultMessage> = Vec::new();
-
         for round in 1..=MAX_ROUNDS {
-            let model_request = ModelRequest {
-                model: request.model.clone(),
-                system: system.clone(),
-                messages: messages.clone(),
-                tools: declarations.clone(),
-                thinking_level,
-                max_output_tokens: MAX_OUTPUT_TOKENS,
-            };
-            let started_ms = elapsed_ms(clock);
-            let mut record = ModelCallRecord {
-                round,
-                started_ms,
-                latency_ms: 0,
-                first_text_ms: None,
-                tool_results_in: std::mem::take(&mut results_in),
-                text: String::new(),
-                tool_calls: Vec::new(),
-                summary: None,
-                error: None,
-            };
+            let (model_request, mut record) = turn.start_call(round);
             let mut model = ctx.provider.stream_turn(model_request, cancel.clone());
-            let outcome = loop {
-                let item = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => None,
-                    item = model.next() => Some(item),
-                };
-                match item {
-                    None => break CallEnd::Cancelled,
-                    Some(None) => break CallEnd::Failed("the model's stream ended before the call finished".to_string()),
-                    Some(Some(Err(error))) => break CallEnd::Failed(error.message),
-                    Some(Some(Ok(ModelEvent::Done(summary)))) => break CallEnd::Finished(summary),
-                    Some(Some(Ok(ModelEvent::ToolCall(call)))) => record.tool_calls.push(call),
-                    Some(Some(Ok(ModelEvent::TextDelta(text)))) => {
-                        if text.is_empty() {
-                            continue;
+            let end = loop {
+                match next_model_event(&mut model, &cancel).await {
+                    Ok(ModelEvent::TextDelta(text)) => {
+                        if let Some(output) = turn.text(&mut record, text) {
+                            yield output;
                         }
-                        record.first_text_ms.get_or_insert_with(|| elapsed_ms(clock));
-                        record.text.push_str(&text);
-                        answer_streamed = true;
-                        yield TurnOutput::Event(ChatEvent::TextDelta { text });
                     }
+                    Ok(ModelEvent::ToolCall(call)) => record.tool_calls.push(call),
+                    Ok(ModelEvent::Done(summary)) => break CallEnd::Finished(summary),
+                    Err(end) => break end,
                 }
             };
             drop(model);
-            record.latency_ms = elapsed_ms(clock).saturating_sub(started_ms);
-            let summary = match outcome {
-                CallEnd::Cancelled => {
-                    yield TurnOutput::ModelCall(Box::new(record));
-                    yield TurnOutput::Cancelled;
-                    return;
-                }
-                CallEnd::Failed(message) => {
-                    record.error = Some(message.clone());
-                    yield TurnOutput::ModelCall(Box::new(record));
-                    yield TurnOutput::Event(ChatEvent::Error { message });
-                    return;
-                }
-                CallEnd::Finished(summary) => summary,
-            };
-            usage += summary.usage;
-            record.summary = Some(summary.clone());
-            let calls = record.tool_calls.clone();
-            let text = record.text.clone();
-            yield TurnOutput::ModelCall(Box::new(record));
-            messages.push(AiMessage::Assistant {
-                text,
-                tool_calls: calls.clone(),
-                provider_state: summary.provider_state,
-            });
-
-            let step = next_step(round, calls.len());
-            if step == NextStep::Finish {
-                break;
+            let (outputs, after) = turn.end_call(record, end);
+            for output in outputs {
+                yield output;
             }
-            let tool_ctx = ToolContext { claim: &tool_ctx_claim };
+            let (calls, step) = match after {
+                AfterCall::Stop => return,
+                AfterCall::Finish => break,
+                AfterCall::Tools(calls, step) => (calls, step),
+            };
             for (index, call) in calls.iter().enumerate() {
                 if cancel.is_cancelled() {
                     yield TurnOutput::Cancelled;
                     return;
                 }
-                let id = call_id(call, round, index);
-                let outcome = match find_tool(&tools, &call.name) {
-                    None => ToolOutcome::error(unknown_tool_message(&call.name)),
-                    Some(tool) => {
-                        yield TurnOutput::Event(activity(&id, tool, &tool_ctx, call));
-                        let outcome = run_tool(tool, &tool_ctx, &call.args);
-                        for event in tool_events(&id, tool.name, &outcome) {
-                            yield TurnOutput::Event(event);
-                        }
-                        outcome
-                    }
-                };
-                results_in.push(ToolResultMessage {
-                    call_id: call.id.clone(),
-                    name: call.name.clone(),
-                    ok: outcome.ok,
-                    content: outcome.content,
-                });
+                if let Some(activity) = turn.activity(round, index, call) {
+                    yield activity;
+                }
+                for output in turn.run_call(round, index, call) {
+                    yield output;
+                }
             }
-            messages.push(AiMessage::ToolResults { results: results_in.clone() });
-            if step == NextStep::RunToolsThenLimit {
-                yield TurnOutput::Event(ChatEvent::TextDelta { text: limit_text(answer_streamed) });
+            if let Some(limit) = turn.end_tools(step) {
+                yield limit;
             }
         }
-        yield TurnOutput::Event(ChatEvent::Done(Done {
-            model: request.model.clone(),
-            usage,
-            turn_id,
-            prompts: done_prompts,
-        }));
+        yield turn.done();
     }
 }
 
-enum CallEnd {
-    Finished(CallSummary),
-    Failed(String),
-    Cancelled,
-}
-
-fn activity(id: &str, tool: &ToolSpec, ctx: &ToolContext<'_>, call: &ToolCall) -> ChatEvent {
-    ChatEvent::Activity {
-        id: id.to_string(),
-        tool: tool.name.to_string(),
-        label: (tool.label)(ctx, &call.args),
+/// The model stream's next event, or how the call ended without one: the
+/// cancel token fired, the stream failed, or it stopped before `Done`.
+async fn next_model_event(
+    model: &mut ModelStream,
+    cancel: &CancellationToken,
+) -> Result<ModelEvent, CallEnd> {
+    let item = tokio::select! {
+        biased;
+        _ = cancel.cancelled() => return Err(CallEnd::Cancelled),
+        item = model.next() => item,
+    };
+    match item {
+        None => Err(CallEnd::Failed(
+            "the model's stream ended before the call finished".to_string(),
+        )),
+        Some(Err(error)) => Err(CallEnd::Failed(error.message)),
+        Some(Ok(event)) => Ok(event),
     }
-}
-
-fn elapsed_ms(since: Instant) -> u64 {
-    u64::try_from(since.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Why a turn could not start; its text is the exact message of the turn's
