@@ -3,6 +3,7 @@
 pub mod load;
 pub mod model;
 pub mod money;
+pub mod row;
 pub mod sections;
 pub mod store;
 

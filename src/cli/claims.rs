@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
 use clap::{Args, Subcommand};
-use serde_json::json;
 
 use promptlab::chat::build_claim_brief;
+use promptlab::claims::row::{ClaimRow, TABLE_HEADER};
 use promptlab::claims::sections::{section, section_names};
 use promptlab::claims::store::StoreEntry;
 use promptlab::claims::{ClaimError, ClaimStore, LoadedClaim, load_claim_file};
@@ -94,63 +94,15 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             }
         }
     }
+    let rows: Vec<ClaimRow> = claims.iter().map(ClaimRow::of).collect();
     let mut out = std::io::stdout().lock();
     if args.json {
-        let rows: Vec<_> = claims
-            .iter()
-            .map(|claim| {
-                json!({
-                    "id": claim.id,
-                    "lineOfBusiness": claim.line_of_business,
-                    "status": claim.status,
-                    "country": claim.country,
-                    "claimant": claim.claimant.as_ref().and_then(|p| p.display_name()),
-                    "incidentDate": claim.incident.date.to_string(),
-                    "scheduleRows": claim.schedule.len(),
-                    "documents": claim.file.len(),
-                    "riskFlags": claim.risk_flags.iter().map(|f| &f.code).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
         write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
-    let mut table = new_table([
-        "id",
-        "line of business",
-        "status",
-        "country",
-        "claimant",
-        "incident",
-        "schedule",
-        "docs",
-        "risk flags",
-    ]);
-    for claim in &claims {
-        table.add_row([
-            printable(&claim.id),
-            printable(&claim.line_of_business),
-            printable(&claim.status),
-            printable(claim.country.as_deref().unwrap_or("")),
-            printable(
-                claim
-                    .claimant
-                    .as_ref()
-                    .and_then(|p| p.display_name())
-                    .unwrap_or(""),
-            ),
-            claim.incident.date.to_string(),
-            claim.schedule.len().to_string(),
-            claim.file.len().to_string(),
-            printable(
-                &claim
-                    .risk_flags
-                    .iter()
-                    .map(|f| f.code.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
-        ]);
+    let mut table = new_table(TABLE_HEADER);
+    for row in &rows {
+        table.add_row(row.cells().map(|cell| printable(&cell)));
     }
     writeln!(out, "{table}")?;
     let summary = match invalid {

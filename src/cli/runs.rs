@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Local, NaiveDate, Utc};
 use clap::{Args, Subcommand};
-use serde_json::json;
 
-use promptlab::runs::{RunSummary, find_run, read_run_log, scan_runs};
+use promptlab::runs::row::{RunRow, TABLE_HEADER, status_of};
+use promptlab::runs::{find_run, read_run_log, scan_runs};
 use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable};
 
 use super::error::{CliError, Exit};
@@ -61,13 +61,6 @@ pub fn run(command: RunsCommand, runs_dir: &PathBuf) -> Result<Exit, CliError> {
 }
 
 /// The status a summary shows: its footer's, or `partial`.
-pub fn status_of(summary: &RunSummary) -> &'static str {
-    match (&summary.footer, summary.partial) {
-        (Some(footer), false) => footer.status.as_str(),
-        _ => "partial",
-    }
-}
-
 fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     let (mut runs, problems) = scan_runs(std::slice::from_ref(runs_dir))?;
     for problem in problems {
@@ -94,45 +87,16 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     if args.limit > 0 {
         runs.truncate(args.limit);
     }
+    let rows: Vec<RunRow> = runs.iter().map(RunRow::of).collect();
     let mut out = std::io::stdout().lock();
     if args.json {
-        let rows: Vec<_> = runs.iter().map(summary_json).collect();
         write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
-    let mut table = new_table([
-        "when",
-        "turn",
-        "claim",
-        "capability",
-        "fingerprint",
-        "model",
-        "status",
-        "tokens in/out",
-        "latency",
-    ]);
-    for run in &runs {
-        let header = &run.header;
-        let footer = run.footer.as_ref();
-        table.add_row([
-            header
-                .started_at
-                .with_timezone(&Local)
-                .format("%Y-%m-%d %H:%M:%S")
-                .to_string(),
-            header.turn_id.chars().take(8).collect(),
-            printable(header.request.claim_label()),
-            printable(header.request.capability.as_deref().unwrap_or("")),
-            header.fingerprint.clone(),
-            printable(&header.model),
-            status_of(run).to_string(),
-            footer
-                .map(|f| format!("{}/{}", f.usage.input_tokens, f.usage.output_tokens))
-                .unwrap_or_default(),
-            footer
-                .map(|f| format!("{:.2} s", f.total_ms as f64 / 1000.0))
-                .unwrap_or_default(),
-        ]);
+    let mut table = new_table(TABLE_HEADER);
+    for (row, run) in rows.iter().zip(&runs) {
+        let cells = row.cells(run.header.request.claim_label());
+        table.add_row(cells.map(|cell| printable(&cell)));
     }
     writeln!(out, "{table}")?;
     let shown = if runs.len() < total {
@@ -146,25 +110,6 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         Style::for_stdout().dim(&format!("{shown} runs in {}", runs_dir.display()))
     )?;
     Ok(Exit::Success)
-}
-
-fn summary_json(run: &RunSummary) -> serde_json::Value {
-    let header = &run.header;
-    json!({
-        "path": run.path,
-        "turnId": header.turn_id,
-        "startedAt": header.started_at,
-        "claim": header.claim.as_ref().map(|c| &c.id).or(header.request.claim_id.as_ref()),
-        "capability": header.request.capability,
-        "fingerprint": header.fingerprint,
-        "model": header.model,
-        "provider": header.provider,
-        "status": status_of(run),
-        "usage": run.footer.as_ref().map(|f| f.usage),
-        "totalMs": run.footer.as_ref().map(|f| f.total_ms),
-        "timeToFirstTokenMs": run.footer.as_ref().and_then(|f| f.time_to_first_token_ms),
-        "labels": header.labels,
-    })
 }
 
 fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {

@@ -24,7 +24,7 @@ impl Gates {
 }
 
 /// The gates' reading: why it fails, and what the reader should know.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GateResult {
     pub failures: Vec<String>,

@@ -22,7 +22,7 @@ pub use set::{CompareError, RunEntry, RunFilter, RunSet, SetAside, UnreadableLog
 /// The significance level for calling a change in pass rate more than noise.
 pub const SIGNIFICANCE: f64 = 0.05;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VerdictChange {
     PassToFail,
@@ -35,7 +35,7 @@ pub enum VerdictChange {
     NotComparable,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Pair {
     /// The prompt versions paired (`default`, or `default ↔ 6ebc72c8dd76`).
@@ -51,13 +51,13 @@ pub struct Pair {
 }
 
 /// Which version of A was compared with which version of B.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct VersionPair {
     pub a: String,
     pub b: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SideSummary {
     pub label: String,
@@ -86,7 +86,7 @@ pub struct SideSummary {
     pub unreadable: Vec<UnreadableLog>,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Distribution {
     pub median: Option<u64>,
     pub p95: Option<u64>,
@@ -103,7 +103,7 @@ impl Distribution {
 }
 
 /// The overall reading of the comparison.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Conclusion {
     /// Same verdicts, answers and tools on every pair.
@@ -119,7 +119,7 @@ pub enum Conclusion {
 }
 
 /// Whether McNemar's test could reach significance on these pairs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Power {
     /// Pass→fail plus fail→pass pairs.
@@ -131,7 +131,7 @@ pub struct Power {
     pub more_regressions_needed: Option<usize>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Comparison {
     pub a: SideSummary,

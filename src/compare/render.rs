@@ -17,16 +17,17 @@ use crate::sink::{Style, printable};
 /// A metric grows "worse" when B's median is this much above A's.
 const WORSE_BY: f64 = 0.10;
 
-/// The JSON report: the comparison and the gates' reading.
-#[derive(Serialize)]
-struct JsonReport<'a> {
+/// The JSON report (`compare --format json`): the comparison and the
+/// gates' reading; its schema is `docs/schemas/compare-report.schema.json`.
+#[derive(Serialize, schemars::JsonSchema)]
+pub struct CompareReport<'a> {
     #[serde(flatten)]
-    comparison: &'a Comparison,
-    gate: &'a GateResult,
+    pub comparison: &'a Comparison,
+    pub gate: &'a GateResult,
 }
 
 pub fn json(comparison: &Comparison, gate: &GateResult) -> String {
-    serde_json::to_string_pretty(&JsonReport { comparison, gate }).unwrap_or_default()
+    serde_json::to_string_pretty(&CompareReport { comparison, gate }).unwrap_or_default()
 }
 
 /// One sentence on the outcome.

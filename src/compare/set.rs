@@ -23,7 +23,7 @@ use crate::text::one_line;
 pub const OFFLINE_PROVIDERS: [&str; 2] = ["script", "replay"];
 
 /// One recorded turn, as a comparison sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunEntry {
     pub path: PathBuf,
@@ -146,7 +146,7 @@ impl RunEntry {
 }
 
 /// A run log that could not be read, by name, with why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UnreadableLog {
     pub path: PathBuf,
@@ -154,7 +154,7 @@ pub struct UnreadableLog {
 }
 
 /// A run that is not compared, and why.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SetAside {
     pub run: RunEntry,

@@ -16,7 +16,7 @@ use crate::chat::request::ThinkingLevel;
 use crate::stats::{percentile, wilson_interval};
 
 /// One variant's numbers.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VariantSummary {
     pub variant: String,
@@ -142,7 +142,7 @@ pub fn not_run(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TurnSpec> {
 }
 
 /// Where a turn sits in the matrix, as every NDJSON record names it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct TurnPlace {
     pub variant: String,
     pub claim: String,
@@ -163,7 +163,7 @@ impl TurnPlace {
 }
 
 /// One line of `eval --format ndjson`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum EvalRecord<'a> {
     /// An event of a running turn.
@@ -176,9 +176,17 @@ pub enum EvalRecord<'a> {
     Turn(TurnRecord),
     /// The last line.
     Summary(SummaryRecord),
+    /// A turn `--list` plans (nothing runs).
+    Planned {
+        #[serde(flatten)]
+        place: TurnPlace,
+        model: String,
+        #[serde(rename = "thinkingLevel")]
+        thinking_level: ThinkingLevel,
+    },
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TurnRecord {
     #[serde(flatten)]
@@ -215,7 +223,7 @@ impl TurnRecord {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryRecord {
     pub suite: String,

@@ -3,6 +3,7 @@
 pub mod naming;
 pub mod record;
 pub mod replay;
+pub mod row;
 pub mod store;
 
 pub use record::{RunFooter, RunHeader, RunLabels, RunRecord, RunStatus};

@@ -140,7 +140,7 @@ pub struct ClaimRecord {
 }
 
 /// An eval turn's place in its suite's matrix.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RunLabels {
     pub suite: String,
@@ -194,7 +194,7 @@ pub struct RunFooter {
 }
 
 /// How a judged turn came out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Pass,
@@ -214,7 +214,7 @@ impl Outcome {
 }
 
 /// A verdict as recorded in a run log's footer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordedVerdict {
     pub outcome: Outcome,
     /// One line per unmet expectation.

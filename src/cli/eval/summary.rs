@@ -398,8 +398,12 @@ pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
         let (model, level) = (&settings.model, settings.thinking_level.as_str());
         match format {
             EvalFormat::Ndjson => {
-                let line = serde_json::json!({"kind": "planned", "variant": place.variant, "model": model, "thinkingLevel": level, "claim": place.claim, "case": place.case, "sample": place.sample});
-                writeln!(out, "{line}")?;
+                let record = EvalRecord::Planned {
+                    place,
+                    model: model.clone(),
+                    thinking_level: settings.thinking_level,
+                };
+                write_record(&mut out, &record)?;
             }
             EvalFormat::Pretty => writeln!(
                 out,

@@ -1,0 +1,106 @@
+//! `RunRow`: one recorded turn as `runs list` shows it — the same row for
+//! the table and for `--json`.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Local, Utc};
+use serde::Serialize;
+
+use super::record::RunLabels;
+use super::store::RunSummary;
+use crate::event::Usage;
+use crate::prompts::thinking::ThinkingLevel;
+
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRow {
+    pub path: PathBuf,
+    pub turn_id: String,
+    pub started_at: DateTime<Utc>,
+    pub claim: Option<String>,
+    pub capability: Option<String>,
+    pub fingerprint: String,
+    pub model: String,
+    /// The level the model was called with (a quick action's own, or the default).
+    pub thinking_level: Option<ThinkingLevel>,
+    pub provider: String,
+    /// `done`, `error`, `cancelled` or `partial`.
+    pub status: String,
+    pub usage: Option<Usage>,
+    pub total_ms: Option<u64>,
+    pub time_to_first_token_ms: Option<u64>,
+    pub labels: Option<RunLabels>,
+}
+
+/// `done`, `error` or `cancelled` from the footer; `partial` without one.
+pub fn status_of(summary: &RunSummary) -> &'static str {
+    match (&summary.footer, summary.partial) {
+        (Some(footer), false) => footer.status.as_str(),
+        _ => "partial",
+    }
+}
+
+impl RunRow {
+    pub fn of(run: &RunSummary) -> RunRow {
+        let header = &run.header;
+        let footer = run.footer.as_ref();
+        RunRow {
+            path: run.path.clone(),
+            turn_id: header.turn_id.clone(),
+            started_at: header.started_at,
+            claim: header
+                .claim
+                .as_ref()
+                .map(|c| c.id.clone())
+                .or_else(|| header.request.claim_id.clone()),
+            capability: header.request.capability.clone(),
+            fingerprint: header.fingerprint.clone(),
+            model: header.model.clone(),
+            thinking_level: header.thinking_level,
+            provider: header.provider.clone(),
+            status: status_of(run).to_string(),
+            usage: footer.map(|f| f.usage),
+            total_ms: footer.map(|f| f.total_ms),
+            time_to_first_token_ms: footer.and_then(|f| f.time_to_first_token_ms),
+            labels: header.labels.clone(),
+        }
+    }
+
+    /// The table's cells, in the order of `TABLE_HEADER`.
+    pub fn cells(&self, claim_label: &str) -> [String; 9] {
+        let model = match self.thinking_level {
+            Some(level) => format!("{} · {level}", self.model),
+            None => self.model.clone(),
+        };
+        [
+            self.started_at
+                .with_timezone(&Local)
+                .format("%Y-%m-%d %H:%M:%S")
+                .to_string(),
+            self.turn_id.chars().take(8).collect(),
+            claim_label.to_string(),
+            self.capability.clone().unwrap_or_default(),
+            self.fingerprint.clone(),
+            model,
+            self.status.clone(),
+            self.usage
+                .map(|u| format!("{}/{}", u.input_tokens, u.output_tokens))
+                .unwrap_or_default(),
+            self.total_ms
+                .map(|ms| format!("{:.2} s", ms as f64 / 1000.0))
+                .unwrap_or_default(),
+        ]
+    }
+}
+
+pub const TABLE_HEADER: [&str; 9] = [
+    "when",
+    "turn",
+    "claim",
+    "capability",
+    "fingerprint",
+    "model",
+    "status",
+    "tokens in/out",
+    "latency",
+];
