@@ -14,6 +14,36 @@ use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable}
 use super::error::{CliError, Exit};
 use super::output::{new_table, write_json};
 
+/// `runs list --status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum StatusFilter {
+    Done,
+    Error,
+    Cancelled,
+    /// Still being written, or abandoned.
+    Partial,
+}
+
+impl StatusFilter {
+    fn as_str(self) -> &'static str {
+        match self {
+            StatusFilter::Done => "done",
+            StatusFilter::Error => "error",
+            StatusFilter::Cancelled => "cancelled",
+            StatusFilter::Partial => "partial",
+        }
+    }
+}
+
+/// `runs show --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ShowFormat {
+    /// As `chat` showed it.
+    Pretty,
+    /// The recorded events, one JSON object per line.
+    Ndjson,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum RunsCommand {
     /// List recorded turns, newest first.
@@ -34,8 +64,8 @@ pub struct ListArgs {
     #[arg(long, value_name = "WHEN", value_parser = parse_since)]
     pub since: Option<DateTime<Utc>>,
     /// Only turns that ended so: done, error, cancelled, or partial (never finished).
-    #[arg(long, value_name = "STATUS", value_parser = ["done", "error", "cancelled", "partial"])]
-    pub status: Option<String>,
+    #[arg(long, value_enum)]
+    pub status: Option<StatusFilter>,
     /// Show at most this many (0 = all).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub limit: usize,
@@ -49,8 +79,8 @@ pub struct ShowArgs {
     /// A run-log path, or a prefix of a turn id.
     pub run: String,
     /// pretty (the turn as `chat` showed it) or ndjson (its events).
-    #[arg(long, value_name = "FORMAT", default_value = "pretty", value_parser = ["pretty", "ndjson"])]
-    pub format: String,
+    #[arg(long, value_enum, default_value = "pretty")]
+    pub format: ShowFormat,
 }
 
 pub fn run(command: RunsCommand, runs_dir: &PathBuf) -> Result<Exit, CliError> {
@@ -60,7 +90,6 @@ pub fn run(command: RunsCommand, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     }
 }
 
-/// The status a summary shows: its footer's, or `partial`.
 fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     let (mut runs, problems) = scan_runs(std::slice::from_ref(runs_dir))?;
     for problem in problems {
@@ -79,8 +108,7 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
                 .is_none_or(|since| run.header.started_at >= since)
             && args
                 .status
-                .as_deref()
-                .is_none_or(|status| status_of(run) == status)
+                .is_none_or(|status| status_of(run) == status.as_str())
     });
     runs.sort_by_key(|run| std::cmp::Reverse(run.header.started_at));
     let total = runs.len();
@@ -116,7 +144,7 @@ fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     let path = find_run(std::slice::from_ref(runs_dir), &args.run)?;
     let log = read_run_log(&path)?;
     let stdout = std::io::stdout();
-    if args.format == "ndjson" {
+    if args.format == ShowFormat::Ndjson {
         let mut writer = EventWriter::new(
             OutputFormat::Ndjson,
             stdout.lock(),
