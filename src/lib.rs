@@ -12,6 +12,7 @@ pub mod digest;
 pub mod eval;
 pub mod prompts;
 pub mod provider;
+pub mod report;
 pub mod runs;
 pub mod sink;
 pub mod stats;

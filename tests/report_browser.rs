@@ -1,0 +1,309 @@
+//! The HTML reports in a real browser: headless Chromium (Debian's
+//! `chromium`) driven over the DevTools protocol opens each page from a
+//! `file://` URL. No console errors or exceptions; the summary numbers on
+//! the page are the `eval --format ndjson` summary's; clicking a failing
+//! matrix cell shows that turn's transcript; hostile model text renders as
+//! text. Screenshots are kept under `target/tmp/report-screenshots/`.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::browser::Browser;
+use support::reports::{answer_script, record, report, suite};
+use support::{promptlab, run_command};
+
+const RENDER: Duration = Duration::from_secs(30);
+const HOSTILE: &str = "</script><script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\"><!-- end";
+
+fn screenshot_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("report-screenshots")
+        .join(name)
+}
+
+fn assert_no_page_errors(browser: &Browser) {
+    assert!(
+        browser.errors.is_empty(),
+        "the page logged errors: {:#?}",
+        browser.errors
+    );
+}
+
+/// The page's text for a summary cell, and its raw value.
+fn cell(browser: &mut Browser, variant: &str, key: &str) -> (String, String) {
+    let value = browser.eval(&format!(
+        "(() => {{ const row = [...document.querySelectorAll('#summary tr[data-variant]')].find(r => r.dataset.variant === {variant}); \
+         const td = row && row.querySelector('td[data-key={key}]'); return td ? [td.textContent, td.dataset.value] : null; }})()",
+        variant = json!(variant)
+    ));
+    let pair = value
+        .as_array()
+        .unwrap_or_else(|| panic!("no summary cell {key} for {variant}"));
+    (
+        pair[0].as_str().unwrap().to_string(),
+        pair[1].as_str().unwrap().to_string(),
+    )
+}
+
+fn percent(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+#[test]
+fn the_eval_report_shows_the_summary_and_a_failing_cell_opens_its_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let summary = record(
+        &suite(dir.path(), &answer_script("I could not find the amount.")),
+        &runs,
+    );
+    let out = dir.path().join("report.html");
+    report(&runs, &out);
+
+    let mut browser = Browser::launch(1400, 1000);
+    browser.open_report(&out, RENDER);
+    for variant in summary["variants"].as_array().unwrap() {
+        let name = variant["variant"].as_str().unwrap();
+        for key in [
+            "turns",
+            "passed",
+            "failed",
+            "errors",
+            "inputTokens",
+            "outputTokens",
+        ] {
+            let n = variant[key].as_u64().unwrap();
+            assert_eq!(
+                cell(&mut browser, name, key),
+                (grouped(n), n.to_string()),
+                "{key} of {name}"
+            );
+        }
+        for key in ["passRate", "cacheReadShare"] {
+            let x = variant[key].as_f64().unwrap();
+            let (text, raw) = cell(&mut browser, name, key);
+            assert_eq!(text, percent(x), "{key} of {name}");
+            assert_eq!(raw.parse::<f64>().unwrap(), x, "{key} of {name}");
+        }
+        for key in ["latencyP50Ms", "latencyP95Ms"] {
+            let (text, raw) = cell(&mut browser, name, key);
+            assert_eq!(raw, variant[key].to_string(), "{key} of {name}");
+            assert_eq!(
+                text,
+                format!("{} ms", grouped(variant[key].as_u64().unwrap()))
+            );
+        }
+    }
+    browser.screenshot(&screenshot_path("eval-report.png"), true);
+
+    // A failing cell: the amount case of the default variant.
+    browser.click("td.cell.o1");
+    let heading = browser.wait_for(
+        "document.querySelector('#transcript h2') && document.querySelector('#transcript h2').textContent",
+        "the transcript of the clicked cell",
+        RENDER,
+    );
+    let heading = heading.as_str().unwrap();
+    assert!(
+        heading.starts_with("fail") && heading.contains(" · amount #"),
+        "{heading}"
+    );
+    let transcript = browser.eval("document.getElementById('transcript').textContent");
+    let transcript = transcript.as_str().unwrap();
+    assert!(
+        transcript.contains("How much is the excess?"),
+        "the user's message: {transcript}"
+    );
+    assert!(
+        transcript.contains("I could not find the amount."),
+        "the answer"
+    );
+    assert!(transcript.contains("£350"), "what failed: {transcript}");
+    assert!(transcript.contains(".ndjson"), "the run-log path");
+    let rows = browser
+        .eval("[...document.querySelectorAll('#list .row')].map(r => r.textContent.slice(0, 4))");
+    assert!(
+        rows.as_array().unwrap().iter().all(|r| r == "fail"),
+        "the cell's turns, failures first: {rows}"
+    );
+
+    // The assembled prompt, on demand.
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#transcript pre').length"),
+        json!(0)
+    );
+    browser.click("#show-prompt");
+    browser.wait_for(
+        "document.querySelectorAll('#transcript h3').length > 4",
+        "the prompt blocks",
+        RENDER,
+    );
+    let blocks = browser
+        .eval("[...document.querySelectorAll('#transcript h3')].map(h => h.textContent).join('|')");
+    assert!(
+        blocks.as_str().unwrap().contains("claim.brief (built)"),
+        "{blocks}"
+    );
+    browser.screenshot(&screenshot_path("eval-report-transcript.png"), false);
+
+    // Filters and search narrow the list.
+    browser.eval("(() => { const s = document.getElementById('search'); s.value = 'overloaded'; s.dispatchEvent(new Event('input')); })()");
+    for filter in ["f-variant", "f-claim", "f-case"] {
+        browser.eval(&format!(
+            "(() => {{ const f = document.getElementById('{filter}'); f.value = ''; f.dispatchEvent(new Event('change')); }})()"
+        ));
+    }
+    browser.wait_for(
+        "[...document.querySelectorAll('#list .row')].length > 0 && [...document.querySelectorAll('#list .row')].every(r => r.textContent.includes('broken'))",
+        "the search to keep only the errored turns",
+        RENDER,
+    );
+    assert_no_page_errors(&browser);
+}
+
+#[test]
+fn hostile_model_text_renders_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    record(&suite(dir.path(), &answer_script(HOSTILE)), &runs);
+    let out = dir.path().join("report.html");
+    report(&runs, &out);
+
+    let mut browser = Browser::launch(1200, 900);
+    browser.open_report(&out, RENDER);
+    browser.click("td.cell.o1");
+    browser.wait_for(
+        "document.getElementById('answer')",
+        "the transcript",
+        RENDER,
+    );
+    assert_eq!(
+        browser.eval("document.getElementById('answer').textContent"),
+        json!(HOSTILE)
+    );
+    assert_eq!(
+        browser.eval("typeof window.__pwned"),
+        json!("undefined"),
+        "no injected script ran"
+    );
+    assert_eq!(
+        browser.eval("document.querySelectorAll('img').length"),
+        json!(0),
+        "no injected element"
+    );
+    assert_eq!(
+        browser.eval("document.querySelectorAll('script').length"),
+        json!(2)
+    );
+    // The claim with the prompt-injection document: its brief is shown as text too.
+    browser.click("#show-prompt");
+    browser.wait_for(
+        "document.querySelectorAll('#transcript pre').length > 0",
+        "the prompt blocks",
+        RENDER,
+    );
+    assert_no_page_errors(&browser);
+    browser.screenshot(&screenshot_path("hostile-text.png"), false);
+}
+
+#[test]
+fn the_compare_page_shows_the_conclusion_and_the_changed_pairs_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record(
+        &suite(
+            dir.path(),
+            &answer_script("The excess is £350 on this policy."),
+        ),
+        &a,
+    );
+    record(
+        &suite(
+            dir.path(),
+            &answer_script("I could not find the excess on this policy."),
+        ),
+        &b,
+    );
+    let out = dir.path().join("compare.html");
+    let made = run_command(
+        promptlab()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .args(["--format", "html", "-o"])
+            .arg(&out),
+    );
+    assert_eq!(made.code, 0, "{}", made.stderr);
+    let json_out = run_command(
+        promptlab()
+            .arg("compare")
+            .arg(&a)
+            .arg(&b)
+            .args(["--format", "json"]),
+    );
+    let expected: Value = serde_json::from_str(&json_out.stdout).unwrap();
+
+    let mut browser = Browser::launch(1400, 1000);
+    browser.open_report(&out, RENDER);
+    assert_eq!(
+        browser.eval("document.querySelector('.conclusion').dataset.conclusion"),
+        expected["conclusion"]
+    );
+    assert_eq!(
+        browser.eval("document.getElementById('p-value').textContent"),
+        json!(format!("{:.4}", expected["pValue"].as_f64().unwrap()))
+    );
+    assert_eq!(
+        browser.eval("document.getElementById('pass-to-fail').textContent"),
+        json!(expected["passToFail"].to_string())
+    );
+    let first = browser.eval(
+        "(() => { const p = document.querySelector('#pairs .pair'); return [p.dataset.change, \
+         [...p.querySelectorAll('[data-side=a] del')].map(d => d.textContent).join(' '), \
+         [...p.querySelectorAll('[data-side=b] ins')].map(i => i.textContent).join(' ')]; })()",
+    );
+    assert_eq!(first[0], "pass_to_fail");
+    assert!(
+        first[1].as_str().unwrap().contains("£350"),
+        "A's removed words: {first}"
+    );
+    assert!(
+        first[2].as_str().unwrap().contains("could not find"),
+        "B's added words: {first}"
+    );
+    let shown = browser
+        .eval("document.querySelectorAll('#pairs .pair').length")
+        .as_u64()
+        .unwrap();
+    let changed = expected["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["answerChanged"] == true
+                || p["toolsChanged"] == true
+                || matches!(
+                    p["change"].as_str(),
+                    Some("pass_to_fail" | "fail_to_pass" | "errored")
+                )
+        })
+        .count() as u64;
+    assert_eq!(shown, changed, "every changed pair is listed");
+    assert_no_page_errors(&browser);
+    browser.screenshot(&screenshot_path("compare.png"), true);
+}
