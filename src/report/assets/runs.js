@@ -195,9 +195,11 @@ function main() {
   const app = document.getElementById("app");
   add(app, [header(suites + " · " + int(TURNS.length) + " turns from " + DATA.dirs.join(", ")), notes(),
     el("h2", null, "Summary"), summary(), filters(),
-    el("h2", null, "Claims × cases"), el("div", { id: "matrix" }),
-    el("h2", null, "Turns (failures and errors first)"),
-    el("div", { class: "split" }, el("div", { class: "list", id: "list" }),
+    // The matrix and the list on the left, the open transcript beside them.
+    el("div", { class: "workspace" },
+      el("div", null,
+        el("h2", null, "Claims × cases"), el("div", { id: "matrix", class: "pane" }),
+        el("h2", null, "Turns (failures and errors first)"), el("div", { class: "list pane", id: "list" })),
       el("div", { class: "panel", id: "transcript" }, el("p", { class: "meta" }, "Choose a turn or a matrix cell to read its transcript.")))]);
   redraw();
   const linked = /^#turn-(\d+)$/.exec(location.hash);
