@@ -278,3 +278,65 @@ fn compare_writes_an_html_page_of_the_comparison() {
         bad_folder.stderr
     );
 }
+
+#[test]
+fn a_turn_recorded_again_counts_once_and_the_older_run_is_superseded() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let suite_file = suite(dir.path(), OK_SCRIPT);
+    let first = record(&suite_file, &runs);
+    record(&suite_file, &runs);
+    let out = dir.path().join("report.html");
+    report(&runs, &out);
+    let data = embedded(&html_of(&out));
+    assert_eq!(
+        data["turns"].as_array().unwrap().len() as u64,
+        first["turns"].as_u64().unwrap()
+    );
+    assert_eq!(data["superseded"], first["turns"]);
+}
+
+#[test]
+fn chat_turns_are_reported_by_fingerprint_without_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let script = write(dir.path(), "ok.yaml", OK_SCRIPT);
+    for question in ["What is the excess?", "Who handles it?"] {
+        let chat = run_command(
+            promptlab()
+                .env("PROMPTLAB_RUNS_DIR", &runs)
+                .args([
+                    "chat",
+                    "--claim-id",
+                    "CLM-HH-0001",
+                    "--provider",
+                    "script",
+                    "--format",
+                    "ndjson",
+                    "--script",
+                ])
+                .arg(&script)
+                .arg(question),
+        );
+        assert_eq!(chat.code, 0, "{}", chat.stderr);
+    }
+    let out = dir.path().join("report.html");
+    report(&runs, &out);
+    let data = embedded(&html_of(&out));
+    assert_eq!(data["variants"][0]["variant"], "default");
+    assert_eq!(data["variants"][0]["turns"], 2);
+    assert_eq!(data["variants"][0]["judged"], 0);
+    assert_eq!(data["variants"][0]["passRate"], Value::Null);
+    assert!(
+        data["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|t| t["o"] == 3),
+        "no verdict"
+    );
+    assert_eq!(
+        data["cases"],
+        serde_json::json!(["“What is the excess?”", "“Who handles it?”"])
+    );
+}
