@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::runs::read_run_log;
 use crate::runs::store::run_log_paths;
 
-use super::turn::ReportTurn;
+use super::turn::{ReportTurn, SharedText};
 use super::{ReportError, list_dirs};
 
 /// What a report is built from.
@@ -103,7 +103,12 @@ fn read_all(paths: Vec<PathBuf>) -> (Vec<ReportTurn>, Unreadable) {
     let results: Vec<Vec<Result<ReportTurn, (PathBuf, String)>>> = std::thread::scope(|scope| {
         let handles: Vec<_> = paths
             .chunks(chunk)
-            .map(|part| scope.spawn(move || part.iter().map(|p| read_one(p)).collect()))
+            .map(|part| {
+                scope.spawn(move || {
+                    let mut shared = SharedText::default();
+                    part.iter().map(|p| read_one(p, &mut shared)).collect()
+                })
+            })
             .collect();
         handles
             .into_iter()
@@ -127,9 +132,9 @@ fn read_all(paths: Vec<PathBuf>) -> (Vec<ReportTurn>, Unreadable) {
     (turns, unreadable)
 }
 
-fn read_one(path: &Path) -> Result<ReportTurn, (PathBuf, String)> {
+fn read_one(path: &Path, shared: &mut SharedText) -> Result<ReportTurn, (PathBuf, String)> {
     match read_run_log(path) {
-        Ok(log) => Ok(ReportTurn::from_log(&log)),
+        Ok(log) => Ok(ReportTurn::from_log(&log, shared)),
         Err(error) => Err((path.to_path_buf(), error.to_string())),
     }
 }

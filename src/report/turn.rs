@@ -4,8 +4,9 @@
 //! the answer, the lookups trace with full arguments and results, client
 //! actions, the done footer or the error — plus the assembled prompt's blocks.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -28,7 +29,7 @@ pub struct Lookup {
     pub ok: Option<bool>,
     /// The full result the model read (from the next call's trace), else the
     /// event's first 400 characters.
-    pub result: String,
+    pub result: Arc<str>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -67,11 +68,14 @@ pub struct ReportTurn {
     pub done: Option<String>,
     pub error: Option<String>,
     /// The assembled prompt: (id, source, text).
-    pub blocks: Vec<(String, String, String)>,
+    pub blocks: Vec<(String, String, Arc<str>)>,
 }
 
 impl ReportTurn {
-    pub fn from_log(log: &RunLog) -> ReportTurn {
+    /// `shared` holds one copy of each long text (prompt blocks, tool
+    /// results) across the turns a reader builds: 10,000 turns repeat a
+    /// few dozen claim briefs and results.
+    pub fn from_log(log: &RunLog, shared: &mut SharedText) -> ReportTurn {
         let header = &log.header;
         let footer = log.footer.as_ref();
         let labels = header.labels.as_ref();
@@ -124,14 +128,14 @@ impl ReportTurn {
             messages,
             chips: Vec::new(),
             answer: String::new(),
-            lookups: lookups(log),
+            lookups: lookups(log, shared),
             client_actions: Vec::new(),
             done: None,
             error: footer.and_then(|f| f.error.clone()),
             blocks: log.prompt.as_ref().map_or_else(Vec::new, |p| {
                 p.blocks
                     .iter()
-                    .map(|b| (b.id.clone(), source_name(&b.source), b.text.clone()))
+                    .map(|b| (b.id.clone(), source_name(&b.source), shared.get(&b.text)))
                     .collect()
             }),
         };
@@ -182,7 +186,7 @@ impl ReportTurn {
 /// Every tool call with its full result: a call's result is in the next
 /// model call's `toolResultsIn` (by call id, else by position); a turn that
 /// stopped before then has only the event's cut result, or none.
-fn lookups(log: &RunLog) -> Vec<Lookup> {
+fn lookups(log: &RunLog, shared: &mut SharedText) -> Vec<Lookup> {
     let calls: Vec<_> = log.model_calls().collect();
     let events: HashMap<&str, (bool, &str)> = log
         .events()
@@ -205,9 +209,9 @@ fn lookups(log: &RunLog) -> Vec<Lookup> {
             });
             let cut = tool_call.id.as_deref().and_then(|id| events.get(id));
             let (ok, result) = match (full, cut) {
-                (Some(full), _) => (Some(full.ok), full.content.clone()),
-                (None, Some((ok, text))) => (Some(*ok), (*text).to_string()),
-                (None, None) => (None, String::new()),
+                (Some(full), _) => (Some(full.ok), shared.get(&full.content)),
+                (None, Some((ok, text))) => (Some(*ok), shared.get(text)),
+                (None, None) => (None, shared.get("")),
             };
             out.push(Lookup {
                 round: call.round,
@@ -219,6 +223,21 @@ fn lookups(log: &RunLog) -> Vec<Lookup> {
         }
     }
     out
+}
+
+/// One copy of each text, handed out as shared references.
+#[derive(Debug, Default)]
+pub struct SharedText(HashSet<Arc<str>>);
+
+impl SharedText {
+    pub fn get(&mut self, text: &str) -> Arc<str> {
+        if let Some(kept) = self.0.get(text) {
+            return kept.clone();
+        }
+        let kept: Arc<str> = Arc::from(text);
+        self.0.insert(kept.clone());
+        kept
+    }
 }
 
 fn compact(value: &Value) -> String {

@@ -42,7 +42,10 @@ function lists() {
   DATA.gate.failures.forEach((f) => items.push(el("li", { class: "warn" }, "gate failed: " + f)));
   DATA.gate.notes.forEach((n) => items.push(el("li", null, n)));
   DATA.warnings.forEach((w) => items.push(el("li", { class: "warn" }, w)));
-  DATA.accounting.forEach((line) => items.push(el("li", null, line)));
+  // The per-run lines and warnings of the text report are shown below as
+  // folded lists and warnings: keep only its summary lines here.
+  DATA.accounting.filter((line) => !line.startsWith("  ") && !line.startsWith("warning: "))
+    .forEach((line) => items.push(el("li", null, line)));
   DATA.sides.forEach((s, n) => {
     const aside = [["superseded", s.superseded], ["not selected", s.notSelected], ["unreadable", s.unreadable]];
     aside.forEach(([what, list]) => {
