@@ -3,6 +3,8 @@
 //! compact records over a string table; the page's script parses it once
 //! and builds only what is on screen, inserting every string as text.
 
+use std::collections::{BTreeSet, HashMap};
+
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
@@ -33,11 +35,11 @@ pub fn compare_page(
     generated_at: DateTime<Utc>,
 ) -> String {
     let data = super::compare::compare_data(comparison, gate, title, generated_at);
-    shell(title, &data, COMPARE_JS)
+    shell(title, &data.to_string(), COMPARE_JS)
 }
 
-fn shell(title: &str, data: &Value, script: &str) -> String {
-    let json = embed_json(&data.to_string());
+fn shell(title: &str, data: &str, script: &str) -> String {
+    let json = embed_json(data);
     format!(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
@@ -52,35 +54,40 @@ fn shell(title: &str, data: &Value, script: &str) -> String {
     )
 }
 
-fn runs_data(runs: &LoadedRuns, title: &str, generated_at: DateTime<Utc>) -> Value {
+/// The page's data as JSON text. Each turn is written out as soon as it is
+/// built, so that 10,000 turns never sit in memory as a JSON value tree.
+fn runs_data(runs: &LoadedRuns, title: &str, generated_at: DateTime<Utc>) -> String {
     let mut strings = StringTable::default();
     let variants = summarize(&runs.turns);
-    let names = |f: fn(&ReportTurn) -> &str| {
-        let set: std::collections::BTreeSet<&str> = runs.turns.iter().map(f).collect();
-        set.into_iter().map(str::to_string).collect::<Vec<_>>()
+    let index = |names: BTreeSet<&str>| -> HashMap<String, usize> {
+        names
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| (n.to_string(), i))
+            .collect()
     };
-    let claims = names(|t| t.claim.as_str());
-    let cases = names(|t| t.case.as_str());
-    let position = |list: &[String], name: &str| list.iter().position(|n| n == name).unwrap_or(0);
-    let turns: Vec<Value> = runs
-        .turns
+    let claims = index(runs.turns.iter().map(|t| t.claim.as_str()).collect());
+    let cases = index(runs.turns.iter().map(|t| t.case.as_str()).collect());
+    let versions: HashMap<&str, usize> = variants
         .iter()
-        .map(|turn| {
-            let v = variants.iter().position(|s| s.variant == turn.version);
-            let place = [
-                v.unwrap_or(0),
-                position(&claims, &turn.claim),
-                position(&cases, &turn.case),
-            ];
-            turn_json(turn, place, &mut strings)
-        })
+        .enumerate()
+        .map(|(i, s)| (s.variant.as_str(), i))
         .collect();
-    let suites: std::collections::BTreeSet<&str> = runs
+    let mut turns = Vec::with_capacity(runs.turns.len());
+    for turn in &runs.turns {
+        let place = [
+            versions.get(turn.version.as_str()).copied().unwrap_or(0),
+            claims.get(&turn.claim).copied().unwrap_or(0),
+            cases.get(&turn.case).copied().unwrap_or(0),
+        ];
+        turns.push(turn_json(turn, place, &mut strings).to_string());
+    }
+    let suites: BTreeSet<&str> = runs
         .turns
         .iter()
         .filter_map(|t| t.suite.as_deref())
         .collect();
-    json!({
+    let head = json!({
         "kind": "runs",
         "title": title,
         "generatedAt": generated_at.to_rfc3339(),
@@ -93,11 +100,29 @@ fn runs_data(runs: &LoadedRuns, title: &str, generated_at: DateTime<Utc>) -> Val
             .map(|(path, why)| json!([path.display().to_string(), why]))
             .collect::<Vec<_>>(),
         "variants": variants,
-        "claims": claims,
-        "cases": cases,
-        "turns": turns,
-        "s": strings.into_strings(),
+        "claims": names_in_order(&claims),
+        "cases": names_in_order(&cases),
     })
+    .to_string();
+    // `head` is a non-empty object: drop its closing brace and add the turns
+    // and the string table they refer to.
+    let strings = Value::from(strings.into_strings()).to_string();
+    let mut out = String::with_capacity(
+        head.len() + strings.len() + turns.iter().map(|t| t.len() + 1).sum::<usize>() + 32,
+    );
+    out.push_str(head.strip_suffix('}').unwrap_or(&head));
+    out.push_str(",\"turns\":[");
+    out.push_str(&turns.join(","));
+    out.push_str("],\"s\":");
+    out.push_str(&strings);
+    out.push('}');
+    out
+}
+
+fn names_in_order(index: &HashMap<String, usize>) -> Vec<&str> {
+    let mut names: Vec<(&str, usize)> = index.iter().map(|(n, i)| (n.as_str(), *i)).collect();
+    names.sort_by_key(|(_, i)| *i);
+    names.into_iter().map(|(n, _)| n).collect()
 }
 
 /// Outcome codes in the page's data: 0 pass, 1 fail, 2 error, 3 no verdict.
