@@ -7,62 +7,18 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::browser::Browser;
-use support::reports::{answer_script, record, report, suite};
+use support::reports::{
+    answer_script, assert_no_page_errors, cell, grouped, mark_cell_of, percent, record, report,
+    screenshot_path, suite,
+};
 use support::{promptlab, run_command};
 
 const RENDER: Duration = Duration::from_secs(30);
 const HOSTILE: &str = "</script><script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\"><!-- end";
-
-fn screenshot_path(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("report-screenshots")
-        .join(name)
-}
-
-fn assert_no_page_errors(browser: &Browser) {
-    assert!(
-        browser.errors.is_empty(),
-        "the page logged errors: {:#?}",
-        browser.errors
-    );
-}
-
-/// The page's text for a summary cell, and its raw value.
-fn cell(browser: &mut Browser, variant: &str, key: &str) -> (String, String) {
-    let value = browser.eval(&format!(
-        "(() => {{ const row = [...document.querySelectorAll('#summary tr[data-variant]')].find(r => r.dataset.variant === {variant}); \
-         const td = row && row.querySelector('td[data-key={key}]'); return td ? [td.textContent, td.dataset.value] : null; }})()",
-        variant = json!(variant)
-    ));
-    let pair = value
-        .as_array()
-        .unwrap_or_else(|| panic!("no summary cell {key} for {variant}"));
-    (
-        pair[0].as_str().unwrap().to_string(),
-        pair[1].as_str().unwrap().to_string(),
-    )
-}
-
-fn percent(x: f64) -> String {
-    format!("{:.1}%", x * 100.0)
-}
-
-fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
 
 #[test]
 fn the_eval_report_shows_the_summary_and_a_failing_cell_opens_its_transcript() {
@@ -306,17 +262,6 @@ fn the_compare_page_shows_the_conclusion_and_the_changed_pairs_side_by_side() {
     assert_eq!(shown, changed, "every changed pair is listed");
     assert_no_page_errors(&browser);
     browser.screenshot(&screenshot_path("compare.png"), true);
-}
-
-/// Marks the matrix cell of `claim` so that it can be clicked by selector.
-fn mark_cell_of(browser: &mut Browser, claim: &str) -> String {
-    let found = browser.eval(&format!(
-        "(() => {{ const td = [...document.querySelectorAll('td.cell')].find(td => td.parentElement.firstChild.textContent === {}); \
-         if (!td) return false; document.querySelectorAll('#target').forEach(e => e.removeAttribute('id')); td.id = 'target'; return true; }})()",
-        json!(claim)
-    ));
-    assert_eq!(found, json!(true), "a matrix cell for {claim}");
-    "#target".to_string()
 }
 
 #[test]

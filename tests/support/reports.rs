@@ -1,10 +1,11 @@
-//! Recording eval runs for the report tests, and reading a report's
-//! embedded data back.
+//! Recording eval runs for the report tests, reading a report's embedded
+//! data back, and reading the pages in the browser.
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
+use super::browser::Browser;
 use super::{promptlab, repo_root, run_command, write};
 
 /// Reads the policy section, then answers that the excess is recorded there.
@@ -72,4 +73,62 @@ pub fn embedded(html: &str) -> Value {
     let start = html.find(start_tag).expect("the data block") + start_tag.len();
     let end = start + html[start..].find("</script>").expect("its end");
     serde_json::from_str(&html[start..end]).expect("the data is JSON")
+}
+
+/// Where the browser tests keep their screenshots (artifacts, not committed).
+pub fn screenshot_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("report-screenshots")
+        .join(name)
+}
+
+pub fn assert_no_page_errors(browser: &Browser) {
+    assert!(
+        browser.errors.is_empty(),
+        "the page logged errors: {:#?}",
+        browser.errors
+    );
+}
+
+/// The page's text for a summary cell, and its raw value.
+pub fn cell(browser: &mut Browser, variant: &str, key: &str) -> (String, String) {
+    let value = browser.eval(&format!(
+        "(() => {{ const row = [...document.querySelectorAll('#summary tr[data-variant]')].find(r => r.dataset.variant === {variant}); \
+         const td = row && row.querySelector('td[data-key={key}]'); return td ? [td.textContent, td.dataset.value] : null; }})()",
+        variant = json!(variant)
+    ));
+    let pair = value
+        .as_array()
+        .unwrap_or_else(|| panic!("no summary cell {key} for {variant}"));
+    (
+        pair[0].as_str().unwrap().to_string(),
+        pair[1].as_str().unwrap().to_string(),
+    )
+}
+
+pub fn percent(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// Marks the matrix cell of `claim` so that it can be clicked by selector.
+pub fn mark_cell_of(browser: &mut Browser, claim: &str) -> String {
+    let found = browser.eval(&format!(
+        "(() => {{ const td = [...document.querySelectorAll('td.cell')].find(td => td.parentElement.firstChild.textContent === {}); \
+         if (!td) return false; document.querySelectorAll('#target').forEach(e => e.removeAttribute('id')); td.id = 'target'; return true; }})()",
+        json!(claim)
+    ));
+    assert_eq!(found, json!(true), "a matrix cell for {claim}");
+    "#target".to_string()
 }

@@ -30,6 +30,12 @@ function add(node, child) {
   else node.appendChild(document.createTextNode(String(child)));
 }
 
+// Attributes that make an element work like a button, by mouse or keyboard.
+function clickable(handler, attrs) {
+  return Object.assign({ tabindex: 0, role: "button", onclick: handler,
+    onkeydown: (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); handler(); } } }, attrs);
+}
+
 function clear(node) {
   while (node.firstChild) node.removeChild(node.firstChild);
   return node;

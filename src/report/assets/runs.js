@@ -109,9 +109,9 @@ function matrix() {
       const f = fold(list);
       const tip = f.counts[0] + " pass, " + f.counts[1] + " fail, " + f.counts[2] + " error";
       const current = state.v === String(v) && state.c === String(c) && state.k === String(k);
-      return el("td", { class: "cell o" + f.code + (f.mixed ? " mixed" : "") + (current ? " current" : ""), title: tip,
-        data: { variant: v, claim: c, case: k, outcome: f.code },
-        onclick: () => openCell(v, c, k, list) }, f.text);
+      return el("td", clickable(() => openCell(v, c, k, list), {
+        class: "cell o" + f.code + (f.mixed ? " mixed" : "") + (current ? " current" : ""), title: tip,
+        data: { variant: v, claim: c, case: k, outcome: f.code } }), f.text);
     })));
     root.appendChild(el("div", { class: "scroll" }, el("table", { class: "matrix" },
       el("thead", null, el("tr", null, el("th", null, "claim \\ case"), cases.map((k) => el("th", null, DATA.cases[k])))),
@@ -134,7 +134,7 @@ function turnList() {
   visible.slice(0, state.shown).forEach((i) => {
     const t = TURNS[i];
     const why = t.f.length ? str(t.f[0]) : t.e !== null ? str(t.e) : str(t.a);
-    root.appendChild(el("div", { class: "row" + (i === state.selected ? " selected" : ""), data: { turn: i }, onclick: () => openTurn(i) },
+    root.appendChild(el("div", clickable(() => openTurn(i), { class: "row" + (i === state.selected ? " selected" : ""), data: { turn: i } }),
       badge(t.o), " ", place(t), el("span", { class: "meta" }, " · " + ms(t.ms)),
       el("div", { class: "why" }, why)));
   });
