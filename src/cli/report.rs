@@ -20,11 +20,11 @@ answer, lookups with arguments and results, client actions, the done footer, fai
 path) and its assembled prompt on demand; failures first; filters and a search box. No network:
 the CSS, the script and the data are inside the file.
 
-The newest run of each turn counts (suite, variant, claim, case, sample); older runs are named as
-superseded. Unreadable run logs are listed on the page and on stderr.
+The newest run of each turn counts (suite, variant, claim, case, sample); older runs are counted as
+superseded. Unreadable run logs are named on the page and on stderr.
 
 Examples:
-  promptlab eval suites/smoke.yaml --provider script && promptlab report -o smoke.html
+  promptlab eval suites/smoke.yaml --provider script; promptlab report -o smoke.html
   promptlab report runs/base --suite regression -o regression.html
   promptlab report shard1 shard2 shard3 -o all-shards.html";
 
