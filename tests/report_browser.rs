@@ -352,3 +352,55 @@ fn claim_text_and_the_injection_document_render_as_text() {
     );
     assert_no_page_errors(&browser);
 }
+
+#[test]
+fn a_report_of_chat_turns_keeps_its_grid_drawable_and_lists_every_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let script = support::write(dir.path(), "ok.yaml", support::reports::OK_SCRIPT);
+    // More distinct questions than the grid shows as columns.
+    for n in 1..=65 {
+        let chat = run_command(
+            promptlab()
+                .env("PROMPTLAB_RUNS_DIR", &runs)
+                .args([
+                    "chat",
+                    "--claim-id",
+                    "CLM-HH-0001",
+                    "--provider",
+                    "script",
+                    "--format",
+                    "ndjson",
+                    "--script",
+                ])
+                .arg(&script)
+                .arg(format!("Question {n:02}: what is the excess?")),
+        );
+        assert_eq!(chat.code, 0, "{}", chat.stderr);
+    }
+    let out = dir.path().join("chat.html");
+    report(&runs, &out);
+
+    let mut browser = Browser::launch(1200, 900);
+    browser.open_report(&out, RENDER);
+    assert_eq!(
+        browser.eval("document.getElementById('count').textContent"),
+        json!("65 of 65 turns")
+    );
+    assert_eq!(
+        browser.eval("document.querySelectorAll('td.cell').length"),
+        json!(60)
+    );
+    let note = browser.eval("document.querySelector('#matrix p.meta').textContent");
+    assert_eq!(
+        note,
+        json!("Showing 1 of 1 claims and 60 of 65 cases; the list below has every turn.")
+    );
+    browser.click("#list .row:last-child");
+    let heading = browser.wait_for("document.querySelector('#transcript h2') && document.querySelector('#transcript h2').textContent", "a transcript", RENDER);
+    assert!(
+        heading.as_str().unwrap().starts_with("no verdict"),
+        "{heading}"
+    );
+    assert_no_page_errors(&browser);
+}

@@ -2,6 +2,8 @@
 // small and drawn at once; the turn list is drawn a page at a time and a
 // transcript only when it is opened, so 10,000 turns stay responsive.
 const PAGE = 200;
+const MAX_ROWS = 300;
+const MAX_COLUMNS = 60;
 const TURNS = DATA.turns;
 const VARIANTS = DATA.variants;
 const state = { v: "", c: "", k: "", o: "", q: "", shown: PAGE, selected: -1 };
@@ -99,10 +101,19 @@ function matrix() {
   });
   VARIANTS.forEach((s, v) => {
     if (state.v !== "" && v !== +state.v) return;
-    const claims = DATA.claims.map((_, c) => c).filter((c) => DATA.cases.some((_, k) => cells.has(v + "|" + c + "|" + k)));
-    const cases = DATA.cases.map((_, k) => k).filter((k) => claims.some((c) => cells.has(v + "|" + c + "|" + k)));
-    if (!claims.length) return;
+    const used = new Set([...cells.keys()].filter((key) => key.startsWith(v + "|")));
+    const has = (c, k) => used.has(v + "|" + c + "|" + k);
+    const allClaims = DATA.claims.map((_, c) => c).filter((c) => DATA.cases.some((_, k) => has(c, k)));
+    const allCases = DATA.cases.map((_, k) => k).filter((k) => allClaims.some((c) => has(c, k)));
+    if (!allClaims.length) return;
+    // Chat turns make a case of every question: keep the grid drawable and
+    // leave the rest to the list, the filters and the search.
+    const claims = allClaims.slice(0, MAX_ROWS), cases = allCases.slice(0, MAX_COLUMNS);
     root.appendChild(el("h3", null, "variant " + s.variant));
+    if (claims.length < allClaims.length || cases.length < allCases.length) {
+      root.appendChild(el("p", { class: "meta" }, "Showing " + claims.length + " of " + allClaims.length + " claims and " +
+        cases.length + " of " + allCases.length + " cases; the list below has every turn."));
+    }
     const rows = claims.map((c) => el("tr", null, el("th", null, DATA.claims[c]), cases.map((k) => {
       const list = cells.get(v + "|" + c + "|" + k);
       if (!list) return el("td", { class: "empty" }, "·");
