@@ -85,21 +85,6 @@ impl ReportTurn {
             .iter()
             .map(|m| (role_name(m.role).to_string(), m.text.clone()))
             .collect();
-        let case = match labels {
-            Some(labels) => labels.case.clone(),
-            None => {
-                let last_user = header
-                    .request
-                    .messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::User);
-                format!(
-                    "“{}”",
-                    one_line(last_user.map_or("", |m| m.text.as_str()), 60)
-                )
-            }
-        };
         let mut turn = ReportTurn {
             path: log.path.clone(),
             turn_id: header.turn_id.clone(),
@@ -111,7 +96,7 @@ impl ReportTurn {
                 || header.request.claim_label().to_string(),
                 |c| c.id.clone(),
             ),
-            case,
+            case: case_of(header),
             sample: labels.map_or(0, |l| l.sample),
             provider: header.provider.clone(),
             model: header.model.clone(),
@@ -181,6 +166,24 @@ impl ReportTurn {
                 .get_or_insert_with(|| "the turn was cancelled".into());
         }
     }
+}
+
+/// The eval case, or for a chat turn its last question on one line, as
+/// compare names it.
+fn case_of(header: &crate::runs::record::RunHeader) -> String {
+    if let Some(labels) = &header.labels {
+        return labels.case.clone();
+    }
+    let last_user = header
+        .request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::User);
+    format!(
+        "“{}”",
+        one_line(last_user.map_or("", |m| m.text.as_str()), 60)
+    )
 }
 
 /// Every tool call with its full result: a call's result is in the next
