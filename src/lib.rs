@@ -15,6 +15,7 @@ pub mod event;
 pub mod input;
 pub mod prompts;
 pub mod provider;
+pub mod report;
 pub mod runs;
 pub mod sink;
 pub mod stats;

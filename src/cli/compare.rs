@@ -2,17 +2,21 @@
 //! the CI gates on the result.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use chrono::Utc;
 use clap::{Args, ValueEnum};
 
 use promptlab::compare::gate::apply;
 use promptlab::compare::render::{json, markdown, text};
 use promptlab::compare::{Gates, RunFilter, compare, load_set};
 use promptlab::prompts::PromptRegistry;
+use promptlab::report::compare_page;
 use promptlab::sink::Style;
 
 use super::error::{CliError, Exit};
+use super::eval::writable;
+use super::report::write_page;
 
 const AFTER_HELP: &str = "\
 Runs pair by prompt version (the eval variant, or the fingerprint of a chat turn), suite, claim,
@@ -27,7 +31,8 @@ Examples:
   promptlab compare runs/base runs/candidate
   promptlab compare runs/base runs/candidate --variant plain-spoken --fail-on-regression
   promptlab compare runs/models@lite-low runs/models@pro-high   # two variants of one eval run
-  promptlab compare default overrides/plain-spoken.yaml --format markdown >> \"$GITHUB_STEP_SUMMARY\"";
+  promptlab compare default overrides/plain-spoken.yaml --format markdown >> \"$GITHUB_STEP_SUMMARY\"
+  promptlab compare runs/base runs/candidate --format html -o compare.html";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum CompareFormat {
@@ -37,6 +42,8 @@ pub enum CompareFormat {
     Markdown,
     /// For tools.
     Json,
+    /// One self-contained page to open in a browser (needs -o FILE).
+    Html,
 }
 
 #[derive(Debug, Args)]
@@ -56,6 +63,9 @@ pub struct CompareArgs {
     pub variant: Vec<String>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: CompareFormat,
+    /// Write the report to FILE instead of stdout (required for html); its folder must exist.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     /// List every paired turn, not only those that changed (table format).
     #[arg(long)]
     pub all: bool,
@@ -74,6 +84,15 @@ pub struct CompareArgs {
 }
 
 pub fn run(args: CompareArgs, runs_dir: &Path) -> Result<Exit, CliError> {
+    match (&args.output, args.format) {
+        (None, CompareFormat::Html) => {
+            return Err(CliError::usage(
+                "--format html writes a file: give -o FILE (e.g. -o compare.html)",
+            ));
+        }
+        (Some(path), _) => writable("--output", path)?,
+        (None, _) => {}
+    }
     let registry = PromptRegistry::embedded();
     let filter = RunFilter {
         suite: args.suite.clone(),
@@ -90,13 +109,28 @@ pub fn run(args: CompareArgs, runs_dir: &Path) -> Result<Exit, CliError> {
         allow_unpaired: args.allow_unpaired,
     };
     let gate = apply(&comparison, gates);
+    // Colours only when the table goes to a terminal.
+    let style = match args.output {
+        Some(_) => Style::plain(),
+        None => Style::for_stdout(),
+    };
     let report = match args.format {
         CompareFormat::Markdown => markdown(&comparison, &gate),
         CompareFormat::Json => json(&comparison, &gate) + "\n",
-        CompareFormat::Table => text(&comparison, &gate, Style::for_stdout(), args.all),
+        CompareFormat::Table => text(&comparison, &gate, style, args.all),
+        CompareFormat::Html => {
+            let title = format!("promptlab compare: {} ↔ {}", args.a, args.b);
+            compare_page(&comparison, &gate, &title, Utc::now())
+        }
     };
-    std::io::stdout().lock().write_all(report.as_bytes())?;
-    if !gate.passed() && args.format != CompareFormat::Table {
+    match &args.output {
+        Some(path) => {
+            write_page(path, &report)?;
+            eprintln!("wrote {}: {} pairs", path.display(), comparison.pairs.len());
+        }
+        None => std::io::stdout().lock().write_all(report.as_bytes())?,
+    }
+    if !gate.passed() && (args.format != CompareFormat::Table || args.output.is_some()) {
         for failure in &gate.failures {
             eprintln!("gate failed: {failure}");
         }

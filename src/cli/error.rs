@@ -13,6 +13,7 @@ use promptlab::eval::SuiteError;
 use promptlab::prompts::overrides::OverrideError;
 use promptlab::provider::ProviderError;
 use promptlab::provider::script::ScriptError;
+use promptlab::report::ReportError;
 use promptlab::runs::replay::ReplayRequestError;
 use promptlab::runs::store::RunLogError;
 
@@ -81,6 +82,8 @@ pub enum CliError {
     Replay(#[from] ReplayRequestError),
     #[error(transparent)]
     Compare(#[from] CompareError),
+    #[error(transparent)]
+    Report(#[from] ReportError),
     /// A flag or an input the command itself found wrong: exit 2.
     #[error("{0}")]
     Usage(String),
@@ -121,6 +124,8 @@ impl CliError {
                 | RunLogError::Ambiguous { .. },
             )
             | CliError::Compare(_) => USAGE,
+            CliError::Report(ReportError::Read { source, .. }) => io_exit(source),
+            CliError::Report(_) => USAGE,
             // Reading what the user named: a path that is not there is bad
             // input; any other failure to read is a failure to do the work.
             CliError::Claim(ClaimError::Read { source, .. } | ClaimError::Store { source, .. })

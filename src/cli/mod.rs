@@ -12,6 +12,7 @@ pub mod model;
 pub mod output;
 pub mod prompts;
 pub mod replay;
+pub mod report;
 pub mod runs;
 pub mod signals;
 pub mod turn;
@@ -35,6 +36,7 @@ Examples (Gemini needs GEMINI_API_KEY; --provider script --script FILE runs offl
   promptlab prompts show --claim-id CLM-HH-0001 --overrides overrides/plain-spoken.yaml
   promptlab eval suites/smoke.yaml --provider script --junit smoke.xml
   promptlab compare default overrides/plain-spoken.yaml --format markdown
+  promptlab report runs/ --suite smoke -o smoke.html
   promptlab runs list --since 1d";
 
 #[derive(Debug, Parser)]
@@ -88,6 +90,8 @@ pub enum Command {
     Runs(runs::RunsCommand),
     /// Re-run a recorded turn with its recorded model responses and report where it diverges.
     Replay(replay::ReplayArgs),
+    /// Write one self-contained HTML report of recorded runs (eval runs or chat turns).
+    Report(report::ReportArgs),
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
@@ -100,5 +104,6 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Compare(args) => compare::run(args, &cli.stores.runs_dir),
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
+        Command::Report(args) => report::run(args, &cli.stores.runs_dir),
     }
 }

@@ -3,8 +3,10 @@
 
 #![allow(dead_code, reason = "each test binary uses a different subset")]
 
+pub mod browser;
 pub mod engine;
 pub mod http_server;
+pub mod reports;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -7,6 +7,10 @@ mod preflight;
 mod progress;
 mod summary;
 
+// Shared with the other commands that write a report file.
+pub use preflight::writable;
+pub use summary::write_atomically;
+
 use std::path::{Path, PathBuf};
 
 use chrono::{NaiveDate, Utc};

@@ -66,7 +66,7 @@ fn folder(flag: &str, dir: &Path) -> Result<(), CliError> {
 
 /// The report's folder exists and takes a new file (checked by creating
 /// and removing one), so a run never ends unable to write its report.
-fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
+pub fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

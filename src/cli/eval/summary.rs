@@ -425,7 +425,7 @@ pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
 
 /// Writes a whole file or nothing: a temporary beside it, then a rename;
 /// the temporary is removed when anything fails.
-fn write_atomically(path: &Path, contents: &str) -> Result<(), String> {
+pub fn write_atomically(path: &Path, contents: &str) -> Result<(), String> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())

@@ -1,0 +1,88 @@
+//! `promptlab report [DIR…] -o FILE`: one self-contained HTML file of the
+//! recorded turns in run-log folders — eval runs or chat turns — to open
+//! anywhere, attach to a CI run, or send to a reviewer.
+
+use std::path::{Path, PathBuf};
+
+use chrono::Utc;
+use clap::Args;
+
+use promptlab::report::{load_runs, runs_page};
+
+use super::error::{CliError, Exit};
+use super::eval::{writable, write_atomically};
+
+const AFTER_HELP: &str = "\
+The page holds, per variant: turns, pass rate with its 95% interval, errors, tokens, cache-read
+share and latency p50/p95; a claims × cases matrix coloured by verdict (repeats folded) whose cells
+open their turns; every turn's transcript as the assistant showed it (message, activity chips,
+answer, lookups with arguments and results, client actions, the done footer, failures, run-log
+path) and its assembled prompt on demand; failures first; filters and a search box. No network:
+the CSS, the script and the data are inside the file.
+
+The newest run of each turn counts (suite, variant, claim, case, sample); older runs are counted as
+superseded. Unreadable run logs are named on the page and on stderr.
+
+Examples:
+  promptlab eval suites/smoke.yaml --provider script; promptlab report -o smoke.html
+  promptlab report runs/base --suite regression -o regression.html
+  promptlab report shard1 shard2 shard3 -o all-shards.html";
+
+#[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct ReportArgs {
+    /// Folders of run logs (default: --runs-dir).
+    #[arg(value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Only runs of this eval suite.
+    #[arg(long, value_name = "NAME")]
+    pub suite: Option<String>,
+    /// The HTML file to write; its folder must exist.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// The page's title (default: the suite, or "chat turns").
+    #[arg(long, value_name = "TEXT")]
+    pub title: Option<String>,
+}
+
+pub fn run(args: ReportArgs, runs_dir: &Path) -> Result<Exit, CliError> {
+    writable("--output", &args.output)?;
+    let dirs = if args.dirs.is_empty() {
+        vec![runs_dir.to_path_buf()]
+    } else {
+        args.dirs.clone()
+    };
+    let runs = load_runs(&dirs, args.suite.as_deref())?;
+    for (path, why) in &runs.unreadable {
+        eprintln!(
+            "warning: run log `{}` could not be read: {why}",
+            path.display()
+        );
+    }
+    let title = args.title.clone().unwrap_or_else(|| {
+        let suites: std::collections::BTreeSet<&str> = runs
+            .turns
+            .iter()
+            .filter_map(|t| t.suite.as_deref())
+            .collect();
+        match suites.into_iter().collect::<Vec<_>>().as_slice() {
+            [] => "promptlab report: chat turns".to_string(),
+            names => format!("promptlab report: suite {}", names.join(", ")),
+        }
+    });
+    let page = runs_page(&runs, &title, Utc::now());
+    write_page(&args.output, &page)?;
+    eprintln!(
+        "wrote {}: {} turns, {} bytes",
+        args.output.display(),
+        runs.turns.len(),
+        page.len()
+    );
+    Ok(Exit::Success)
+}
+
+/// Writes the page whole or not at all; a failure exits 1 naming the file.
+pub fn write_page(path: &Path, page: &str) -> Result<(), CliError> {
+    write_atomically(path, page)
+        .map_err(|error| CliError::failed(format!("failed to write `{}`: {error}", path.display())))
+}
