@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Local, NaiveDate, Utc};
 use clap::{Args, Subcommand};
 
+use promptlab::runs::naming::is_partial;
 use promptlab::runs::row::{RunRow, TABLE_HEADER, status_of};
-use promptlab::runs::{find_run, read_run_log, scan_runs};
+use promptlab::runs::{RunLog, find_run, read_run_log, scan_runs};
 use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable};
 
 use super::error::{CliError, Exit};
@@ -123,7 +124,11 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     }
     let mut table = new_table(TABLE_HEADER);
     for (row, run) in rows.iter().zip(&runs) {
-        let cells = row.cells(run.header.request.claim_label());
+        let label = row
+            .claim
+            .as_deref()
+            .unwrap_or(run.header.request.claim_label());
+        let cells = row.cells(label);
         table.add_row(cells.map(|cell| printable(&cell)));
     }
     writeln!(out, "{table}")?;
@@ -157,56 +162,7 @@ fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         return Ok(Exit::Success);
     }
     let style = Style::for_stdout();
-    let header = &log.header;
-    let mut out = stdout.lock();
-    let claim = match &header.claim {
-        Some(claim) => format!(
-            "{} (sha256 {})",
-            claim.id,
-            promptlab::digest::short_sha(&claim.sha256)
-        ),
-        None => header.request.claim_label().to_string(),
-    };
-    let overridden = if header.overridden.is_empty() {
-        "none".to_string()
-    } else {
-        header.overridden.join(", ")
-    };
-    let status = match (
-        &log.footer,
-        log.path.to_string_lossy().ends_with(".partial"),
-    ) {
-        (Some(footer), false) => footer.status.as_str().to_string(),
-        _ => "partial (the turn never finished)".to_string(),
-    };
-    for line in [
-        format!(
-            "turn {} · {}",
-            header.turn_id,
-            header
-                .started_at
-                .with_timezone(&Local)
-                .format("%Y-%m-%d %H:%M:%S")
-        ),
-        format!("claim {claim} · {} · {}", header.provider, header.model),
-        format!("prompts {} · overridden: {overridden}", header.fingerprint),
-        format!("status {status} · {}", log.path.display()),
-    ] {
-        writeln!(out, "{}", style.dim(&printable(&line)))?;
-    }
-    for ignored in &header.ignored_overrides {
-        writeln!(out, "{}", style.yellow(&format!("{ignored}")))?;
-    }
-    for message in header.request.messages.iter() {
-        writeln!(
-            out,
-            "{} {}",
-            style.bold(&format!("{:?}:", message.role).to_lowercase()),
-            printable(&message.text)
-        )?;
-    }
-    writeln!(out)?;
-    drop(out);
+    write_header(&log, style, &mut stdout.lock())?;
     let timing = log.footer.as_ref().map(|f| {
         (
             f.time_to_first_token_ms.map(Duration::from_millis),
@@ -228,6 +184,51 @@ fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         writer.cancelled()?;
     }
     Ok(Exit::Success)
+}
+
+/// What the turn was: when, which claim, which prompts, how it ended, and
+/// the conversation it was given.
+fn write_header(log: &RunLog, style: Style, out: &mut impl Write) -> Result<(), CliError> {
+    let header = &log.header;
+    let claim = match &header.claim {
+        Some(claim) => format!(
+            "{} (sha256 {})",
+            claim.id,
+            promptlab::digest::short_sha(&claim.sha256)
+        ),
+        None => header.request.claim_label().to_string(),
+    };
+    let overridden = if header.overridden.is_empty() {
+        "none".to_string()
+    } else {
+        header.overridden.join(", ")
+    };
+    let status = match (&log.footer, is_partial(&log.path)) {
+        (Some(footer), false) => footer.status.as_str().to_string(),
+        _ => "partial (the turn never finished)".to_string(),
+    };
+    let when = header.started_at.with_timezone(&Local);
+    for line in [
+        format!(
+            "turn {} · {}",
+            header.turn_id,
+            when.format("%Y-%m-%d %H:%M:%S")
+        ),
+        format!("claim {claim} · {} · {}", header.provider, header.model),
+        format!("prompts {} · overridden: {overridden}", header.fingerprint),
+        format!("status {status} · {}", log.path.display()),
+    ] {
+        writeln!(out, "{}", style.dim(&printable(&line)))?;
+    }
+    for ignored in &header.ignored_overrides {
+        writeln!(out, "{}", style.yellow(&format!("{ignored}")))?;
+    }
+    for message in &header.request.messages {
+        let role = format!("{:?}:", message.role).to_lowercase();
+        writeln!(out, "{} {}", style.bold(&role), printable(&message.text))?;
+    }
+    writeln!(out)?;
+    Ok(())
 }
 
 /// `--since`: a date, an RFC 3339 time, or an age such as `30m`, `2h`, `7d`.

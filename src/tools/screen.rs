@@ -6,23 +6,45 @@ use serde_json::{Value, json};
 use super::args::{expect_object, required_str};
 use super::readers::unknown_document;
 use super::{ToolContext, ToolError, ToolOutput, ToolSpec};
+use crate::claims::sections::FIXED_SECTIONS;
 use crate::event::ClientAction;
 use crate::text::one_line;
 
 /// The panels of the claim view that `highlight_panel` can point at.
-pub const PANELS: [&str; 11] = [
-    "overview",
-    "policy",
-    "incident",
-    "claimant",
-    "coverage",
-    "liability",
-    "financials",
-    "risk_flags",
-    "schedule",
-    "documents",
-    "timeline",
-];
+pub const PANELS: [&str; FIXED_SECTIONS.len() + 1] = panels();
+
+/// The claim screen's panels, derived from the claim's sections so the two
+/// lists cannot drift: one panel per section, plus the schedule (read with
+/// `get_schedule`, not as a section) after the risk flags, in screen order.
+const fn panels() -> [&'static str; FIXED_SECTIONS.len() + 1] {
+    let mut panels = [""; FIXED_SECTIONS.len() + 1];
+    let (mut from, mut to) = (0, 0);
+    while from < FIXED_SECTIONS.len() {
+        panels[to] = FIXED_SECTIONS[from];
+        to += 1;
+        if same(FIXED_SECTIONS[from], "risk_flags") {
+            panels[to] = "schedule";
+            to += 1;
+        }
+        from += 1;
+    }
+    panels
+}
+
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
 
 pub static HIGHLIGHT_PANEL: ToolSpec = ToolSpec {
     name: "highlight_panel",
@@ -100,4 +122,29 @@ fn open_document(ctx: &ToolContext<'_>, args: &Value) -> Result<ToolOutput, Tool
             to: format!("documents/{}", document.id),
         }],
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_section_is_a_panel_and_the_schedule_too() {
+        assert_eq!(
+            PANELS,
+            [
+                "overview",
+                "policy",
+                "incident",
+                "claimant",
+                "coverage",
+                "liability",
+                "financials",
+                "risk_flags",
+                "schedule",
+                "documents",
+                "timeline"
+            ]
+        );
+    }
 }

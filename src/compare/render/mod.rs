@@ -1,9 +1,15 @@
-//! A comparison as a terminal report, as Markdown to paste into a pull
-//! request, or as JSON for tools. What got worse comes first.
+//! A comparison as a terminal report (`text.rs`), as Markdown to paste into
+//! a pull request (`markdown.rs`), or as JSON for tools; the pieces they
+//! share are here. What got worse comes first.
+
+mod markdown;
+mod text;
+
+pub use markdown::markdown;
+pub use text::text;
 
 use std::fmt::Write as _;
 
-use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use similar::{ChangeTag, TextDiff};
 
 use serde::Serialize;
@@ -12,7 +18,6 @@ use super::gate::GateResult;
 use super::{
     Comparison, Conclusion, Distribution, Pair, RunEntry, SIGNIFICANCE, SideSummary, VerdictChange,
 };
-use crate::sink::{Style, printable};
 
 /// A metric grows "worse" when B's median is this much above A's.
 const WORSE_BY: f64 = 0.10;
@@ -387,196 +392,11 @@ fn unpaired_line(run: &RunEntry) -> String {
     )
 }
 
-/// Markdown fit to paste into a pull request.
-pub fn markdown(c: &Comparison, gate: &GateResult) -> String {
-    let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "## Prompt comparison: `{}` → `{}`\n",
-        c.a.label, c.b.label
-    );
-    let _ = writeln!(
-        md,
-        "| | A: `{}` | B: `{}` | |\n|---|---|---|---|",
-        c.a.label, c.b.label
-    );
-    let _ = writeln!(md, "| source | {} | {} | |", c.a.source, c.b.source);
-    for [name, a, b, change] in metric_rows(c) {
-        let _ = writeln!(md, "| {name} | {a} | {b} | {change} |");
-    }
-    let _ = writeln!(md, "\n**{}**\n", conclusion_sentence(c));
-    for line in accounting_lines(c) {
-        let _ = writeln!(md, "- {}", md_cell(&line));
-    }
-    for line in gate_lines(gate) {
-        let _ = writeln!(md, "- **{}**", md_cell(&line));
-    }
-    let _ = writeln!(md);
-    let changed: Vec<&Pair> = c.pairs.iter().filter(|p| changed(p)).collect();
-    let _ = writeln!(
-        md,
-        "### What changed ({} of {} paired turns)\n",
-        changed.len(),
-        c.pairs.len()
-    );
-    if !changed.is_empty() {
-        let _ = writeln!(
-            md,
-            "| turn | verdict | tools A | tools B | tokens in/out A → B | latency A → B |\n|---|---|---|---|---|---|"
-        );
-        for pair in &changed {
-            let _ = writeln!(
-                md,
-                "| {} | {} | {} | {} | {} | {} |",
-                md_cell(&pair_label(pair)),
-                change_text(pair),
-                tools_text(&pair.a),
-                tools_text(&pair.b),
-                usage_text(pair),
-                latency_text(pair)
-            );
-        }
-        for pair in &changed {
-            let _ = writeln!(
-                md,
-                "\n<details><summary>{}</summary>\n",
-                md_cell(&pair_label(pair))
-            );
-            let failures = failures_of(pair);
-            if !failures.is_empty() {
-                let _ = writeln!(md, "Failures:\n");
-                for (side, failure) in failures {
-                    let _ = writeln!(md, "- {side}: {}", md_cell(failure));
-                }
-                let _ = writeln!(md);
-            }
-            if pair.answer_changed {
-                let _ = writeln!(
-                    md,
-                    "Answer (word diff, `[-A-]{{+B+}}`):\n\n> {}\n",
-                    md_cell(&word_diff(&pair.a.answer, &pair.b.answer))
-                );
-            }
-            let _ = writeln!(md, "</details>");
-        }
-    }
-    for (title, runs) in [("Only in A", &c.only_in_a), ("Only in B", &c.only_in_b)] {
-        if !runs.is_empty() {
-            let _ = writeln!(md, "\n### {title} ({} unpaired)\n", runs.len());
-            for run in runs {
-                let _ = writeln!(md, "- {}", md_cell(&unpaired_line(run)));
-            }
-        }
-    }
-    md
-}
-
 /// The gates' notes, then why they fail.
 pub fn gate_lines(gate: &GateResult) -> Vec<String> {
     let notes = gate.notes.iter().map(|n| format!("note: {n}"));
     let failures = gate.failures.iter().map(|f| format!("gate failed: {f}"));
     notes.chain(failures).collect()
-}
-
-fn md_cell(text: &str) -> String {
-    printable(text).replace('|', "\\|").replace('\n', " ")
-}
-
-/// The terminal report.
-pub fn text(c: &Comparison, gate: &GateResult, style: Style, show_all: bool) -> String {
-    let mut out = String::new();
-    let mut table = Table::new();
-    table
-        .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header([
-            "",
-            &format!("A: {}", c.a.label),
-            &format!("B: {}", c.b.label),
-            "",
-        ]);
-    for row in metric_rows(c) {
-        table.add_row(row);
-    }
-    let _ = writeln!(out, "A: {}\nB: {}\n{table}\n", c.a.source, c.b.source);
-    let sentence = conclusion_sentence(c);
-    let _ = writeln!(
-        out,
-        "{}\n",
-        match c.conclusion {
-            Conclusion::Worse => style.red(&sentence),
-            Conclusion::Better => style.green(&sentence),
-            _ => style.bold(&sentence),
-        }
-    );
-    for line in accounting_lines(c) {
-        let shown = if line.starts_with("warning:") {
-            style.yellow(&printable(&line))
-        } else {
-            printable(&line)
-        };
-        let _ = writeln!(out, "{shown}");
-    }
-    for line in gate_lines(gate) {
-        let shown = if line.starts_with("note:") {
-            style.yellow(&printable(&line))
-        } else {
-            style.red(&printable(&line))
-        };
-        let _ = writeln!(out, "{shown}");
-    }
-    let _ = writeln!(out);
-    let changed: Vec<&Pair> = c.pairs.iter().filter(|p| show_all || changed(p)).collect();
-    if !changed.is_empty() {
-        let mut pairs = Table::new();
-        pairs
-            .load_preset(UTF8_FULL_CONDENSED)
-            .set_content_arrangement(ContentArrangement::Dynamic)
-            .set_header([
-                "turn",
-                "verdict",
-                "tools A",
-                "tools B",
-                "tokens in/out",
-                "latency",
-            ]);
-        for pair in &changed {
-            pairs.add_row([
-                printable(&pair_label(pair)),
-                change_text(pair),
-                tools_text(&pair.a),
-                tools_text(&pair.b),
-                usage_text(pair),
-                latency_text(pair),
-            ]);
-        }
-        let _ = writeln!(out, "{pairs}");
-        for pair in changed
-            .iter()
-            .filter(|p| p.answer_changed || shows_failures(p))
-        {
-            let _ = writeln!(out, "{}", style.bold(&printable(&pair_label(pair))));
-            if pair.answer_changed {
-                let diff = word_diff(&pair.a.answer, &pair.b.answer);
-                let _ = writeln!(out, "  {}", printable(&diff));
-            }
-            for (side, failure) in failures_of(pair) {
-                let line = format!("- {side}: {}", printable(failure));
-                let _ = writeln!(out, "  {}", style.red(&line));
-            }
-        }
-    } else {
-        let _ = writeln!(out, "{} paired turns, none changed.", c.pairs.len());
-    }
-    for (title, runs) in [("Only in A", &c.only_in_a), ("Only in B", &c.only_in_b)] {
-        if !runs.is_empty() {
-            let _ = writeln!(out, "\n{} ({} unpaired):", style.yellow(title), runs.len());
-            for run in runs {
-                let _ = writeln!(out, "  {}", printable(&unpaired_line(run)));
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,0 +1,109 @@
+//! What people read, pinned: `prompts show`, `claims show` and `brief`, a
+//! `chat` turn in the pretty view, an eval summary and `runs list`, as
+//! insta snapshots with times, durations, turn ids and paths redacted by
+//! insta's filters. A change to any of them shows up as a snapshot diff.
+
+mod support;
+
+use support::{promptlab, run_command, write};
+
+/// Redactions for what changes from run to run.
+fn filters() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (r"/tmp/[^\s│┆]+", "[path]"),
+        (r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", "[time]"),
+        (
+            r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+            "[turn id]",
+        ),
+        (r"\b[0-9a-f]{8}\b", "[turn]"),
+        (r"\d+\.\d{2} s", "[n] s"),
+        (r"\d+ ms", "[n] ms"),
+    ]
+}
+
+fn snapshot(name: &str, text: &str) {
+    insta::with_settings!({filters => filters()}, {
+        insta::assert_snapshot!(name, text);
+    });
+}
+
+#[test]
+fn prompts_show_claims_show_and_brief() {
+    let prompts = run_command(promptlab().args([
+        "prompts",
+        "show",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--today",
+        "2026-11-30",
+    ]));
+    assert_eq!(prompts.code, 0, "{}", prompts.stderr);
+    snapshot("prompts_show", &prompts.stdout);
+    let show =
+        run_command(promptlab().args(["claims", "show", "CLM-HH-0001", "--section", "policy"]));
+    assert_eq!(show.code, 0, "{}", show.stderr);
+    snapshot("claims_show_policy", &show.stdout);
+    let brief =
+        run_command(promptlab().args(["claims", "brief", "CLM-MIN-0004", "--today", "2026-11-30"]));
+    assert_eq!(brief.code, 0, "{}", brief.stderr);
+    snapshot("claims_brief_minimal", &brief.stdout);
+}
+
+#[test]
+fn a_chat_turn_in_the_pretty_view() {
+    let out = run_command(promptlab().args([
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--provider",
+        "script",
+        "--script",
+        "tests/data/scripts/excess.yaml",
+        "--format",
+        "pretty",
+        "--no-record",
+        "--today",
+        "2026-11-30",
+        "What is the excess?",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    snapshot("chat_pretty", &out.stdout);
+}
+
+#[test]
+fn an_eval_summary_and_runs_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    write(
+        dir.path(),
+        "ok.yaml",
+        "turns:\n  - text: The excess is £350.\n    usage: {inputTokens: 100, outputTokens: 10, cacheReadTokens: 40}\n",
+    );
+    write(
+        dir.path(),
+        "no.yaml",
+        "turns:\n  - text: I could not find it.\n",
+    );
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: pinned\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\ndefaults: {today: 2026-11-30}\ncases:\n  - name: excess\n    message: What is the excess?\n    script: ok.yaml\n    expect: {answerContains: £350}\n  - name: missing\n    message: What is the excess?\n    script: no.yaml\n    expect: {answerContains: £350}\n",
+    );
+    let eval = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .args(["eval", "--provider", "script", "-j", "1", "--quiet"])
+            .arg(&suite),
+    );
+    assert_eq!(eval.code, 1, "{}", eval.stderr);
+    snapshot("eval_summary", &eval.stdout);
+    let list = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &runs).args([
+        "runs",
+        "list",
+        "--claim",
+        "CLM-HH-0001",
+    ]));
+    assert_eq!(list.code, 0, "{}", list.stderr);
+    snapshot("runs_list", &list.stdout);
+}
