@@ -13,6 +13,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 use support::{promptlab, run_command, write};
 
+use promptlab::chat::prompt_report::{FingerprintReport, PromptDiff, PromptList, ShownPrompt};
 use promptlab::claims::row::ClaimRow;
 use promptlab::compare::render::CompareReport;
 use promptlab::eval::report::EvalRecord;
@@ -34,6 +35,13 @@ fn schemas() -> Vec<(&'static str, Value)> {
         ),
         ("runs-list", value(schemars::schema_for!(Vec<RunRow>))),
         ("claims-list", value(schemars::schema_for!(Vec<ClaimRow>))),
+        ("prompts-show", value(schemars::schema_for!(ShownPrompt))),
+        ("prompts-list", value(schemars::schema_for!(PromptList))),
+        (
+            "prompts-fingerprint",
+            value(schemars::schema_for!(FingerprintReport)),
+        ),
+        ("prompts-diff", value(schemars::schema_for!(PromptDiff))),
     ]
 }
 

@@ -4,6 +4,7 @@
 pub mod context;
 pub mod decide;
 pub mod history;
+pub mod prompt_report;
 pub mod request;
 pub mod service;
 pub mod system;

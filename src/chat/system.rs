@@ -20,7 +20,7 @@ use crate::prompts::registry::{
 use crate::prompts::{Brand, Capability, PromptRegistry, apply_brand, capability_guide};
 
 /// Where a block's text came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum BlockSource {
     /// The code default embedded from `prompts/`.
@@ -41,7 +41,7 @@ impl BlockSource {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PromptBlock {
     /// The prompt id, or `claim.brief` for the built brief.
     pub id: String,

@@ -5,8 +5,11 @@ use std::path::PathBuf;
 
 use chrono::NaiveDate;
 use clap::{Args, Subcommand};
-use serde_json::json;
 
+use promptlab::chat::prompt_report::{
+    BlockDiff, BrandEntry, DiffSide, FingerprintReport, PromptDiff, PromptEntry, PromptList,
+    ShownPrompt,
+};
 use promptlab::chat::{AssembledPrompt, PromptBlock, assemble_prompt, prompt_settings};
 use promptlab::claims::ClaimStore;
 use promptlab::digest::sha256_hex;
@@ -103,16 +106,16 @@ fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     if args.raw {
         out.write_all(system.as_bytes())?;
     } else if args.json {
-        let value = json!({
-            "claimId": claim.claim.id,
-            "blocks": prompt.blocks,
-            "fingerprint": fingerprint,
-            "overridden": overridden,
-            "ignored": loaded.resolved.ignored,
-            "systemSha256": sha256_hex(&system),
-            "characters": system.chars().count(),
-        });
-        write_json(&mut out, &value)?;
+        let shown = ShownPrompt {
+            claim_id: claim.claim.id.clone(),
+            blocks: prompt.blocks.clone(),
+            fingerprint: fingerprint.clone(),
+            overridden: overridden.iter().map(|id| id.to_string()).collect(),
+            ignored: loaded.resolved.ignored.clone(),
+            system_sha256: sha256_hex(&system),
+            characters: system.chars().count(),
+        };
+        write_json(&mut out, &shown)?;
     } else {
         write_blocks(&mut out, &prompt, &loaded.overrides, Style::for_stdout())?;
         let overridden = if overridden.is_empty() {
@@ -166,21 +169,25 @@ fn list(args: ListArgs) -> Result<Exit, CliError> {
     let registry = PromptRegistry::embedded();
     let mut out = std::io::stdout().lock();
     if args.json {
-        let prompts: Vec<_> = registry
-            .prompt_ids()
-            .map(|id| json!({"id": id, "characters": registry.default_text(id).map(|t| t.chars().count())}))
-            .collect();
-        let brands: Vec<_> = registry
-            .brand_names()
-            .map(|name| json!({"name": name, "brand": registry.brand(name)}))
-            .collect();
-        let value = json!({
-            "prompts": prompts,
-            "capabilities": registry.capabilities(),
-            "brands": brands,
-            "defaultBrand": registry.default_brand().0,
-        });
-        write_json(&mut out, &value)?;
+        let list = PromptList {
+            prompts: registry
+                .prompt_ids()
+                .map(|id| PromptEntry {
+                    id: id.to_string(),
+                    characters: registry.default_text(id).map(|t| t.chars().count()),
+                })
+                .collect(),
+            capabilities: registry.capabilities().to_vec(),
+            brands: registry
+                .brand_names()
+                .map(|name| BrandEntry {
+                    name: name.to_string(),
+                    brand: registry.brand(name).cloned(),
+                })
+                .collect(),
+            default_brand: registry.default_brand().0.to_string(),
+        };
+        write_json(&mut out, &list)?;
         return Ok(Exit::Success);
     }
     let mut prompts = new_table(["prompt id", "quick action", "thinking", "characters"]);
@@ -230,13 +237,13 @@ fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
     let fingerprint = fingerprint(&resolved.applied);
     let mut out = std::io::stdout().lock();
     if args.json {
-        let value = json!({
-            "fingerprint": fingerprint,
-            "applied": resolved.applied.keys().collect::<Vec<_>>(),
-            "ignored": resolved.ignored,
-            "files": set.files,
-        });
-        write_json(&mut out, &value)?;
+        let report = FingerprintReport {
+            fingerprint: fingerprint.clone(),
+            applied: resolved.applied.keys().cloned().collect(),
+            ignored: resolved.ignored.clone(),
+            files: set.files.clone(),
+        };
+        write_json(&mut out, &report)?;
         return Ok(Exit::Success);
     }
     writeln!(out, "{fingerprint}")?;
@@ -250,7 +257,7 @@ fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
 }
 
 /// One side of `prompts diff`: its overrides, fingerprint and assembled prompt.
-struct DiffSide {
+struct DiffSideOf {
     label: String,
     fingerprint: String,
     prompt: AssembledPrompt,
@@ -261,7 +268,7 @@ fn diff_side(
     context: &ContextArgs,
     claim: &promptlab::claims::LoadedClaim,
     today: NaiveDate,
-) -> Result<DiffSide, CliError> {
+) -> Result<DiffSideOf, CliError> {
     let registry = PromptRegistry::embedded();
     let overrides = if spec == "default" {
         OverrideSet::default()
@@ -275,7 +282,7 @@ fn diff_side(
         eprintln!("warning: {spec}: {ignored}");
     }
     let settings = prompt_settings(&options, registry, &claim.claim)?;
-    Ok(DiffSide {
+    Ok(DiffSideOf {
         label: spec.to_string(),
         fingerprint: fingerprint(&resolved.applied),
         prompt: assemble_prompt(&settings, &claim.claim, today),
@@ -292,18 +299,26 @@ fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         a.prompt.blocks.iter().zip(&b.prompt.blocks).collect();
     let mut out = std::io::stdout().lock();
     if args.json {
-        let value = json!({
-            "a": {"label": a.label, "fingerprint": a.fingerprint, "systemSha256": sha256_hex(a.prompt.system_text())},
-            "b": {"label": b.label, "fingerprint": b.fingerprint, "systemSha256": sha256_hex(b.prompt.system_text())},
-            "blocks": blocks.iter().map(|(x, y)| json!({
-                "id": x.id,
-                "changed": x.text != y.text,
-                "sourceA": x.source,
-                "sourceB": y.source,
-                "diff": (x.text != y.text).then(|| unified(&x.text, &y.text, Style::plain())),
-            })).collect::<Vec<_>>(),
-        });
-        write_json(&mut out, &value)?;
+        let side = |side: &DiffSideOf| DiffSide {
+            label: side.label.clone(),
+            fingerprint: side.fingerprint.clone(),
+            system_sha256: sha256_hex(side.prompt.system_text()),
+        };
+        let report = PromptDiff {
+            a: side(&a),
+            b: side(&b),
+            blocks: blocks
+                .iter()
+                .map(|(x, y)| BlockDiff {
+                    id: x.id.clone(),
+                    changed: x.text != y.text,
+                    source_a: x.source,
+                    source_b: y.source,
+                    diff: (x.text != y.text).then(|| unified(&x.text, &y.text, Style::plain())),
+                })
+                .collect(),
+        };
+        write_json(&mut out, &report)?;
         return Ok(Exit::Success);
     }
     let style = Style::for_stdout();

@@ -59,7 +59,7 @@ impl<'de> Deserialize<'de> for PromptText {
 }
 
 /// One loaded override file, for reports.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct OverrideFileInfo {
     pub path: String,
     pub name: Option<String>,
@@ -159,7 +159,7 @@ fn expand(path: &Path) -> Result<Vec<PathBuf>, OverrideError> {
 }
 
 /// Why an override was not applied.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum UnusableReason {
     UnknownId,
@@ -185,7 +185,7 @@ impl fmt::Display for UnusableReason {
 }
 
 /// An override that was not applied, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct IgnoredOverride {
     pub id: String,
     pub reason: UnusableReason,
