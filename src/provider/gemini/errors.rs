@@ -6,6 +6,11 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::text::one_line;
+
+/// The most of Google's error message an error quotes.
+const MAX_MESSAGE_CHARS: usize = 500;
+
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct GoogleError {
     #[serde(default)]
@@ -47,6 +52,7 @@ pub fn from_value(value: &Value) -> GoogleError {
 
 impl GoogleError {
     /// `Gemini API error 429 RESOURCE_EXHAUSTED: You exceeded your quota…`
+    /// `Gemini API error 429 RESOURCE_EXHAUSTED: <Google's message>`.
     pub fn describe(&self, http_status: Option<u16>) -> String {
         let code = self
             .code
@@ -57,8 +63,13 @@ impl GoogleError {
             head.push(' ');
             head.push_str(&part);
         }
+        // Google's own message is the diagnostic a user needs (quota
+        // messages with their help links run to a few hundred characters),
+        // so it is kept whole up to a bound, on one line.
         match &self.message {
-            Some(message) if !message.trim().is_empty() => format!("{head}: {}", message.trim()),
+            Some(message) if !message.trim().is_empty() => {
+                format!("{head}: {}", one_line(message, MAX_MESSAGE_CHARS))
+            }
             _ => head,
         }
     }
@@ -134,5 +145,21 @@ mod tests {
             "Gemini API error 503 UNAVAILABLE: The model is overloaded."
         );
         assert!(parse_error_body("<html>oops</html>").is_none());
+    }
+}
+
+#[cfg(test)]
+mod quoting {
+    use super::*;
+
+    #[test]
+    fn a_huge_error_message_is_quoted_not_dumped() {
+        let error = GoogleError {
+            message: Some(format!("quota\n{}", "x".repeat(70_000))),
+            ..GoogleError::default()
+        };
+        let text = error.describe(Some(429));
+        assert!(text.starts_with("Gemini API error 429: quota x"), "{text}");
+        assert!(text.chars().count() < 600, "{}", text.chars().count());
     }
 }
