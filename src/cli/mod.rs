@@ -22,6 +22,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use promptlab::claims::ClaimStore;
+use promptlab::sink::{ColorChoice, set_color_choice};
 
 use error::{CliError, Exit};
 
@@ -44,6 +45,16 @@ Examples (Gemini needs GEMINI_API_KEY; --provider script --script FILE runs offl
 pub struct Cli {
     #[command(flatten)]
     pub stores: StoreArgs,
+    /// When to colour the output: auto colours a terminal unless NO_COLOR is set
+    /// or TERM=dumb, and colours a pipe when CLICOLOR_FORCE is set.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub color: ColorArg,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -71,6 +82,24 @@ pub struct StoreArgs {
     pub runs_dir: PathBuf,
 }
 
+/// `--color`: the clap face of `sink::ColorChoice`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl From<ColorArg> for ColorChoice {
+    fn from(arg: ColorArg) -> ColorChoice {
+        match arg {
+            ColorArg::Auto => ColorChoice::Auto,
+            ColorArg::Always => ColorChoice::Always,
+            ColorArg::Never => ColorChoice::Never,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one chat turn (or an interactive session with -i) and stream its events.
@@ -95,6 +124,7 @@ pub enum Command {
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
+    set_color_choice(cli.color.into());
     let store = ClaimStore::new(&cli.stores.claims_dir);
     match cli.command {
         Command::Chat(args) => chat::run(*args, &store, &cli.stores.runs_dir),
