@@ -1,9 +1,12 @@
 //! Daily-use polish through the real binary: `--color` and the colour
-//! environment, the first-run hint under the missing-key error.
+//! environment, the first-run hint under the missing-key error, `--version`
+//! with the commit, shell completions and man pages.
 
 mod support;
 
-use support::{promptlab, run_command};
+use std::process::Command;
+
+use support::{promptlab, repo_root, run, run_command};
 
 const RED: &str = "\u{1b}[31m";
 
@@ -66,6 +69,97 @@ fn an_unknown_color_value_is_a_usage_error() {
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("possible values: auto, always, never"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn version_names_the_commit_it_was_built_from() {
+    let out = run(&["--version"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("promptlab 0.1.0 ("),
+        "{}",
+        out.stdout
+    );
+    let head = Command::new("git")
+        .args(["log", "-1", "--abbrev=12", "--format=%h"])
+        .current_dir(repo_root())
+        .output()
+        .ok()
+        .filter(|output| output.status.success());
+    match head {
+        Some(head) => {
+            let head = String::from_utf8(head.stdout).unwrap();
+            assert!(out.stdout.contains(head.trim()), "{} vs {head}", out.stdout);
+        }
+        None => assert!(out.stdout.contains("commit unknown"), "{}", out.stdout),
+    }
+}
+
+#[test]
+fn completions_are_written_for_every_shell_and_name_the_subcommands() {
+    for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.code, 0, "{shell}: {}", out.stderr);
+        for word in ["promptlab", "chat", "compare", "claims-dir", "color"] {
+            assert!(out.stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+}
+
+#[test]
+fn the_bash_completion_script_is_valid_bash() {
+    let script = run(&["completions", "bash"]).stdout;
+    let path =
+        std::env::temp_dir().join(format!("promptlab-completion-{}.bash", std::process::id()));
+    std::fs::write(&path, script).unwrap();
+    let checked = Command::new("bash").arg("-n").arg(&path).output();
+    std::fs::remove_file(&path).unwrap();
+    if let Ok(checked) = checked {
+        assert!(
+            checked.status.success(),
+            "{}",
+            String::from_utf8_lossy(&checked.stderr)
+        );
+    }
+}
+
+#[test]
+fn an_unknown_shell_is_a_usage_error_naming_the_shells() {
+    let out = run(&["completions", "tcsh"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("bash, zsh, fish, powershell, elvish"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn man_prints_a_roff_page_and_writes_one_per_subcommand() {
+    let out = run(&["man"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains(".TH promptlab 1"), "{}", out.stdout);
+    assert!(out.stdout.contains("completions"));
+    let dir = tempfile::tempdir().unwrap();
+    let pages = dir.path().join("man1");
+    let out = run(&["man", "--out-dir", pages.to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for page in ["promptlab.1", "promptlab-chat.1", "promptlab-runs-list.1"] {
+        let text = std::fs::read_to_string(pages.join(page)).unwrap();
+        assert!(text.starts_with(".ie"), "{page}");
+    }
+}
+
+#[test]
+fn man_into_a_file_that_is_not_a_folder_is_a_usage_error() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let out = run(&["man", "--out-dir", file.path().to_str().unwrap()]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("cannot write man pages into"),
         "{}",
         out.stderr
     );

@@ -14,12 +14,13 @@ pub mod prompts;
 pub mod replay;
 pub mod report;
 pub mod runs;
+pub mod shell;
 pub mod signals;
 pub mod turn;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use promptlab::claims::ClaimStore;
 use promptlab::sink::{ColorChoice, set_color_choice};
@@ -41,7 +42,12 @@ Examples (Gemini needs GEMINI_API_KEY; --provider script --script FILE runs offl
   promptlab runs list --since 1d";
 
 #[derive(Debug, Parser)]
-#[command(name = "promptlab", version, about = ABOUT, after_help = AFTER_HELP)]
+#[command(
+    name = "promptlab",
+    version = env!("PROMPTLAB_LONG_VERSION"),
+    about = ABOUT,
+    after_help = AFTER_HELP
+)]
 pub struct Cli {
     #[command(flatten)]
     pub stores: StoreArgs,
@@ -121,6 +127,10 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Write one self-contained HTML report of recorded runs (eval runs or chat turns).
     Report(report::ReportArgs),
+    /// Print a shell completion script: bash, zsh, fish, powershell or elvish.
+    Completions(shell::CompletionsArgs),
+    /// Print the manual page (roff), or write one per subcommand with --out-dir.
+    Man(shell::ManArgs),
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
@@ -135,5 +145,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
         Command::Report(args) => report::run(args, &cli.stores.runs_dir),
+        Command::Completions(args) => shell::completions(args, Cli::command()),
+        Command::Man(args) => shell::man(args, Cli::command()),
     }
 }
