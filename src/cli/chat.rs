@@ -11,7 +11,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use promptlab::chat::request::PromptOptions;
-use promptlab::chat::{ChatMessage, ChatRequest, ClaimInput, Role, TurnContext};
+use promptlab::chat::{ChatEvent, ChatMessage, ChatRequest, ClaimInput, Role, TurnContext};
 use promptlab::claims::ClaimStore;
 use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::prompts::PromptRegistry;
@@ -22,6 +22,7 @@ use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::model::ModelArgs;
 use super::signals::cancel_on_signals;
+use super::suggest;
 use super::turn::{TurnRun, drive_turn};
 
 #[derive(Debug, Args)]
@@ -90,6 +91,7 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         today: today_or_local(args.today),
         format,
     };
+    let ctx_hint = ctx.clone();
     let runtime = tokio::runtime::Runtime::new()?;
     let exit = if args.interactive {
         runtime.block_on(interactive(ctx, base, messages))?
@@ -105,6 +107,7 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         });
         let run = run?;
         report_recording(&run, format);
+        hint_after_error(&run, &base, &ctx_hint);
         match (run.exit, stop) {
             (Exit::Cancelled, Some(signal)) => signal,
             (exit, _) => exit,
@@ -137,6 +140,28 @@ fn report_recording(run: &TurnRun, format: OutputFormat) {
             "{}",
             Style::for_stdout().dim(&format!("recorded {}", path.display()))
         );
+    }
+}
+
+/// In the pretty view, under a turn that ended in an error because the claim
+/// id or the capability is unknown, the nearest known one.
+fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: &TurnContext) {
+    let errored = matches!(run.events.last(), Some(ChatEvent::Error { .. }));
+    if settings.format != OutputFormat::Pretty || !errored {
+        return;
+    }
+    let claim_hint = match &settings.claim {
+        ClaimInput::Id(id) if ctx.store.locate(id).is_none() => suggest::claim_id(id, &ctx.store),
+        _ => None,
+    };
+    let capability_hint = settings
+        .prompt
+        .capability
+        .as_deref()
+        .filter(|id| ctx.registry.capability(id).is_none())
+        .and_then(|id| suggest::capability(id, ctx.registry));
+    for hint in claim_hint.into_iter().chain(capability_hint) {
+        println!("{}", Style::for_stdout().dim(&format!("hint: {hint}")));
     }
 }
 
@@ -192,13 +217,16 @@ async fn interactive(
     let prompting = std::io::stdin().is_terminal();
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
+    let mut failed = false;
     loop {
         if !pending {
             if prompting {
                 eprint!("› ");
             }
             let Some(line) = next_line(&mut stdin).await? else {
-                return Ok(Exit::Success);
+                // A turn that ended in an error (a script out of turns, a
+                // model failure) makes the whole session exit 1.
+                return Ok(if failed { Exit::Failure } else { Exit::Success });
             };
             if line.trim().is_empty() {
                 continue;
@@ -224,6 +252,8 @@ async fn interactive(
             .map_err(|_| CliError::failed("the session's state was poisoned"))? = None;
         let end = end?;
         report_recording(&end, settings.format);
+        hint_after_error(&end, &settings, &ctx);
+        failed |= end.exit == Exit::Failure;
         match end.exit {
             Exit::Success => history.push(ChatMessage::assistant(end.answer)),
             Exit::Cancelled if !end.answer.trim().is_empty() => {

@@ -16,6 +16,7 @@ pub mod report;
 pub mod runs;
 pub mod shell;
 pub mod signals;
+pub mod suggest;
 pub mod turn;
 
 use std::path::PathBuf;

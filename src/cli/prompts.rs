@@ -251,7 +251,8 @@ fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
         writeln!(out, "applied  {id}")?;
     }
     for ignored in &resolved.ignored {
-        writeln!(out, "ignored  {}: {}", ignored.id, ignored.reason)?;
+        let hint = super::suggest::prompt_id_suffix(&ignored.id, PromptRegistry::embedded());
+        writeln!(out, "ignored  {}: {}{hint}", ignored.id, ignored.reason)?;
     }
     Ok(Exit::Success)
 }
@@ -279,7 +280,8 @@ fn diff_side(
     options.validate(registry)?;
     let resolved = resolve_overrides(&options.overrides, registry);
     for ignored in &resolved.ignored {
-        eprintln!("warning: {spec}: {ignored}");
+        let hint = super::suggest::prompt_id_suffix(&ignored.id, registry);
+        eprintln!("warning: {spec}: {ignored}{hint}");
     }
     let settings = prompt_settings(&options, registry, &claim.claim)?;
     Ok(DiffSideOf {
