@@ -164,3 +164,40 @@ fn man_into_a_file_that_is_not_a_folder_is_a_usage_error() {
         out.stderr
     );
 }
+
+/// Every subcommand, as the man pages name them: `promptlab-runs-list.1` is
+/// `promptlab runs list`.
+fn every_subcommand() -> Vec<Vec<String>> {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["man", "--out-dir", dir.path().to_str().unwrap()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let mut commands: Vec<Vec<String>> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|entry| {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let words = name
+                .strip_prefix("promptlab-")?
+                .strip_suffix(".1")?
+                .to_string();
+            Some(words.split('-').map(str::to_string).collect())
+        })
+        .collect();
+    commands.sort();
+    commands
+}
+
+#[test]
+fn every_subcommand_help_shows_examples() {
+    let commands = every_subcommand();
+    assert!(commands.len() >= 20, "{commands:?}");
+    for words in commands {
+        let mut args: Vec<&str> = words.iter().map(String::as_str).collect();
+        args.push("--help");
+        let out = run(&args);
+        assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stdout.contains("Examples:\n  promptlab "),
+            "{args:?} has no examples"
+        );
+    }
+}

@@ -26,6 +26,9 @@ use super::suggest;
 use super::turn::{TurnRun, drive_turn};
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq ."
+)]
 pub struct ChatArgs {
     /// The user's message. Read from stdin when absent (and not -i).
     pub message: Option<String>,

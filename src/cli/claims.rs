@@ -18,6 +18,9 @@ use super::output::{new_table, write_json};
 use promptlab::sink::{Style, printable};
 
 #[derive(Debug, Subcommand)]
+#[command(
+    after_help = "Examples:\n  promptlab claims list\n  promptlab claims show CLM-HH-0001 --section policy\n  promptlab claims brief CLM-HH-0001\n  promptlab claims validate"
+)]
 pub enum ClaimsCommand {
     /// List the claims in the store as a table.
     List(ListArgs),
@@ -30,6 +33,9 @@ pub enum ClaimsCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab claims list\n  promptlab claims list --json | jq '.[].id'"
+)]
 pub struct ListArgs {
     /// Print as JSON.
     #[arg(long)]
@@ -37,6 +43,9 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab claims show CLM-HH-0001\n  promptlab claims show CLM-HH-0001 --section financials"
+)]
 pub struct ShowArgs {
     /// A claim id in the store, or a path to a claim file.
     pub claim: String,
@@ -46,6 +55,7 @@ pub struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  promptlab claims brief CLM-HH-0001")]
 pub struct BriefArgs {
     /// A claim id in the store, or a path to a claim file.
     pub claim: String,
@@ -55,6 +65,9 @@ pub struct BriefArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab claims validate\n  promptlab claims validate my-claim.yaml"
+)]
 pub struct ValidateArgs {
     /// Claim files to check (default: every claim in the store).
     #[arg(value_name = "PATH")]

@@ -21,6 +21,9 @@ use super::output::{list_or_none, new_table, write_json};
 use promptlab::sink::Style;
 
 #[derive(Debug, Subcommand)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts show --claim-id CLM-HH-0001 --overrides overrides/plain-spoken.yaml\n  promptlab prompts list\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001\n  promptlab prompts fingerprint overrides/plain-spoken.yaml"
+)]
 pub enum PromptsCommand {
     /// Show the assembled system prompt, block by block, with where each came from.
     Show(ShowArgs),
@@ -33,6 +36,9 @@ pub enum PromptsCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001\n  promptlab prompts diff overrides/plain-spoken.yaml overrides/strict-sources.json --claim-id CLM-HH-0001 --json"
+)]
 pub struct DiffArgs {
     /// The first override set: a file, a folder, or `default` for the code defaults.
     pub a: String,
@@ -51,6 +57,9 @@ pub struct DiffArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts show --claim-id CLM-HH-0001\n  promptlab prompts show --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab prompts show --claim-id CLM-HH-0001 --raw > system-prompt.txt"
+)]
 pub struct ShowArgs {
     #[command(flatten)]
     pub claim: ClaimArgs,
@@ -68,6 +77,9 @@ pub struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts list\n  promptlab prompts list --json | jq ."
+)]
 pub struct ListArgs {
     /// Print as JSON.
     #[arg(long)]
@@ -75,6 +87,9 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts fingerprint overrides/plain-spoken.yaml\n  promptlab prompts fingerprint overrides/ --json"
+)]
 pub struct FingerprintArgs {
     /// Override files or folders, merged in order (later wins per id).
     #[arg(required = true, value_name = "PATH")]

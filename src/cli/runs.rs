@@ -46,6 +46,9 @@ pub enum ShowFormat {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(
+    after_help = "Examples:\n  promptlab runs list --since 1d\n  promptlab runs show 64011163"
+)]
 pub enum RunsCommand {
     /// List recorded turns, newest first.
     List(ListArgs),
@@ -54,6 +57,9 @@ pub enum RunsCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab runs list --since 2h --status error\n  promptlab runs list --claim CLM-HH-0001 --limit 5\n  promptlab runs list --fingerprint default --json | jq ."
+)]
 pub struct ListArgs {
     /// Only turns with this prompt fingerprint (`default` or 12 hex characters).
     #[arg(long, value_name = "FP")]
@@ -76,6 +82,9 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab runs show 64011163                # a prefix of a turn id\n  promptlab runs show runs/examples/default/<file>.ndjson --format ndjson"
+)]
 pub struct ShowArgs {
     /// A run-log path, or a prefix of a turn id.
     pub run: String,
