@@ -1,0 +1,123 @@
+//! The script provider through the real binary (docs/scripts.md): a partial
+//! `usage`, a script that runs out of turns in `chat -i`, and the warning that
+//! a fully scripted eval cannot detect a prompt regression.
+
+mod support;
+
+use std::io::Write;
+use std::process::Stdio;
+
+use support::{promptlab, run};
+
+fn write_script(dir: &std::path::Path, text: &str) -> String {
+    let path = dir.join("s.yaml");
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+fn chat(script: &str) -> Vec<String> {
+    [
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--no-record",
+        "--provider",
+        "script",
+        "--script",
+        script,
+        "--format",
+        "ndjson",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn a_partial_usage_counts_the_rest_as_zero_in_the_done_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "turns:\n  - text: Hi.\n    usage: {outputTokens: 7}\n",
+    );
+    let mut args = chat(&script);
+    args.push("Hello?".into());
+    let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains(r#""usage":{"inputTokens":0,"outputTokens":7,"cacheReadTokens":0}"#),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_misspelt_usage_count_is_a_usage_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "turns:\n  - text: Hi.\n    usage: {outputTokenz: 7}\n",
+    );
+    let mut args = chat(&script);
+    args.push("Hello?".into());
+    let out = run(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(out.stderr.contains("outputTokenz"), "{}", out.stderr);
+}
+
+#[test]
+fn in_a_session_a_script_out_of_turns_ends_that_turn_in_an_error_and_the_session_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), "turns:\n  - text: First answer.\n");
+    let mut args = chat(&script);
+    args.push("-i".into());
+    let mut child = promptlab()
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"One?\nTwo?\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let kinds: Vec<&str> = stdout
+        .lines()
+        .filter_map(|line| line.split('"').nth(3))
+        .collect();
+    assert_eq!(kinds.first(), Some(&"text_delta"), "{stdout}");
+    assert!(kinds.contains(&"done"), "{stdout}");
+    assert_eq!(kinds.last(), Some(&"error"), "{stdout}");
+    assert!(stdout.contains("has no turn 2"), "{stdout}");
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn a_fully_scripted_eval_says_it_cannot_detect_a_prompt_regression() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let out = run(&[
+        "--runs-dir",
+        runs.to_str().unwrap(),
+        "eval",
+        "suites/smoke.yaml",
+        "--provider",
+        "script",
+        "--format",
+        "ndjson",
+        "--case",
+        "excess",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("cannot detect a prompt regression"),
+        "{}",
+        out.stderr
+    );
+}
