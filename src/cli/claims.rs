@@ -14,7 +14,23 @@ use promptlab::claims::{ClaimError, ClaimStore, LoadedClaim, load_claim_file};
 
 use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::output::{new_table, write_json};
+use super::output::{write_hidden, write_json};
+use super::table::{Fit, fit_table, terminal_width};
+
+/// id, line of business, status, country, claimant, incident, schedule, docs,
+/// risk flags: the status, the claimant and the risk flags are cut short
+/// first; then the counts and the country go.
+const TABLE_FITS: [Fit; 9] = [
+    Fit::Keep,
+    Fit::Free,
+    Fit::Free,
+    Fit::Drop(3),
+    Fit::Free,
+    Fit::Keep,
+    Fit::Drop(2),
+    Fit::Drop(1),
+    Fit::Free,
+];
 use promptlab::sink::{Style, printable};
 
 #[derive(Debug, Subcommand)]
@@ -113,11 +129,13 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
-    let mut table = new_table(TABLE_HEADER);
-    for row in &rows {
-        table.add_row(row.cells().map(|cell| printable(&cell)));
-    }
-    writeln!(out, "{table}")?;
+    let cells: Vec<[String; 9]> = rows
+        .iter()
+        .map(|row| row.cells().map(|cell| printable(&cell)))
+        .collect();
+    let fitted = fit_table(TABLE_HEADER, TABLE_FITS, &cells, terminal_width());
+    writeln!(out, "{}", fitted.table)?;
+    write_hidden(&mut out, &fitted.hidden)?;
     let summary = match invalid {
         0 => format!("{} claims in {}", claims.len(), store.dir().display()),
         n => format!(

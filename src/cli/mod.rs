@@ -17,6 +17,7 @@ pub mod runs;
 pub mod shell;
 pub mod signals;
 pub mod suggest;
+pub mod table;
 pub mod turn;
 
 use std::path::PathBuf;

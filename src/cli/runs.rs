@@ -13,7 +13,22 @@ use promptlab::runs::{RunLog, find_run, read_run_log, scan_runs};
 use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable};
 
 use super::error::{CliError, Exit};
-use super::output::{new_table, write_json};
+use super::output::{write_hidden, write_json};
+use super::table::{Fit, fit_table, terminal_width};
+
+/// when, turn, claim, capability, fingerprint, model, status, tokens, latency:
+/// the model goes first on a narrow terminal, then tokens, capability, latency.
+const TABLE_FITS: [Fit; 9] = [
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Drop(3),
+    Fit::Keep,
+    Fit::Drop(1),
+    Fit::Keep,
+    Fit::Drop(2),
+    Fit::Drop(4),
+];
 
 /// `runs list --status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -131,16 +146,20 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
-    let mut table = new_table(TABLE_HEADER);
-    for (row, run) in rows.iter().zip(&runs) {
-        let label = row
-            .claim
-            .as_deref()
-            .unwrap_or(run.header.request.claim_label());
-        let cells = row.cells(label);
-        table.add_row(cells.map(|cell| printable(&cell)));
-    }
-    writeln!(out, "{table}")?;
+    let cells: Vec<[String; 9]> = rows
+        .iter()
+        .zip(&runs)
+        .map(|(row, run)| {
+            let label = row
+                .claim
+                .as_deref()
+                .unwrap_or(run.header.request.claim_label());
+            row.cells(label).map(|cell| printable(&cell))
+        })
+        .collect();
+    let fitted = fit_table(TABLE_HEADER, TABLE_FITS, &cells, terminal_width());
+    writeln!(out, "{}", fitted.table)?;
+    write_hidden(&mut out, &fitted.hidden)?;
     let shown = if runs.len() < total {
         format!("{} of {total}", runs.len())
     } else {
