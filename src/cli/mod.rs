@@ -8,6 +8,7 @@ pub mod compare;
 pub mod context;
 pub mod error;
 pub mod eval;
+pub mod init;
 pub mod model;
 pub mod output;
 pub mod prompts;
@@ -129,6 +130,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Write one self-contained HTML report of recorded runs (eval runs or chat turns).
     Report(report::ReportArgs),
+    /// Set up a folder to try promptlab offline: a claim, overrides, a scripted model, a suite.
+    Init(init::InitArgs),
     /// Print a shell completion script: bash, zsh, fish, powershell or elvish.
     Completions(shell::CompletionsArgs),
     /// Print the manual page (roff), or write one per subcommand with --out-dir.
@@ -147,6 +150,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
         Command::Report(args) => report::run(args, &cli.stores.runs_dir),
+        Command::Init(args) => init::run(args),
         Command::Completions(args) => shell::completions(args, Cli::command()),
         Command::Man(args) => shell::man(args, Cli::command()),
     }

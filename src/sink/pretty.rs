@@ -15,7 +15,8 @@ use crate::provider::gemini::NO_KEY_MESSAGE;
 /// fixed by the wire format, so the way forward is said here.
 pub const NO_KEY_HINT: &str = "\
 hint: set a Gemini API key for this shell:  export GEMINI_API_KEY=...
-      or run offline with a scripted model:  --provider script --script FILE";
+      or run offline with a scripted model:  --provider script --script FILE
+      (promptlab init sets up a folder to try that in; the format: docs/scripts.md)";
 
 struct Lookup {
     tool: String,
