@@ -1,6 +1,7 @@
 //! The script provider through the real binary (docs/scripts.md): a partial
 //! `usage`, a script that runs out of turns in `chat -i`, and the warning that
-//! a fully scripted eval cannot detect a prompt regression.
+//! a fully scripted eval cannot detect a prompt regression; `--history` ending
+//! with the user's message; replay against another claim on purpose.
 
 mod support;
 
@@ -120,4 +121,59 @@ fn a_fully_scripted_eval_says_it_cannot_detect_a_prompt_regression() {
         "{}",
         out.stderr
     );
+}
+
+fn chat_with_history(history: &str, stdin: &[u8]) -> (Option<i32>, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.json");
+    std::fs::write(&path, history).unwrap();
+    let mut args = chat("tests/data/scripts/excess.yaml");
+    args.extend(["--history".to_string(), path.to_str().unwrap().to_string()]);
+    let mut child = promptlab()
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_history_ending_with_the_users_message_is_answered_when_no_new_one_is_given() {
+    let history = r#"[{"role":"user","text":"What is the excess?"}]"#;
+    let (code, stdout, stderr) = chat_with_history(history, b"");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stdout.contains(r#""type":"done""#), "{stdout}");
+}
+
+#[test]
+fn a_history_ending_with_the_assistant_still_needs_a_message() {
+    let history = r#"[{"role":"user","text":"Hi"},{"role":"assistant","text":"Hello."}]"#;
+    let (code, stdout, stderr) = chat_with_history(history, b"");
+    assert_eq!(code, Some(2), "{stdout}");
+    assert!(stderr.contains("the message is empty"), "{stderr}");
+}
+
+#[test]
+fn replay_against_another_claim_on_purpose_does_not_say_the_claim_changed() {
+    let out = support::run_command(promptlab().args([
+        "--runs-dir",
+        "runs/examples",
+        "replay",
+        "64011163",
+        "--claim-id",
+        "CLM-HH-0011",
+        "--no-record",
+        "--format",
+        "ndjson",
+    ]));
+    assert!(out.stderr.contains("replay diverges"), "{}", out.stderr);
+    assert!(!out.stderr.contains("has changed since"), "{}", out.stderr);
 }

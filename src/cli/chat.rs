@@ -71,11 +71,10 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
     };
     if let Some(message) = &args.message {
         messages.push(ChatMessage::user(message.clone()));
-    } else if !args.interactive {
-        messages.push(ChatMessage::user(message_from_stdin(
-            claim_from_stdin,
-            &messages,
-        )?));
+    } else if !args.interactive
+        && let Some(message) = message_from_stdin(claim_from_stdin, &messages)?
+    {
+        messages.push(ChatMessage::user(message));
     }
     let format = args.format.unwrap_or_else(default_format);
     let built = args.model.build_provider()?;
@@ -328,18 +327,21 @@ fn read_history(path: &Path) -> Result<Vec<ChatMessage>, CliError> {
     })
 }
 
-/// The message when none is given: stdin if it is piped, else the history's
-/// own last user message, else a usage error.
-fn message_from_stdin(claim_from_stdin: bool, history: &[ChatMessage]) -> Result<String, CliError> {
+/// The message when none is given: stdin if it is piped and not empty; else
+/// `None` when the history ends with a user message, which is then the one
+/// to answer; else a usage error.
+fn message_from_stdin(
+    claim_from_stdin: bool,
+    history: &[ChatMessage],
+) -> Result<Option<String>, CliError> {
+    let history_asks = history.last().is_some_and(|m| m.role == Role::User);
     let stdin = std::io::stdin();
     if claim_from_stdin || stdin.is_terminal() {
-        if history.last().is_some_and(|m| m.role == Role::User) {
-            return Err(CliError::usage(
-                "the history already ends with a user message; give the new message as an argument to add another",
-            ));
+        if history_asks {
+            return Ok(None);
         }
         return Err(CliError::usage(
-            "no message: give it as an argument (promptlab chat \"...\") or pipe it on stdin",
+            "no message: give it as an argument (promptlab chat \"...\"), pipe it on stdin, or end --history with a user message",
         ));
     }
     let message = promptlab::input::read_limited(stdin.lock(), promptlab::input::MAX_INPUT_BYTES)
@@ -347,5 +349,8 @@ fn message_from_stdin(claim_from_stdin: bool, history: &[ChatMessage]) -> Result
         .map_err(|error| {
             CliError::usage(format!("failed to read the message from stdin: {error}"))
         })?;
-    Ok(message.trim_end_matches(['\n', '\r']).to_string())
+    if history_asks && message.trim().is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(message.trim_end_matches(['\n', '\r']).to_string()))
 }

@@ -14,7 +14,7 @@ use promptlab::claims::{ClaimError, ClaimStore, LoadedClaim, load_claim_file};
 
 use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::output::{write_hidden, write_json};
+use super::output::{plural, write_hidden, write_json};
 use super::table::{Fit, fit_table, terminal_width};
 
 /// id, line of business, status, country, claimant, incident, schedule, docs,
@@ -137,10 +137,16 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     writeln!(out, "{}", fitted.table)?;
     write_hidden(&mut out, &fitted.hidden)?;
     let summary = match invalid {
-        0 => format!("{} claims in {}", claims.len(), store.dir().display()),
-        n => format!(
-            "{} claims in {} ({n} invalid, skipped)",
+        0 => format!(
+            "{} {} in {}",
             claims.len(),
+            plural(claims.len(), "claim", "claims"),
+            store.dir().display()
+        ),
+        n => format!(
+            "{} {} in {} ({n} invalid, skipped)",
+            claims.len(),
+            plural(claims.len(), "claim", "claims"),
             store.dir().display()
         ),
     };

@@ -34,6 +34,11 @@ pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> io::Result<()
     writeln!(out, "{text}")
 }
 
+/// `one` for a count of 1, else `many`: "1 run", "2 runs".
+pub fn plural<'a>(count: usize, one: &'a str, many: &'a str) -> &'a str {
+    if count == 1 { one } else { many }
+}
+
 /// `a, b, c`, or `none`.
 pub fn list_or_none(items: &[&str]) -> String {
     if items.is_empty() {

@@ -13,7 +13,7 @@ use promptlab::runs::{RunLog, find_run, read_run_log, scan_runs};
 use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable};
 
 use super::error::{CliError, Exit};
-use super::output::{write_hidden, write_json};
+use super::output::{plural, write_hidden, write_json};
 use super::table::{Fit, fit_table, terminal_width};
 
 /// when, turn, claim, capability, fingerprint, model, status, tokens, latency:
@@ -168,7 +168,11 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     writeln!(
         out,
         "{}",
-        Style::for_stdout().dim(&format!("{shown} runs in {}", runs_dir.display()))
+        Style::for_stdout().dim(&format!(
+            "{shown} {} in {}",
+            plural(total, "run", "runs"),
+            runs_dir.display()
+        ))
     )?;
     Ok(Exit::Success)
 }
