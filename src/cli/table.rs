@@ -87,16 +87,30 @@ pub fn fit_table<const N: usize>(
         _ => natural[i],
     };
     let mut shown: Vec<usize> = (0..N).collect();
-    while table_width(&shown.iter().map(|&i| comfortable(i)).collect::<Vec<_>>()) > width {
-        let next = shown
+    let width_of = |shown: &[usize], each: &dyn Fn(usize) -> usize| {
+        table_width(&shown.iter().map(|&i| each(i)).collect::<Vec<_>>())
+    };
+    while width_of(&shown, &comfortable) > width {
+        let droppable = shown
             .iter()
             .filter_map(|&i| match fits[i] {
                 Fit::Drop(rank) => Some((rank, i)),
                 _ => None,
             })
-            .min();
-        match next {
-            Some((_, dropped)) => shown.retain(|&i| i != dropped),
+            .min()
+            .map(|(_, i)| i);
+        // Last resort: free text from the right, when even cut short it
+        // cannot fit; kept columns are never dropped.
+        let last_free = || {
+            let too_wide = width_of(&shown, &least) > width;
+            shown
+                .iter()
+                .rev()
+                .copied()
+                .find(|&i| too_wide && fits[i] == Fit::Free)
+        };
+        match droppable.or_else(last_free) {
+            Some(dropped) => shown.retain(|&i| i != dropped),
             None => break,
         }
     }
@@ -226,6 +240,13 @@ mod tests {
             lines(&fitted).iter().all(|line| chars(line) <= 60),
             "{text}"
         );
+    }
+
+    #[test]
+    fn free_text_goes_last_when_even_cut_short_it_cannot_fit() {
+        let fitted = fit_table(HEADER, FITS, &rows(), 45);
+        assert_eq!(fitted.hidden, ["note", "model"]);
+        assert!(lines(&fitted).iter().all(|line| chars(line) <= 45));
     }
 
     #[test]
