@@ -201,3 +201,46 @@ fn every_subcommand_help_shows_examples() {
         );
     }
 }
+
+#[test]
+fn prompts_show_tools_lists_the_declarations_the_model_receives() {
+    let base = [
+        "prompts",
+        "show",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--today",
+        "2026-11-30",
+    ];
+    let plain = run(&base);
+    assert!(!plain.stdout.contains("── tools"), "{}", plain.stdout);
+    let tools = run(&[&base[..], &["--tools"]].concat());
+    assert_eq!(tools.code, 0, "{}", tools.stderr);
+    assert!(tools.stdout.contains("── tools (4)"), "{}", tools.stdout);
+    assert!(tools.stdout.contains("get_claim_section: "));
+    assert!(!tools.stdout.contains("highlight_panel"));
+    let screen = run(&[&base[..], &["--tools", "--screen-actions"]].concat());
+    assert!(
+        screen.stdout.contains("highlight_panel: "),
+        "{}",
+        screen.stdout
+    );
+    let json = run(&[&base[..], &["--json"]].concat());
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let names: Vec<&str> = value["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "get_claim_section",
+            "search_claim_file",
+            "read_document",
+            "get_schedule"
+        ]
+    );
+    assert!(value["tools"][0]["parameters"]["type"] == "object");
+}

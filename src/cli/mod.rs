@@ -11,6 +11,7 @@ pub mod eval;
 pub mod init;
 pub mod model;
 pub mod output;
+pub mod prompt_tools;
 pub mod prompts;
 pub mod replay;
 pub mod report;

@@ -18,6 +18,7 @@ use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overr
 use super::context::{ClaimArgs, ContextArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::output::{list_or_none, new_table, write_json};
+use super::prompt_tools::{tool_declarations, write_tools};
 use promptlab::sink::Style;
 
 #[derive(Debug, Subcommand)]
@@ -61,6 +62,10 @@ pub struct DiffArgs {
     after_help = "Examples:\n  promptlab prompts show --claim-id CLM-HH-0001\n  promptlab prompts show --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab prompts show --claim-id CLM-HH-0001 --raw > system-prompt.txt"
 )]
 pub struct ShowArgs {
+    /// Also print the tool declarations the model receives with the prompt
+    /// (name, description, parameter schema); `--json` always has them.
+    #[arg(long)]
+    pub tools: bool,
     #[command(flatten)]
     pub claim: ClaimArgs,
     #[command(flatten)]
@@ -129,6 +134,7 @@ fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             ignored: loaded.resolved.ignored.clone(),
             system_sha256: sha256_hex(&system),
             characters: system.chars().count(),
+            tools: tool_declarations(&loaded.options),
         };
         write_json(&mut out, &shown)?;
     } else {
@@ -152,6 +158,10 @@ fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
                 &sha256_hex(&system)[..12]
             ))
         )?;
+        if args.tools {
+            let tools = tool_declarations(&loaded.options);
+            write_tools(&mut out, &tools, Style::for_stdout())?;
+        }
     }
     out.flush()?;
     Ok(Exit::Success)
