@@ -244,3 +244,71 @@ fn prompts_show_tools_lists_the_declarations_the_model_receives() {
     );
     assert!(value["tools"][0]["parameters"]["type"] == "object");
 }
+
+/// The text of block `id` in `prompts show --json`, with these extra args.
+fn block_text(id: &str, extra: &[&str]) -> String {
+    let base = [
+        "prompts",
+        "show",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--today",
+        "2026-11-30",
+        "--json",
+    ];
+    let out = run(&[&base[..], extra].concat());
+    let value: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let blocks = value["blocks"].as_array().unwrap();
+    let block = blocks.iter().find(|b| b["id"] == id).unwrap();
+    block["text"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn prompts_diff_prints_unified_hunks_that_patch_applies() {
+    let out = run(&[
+        "prompts",
+        "diff",
+        "default",
+        "overrides/plain-spoken.yaml",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--today",
+        "2026-11-30",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let start = out
+        .stdout
+        .find("--- a/system.base\n")
+        .expect("a file header");
+    let rest = &out.stdout[start..];
+    let end = rest.find("\n── ").map_or(rest.len(), |i| i + 1);
+    let hunks = &rest[..end];
+    let header = regex::Regex::new(r"(?m)^@@ -\d+(,\d+)? \+\d+(,\d+)? @@$").unwrap();
+    assert!(header.is_match(hunks), "{hunks}");
+    let Ok(_) = Command::new("patch").arg("--version").output() else {
+        return; // no patch(1) here: the header check above still holds
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("system.base"),
+        block_text("system.base", &[]),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("d.patch"), hunks).unwrap();
+    let patched = Command::new("patch")
+        .args(["-p1", "-i", "d.patch"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        patched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&patched.stdout)
+    );
+    let after = std::fs::read_to_string(dir.path().join("system.base")).unwrap();
+    let want = block_text(
+        "system.base",
+        &["--overrides", "overrides/plain-spoken.yaml"],
+    );
+    assert_eq!(after, want);
+}

@@ -341,7 +341,8 @@ fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
                     changed: x.text != y.text,
                     source_a: x.source,
                     source_b: y.source,
-                    diff: (x.text != y.text).then(|| unified(&x.text, &y.text, Style::plain())),
+                    diff: (x.text != y.text)
+                        .then(|| unified(&x.id, &x.text, &y.text, Style::plain())),
                 })
                 .collect(),
         };
@@ -371,30 +372,31 @@ fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             y.source.as_str()
         );
         writeln!(out, "\n{}", style.cyan(&style.bold(&header)))?;
-        write!(out, "{}", unified(&x.text, &y.text, style))?;
+        write!(out, "{}", unified(&x.id, &x.text, &y.text, style))?;
     }
     Ok(Exit::Success)
 }
 
 /// A line diff with two lines of context, `-` and `+` coloured.
-fn unified(old: &str, new: &str, style: Style) -> String {
+fn unified(id: &str, old: &str, new: &str, style: Style) -> String {
     let diff = similar::TextDiff::from_lines(old, new);
-    let mut text = String::new();
-    for group in diff.grouped_ops(2) {
-        for op in group {
-            for change in diff.iter_changes(&op) {
-                let line = change.value().trim_end_matches('\n');
-                let rendered = match change.tag() {
-                    similar::ChangeTag::Delete => style.red(&format!("-{line}")),
-                    similar::ChangeTag::Insert => style.green(&format!("+{line}")),
-                    similar::ChangeTag::Equal => format!(" {line}"),
-                };
-                text.push_str(&rendered);
-                text.push('\n');
+    let mut text = format!("--- a/{id}\n+++ b/{id}\n");
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        text.push_str(&style.cyan(&hunk.header().to_string()));
+        text.push('\n');
+        for change in hunk.iter_changes() {
+            let line = change.value().trim_end_matches('\n');
+            let rendered = match change.tag() {
+                similar::ChangeTag::Delete => style.red(&format!("-{line}")),
+                similar::ChangeTag::Insert => style.green(&format!("+{line}")),
+                similar::ChangeTag::Equal => format!(" {line}"),
+            };
+            text.push_str(&rendered);
+            text.push('\n');
+            if change.missing_newline() {
+                text.push_str("\\ No newline at end of file\n");
             }
         }
-        text.push_str(&style.dim("…"));
-        text.push('\n');
     }
     text
 }
