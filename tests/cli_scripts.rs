@@ -177,3 +177,77 @@ fn replay_against_another_claim_on_purpose_does_not_say_the_claim_changed() {
     assert!(out.stderr.contains("replay diverges"), "{}", out.stderr);
     assert!(!out.stderr.contains("has changed since"), "{}", out.stderr);
 }
+
+/// `chat -i` recording into `runs`, fed `input`; returns (exit code, stderr).
+fn session(runs: &std::path::Path, script: &str, input: &[u8]) -> (Option<i32>, String) {
+    let mut child = promptlab()
+        .args(["--runs-dir", runs.to_str().unwrap()])
+        .args([
+            "chat",
+            "-i",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--script",
+            script,
+            "--format",
+            "ndjson",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    (out.status.code(), String::from_utf8(out.stderr).unwrap())
+}
+
+#[test]
+fn session_help_and_unknown_commands_are_answered_without_a_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(dir.path(), "turns: []\n");
+    let runs = dir.path().join("runs");
+    let (code, stderr) = session(&runs, &script, b"/help\n/nonsense\n");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(stderr.contains("/reset   forget the history"), "{stderr}");
+    assert!(stderr.contains("unknown command /nonsense"), "{stderr}");
+    assert!(!runs.exists(), "a command ran a turn");
+}
+
+#[test]
+fn session_reset_forgets_the_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write_script(
+        dir.path(),
+        "turns:\n  - text: A.\n  - text: B.\n  - text: C.\n",
+    );
+    let runs = dir.path().join("runs");
+    let (code, stderr) = session(&runs, &script, b"One?\nTwo?\n/reset\nThree?\n");
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut counts: Vec<(String, usize)> = promptlab::runs::store::run_log_paths(&runs)
+        .unwrap()
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path).unwrap();
+            let header: serde_json::Value =
+                serde_json::from_str(text.lines().next().unwrap()).unwrap();
+            let messages = header["request"]["messages"].as_array().unwrap();
+            let last = messages.last().unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            (last, messages.len())
+        })
+        .collect();
+    counts.sort();
+    assert_eq!(
+        counts,
+        [
+            ("One?".to_string(), 1),
+            ("Three?".to_string(), 1),
+            ("Two?".to_string(), 3)
+        ]
+    );
+}

@@ -167,6 +167,24 @@ fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: &TurnContext) {
     }
 }
 
+const SESSION_HELP: &str = "\
+Type a message and press Enter; the answer streams, and the session keeps the text history.
+  /help    this help
+  /reset   forget the history: the next message starts a new conversation
+Ctrl-C stops an answer; Ctrl-D leaves.";
+
+/// A `/command` line of a session: said on stderr, never sent to the model.
+fn session_command(command: &str, history: &mut Vec<ChatMessage>) {
+    match command.trim() {
+        "help" => eprintln!("{SESSION_HELP}"),
+        "reset" => {
+            history.clear();
+            eprintln!("(history cleared)");
+        }
+        other => eprintln!("unknown command /{other}: /help lists them"),
+    }
+}
+
 /// What every turn of a session shares.
 struct TurnSettings {
     /// Where run logs go; `None` with --no-record.
@@ -231,6 +249,10 @@ async fn interactive(
                 return Ok(if failed { Exit::Failure } else { Exit::Success });
             };
             if line.trim().is_empty() {
+                continue;
+            }
+            if let Some(command) = line.trim().strip_prefix('/') {
+                session_command(command, &mut history);
                 continue;
             }
             history.push(ChatMessage::user(line));
