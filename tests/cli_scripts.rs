@@ -251,3 +251,33 @@ fn session_reset_forgets_the_history() {
         ]
     );
 }
+
+#[test]
+fn a_session_on_a_terminal_opens_with_a_banner() {
+    // util-linux script(1) gives the session a terminal; skip without it.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_promptlab");
+    let command = format!(
+        "{bin} chat -i --no-record --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml --overrides overrides/plain-spoken.yaml"
+    );
+    let out = std::process::Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .current_dir(support::repo_root())
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "claim CLM-HH-0001 · capability free chat · fingerprint 6ebc72c8dd76 · model gemini-3.1-flash-lite (script)"
+        ),
+        "{text}"
+    );
+}

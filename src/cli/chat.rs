@@ -167,6 +167,22 @@ fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: &TurnContext) {
     }
 }
 
+/// The session's first line: what every turn will run with.
+fn banner(ctx: &TurnContext, settings: &TurnSettings) -> String {
+    let claim = match &settings.claim {
+        ClaimInput::Id(id) => id.clone(),
+        ClaimInput::Document(loaded) => loaded.claim.id.clone(),
+    };
+    let applied = promptlab::prompts::resolve_overrides(&settings.prompt.overrides, ctx.registry);
+    format!(
+        "claim {claim} · capability {} · fingerprint {} · model {} ({}) · /help for commands",
+        settings.prompt.capability.as_deref().unwrap_or("free chat"),
+        promptlab::prompts::fingerprint(&applied.applied),
+        settings.model,
+        settings.provider_name,
+    )
+}
+
 const SESSION_HELP: &str = "\
 Type a message and press Enter; the answer streams, and the session keeps the text history.
   /help    this help
@@ -235,6 +251,9 @@ async fn interactive(
         }
     });
     let prompting = std::io::stdin().is_terminal();
+    if prompting {
+        eprintln!("{}", Style::for_stdout().dim(&banner(&ctx, &settings)));
+    }
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
     let mut failed = false;
