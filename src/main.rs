@@ -8,14 +8,22 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use cli::error::CliError;
+use promptlab::claims::ClaimStore;
+use promptlab::prompts::PromptRegistry;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    let store = ClaimStore::new(&cli.stores.claims_dir);
+    let runs_dir = cli.stores.runs_dir.clone();
     match cli::run(cli) {
         Ok(exit) => exit.code(),
         Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", error.report());
+            let registry = PromptRegistry::embedded();
+            if let Some(hint) = cli::suggest::for_error(&error, &store, &runs_dir, registry) {
+                eprintln!("hint: {hint}");
+            }
             error.code()
         }
     }

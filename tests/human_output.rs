@@ -107,3 +107,44 @@ fn an_eval_summary_and_runs_list() {
     assert_eq!(list.code, 0, "{}", list.stderr);
     snapshot("runs_list", &list.stdout);
 }
+
+/// `claims list` and `runs list` on an 80- and a 120-column terminal (set by
+/// `COLUMNS`, as a terminal of unknown size falls back to 80): ids, times and
+/// fingerprints whole, free text cut with `…`, dropped columns named.
+#[test]
+fn tables_fit_80_and_120_columns() {
+    for columns in ["80", "120"] {
+        let claims = run_command(promptlab().env("COLUMNS", columns).args(["claims", "list"]));
+        assert_eq!(claims.code, 0, "{}", claims.stderr);
+        let runs = run_command(promptlab().env("COLUMNS", columns).args([
+            "--runs-dir",
+            "runs/examples",
+            "runs",
+            "list",
+        ]));
+        assert_eq!(runs.code, 0, "{}", runs.stderr);
+        let width: usize = columns.parse().unwrap();
+        for line in claims.stdout.lines().chain(runs.stdout.lines()) {
+            if line.starts_with(['┌', '│', '╞', '└']) {
+                assert!(line.chars().count() <= width, "{columns}: {line}");
+            }
+        }
+        snapshot(&format!("claims_list_{columns}"), &claims.stdout);
+        snapshot(&format!("runs_list_examples_{columns}"), &runs.stdout);
+    }
+}
+
+#[test]
+fn a_terminal_of_unknown_width_gets_80_columns() {
+    let out = run_command(promptlab().env_remove("COLUMNS").args(["claims", "list"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let widest = out
+        .stdout
+        .lines()
+        .filter(|line| line.starts_with(['┌', '│', '╞', '└']))
+        .map(|line| line.chars().count())
+        .max()
+        .unwrap();
+    assert!(widest <= 80, "{widest}\n{}", out.stdout);
+    assert!(out.stdout.contains("CLM-AUT-0012"));
+}

@@ -8,6 +8,7 @@ use super::system::{BlockSource, PromptBlock};
 use crate::prompts::brands::Brand;
 use crate::prompts::capabilities::Capability;
 use crate::prompts::overrides::{IgnoredOverride, OverrideFileInfo};
+use crate::tools::ToolDeclaration;
 
 /// `prompts show --json`.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
@@ -22,6 +23,8 @@ pub struct ShownPrompt {
     pub system_sha256: String,
     /// Unicode scalar values of the whole system prompt.
     pub characters: usize,
+    /// The tool declarations sent with the prompt, in order.
+    pub tools: Vec<ToolDeclaration>,
 }
 
 /// `prompts list --json`.

@@ -11,7 +11,7 @@ use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use promptlab::chat::request::PromptOptions;
-use promptlab::chat::{ChatMessage, ChatRequest, ClaimInput, Role, TurnContext};
+use promptlab::chat::{ChatEvent, ChatMessage, ChatRequest, ClaimInput, Role, TurnContext};
 use promptlab::claims::ClaimStore;
 use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::prompts::PromptRegistry;
@@ -22,9 +22,13 @@ use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::model::ModelArgs;
 use super::signals::cancel_on_signals;
+use super::suggest;
 use super::turn::{TurnRun, drive_turn};
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq ."
+)]
 pub struct ChatArgs {
     /// The user's message. Read from stdin when absent (and not -i).
     pub message: Option<String>,
@@ -67,11 +71,10 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
     };
     if let Some(message) = &args.message {
         messages.push(ChatMessage::user(message.clone()));
-    } else if !args.interactive {
-        messages.push(ChatMessage::user(message_from_stdin(
-            claim_from_stdin,
-            &messages,
-        )?));
+    } else if !args.interactive
+        && let Some(message) = message_from_stdin(claim_from_stdin, &messages)?
+    {
+        messages.push(ChatMessage::user(message));
     }
     let format = args.format.unwrap_or_else(default_format);
     let built = args.model.build_provider()?;
@@ -90,6 +93,7 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         today: today_or_local(args.today),
         format,
     };
+    let ctx_hint = ctx.clone();
     let runtime = tokio::runtime::Runtime::new()?;
     let exit = if args.interactive {
         runtime.block_on(interactive(ctx, base, messages))?
@@ -105,6 +109,7 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         });
         let run = run?;
         report_recording(&run, format);
+        hint_after_error(&run, &base, &ctx_hint);
         match (run.exit, stop) {
             (Exit::Cancelled, Some(signal)) => signal,
             (exit, _) => exit,
@@ -137,6 +142,62 @@ fn report_recording(run: &TurnRun, format: OutputFormat) {
             "{}",
             Style::for_stdout().dim(&format!("recorded {}", path.display()))
         );
+    }
+}
+
+/// In the pretty view, under a turn that ended in an error because the claim
+/// id or the capability is unknown, the nearest known one.
+fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: &TurnContext) {
+    let errored = matches!(run.events.last(), Some(ChatEvent::Error { .. }));
+    if settings.format != OutputFormat::Pretty || !errored {
+        return;
+    }
+    let claim_hint = match &settings.claim {
+        ClaimInput::Id(id) if ctx.store.locate(id).is_none() => suggest::claim_id(id, &ctx.store),
+        _ => None,
+    };
+    let capability_hint = settings
+        .prompt
+        .capability
+        .as_deref()
+        .filter(|id| ctx.registry.capability(id).is_none())
+        .and_then(|id| suggest::capability(id, ctx.registry));
+    for hint in claim_hint.into_iter().chain(capability_hint) {
+        println!("{}", Style::for_stdout().dim(&format!("hint: {hint}")));
+    }
+}
+
+/// The session's first line: what every turn will run with.
+fn banner(ctx: &TurnContext, settings: &TurnSettings) -> String {
+    let claim = match &settings.claim {
+        ClaimInput::Id(id) => id.clone(),
+        ClaimInput::Document(loaded) => loaded.claim.id.clone(),
+    };
+    let applied = promptlab::prompts::resolve_overrides(&settings.prompt.overrides, ctx.registry);
+    format!(
+        "claim {claim} · capability {} · fingerprint {} · model {} ({}) · /help for commands",
+        settings.prompt.capability.as_deref().unwrap_or("free chat"),
+        promptlab::prompts::fingerprint(&applied.applied),
+        settings.model,
+        settings.provider_name,
+    )
+}
+
+const SESSION_HELP: &str = "\
+Type a message and press Enter; the answer streams, and the session keeps the text history.
+  /help    this help
+  /reset   forget the history: the next message starts a new conversation
+Ctrl-C stops an answer; Ctrl-D leaves.";
+
+/// A `/command` line of a session: said on stderr, never sent to the model.
+fn session_command(command: &str, history: &mut Vec<ChatMessage>) {
+    match command.trim() {
+        "help" => eprintln!("{SESSION_HELP}"),
+        "reset" => {
+            history.clear();
+            eprintln!("(history cleared)");
+        }
+        other => eprintln!("unknown command /{other}: /help lists them"),
     }
 }
 
@@ -190,17 +251,27 @@ async fn interactive(
         }
     });
     let prompting = std::io::stdin().is_terminal();
+    if prompting {
+        eprintln!("{}", Style::for_stdout().dim(&banner(&ctx, &settings)));
+    }
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
+    let mut failed = false;
     loop {
         if !pending {
             if prompting {
                 eprint!("› ");
             }
             let Some(line) = next_line(&mut stdin).await? else {
-                return Ok(Exit::Success);
+                // A turn that ended in an error (a script out of turns, a
+                // model failure) makes the whole session exit 1.
+                return Ok(if failed { Exit::Failure } else { Exit::Success });
             };
             if line.trim().is_empty() {
+                continue;
+            }
+            if let Some(command) = line.trim().strip_prefix('/') {
+                session_command(command, &mut history);
                 continue;
             }
             history.push(ChatMessage::user(line));
@@ -224,6 +295,8 @@ async fn interactive(
             .map_err(|_| CliError::failed("the session's state was poisoned"))? = None;
         let end = end?;
         report_recording(&end, settings.format);
+        hint_after_error(&end, &settings, &ctx);
+        failed |= end.exit == Exit::Failure;
         match end.exit {
             Exit::Success => history.push(ChatMessage::assistant(end.answer)),
             Exit::Cancelled if !end.answer.trim().is_empty() => {
@@ -295,18 +368,21 @@ fn read_history(path: &Path) -> Result<Vec<ChatMessage>, CliError> {
     })
 }
 
-/// The message when none is given: stdin if it is piped, else the history's
-/// own last user message, else a usage error.
-fn message_from_stdin(claim_from_stdin: bool, history: &[ChatMessage]) -> Result<String, CliError> {
+/// The message when none is given: stdin if it is piped and not empty; else
+/// `None` when the history ends with a user message, which is then the one
+/// to answer; else a usage error.
+fn message_from_stdin(
+    claim_from_stdin: bool,
+    history: &[ChatMessage],
+) -> Result<Option<String>, CliError> {
+    let history_asks = history.last().is_some_and(|m| m.role == Role::User);
     let stdin = std::io::stdin();
     if claim_from_stdin || stdin.is_terminal() {
-        if history.last().is_some_and(|m| m.role == Role::User) {
-            return Err(CliError::usage(
-                "the history already ends with a user message; give the new message as an argument to add another",
-            ));
+        if history_asks {
+            return Ok(None);
         }
         return Err(CliError::usage(
-            "no message: give it as an argument (promptlab chat \"...\") or pipe it on stdin",
+            "no message: give it as an argument (promptlab chat \"...\"), pipe it on stdin, or end --history with a user message",
         ));
     }
     let message = promptlab::input::read_limited(stdin.lock(), promptlab::input::MAX_INPUT_BYTES)
@@ -314,5 +390,8 @@ fn message_from_stdin(claim_from_stdin: bool, history: &[ChatMessage]) -> Result
         .map_err(|error| {
             CliError::usage(format!("failed to read the message from stdin: {error}"))
         })?;
-    Ok(message.trim_end_matches(['\n', '\r']).to_string())
+    if history_asks && message.trim().is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(message.trim_end_matches(['\n', '\r']).to_string()))
 }

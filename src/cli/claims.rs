@@ -14,10 +14,29 @@ use promptlab::claims::{ClaimError, ClaimStore, LoadedClaim, load_claim_file};
 
 use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::output::{new_table, write_json};
+use super::output::{plural, write_hidden, write_json};
+use super::table::{Fit, fit_table, terminal_width};
+
+/// id, line of business, status, country, claimant, incident, schedule, docs,
+/// risk flags: the status, the claimant and the risk flags are cut short
+/// first; then the counts and the country go.
+const TABLE_FITS: [Fit; 9] = [
+    Fit::Keep,
+    Fit::Free,
+    Fit::Free,
+    Fit::Drop(3),
+    Fit::Free,
+    Fit::Keep,
+    Fit::Drop(2),
+    Fit::Drop(1),
+    Fit::Free,
+];
 use promptlab::sink::{Style, printable};
 
 #[derive(Debug, Subcommand)]
+#[command(
+    after_help = "Examples:\n  promptlab claims list\n  promptlab claims show CLM-HH-0001 --section policy\n  promptlab claims brief CLM-HH-0001\n  promptlab claims validate"
+)]
 pub enum ClaimsCommand {
     /// List the claims in the store as a table.
     List(ListArgs),
@@ -30,6 +49,9 @@ pub enum ClaimsCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab claims list\n  promptlab claims list --json | jq '.[].id'"
+)]
 pub struct ListArgs {
     /// Print as JSON.
     #[arg(long)]
@@ -37,6 +59,9 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab claims show CLM-HH-0001\n  promptlab claims show CLM-HH-0001 --section financials"
+)]
 pub struct ShowArgs {
     /// A claim id in the store, or a path to a claim file.
     pub claim: String,
@@ -46,6 +71,7 @@ pub struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  promptlab claims brief CLM-HH-0001")]
 pub struct BriefArgs {
     /// A claim id in the store, or a path to a claim file.
     pub claim: String,
@@ -55,6 +81,9 @@ pub struct BriefArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab claims validate\n  promptlab claims validate my-claim.yaml"
+)]
 pub struct ValidateArgs {
     /// Claim files to check (default: every claim in the store).
     #[arg(value_name = "PATH")]
@@ -100,16 +129,24 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
-    let mut table = new_table(TABLE_HEADER);
-    for row in &rows {
-        table.add_row(row.cells().map(|cell| printable(&cell)));
-    }
-    writeln!(out, "{table}")?;
+    let cells: Vec<[String; 9]> = rows
+        .iter()
+        .map(|row| row.cells().map(|cell| printable(&cell)))
+        .collect();
+    let fitted = fit_table(TABLE_HEADER, TABLE_FITS, &cells, terminal_width());
+    writeln!(out, "{}", fitted.table)?;
+    write_hidden(&mut out, &fitted.hidden)?;
     let summary = match invalid {
-        0 => format!("{} claims in {}", claims.len(), store.dir().display()),
-        n => format!(
-            "{} claims in {} ({n} invalid, skipped)",
+        0 => format!(
+            "{} {} in {}",
             claims.len(),
+            plural(claims.len(), "claim", "claims"),
+            store.dir().display()
+        ),
+        n => format!(
+            "{} {} in {} ({n} invalid, skipped)",
+            claims.len(),
+            plural(claims.len(), "claim", "claims"),
             store.dir().display()
         ),
     };

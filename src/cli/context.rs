@@ -124,8 +124,10 @@ impl PromptArgs {
                 .map(|file| format!(" (from `{file}`)"))
                 .unwrap_or_default();
             eprintln!(
-                "warning: override `{}`{source} ignored: {}",
-                ignored.id, ignored.reason
+                "warning: override `{}`{source} ignored: {}{}",
+                ignored.id,
+                ignored.reason,
+                super::suggest::prompt_id_suffix(&ignored.id, registry)
             );
         }
         Ok(LoadedPromptOptions {

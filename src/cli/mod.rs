@@ -8,20 +8,26 @@ pub mod compare;
 pub mod context;
 pub mod error;
 pub mod eval;
+pub mod init;
 pub mod model;
 pub mod output;
+pub mod prompt_tools;
 pub mod prompts;
 pub mod replay;
 pub mod report;
 pub mod runs;
+pub mod shell;
 pub mod signals;
+pub mod suggest;
+pub mod table;
 pub mod turn;
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 use promptlab::claims::ClaimStore;
+use promptlab::sink::{ColorChoice, set_color_choice};
 
 use error::{CliError, Exit};
 
@@ -40,10 +46,25 @@ Examples (Gemini needs GEMINI_API_KEY; --provider script --script FILE runs offl
   promptlab runs list --since 1d";
 
 #[derive(Debug, Parser)]
-#[command(name = "promptlab", version, about = ABOUT, after_help = AFTER_HELP)]
+#[command(
+    name = "promptlab",
+    version = env!("PROMPTLAB_LONG_VERSION"),
+    about = ABOUT,
+    after_help = AFTER_HELP
+)]
 pub struct Cli {
     #[command(flatten)]
     pub stores: StoreArgs,
+    /// When to colour the output: auto colours a terminal unless NO_COLOR is set
+    /// or TERM=dumb, and colours a pipe when CLICOLOR_FORCE is set.
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto"
+    )]
+    pub color: ColorArg,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -71,6 +92,24 @@ pub struct StoreArgs {
     pub runs_dir: PathBuf,
 }
 
+/// `--color`: the clap face of `sink::ColorChoice`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum ColorArg {
+    Auto,
+    Always,
+    Never,
+}
+
+impl From<ColorArg> for ColorChoice {
+    fn from(arg: ColorArg) -> ColorChoice {
+        match arg {
+            ColorArg::Auto => ColorChoice::Auto,
+            ColorArg::Always => ColorChoice::Always,
+            ColorArg::Never => ColorChoice::Never,
+        }
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one chat turn (or an interactive session with -i) and stream its events.
@@ -92,9 +131,16 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Write one self-contained HTML report of recorded runs (eval runs or chat turns).
     Report(report::ReportArgs),
+    /// Set up a folder to try promptlab offline: a claim, overrides, a scripted model, a suite.
+    Init(init::InitArgs),
+    /// Print a shell completion script: bash, zsh, fish, powershell or elvish.
+    Completions(shell::CompletionsArgs),
+    /// Print the manual page (roff), or write one per subcommand with --out-dir.
+    Man(shell::ManArgs),
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
+    set_color_choice(cli.color.into());
     let store = ClaimStore::new(&cli.stores.claims_dir);
     match cli.command {
         Command::Chat(args) => chat::run(*args, &store, &cli.stores.runs_dir),
@@ -105,5 +151,8 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
         Command::Report(args) => report::run(args, &cli.stores.runs_dir),
+        Command::Init(args) => init::run(args),
+        Command::Completions(args) => shell::completions(args, Cli::command()),
+        Command::Man(args) => shell::man(args, Cli::command()),
     }
 }

@@ -18,9 +18,13 @@ use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overr
 use super::context::{ClaimArgs, ContextArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::output::{list_or_none, new_table, write_json};
+use super::prompt_tools::{tool_declarations, write_tools};
 use promptlab::sink::Style;
 
 #[derive(Debug, Subcommand)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts show --claim-id CLM-HH-0001 --overrides overrides/plain-spoken.yaml\n  promptlab prompts list\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001\n  promptlab prompts fingerprint overrides/plain-spoken.yaml"
+)]
 pub enum PromptsCommand {
     /// Show the assembled system prompt, block by block, with where each came from.
     Show(ShowArgs),
@@ -33,6 +37,9 @@ pub enum PromptsCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001\n  promptlab prompts diff overrides/plain-spoken.yaml overrides/strict-sources.json --claim-id CLM-HH-0001 --json"
+)]
 pub struct DiffArgs {
     /// The first override set: a file, a folder, or `default` for the code defaults.
     pub a: String,
@@ -51,7 +58,14 @@ pub struct DiffArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts show --claim-id CLM-HH-0001\n  promptlab prompts show --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab prompts show --claim-id CLM-HH-0001 --raw > system-prompt.txt"
+)]
 pub struct ShowArgs {
+    /// Also print the tool declarations the model receives with the prompt
+    /// (name, description, parameter schema); `--json` always has them.
+    #[arg(long)]
+    pub tools: bool,
     #[command(flatten)]
     pub claim: ClaimArgs,
     #[command(flatten)]
@@ -68,6 +82,9 @@ pub struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts list\n  promptlab prompts list --json | jq ."
+)]
 pub struct ListArgs {
     /// Print as JSON.
     #[arg(long)]
@@ -75,6 +92,9 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab prompts fingerprint overrides/plain-spoken.yaml\n  promptlab prompts fingerprint overrides/ --json"
+)]
 pub struct FingerprintArgs {
     /// Override files or folders, merged in order (later wins per id).
     #[arg(required = true, value_name = "PATH")]
@@ -114,6 +134,7 @@ fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             ignored: loaded.resolved.ignored.clone(),
             system_sha256: sha256_hex(&system),
             characters: system.chars().count(),
+            tools: tool_declarations(&loaded.options),
         };
         write_json(&mut out, &shown)?;
     } else {
@@ -137,6 +158,10 @@ fn show(args: ShowArgs, store: &ClaimStore) -> Result<Exit, CliError> {
                 &sha256_hex(&system)[..12]
             ))
         )?;
+        if args.tools {
+            let tools = tool_declarations(&loaded.options);
+            write_tools(&mut out, &tools, Style::for_stdout())?;
+        }
     }
     out.flush()?;
     Ok(Exit::Success)
@@ -251,7 +276,8 @@ fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
         writeln!(out, "applied  {id}")?;
     }
     for ignored in &resolved.ignored {
-        writeln!(out, "ignored  {}: {}", ignored.id, ignored.reason)?;
+        let hint = super::suggest::prompt_id_suffix(&ignored.id, PromptRegistry::embedded());
+        writeln!(out, "ignored  {}: {}{hint}", ignored.id, ignored.reason)?;
     }
     Ok(Exit::Success)
 }
@@ -279,7 +305,8 @@ fn diff_side(
     options.validate(registry)?;
     let resolved = resolve_overrides(&options.overrides, registry);
     for ignored in &resolved.ignored {
-        eprintln!("warning: {spec}: {ignored}");
+        let hint = super::suggest::prompt_id_suffix(&ignored.id, registry);
+        eprintln!("warning: {spec}: {ignored}{hint}");
     }
     let settings = prompt_settings(&options, registry, &claim.claim)?;
     Ok(DiffSideOf {
@@ -314,7 +341,8 @@ fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
                     changed: x.text != y.text,
                     source_a: x.source,
                     source_b: y.source,
-                    diff: (x.text != y.text).then(|| unified(&x.text, &y.text, Style::plain())),
+                    diff: (x.text != y.text)
+                        .then(|| unified(&x.id, &x.text, &y.text, Style::plain())),
                 })
                 .collect(),
         };
@@ -344,30 +372,31 @@ fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             y.source.as_str()
         );
         writeln!(out, "\n{}", style.cyan(&style.bold(&header)))?;
-        write!(out, "{}", unified(&x.text, &y.text, style))?;
+        write!(out, "{}", unified(&x.id, &x.text, &y.text, style))?;
     }
     Ok(Exit::Success)
 }
 
 /// A line diff with two lines of context, `-` and `+` coloured.
-fn unified(old: &str, new: &str, style: Style) -> String {
+fn unified(id: &str, old: &str, new: &str, style: Style) -> String {
     let diff = similar::TextDiff::from_lines(old, new);
-    let mut text = String::new();
-    for group in diff.grouped_ops(2) {
-        for op in group {
-            for change in diff.iter_changes(&op) {
-                let line = change.value().trim_end_matches('\n');
-                let rendered = match change.tag() {
-                    similar::ChangeTag::Delete => style.red(&format!("-{line}")),
-                    similar::ChangeTag::Insert => style.green(&format!("+{line}")),
-                    similar::ChangeTag::Equal => format!(" {line}"),
-                };
-                text.push_str(&rendered);
-                text.push('\n');
+    let mut text = format!("--- a/{id}\n+++ b/{id}\n");
+    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
+        text.push_str(&style.cyan(&hunk.header().to_string()));
+        text.push('\n');
+        for change in hunk.iter_changes() {
+            let line = change.value().trim_end_matches('\n');
+            let rendered = match change.tag() {
+                similar::ChangeTag::Delete => style.red(&format!("-{line}")),
+                similar::ChangeTag::Insert => style.green(&format!("+{line}")),
+                similar::ChangeTag::Equal => format!(" {line}"),
+            };
+            text.push_str(&rendered);
+            text.push('\n');
+            if change.missing_newline() {
+                text.push_str("\\ No newline at end of file\n");
             }
         }
-        text.push_str(&style.dim("…"));
-        text.push('\n');
     }
     text
 }

@@ -21,6 +21,9 @@ use super::signals::cancel_on_signals;
 use super::turn::drive_turn;
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab replay 64011163\n  promptlab replay 64011163 --claim-id CLM-HH-0011 --no-record   # the same model replies, another claim"
+)]
 pub struct ReplayArgs {
     /// A run-log path, or a prefix of a turn id.
     pub run: String,

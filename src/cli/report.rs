@@ -73,9 +73,10 @@ pub fn run(args: ReportArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     let page = runs_page(&runs, &title, Utc::now());
     write_page(&args.output, &page)?;
     eprintln!(
-        "wrote {}: {} turns, {} bytes",
+        "wrote {}: {} {}, {} bytes",
         args.output.display(),
         runs.turns.len(),
+        super::output::plural(runs.turns.len(), "turn", "turns"),
         page.len()
     );
     Ok(Exit::Success)

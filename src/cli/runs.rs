@@ -1,7 +1,7 @@
 //! `promptlab runs list|show`: the recorded run logs.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Local, NaiveDate, Utc};
@@ -13,7 +13,26 @@ use promptlab::runs::{RunLog, find_run, read_run_log, scan_runs};
 use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable};
 
 use super::error::{CliError, Exit};
-use super::output::{new_table, write_json};
+use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
+
+use super::output::{plural, write_hidden, write_json};
+use super::table::{Fit, fit_table, terminal_width};
+
+/// when, turn, claim, capability, fingerprint, model, provider, status,
+/// tokens, latency: the model goes first on a narrow terminal, then tokens,
+/// capability, latency, provider.
+const TABLE_FITS: [Fit; 10] = [
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Drop(3),
+    Fit::Keep,
+    Fit::Drop(1),
+    Fit::Drop(5),
+    Fit::Keep,
+    Fit::Drop(2),
+    Fit::Drop(4),
+];
 
 /// `runs list --status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -46,6 +65,9 @@ pub enum ShowFormat {
 }
 
 #[derive(Debug, Subcommand)]
+#[command(
+    after_help = "Examples:\n  promptlab runs list --since 1d\n  promptlab runs show 64011163"
+)]
 pub enum RunsCommand {
     /// List recorded turns, newest first.
     List(ListArgs),
@@ -54,10 +76,17 @@ pub enum RunsCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab runs list --since 2h --status error\n  promptlab runs list --claim CLM-HH-0001 --limit 5\n  promptlab runs list --fingerprint default --json | jq ."
+)]
 pub struct ListArgs {
-    /// Only turns with this prompt fingerprint (`default` or 12 hex characters).
-    #[arg(long, value_name = "FP")]
+    /// Only turns with this prompt fingerprint: `default`, 12 hex characters,
+    /// or an override file (or folder) whose fingerprint is meant.
+    #[arg(long, value_name = "FP|FILE")]
     pub fingerprint: Option<String>,
+    /// Only turns made by this provider: gemini, script or replay.
+    #[arg(long, value_name = "NAME", value_parser = ["gemini", "script", "replay"])]
+    pub provider: Option<String>,
     /// Only turns on this claim id.
     #[arg(long, value_name = "ID")]
     pub claim: Option<String>,
@@ -76,6 +105,9 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab runs show 64011163                # a prefix of a turn id\n  promptlab runs show runs/examples/default/<file>.ndjson --format ndjson"
+)]
 pub struct ShowArgs {
     /// A run-log path, or a prefix of a turn id.
     pub run: String,
@@ -91,15 +123,47 @@ pub fn run(command: RunsCommand, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     }
 }
 
+/// `--fingerprint`: an existing override file or folder stands for its
+/// fingerprint, as in `compare`; anything else is taken as a fingerprint.
+fn fingerprint_of(spec: &str) -> Result<String, CliError> {
+    let is_fingerprint = spec == "default"
+        || (spec.len() == 12
+            && spec
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
+    if is_fingerprint {
+        return Ok(spec.to_string());
+    }
+    if !Path::new(spec).exists() {
+        return Err(CliError::usage(format!(
+            "--fingerprint `{spec}` is neither a fingerprint (`default` or 12 hex characters) nor an override file"
+        )));
+    }
+    let registry = PromptRegistry::embedded();
+    let set = OverrideSet::load(&[PathBuf::from(spec)])?;
+    Ok(fingerprint(
+        &resolve_overrides(&set.prompts, registry).applied,
+    ))
+}
+
 fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     let (mut runs, problems) = scan_runs(std::slice::from_ref(runs_dir))?;
     for problem in problems {
         eprintln!("warning: skipped {problem}");
     }
+    let fingerprint = args
+        .fingerprint
+        .as_deref()
+        .map(fingerprint_of)
+        .transpose()?;
     runs.retain(|run| {
-        args.fingerprint
+        fingerprint
             .as_ref()
             .is_none_or(|fp| &run.header.fingerprint == fp)
+            && args
+                .provider
+                .as_ref()
+                .is_none_or(|provider| &run.header.provider == provider)
             && args.claim.as_ref().is_none_or(|claim| {
                 run.header.claim.as_ref().map(|c| &c.id) == Some(claim)
                     || run.header.request.claim_id.as_ref() == Some(claim)
@@ -122,16 +186,22 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
-    let mut table = new_table(TABLE_HEADER);
-    for (row, run) in rows.iter().zip(&runs) {
-        let label = row
-            .claim
-            .as_deref()
-            .unwrap_or(run.header.request.claim_label());
-        let cells = row.cells(label);
-        table.add_row(cells.map(|cell| printable(&cell)));
+    let cells: Vec<[String; 10]> = rows
+        .iter()
+        .zip(&runs)
+        .map(|(row, run)| {
+            let label = row
+                .claim
+                .as_deref()
+                .unwrap_or(run.header.request.claim_label());
+            row.cells(label).map(|cell| printable(&cell))
+        })
+        .collect();
+    if !cells.is_empty() {
+        let fitted = fit_table(TABLE_HEADER, TABLE_FITS, &cells, terminal_width());
+        writeln!(out, "{}", fitted.table)?;
+        write_hidden(&mut out, &fitted.hidden)?;
     }
-    writeln!(out, "{table}")?;
     let shown = if runs.len() < total {
         format!("{} of {total}", runs.len())
     } else {
@@ -140,7 +210,11 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     writeln!(
         out,
         "{}",
-        Style::for_stdout().dim(&format!("{shown} runs in {}", runs_dir.display()))
+        Style::for_stdout().dim(&format!(
+            "{shown} {} in {}",
+            plural(total, "run", "runs"),
+            runs_dir.display()
+        ))
     )?;
     Ok(Exit::Success)
 }

@@ -10,7 +10,8 @@
 //!     usage: {inputTokens: 1200, outputTokens: 40, cacheReadTokens: 900}   # optional
 //!   - text: "The excess is £250."
 //! ```
-//! Also: `chunks: [..]` to stream exact pieces instead of `text`, `delayMs`
+//! A partial `usage` counts what it leaves out as 0. The full format is in
+//! `docs/scripts.md`. Also: `chunks: [..]` to stream exact pieces instead of `text`, `delayMs`
 //! before each piece (a slow model), and `error: message` to fail the call
 //! after its text. Turns are used in order across the provider's life, so an
 //! interactive session walks on through the script.
@@ -48,11 +49,34 @@ pub struct ScriptTurn {
     #[serde(default)]
     pub calls: Vec<ScriptCall>,
     #[serde(default)]
-    pub usage: Option<Usage>,
+    pub usage: Option<ScriptUsage>,
     #[serde(default)]
     pub delay_ms: Option<u64>,
     #[serde(default)]
     pub error: Option<String>,
+}
+
+/// A turn's token counts; a count left out is 0, so `usage: {inputTokens: 900}`
+/// is enough. (The `done` event's usage always carries all three.)
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScriptUsage {
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+}
+
+impl From<ScriptUsage> for Usage {
+    fn from(usage: ScriptUsage) -> Usage {
+        Usage {
+            input_tokens: usage.input_tokens,
+            output_tokens: usage.output_tokens,
+            cache_read_tokens: usage.cache_read_tokens,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -172,7 +196,7 @@ impl ModelProvider for ScriptProvider {
                 }));
             }
             yield Ok(ModelEvent::Done(CallSummary {
-                usage: turn.usage.unwrap_or_default(),
+                usage: turn.usage.map(Usage::from).unwrap_or_default(),
                 provider_state: Some(state_for(number)),
                 model_version: Some("script".to_string()),
                 finish_reason: Some("STOP".to_string()),
@@ -255,5 +279,32 @@ mod tests {
         let error = ScriptProvider::load(&path).err().unwrap().to_string();
         assert!(error.contains("s.yaml"), "{error}");
         assert!(error.contains("line 3"), "{error}");
+    }
+
+    fn parse(text: &str) -> Result<Script, DocumentProblem> {
+        parse_document(text, DocumentFormat::Yaml)
+    }
+
+    #[test]
+    fn a_partial_usage_counts_what_it_leaves_out_as_zero() {
+        let script = parse("turns:\n  - text: hi\n    usage: {inputTokens: 900}\n").unwrap();
+        let usage = Usage::from(script.turns[0].usage.unwrap());
+        assert_eq!(
+            usage,
+            Usage {
+                input_tokens: 900,
+                output_tokens: 0,
+                cache_read_tokens: 0
+            }
+        );
+        let empty = parse("turns:\n  - usage: {}\n").unwrap();
+        assert_eq!(Usage::from(empty.turns[0].usage.unwrap()), Usage::default());
+    }
+
+    #[test]
+    fn a_misspelt_or_negative_usage_count_is_an_error() {
+        let misspelt = parse("turns:\n  - usage: {inputTokenz: 1}\n").unwrap_err();
+        assert!(misspelt.to_string().contains("inputTokenz"), "{misspelt}");
+        assert!(parse("turns:\n  - usage: {outputTokens: -3}\n").is_err());
     }
 }

@@ -30,6 +30,13 @@ pub fn request_from_log(
 ) -> Result<(ChatRequest, Vec<String>), ReplayRequestError> {
     let recorded = &log.header.request;
     let mut warnings = Vec::new();
+    // A different claim asked for on purpose has not "changed": only the
+    // recorded claim (looked up again, or named again by its id) is checked.
+    let same_claim = match (&claim, &log.header.claim) {
+        (None, _) => true,
+        (Some(ClaimInput::Id(id)), Some(recorded_claim)) => *id == recorded_claim.id,
+        (Some(_), _) => false,
+    };
     let claim = match (claim, &recorded.claim_id, &recorded.claim_file) {
         (Some(claim), _, _) => claim,
         (None, Some(id), _) => ClaimInput::Id(id.clone()),
@@ -39,7 +46,8 @@ pub fn request_from_log(
         }
         (None, None, None) => return Err(ReplayRequestError::NoClaim),
     };
-    if let (Some(recorded_claim), Some(now)) = (&log.header.claim, current_sha(&claim, store))
+    if let (true, Some(recorded_claim), Some(now)) =
+        (same_claim, &log.header.claim, current_sha(&claim, store))
         && recorded_claim.sha256 != now
     {
         warnings.push(format!(

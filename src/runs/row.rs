@@ -67,7 +67,7 @@ impl RunRow {
     }
 
     /// The table's cells, in the order of `TABLE_HEADER`.
-    pub fn cells(&self, claim_label: &str) -> [String; 9] {
+    pub fn cells(&self, claim_label: &str) -> [String; 10] {
         let model = match self.thinking_level {
             Some(level) => format!("{} · {level}", self.model),
             None => self.model.clone(),
@@ -82,6 +82,7 @@ impl RunRow {
             self.capability.clone().unwrap_or_default(),
             self.fingerprint.clone(),
             model,
+            self.provider.clone(),
             self.status.clone(),
             self.usage
                 .map(|u| format!("{}/{}", u.input_tokens, u.output_tokens))
@@ -93,13 +94,14 @@ impl RunRow {
     }
 }
 
-pub const TABLE_HEADER: [&str; 9] = [
+pub const TABLE_HEADER: [&str; 10] = [
     "when",
     "turn",
     "claim",
     "capability",
     "fingerprint",
     "model",
+    "provider",
     "status",
     "tokens in/out",
     "latency",

@@ -13,7 +13,7 @@ use std::time::Instant;
 use crate::chat::event::ChatEvent;
 
 pub use pretty::PrettyWriter;
-pub use style::{Style, printable};
+pub use style::{ColorChoice, Style, printable, set_color_choice};
 
 /// How events are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

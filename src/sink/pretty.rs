@@ -9,6 +9,14 @@ use std::time::{Duration, Instant};
 use super::style::{Style, printable};
 use crate::chat::event::{ChatEvent, ClientAction, Done};
 use crate::claims::money::format_amount;
+use crate::provider::gemini::NO_KEY_MESSAGE;
+
+/// Shown under the missing-key error in this view only: the event's text is
+/// fixed by the wire format, so the way forward is said here.
+pub const NO_KEY_HINT: &str = "\
+hint: set a Gemini API key for this shell:  export GEMINI_API_KEY=...
+      or run offline with a scripted model:  --provider script --script FILE
+      (promptlab init sets up a folder to try that in; the format: docs/scripts.md)";
 
 struct Lookup {
     tool: String,
@@ -102,6 +110,9 @@ impl<W: Write> PrettyWriter<W> {
                     "{}",
                     self.style.red(&format!("error: {}", printable(message)))
                 )?;
+                if message == NO_KEY_MESSAGE {
+                    writeln!(self.out, "{}", self.style.dim(NO_KEY_HINT))?;
+                }
             }
         }
         self.out.flush()
@@ -182,6 +193,27 @@ impl<W: Write> PrettyWriter<W> {
 mod tests {
     use super::*;
     use crate::chat::event::{PromptsUsed, Usage};
+
+    fn render(message: &str) -> String {
+        let mut writer = PrettyWriter::new(Vec::new(), Style::plain(), Instant::now());
+        let event = ChatEvent::Error {
+            message: message.into(),
+        };
+        writer.write(&event).unwrap();
+        String::from_utf8(writer.out).unwrap()
+    }
+
+    #[test]
+    fn the_missing_key_error_gets_a_hint_and_other_errors_do_not() {
+        let shown = render(NO_KEY_MESSAGE);
+        assert!(shown.starts_with("error: GEMINI_API_KEY is not configured on the API.\n"));
+        assert!(shown.contains("export GEMINI_API_KEY="), "{shown}");
+        assert!(shown.contains("--provider script --script FILE"), "{shown}");
+        assert_eq!(
+            render("The model timed out."),
+            "error: The model timed out.\n"
+        );
+    }
 
     #[test]
     fn chips_come_before_the_answer_and_the_footer_names_the_turn() {

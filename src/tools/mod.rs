@@ -67,7 +67,7 @@ impl std::fmt::Debug for ToolSpec {
 }
 
 /// What the model is told about a tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ToolDeclaration {
     pub name: String,
     pub description: String,

@@ -18,6 +18,7 @@ use promptlab::sink::{Style, printable};
 use super::progress::write_record;
 use super::{EvalArgs, EvalFormat};
 use crate::cli::error::{CliError, Exit};
+use crate::cli::model::ProviderKind;
 use crate::cli::output::new_table;
 
 /// Everything the summary says, computed once.
@@ -80,13 +81,31 @@ pub fn finish(
         outcome.report_write("Markdown summary", path, markdown);
     }
     match args.format {
-        EvalFormat::Ndjson => print_ndjson(args, &outcome)?,
+        EvalFormat::Ndjson => {
+            print_ndjson(args, &outcome)?;
+            if every_turn_scripted(args, &outcome.results) && !args.quiet {
+                eprintln!("warning: {SCRIPTED_WARNING}");
+            }
+        }
         EvalFormat::Pretty => print_pretty(args, &outcome)?,
     }
     for error in &outcome.write_errors {
         eprintln!("error: {error}");
     }
     Ok(outcome.exit)
+}
+
+/// Said when no turn of the eval reached a model.
+pub const SCRIPTED_WARNING: &str = "every turn was scripted (--provider script): the answers come \
+from the script, which ignores the prompt, so this eval cannot detect a prompt regression; it \
+checks the tools, the loop and the expectations";
+
+/// Whether every turn ran on the script provider (results merged from
+/// `--report` logs are not known to be scripted).
+fn every_turn_scripted(args: &EvalArgs, results: &[TurnResult]) -> bool {
+    args.model.provider == ProviderKind::Script
+        && !results.is_empty()
+        && results.iter().all(|result| !result.from_log)
 }
 
 /// Ctrl-C or SIGTERM first; then 1 for a lost log or a report not written;
@@ -250,6 +269,10 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     }
     for lost in &outcome.logs_lost {
         writeln!(out, "{}", style.red(&format!("run log lost: {lost}")))?;
+    }
+    if every_turn_scripted(args, &outcome.results) {
+        let warning = format!("\nwarning: {SCRIPTED_WARNING}");
+        writeln!(out, "{}", style.yellow(&warning))?;
     }
     let tail = outcome.tail(args);
     let tail = if outcome.exit == Exit::Success {

@@ -1,0 +1,264 @@
+//! Tables that fit the terminal: the width comes from the terminal, else
+//! `COLUMNS`, else 80 (a pty with no size, a pipe, a CI log). A value that
+//! must be read whole — an id, a fingerprint, a time, a number — is never
+//! broken; free text is cut short with `…`; and when even that is not enough,
+//! the least needed columns are dropped and named, so the caller can say so.
+
+use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+
+/// How a column gives way when the table is too wide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fit {
+    /// Always shown, never broken: ids, fingerprints, times, statuses.
+    Keep,
+    /// Shown whole, or dropped when the row does not fit; lower goes first.
+    Drop(u8),
+    /// Free text: cut short with `…` (down to a few characters) to fit.
+    Free,
+}
+
+/// A table ready to print, and the headers of the columns left out.
+pub struct Fitted {
+    pub table: Table,
+    pub hidden: Vec<String>,
+}
+
+/// The narrowest a free-text column is cut to.
+const FREE_MIN: usize = 8;
+/// Columns are dropped before free text is cut narrower than this.
+const FREE_COMFORT: usize = 16;
+
+/// The width to fit: the terminal's, else `COLUMNS`, else 80. A terminal that
+/// reports a width under 20 (a pty with no size says 0) counts as unknown.
+pub fn terminal_width() -> usize {
+    let usable = |width: usize| (width >= 20).then_some(width);
+    Table::new()
+        .width()
+        .map(usize::from)
+        .and_then(usable)
+        .or_else(|| {
+            std::env::var("COLUMNS")
+                .ok()
+                .and_then(|text| text.trim().parse().ok())
+                .and_then(usable)
+        })
+        .unwrap_or(80)
+}
+
+fn chars(text: &str) -> usize {
+    text.chars().count()
+}
+
+/// `text` in at most `width` characters, ending in `…` when cut.
+pub fn truncate(text: &str, width: usize) -> String {
+    if chars(text) <= width {
+        return text.to_string();
+    }
+    let kept: String = text.chars().take(width.saturating_sub(1)).collect();
+    format!("{kept}…")
+}
+
+/// The printed width of a table whose columns are `widths` wide: one space
+/// of padding each side and a border between and around them.
+fn table_width(widths: &[usize]) -> usize {
+    widths.iter().sum::<usize>() + 3 * widths.len() + 1
+}
+
+/// Lays `rows` out under `header` in at most `width` columns where it can.
+pub fn fit_table<const N: usize>(
+    header: [&str; N],
+    fits: [Fit; N],
+    rows: &[[String; N]],
+    width: usize,
+) -> Fitted {
+    let natural: Vec<usize> = (0..N)
+        .map(|i| {
+            rows.iter()
+                .map(|row| chars(&row[i]))
+                .fold(chars(header[i]), usize::max)
+        })
+        .collect();
+    let least = |i: usize| match fits[i] {
+        Fit::Free => natural[i].min(FREE_MIN),
+        _ => natural[i],
+    };
+    let comfortable = |i: usize| match fits[i] {
+        Fit::Free => natural[i].min(FREE_COMFORT),
+        _ => natural[i],
+    };
+    let mut shown: Vec<usize> = (0..N).collect();
+    let width_of = |shown: &[usize], each: &dyn Fn(usize) -> usize| {
+        table_width(&shown.iter().map(|&i| each(i)).collect::<Vec<_>>())
+    };
+    while width_of(&shown, &comfortable) > width {
+        let droppable = shown
+            .iter()
+            .filter_map(|&i| match fits[i] {
+                Fit::Drop(rank) => Some((rank, i)),
+                _ => None,
+            })
+            .min()
+            .map(|(_, i)| i);
+        // Last resort: free text from the right, when even cut short it
+        // cannot fit; kept columns are never dropped.
+        let last_free = || {
+            let too_wide = width_of(&shown, &least) > width;
+            shown
+                .iter()
+                .rev()
+                .copied()
+                .find(|&i| too_wide && fits[i] == Fit::Free)
+        };
+        match droppable.or_else(last_free) {
+            Some(dropped) => shown.retain(|&i| i != dropped),
+            None => break,
+        }
+    }
+    let widths = free_widths(&shown, &fits, &natural, &least, width);
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(
+            shown
+                .iter()
+                .zip(&widths)
+                .map(|(&i, &w)| truncate(header[i], w)),
+        );
+    for row in rows {
+        table.add_row(
+            shown
+                .iter()
+                .zip(&widths)
+                .map(|(&i, &w)| truncate(&row[i], w)),
+        );
+    }
+    let hidden = (0..N)
+        .filter(|i| !shown.contains(i))
+        .map(|i| header[i].to_string())
+        .collect();
+    Fitted { table, hidden }
+}
+
+/// Each shown column's width: whole for kept ones, and what is left shared
+/// out among the free-text ones, the narrowest satisfied first.
+fn free_widths(
+    shown: &[usize],
+    fits: &[Fit],
+    natural: &[usize],
+    least: &dyn Fn(usize) -> usize,
+    width: usize,
+) -> Vec<usize> {
+    let fixed: usize = shown
+        .iter()
+        .filter(|&&i| fits[i] != Fit::Free)
+        .map(|&i| natural[i])
+        .sum();
+    let mut budget = width.saturating_sub(fixed + 3 * shown.len() + 1);
+    let mut free: Vec<usize> = shown
+        .iter()
+        .copied()
+        .filter(|&i| fits[i] == Fit::Free)
+        .collect();
+    free.sort_by_key(|&i| natural[i]);
+    let mut given = vec![0; natural.len()];
+    for (done, &i) in free.iter().enumerate() {
+        let share = budget / (free.len() - done);
+        given[i] = natural[i].min(share).max(least(i));
+        budget = budget.saturating_sub(given[i]);
+    }
+    shown
+        .iter()
+        .map(|&i| {
+            if fits[i] == Fit::Free {
+                given[i]
+            } else {
+                natural[i]
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEADER: [&str; 4] = ["id", "note", "model", "when"];
+    const FITS: [Fit; 4] = [Fit::Keep, Fit::Free, Fit::Drop(1), Fit::Keep];
+
+    fn rows() -> Vec<[String; 4]> {
+        vec![[
+            "CLM-AUT-0012".into(),
+            "a long free-text note about the claim that goes on and on".into(),
+            "gemini-3.1-flash-lite · low".into(),
+            "2026-11-30 02:27:58".into(),
+        ]]
+    }
+
+    fn lines(fitted: &Fitted) -> Vec<String> {
+        fitted
+            .table
+            .to_string()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn a_wide_terminal_shows_everything_whole() {
+        let fitted = fit_table(HEADER, FITS, &rows(), 200);
+        assert!(fitted.hidden.is_empty());
+        assert!(fitted.table.to_string().contains("goes on and on"));
+    }
+
+    #[test]
+    fn free_text_is_cut_before_anything_is_dropped_and_ids_stay_whole() {
+        let fitted = fit_table(HEADER, FITS, &rows(), 100);
+        assert!(fitted.hidden.is_empty());
+        let text = fitted.table.to_string();
+        assert!(text.contains('…'), "{text}");
+        for whole in [
+            "CLM-AUT-0012",
+            "2026-11-30 02:27:58",
+            "gemini-3.1-flash-lite · low",
+        ] {
+            assert!(text.contains(whole), "{whole} broken in\n{text}");
+        }
+        assert!(
+            lines(&fitted).iter().all(|line| chars(line) <= 100),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_narrow_terminal_drops_a_droppable_column_and_names_it() {
+        let fitted = fit_table(HEADER, FITS, &rows(), 60);
+        assert_eq!(fitted.hidden, ["model"]);
+        let text = fitted.table.to_string();
+        assert!(text.contains("CLM-AUT-0012") && text.contains("2026-11-30 02:27:58"));
+        assert!(
+            lines(&fitted).iter().all(|line| chars(line) <= 60),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn free_text_goes_last_when_even_cut_short_it_cannot_fit() {
+        let fitted = fit_table(HEADER, FITS, &rows(), 45);
+        assert_eq!(fitted.hidden, ["note", "model"]);
+        assert!(lines(&fitted).iter().all(|line| chars(line) <= 45));
+    }
+
+    #[test]
+    fn kept_columns_stay_whole_even_when_they_cannot_fit() {
+        let fitted = fit_table(HEADER, FITS, &rows(), 20);
+        let text = fitted.table.to_string();
+        assert!(text.contains("CLM-AUT-0012") && text.contains("2026-11-30 02:27:58"));
+    }
+
+    #[test]
+    fn truncate_counts_characters_not_bytes() {
+        assert_eq!(truncate("£350 excess", 5), "£350…");
+        assert_eq!(truncate("short", 5), "short");
+    }
+}
