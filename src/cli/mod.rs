@@ -14,6 +14,7 @@ pub mod prompts;
 pub mod replay;
 pub mod report;
 pub mod runs;
+pub mod serve;
 pub mod signals;
 pub mod turn;
 
@@ -92,6 +93,8 @@ pub enum Command {
     Replay(replay::ReplayArgs),
     /// Write one self-contained HTML report of recorded runs (eval runs or chat turns).
     Report(report::ReportArgs),
+    /// Serve the chat API (POST /api/chat, streamed as SSE) and the Prompt Lab page on localhost.
+    Serve(Box<serve::ServeArgs>),
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
@@ -105,5 +108,6 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
         Command::Report(args) => report::run(args, &cli.stores.runs_dir),
+        Command::Serve(args) => serve::run(*args, &store, &cli.stores.runs_dir),
     }
 }
