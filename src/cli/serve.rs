@@ -14,11 +14,12 @@ use clap::Args;
 use promptlab::chat::TurnContext;
 use promptlab::claims::ClaimStore;
 use promptlab::prompts::PromptRegistry;
-use promptlab::serve::{RequestDefaults, ServeOptions, ServeState};
+use promptlab::provider::script::ScriptProvider;
+use promptlab::serve::{RequestDefaults, ServeOptions, ServeState, TurnProvider};
 
 use super::context::parse_today;
 use super::error::{CliError, Exit};
-use super::model::ModelArgs;
+use super::model::{ModelArgs, ProviderKind};
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -58,13 +59,17 @@ pub fn run(args: ServeArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit,
         thinking_level: args.model.thinking_level,
         today: args.today,
     };
-    let state = Arc::new(ServeState::new(
+    let mut state = ServeState::new(
         ctx,
         built.provider.name(),
         (!args.no_record).then(|| runs_dir.to_path_buf()),
         defaults,
         usize::from(args.max_concurrent),
-    ));
+    );
+    if let (ProviderKind::Script, Some(path)) = (args.model.provider, &args.model.script) {
+        state.provider = TurnProvider::ScriptPerTurn(Arc::new(ScriptProvider::load(path)?));
+    }
+    let state = Arc::new(state);
     let options = ServeOptions {
         cors_origins: args.cors_origin.clone(),
     };

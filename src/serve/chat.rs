@@ -112,7 +112,7 @@ async fn run_turn(
         .runs_dir
         .as_ref()
         .map(|dir| RunRecorder::new(dir, &request, state.provider_name, None));
-    let turn = run_chat_turn(state.ctx.clone(), request, cancel.clone());
+    let turn = run_chat_turn(state.turn_context(), request, cancel.clone());
     match recorder {
         Some(mut recorder) => {
             let mut sinks: [&mut dyn TurnSink; 2] = [&mut recorder, &mut writer];

@@ -26,15 +26,29 @@ use tokio_util::sync::CancellationToken;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use crate::chat::TurnContext;
+use crate::provider::script::ScriptProvider;
 
 pub use body::{BodyError, RequestDefaults, parse_chat_body};
 
 /// The largest request body taken; a larger one is a 413.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
 
+/// Where each turn's model answers come from.
+pub enum TurnProvider {
+    /// One provider for every turn (Gemini, a replay).
+    Shared,
+    /// A script started afresh for each turn, as each `chat` process and
+    /// each eval turn starts it: every browser turn plays the script from
+    /// its first model call.
+    ScriptPerTurn(Arc<ScriptProvider>),
+}
+
 /// What every request handler shares.
 pub struct ServeState {
+    /// The shared context; its provider is used as is unless `provider`
+    /// says to restart a script per turn.
     pub ctx: TurnContext,
+    pub provider: TurnProvider,
     pub provider_name: &'static str,
     /// Where run logs go; `None`: turns are not recorded.
     pub runs_dir: Option<PathBuf>,
@@ -70,12 +84,24 @@ impl ServeState {
         let max_concurrent = max_concurrent.max(1);
         ServeState {
             ctx,
+            provider: TurnProvider::Shared,
             provider_name,
             runs_dir,
             defaults,
             turns: Arc::new(Semaphore::new(max_concurrent)),
             max_concurrent,
             shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// The context one turn runs with.
+    pub fn turn_context(&self) -> TurnContext {
+        match &self.provider {
+            TurnProvider::Shared => self.ctx.clone(),
+            TurnProvider::ScriptPerTurn(script) => TurnContext {
+                provider: Arc::new(script.restarted()),
+                ..self.ctx.clone()
+            },
         }
     }
 }
