@@ -146,4 +146,13 @@ async fn a_turn_shows_in_runs_and_takes_a_vote() {
         );
     }
     assert_eq!(read_feedback(&logs[0].path).unwrap().len(), 1);
+
+    let shown = support::run_command(
+        support::promptlab()
+            .env("PROMPTLAB_RUNS_DIR", &server.runs)
+            .args(["runs", "show", &turn_id]),
+    );
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(shown.stdout.contains("vote: down · "), "{}", shown.stdout);
+    assert!(shown.stdout.contains("wrong amount"), "{}", shown.stdout);
 }
