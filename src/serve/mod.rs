@@ -143,6 +143,12 @@ pub async fn serve(
     router: Router,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    // Frames are small and must go out at once: without TCP_NODELAY, Nagle
+    // and the client's delayed ACK hold the first frame back ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
