@@ -17,6 +17,7 @@ pub mod prompts;
 pub mod provider;
 pub mod report;
 pub mod runs;
+pub mod serve;
 pub mod sink;
 pub mod stats;
 pub mod text;

@@ -195,6 +195,10 @@ async fn next_model_event(
         item = model.next() => item,
     };
     match item {
+        // A provider stops its stream when it sees the token fire; if that
+        // happened between the two polls above, the end is a cancellation
+        // (seen with `serve`, whose disconnect watcher runs on another thread).
+        None if cancel.is_cancelled() => Err(CallEnd::Cancelled),
         None => Err(CallEnd::Failed(
             "the model's stream ended before the call finished".to_string(),
         )),

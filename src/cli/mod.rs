@@ -16,6 +16,7 @@ pub mod prompts;
 pub mod replay;
 pub mod report;
 pub mod runs;
+pub mod serve;
 pub mod shell;
 pub mod signals;
 pub mod suggest;
@@ -137,6 +138,8 @@ pub enum Command {
     Completions(shell::CompletionsArgs),
     /// Print the manual page (roff), or write one per subcommand with --out-dir.
     Man(shell::ManArgs),
+    /// Serve the chat API (POST /api/chat, streamed as SSE) and the Prompt Lab page on localhost.
+    Serve(Box<serve::ServeArgs>),
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
@@ -154,5 +157,6 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Init(args) => init::run(args),
         Command::Completions(args) => shell::completions(args, Cli::command()),
         Command::Man(args) => shell::man(args, Cli::command()),
+        Command::Serve(args) => serve::run(*args, &store, &cli.stores.runs_dir),
     }
 }

@@ -257,7 +257,30 @@ fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     {
         writer.cancelled()?;
     }
+    drop(writer);
+    write_votes(&path, style, &mut stdout.lock())?;
     Ok(Exit::Success)
+}
+
+/// The thumbs votes recorded beside the log (`promptlab serve`), one line each.
+fn write_votes(path: &Path, style: Style, out: &mut impl Write) -> Result<(), CliError> {
+    for vote in promptlab::runs::feedback::read_feedback(path)? {
+        let which = match vote.vote {
+            promptlab::runs::feedback::Vote::Up => "up",
+            promptlab::runs::feedback::Vote::Down => "down",
+        };
+        let comment = vote
+            .comment
+            .map(|c| format!(" · {}", promptlab::sink::printable(&c)))
+            .unwrap_or_default();
+        let when = vote.at.format("%Y-%m-%d %H:%M:%S UTC");
+        writeln!(
+            out,
+            "{}",
+            style.dim(&format!("vote: {which} · {when}{comment}"))
+        )?;
+    }
+    Ok(())
 }
 
 /// What the turn was: when, which claim, which prompts, how it ended, and

@@ -123,6 +123,13 @@ impl Browser {
             "file://{}",
             path.canonicalize().expect("the report exists").display()
         );
+        self.open_url(&url, timeout);
+        started.elapsed()
+    }
+
+    /// Opens `url` and waits (bounded) until the page says it has drawn
+    /// itself (`document.body.dataset.ready`).
+    pub fn open_url(&mut self, url: &str, timeout: Duration) {
         let navigated = self.call("Page.navigate", json!({"url": url}));
         assert!(
             navigated.get("errorText").is_none(),
@@ -133,7 +140,6 @@ impl Browser {
             "the page to render",
             timeout,
         );
-        started.elapsed()
     }
 
     /// The value of a JavaScript expression in the page; an exception fails the test.

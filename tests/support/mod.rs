@@ -7,6 +7,7 @@ pub mod browser;
 pub mod engine;
 pub mod http_server;
 pub mod reports;
+pub mod serve;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

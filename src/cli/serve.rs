@@ -1,0 +1,140 @@
+//! `promptlab serve`: the chat API and the Prompt Lab page on a local HTTP
+//! server (`promptlab::serve`). The first line on stdout is
+//! `listening on http://HOST:PORT`; Ctrl-C or SIGTERM stops accepting,
+//! cancels running turns (their logs are marked cancelled) and exits 0.
+
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+
+use chrono::NaiveDate;
+use clap::Args;
+
+use promptlab::chat::TurnContext;
+use promptlab::claims::ClaimStore;
+use promptlab::prompts::PromptRegistry;
+use promptlab::provider::script::ScriptProvider;
+use promptlab::serve::{RequestDefaults, ServeOptions, ServeState, TurnProvider};
+
+use super::context::parse_today;
+use super::error::{CliError, Exit};
+use super::model::{ModelArgs, ProviderKind};
+
+const AFTER_HELP: &str = "\
+Examples:
+  promptlab serve --provider script --script tests/data/scripts/excess.yaml
+  promptlab serve --port 0 --max-concurrent 16      # a free port, named on stdout
+  curl -N localhost:8787/api/chat -H 'content-type: application/json' \\
+    -d '{\"claimId\":\"CLM-HH-0001\",\"messages\":[{\"role\":\"user\",\"text\":\"What is the excess?\"}]}'";
+
+#[derive(Debug, Args)]
+#[command(after_help = AFTER_HELP)]
+pub struct ServeArgs {
+    /// The address to listen on. Anything but a loopback address exposes
+    /// the API (and your model key's quota) to the network.
+    #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
+    pub host: IpAddr,
+    /// The port; 0 picks a free one (the first line on stdout names it).
+    #[arg(long, value_name = "PORT", default_value_t = 8787)]
+    pub port: u16,
+    /// At most this many turns at once; more get 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    pub max_concurrent: u16,
+    /// Allow browser calls from this origin (e.g. http://localhost:5173); repeatable. CORS is off without it.
+    #[arg(long, value_name = "ORIGIN")]
+    pub cors_origin: Vec<String>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    /// The date the claim brief gives as today (default: the local date).
+    #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
+    pub today: Option<NaiveDate>,
+    /// Do not write run logs.
+    #[arg(long)]
+    pub no_record: bool,
+}
+
+pub fn run(args: ServeArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
+    let registry = PromptRegistry::embedded();
+    let built = args.model.build_provider()?;
+    let ctx = TurnContext {
+        registry,
+        store: store.clone(),
+        provider: built.provider.clone(),
+    };
+    let defaults = RequestDefaults {
+        model: args.model.model.clone(),
+        thinking_level: args.model.thinking_level,
+        today: args.today,
+    };
+    let mut state = ServeState::new(
+        ctx,
+        built.provider.name(),
+        (!args.no_record).then(|| runs_dir.to_path_buf()),
+        defaults,
+        usize::from(args.max_concurrent),
+    );
+    if let (ProviderKind::Script, Some(path)) = (args.model.provider, &args.model.script) {
+        state.provider = TurnProvider::ScriptPerTurn(Arc::new(ScriptProvider::load(path)?));
+    }
+    let state = Arc::new(state);
+    let options = ServeOptions {
+        cors_origins: args.cors_origin.clone(),
+    };
+    let router = promptlab::serve::router(state.clone(), &options)
+        .map_err(|error| CliError::usage(error.to_string()))?;
+    let address = SocketAddr::new(args.host, args.port);
+    let runtime = tokio::runtime::Runtime::new()?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .map_err(|error| CliError::failed(format!("cannot listen on {address}: {error}")))?;
+        let bound = listener.local_addr()?;
+        stop_on_signals(state.shutdown.clone())?;
+        announce(bound)?;
+        promptlab::serve::serve(listener, router, state.shutdown.clone()).await?;
+        Ok::<(), CliError>(())
+    })?;
+    // Turns run on blocking threads; wait for them to finish their logs.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+    Ok(Exit::Success)
+}
+
+/// The first line on stdout, then a warning on stderr when the address is
+/// not loopback.
+fn announce(bound: SocketAddr) -> Result<(), CliError> {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "listening on http://{bound}")?;
+    stdout.flush()?;
+    if !bound.ip().is_loopback() {
+        eprintln!(
+            "warning: listening on {}, not a loopback address: anyone who can reach it can run turns on your model key",
+            bound.ip()
+        );
+    }
+    Ok(())
+}
+
+/// Ctrl-C and SIGTERM cancel `shutdown`. The handlers are registered before
+/// this returns (unlike a task that registers on its first poll), so a
+/// signal sent as soon as the address is announced is not lost.
+#[cfg(unix)]
+fn stop_on_signals(shutdown: tokio_util::sync::CancellationToken) -> Result<(), CliError> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupt = signal(SignalKind::interrupt())?;
+    let mut terminate = signal(SignalKind::terminate())?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
+        shutdown.cancel();
+    });
+    Ok(())
+}
+
+#[cfg(not(unix))]
+fn stop_on_signals(shutdown: tokio_util::sync::CancellationToken) -> Result<(), CliError> {
+    let _stop = super::signals::cancel_on_signals(shutdown);
+    Ok(())
+}

@@ -1,0 +1,237 @@
+//! What a Prompt Lab page needs besides the chat: the claims, one claim,
+//! the prompt registry (ids, default texts, quick actions, brands), the
+//! fingerprint of a set of overrides, recent runs, and thumbs votes.
+//! Errors are `{"error": …}` with a status; no handler panics on input.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+
+use crate::claims::row::ClaimRow;
+use crate::claims::{ClaimStore, is_valid_claim_id};
+use crate::prompts::brands::Brand;
+use crate::prompts::capabilities::Capability;
+use crate::prompts::overrides::IgnoredOverride;
+use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
+use crate::runs::feedback::{FeedbackRecord, MAX_COMMENT_CHARS, Vote, append_feedback};
+use crate::runs::row::RunRow;
+use crate::runs::scan_runs;
+
+use super::{ServeState, json_error};
+
+/// `GET /api/claims`: a row per claim; files that do not load are named.
+#[derive(Debug, Serialize)]
+pub struct ClaimList {
+    pub claims: Vec<ClaimRow>,
+    pub problems: Vec<String>,
+}
+
+pub async fn claims(State(state): State<Arc<ServeState>>) -> Response {
+    let store: ClaimStore = state.ctx.store.clone();
+    let entries = match store.entries() {
+        Ok(entries) => entries,
+        Err(error) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+    };
+    let mut list = ClaimList {
+        claims: Vec::new(),
+        problems: Vec::new(),
+    };
+    for entry in &entries {
+        match store.load_entry(entry) {
+            Ok(loaded) => list.claims.push(ClaimRow::of(&loaded.claim)),
+            Err(error) => list.problems.push(error.to_string()),
+        }
+    }
+    Json(list).into_response()
+}
+
+/// `GET /api/claims/{id}`: the claim document, or 404.
+pub async fn claim(State(state): State<Arc<ServeState>>, Path(id): Path<String>) -> Response {
+    let not_found = || json_error(StatusCode::NOT_FOUND, format!("Claim {id} not found."));
+    if !is_valid_claim_id(&id) || state.ctx.store.locate(&id).is_none() {
+        return not_found();
+    }
+    match state.ctx.store.load(&id) {
+        Ok(loaded) => Json(loaded.claim).into_response(),
+        Err(error) => json_error(StatusCode::UNPROCESSABLE_ENTITY, error.to_string()),
+    }
+}
+
+/// `GET /api/prompts`.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PromptCatalog {
+    /// Every prompt id with its code default.
+    pub prompts: Vec<PromptDefault>,
+    /// Quick actions with their labels and thinking levels.
+    pub capabilities: Vec<Capability>,
+    pub brands: BTreeMap<String, Brand>,
+    pub default_brand: String,
+}
+
+#[derive(Debug, Serialize)]
+pub struct PromptDefault {
+    pub id: String,
+    pub text: String,
+}
+
+pub async fn prompts(State(state): State<Arc<ServeState>>) -> Json<PromptCatalog> {
+    Json(catalog(state.ctx.registry))
+}
+
+fn catalog(registry: &PromptRegistry) -> PromptCatalog {
+    PromptCatalog {
+        prompts: registry
+            .prompt_ids()
+            .map(|id| PromptDefault {
+                id: id.to_string(),
+                text: registry.default_text(id).unwrap_or_default().to_string(),
+            })
+            .collect(),
+        capabilities: registry.capabilities().to_vec(),
+        brands: registry
+            .brand_names()
+            .filter_map(|name| Some((name.to_string(), registry.brand(name)?.clone())))
+            .collect(),
+        default_brand: registry.default_brand().0.to_string(),
+    }
+}
+
+/// `POST /api/fingerprint` `{overrides}`: the prompt version a chat with
+/// these overrides would record, by the same usable rule.
+#[derive(Debug, Serialize)]
+pub struct FingerprintAnswer {
+    pub fingerprint: String,
+    pub applied: Vec<String>,
+    pub ignored: Vec<IgnoredOverride>,
+}
+
+#[derive(Debug, Deserialize)]
+struct FingerprintBody {
+    #[serde(default)]
+    overrides: BTreeMap<String, String>,
+}
+
+pub async fn fingerprint_of(
+    State(state): State<Arc<ServeState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body: FingerprintBody = match parse_json(body, &["overrides"]) {
+        Ok(body) => body,
+        Err(response) => return *response,
+    };
+    let resolved = resolve_overrides(&body.overrides, state.ctx.registry);
+    Json(FingerprintAnswer {
+        fingerprint: fingerprint(&resolved.applied),
+        applied: resolved.applied.into_keys().collect(),
+        ignored: resolved.ignored,
+    })
+    .into_response()
+}
+
+/// `GET /api/runs?limit=N`: the newest runs first (default 50).
+#[derive(Debug, Deserialize)]
+pub struct RunsQuery {
+    limit: Option<usize>,
+}
+
+pub async fn runs(
+    State(state): State<Arc<ServeState>>,
+    Query(query): Query<RunsQuery>,
+) -> Response {
+    let Some(dir) = state.runs_dir.clone() else {
+        return Json(Vec::<RunRow>::new()).into_response();
+    };
+    let scanned = tokio::task::spawn_blocking(move || scan_runs(&[dir])).await;
+    let (mut runs, _problems) = match scanned {
+        Ok(Ok(found)) => found,
+        Ok(Err(error)) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+        Err(error) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+    };
+    runs.sort_by_key(|run| std::cmp::Reverse(run.header.started_at));
+    runs.truncate(query.limit.unwrap_or(50));
+    Json(runs.iter().map(RunRow::of).collect::<Vec<_>>()).into_response()
+}
+
+/// `POST /api/feedback` `{turnId, vote: "up"|"down", comment?}`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FeedbackBody {
+    turn_id: String,
+    vote: Vote,
+    #[serde(default)]
+    comment: Option<String>,
+}
+
+pub async fn feedback(
+    State(state): State<Arc<ServeState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let body: FeedbackBody = match parse_json(body, &["turnId", "vote", "comment"]) {
+        Ok(body) => body,
+        Err(response) => return *response,
+    };
+    if body
+        .comment
+        .as_deref()
+        .is_some_and(|c| crate::text::utf16_len(c) > MAX_COMMENT_CHARS)
+    {
+        let message = format!("comment: at most {MAX_COMMENT_CHARS} characters are allowed");
+        return json_error(StatusCode::BAD_REQUEST, message);
+    }
+    let Some(dir) = state.runs_dir.clone() else {
+        return json_error(
+            StatusCode::NOT_FOUND,
+            "turns are not recorded (--no-record)".into(),
+        );
+    };
+    let record = FeedbackRecord {
+        turn_id: body.turn_id,
+        vote: body.vote,
+        comment: body.comment,
+        at: chrono::Utc::now(),
+    };
+    match tokio::task::spawn_blocking(move || record_vote(&dir, &record)).await {
+        Ok(response) => response,
+        Err(error) => json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+    }
+}
+
+fn record_vote(dir: &std::path::Path, record: &FeedbackRecord) -> Response {
+    let (runs, _problems) = match scan_runs(&[dir.to_path_buf()]) {
+        Ok(found) => found,
+        Err(error) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+    };
+    let Some(run) = runs.iter().find(|run| run.header.turn_id == record.turn_id) else {
+        let message = format!(
+            "turnId: no recorded turn `{}`",
+            crate::text::quote(&record.turn_id)
+        );
+        return json_error(StatusCode::NOT_FOUND, message);
+    };
+    match append_feedback(&run.path, record) {
+        Ok(_) => (StatusCode::CREATED, Json(record.clone())).into_response(),
+        Err(error) => json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+    }
+}
+
+/// A JSON body, or the response that rejects it (413, or 400 naming the field).
+fn parse_json<T: serde::de::DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+    fields: &[&str],
+) -> Result<T, Box<Response>> {
+    let bytes =
+        body.map_err(|rejection| Box::new(json_error(rejection.status(), rejection.body_text())))?;
+    let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let message = super::body::json_problem(&error, fields);
+        Box::new(json_error(StatusCode::BAD_REQUEST, message))
+    })
+}

@@ -1,0 +1,192 @@
+//! `POST /api/chat`: a body checked before any event (400 naming the field),
+//! then the turn streamed as Server-Sent Events through the one fan-out
+//! driver. The response body is a `sink::EventWriter` in SSE format writing
+//! into a channel, so its bytes are exactly `chat --format sse`'s; when the
+//! client goes away the channel closes, the writer fails, and the driver
+//! cancels the turn, which the run log records as cancelled.
+
+use std::convert::Infallible;
+use std::io;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use tokio_util::sync::CancellationToken;
+
+use crate::chat::{ChatRequest, run_chat_turn};
+use crate::runs::RunStatus;
+use crate::sink::driver::{TurnSink, drive};
+use crate::sink::run_log::RunRecorder;
+use crate::sink::{EventWriter, OutputFormat, Style};
+
+use super::body::parse_chat_body;
+use super::{ServeState, json_error};
+
+/// How long a client is told to wait when every turn slot is taken.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
+pub async fn chat(
+    State(state): State<Arc<ServeState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let bytes = match body {
+        Ok(bytes) => bytes,
+        Err(rejection) => return json_error(rejection.status(), rejection.body_text()),
+    };
+    let request = match parse_chat_body(&bytes, &state.defaults, state.ctx.registry) {
+        Ok(request) => request,
+        Err(error) => return json_error(StatusCode::BAD_REQUEST, error.to_string()),
+    };
+    let Ok(permit) = state.turns.clone().try_acquire_owned() else {
+        let mut response = json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "busy: {} turns are running; try again shortly",
+                state.max_concurrent
+            ),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
+        return response;
+    };
+    let (sender, receiver) = mpsc::unbounded_channel::<Bytes>();
+    spawn_turn(state, request, sender, permit);
+    sse_response(receiver)
+}
+
+/// The streaming response: each frame is sent as soon as it is written.
+fn sse_response(receiver: mpsc::UnboundedReceiver<Bytes>) -> Response {
+    let frames = futures_util::stream::unfold(receiver, |mut receiver| async move {
+        let frame = receiver.recv().await?;
+        Some((Ok::<Bytes, Infallible>(frame), receiver))
+    });
+    (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        Body::from_stream(frames),
+    )
+        .into_response()
+}
+
+/// Runs the turn on its own blocking thread: the driver takes its sinks as
+/// `&mut dyn TurnSink` (not `Send`), so its future is driven by
+/// `Handle::block_on` there rather than by `tokio::spawn`. The permit is
+/// held until the run log is complete.
+fn spawn_turn(
+    state: Arc<ServeState>,
+    request: ChatRequest,
+    sender: mpsc::UnboundedSender<Bytes>,
+    permit: OwnedSemaphorePermit,
+) {
+    let handle = tokio::runtime::Handle::current();
+    let cancel = state.shutdown.child_token();
+    tokio::task::spawn_blocking(move || {
+        handle.block_on(run_turn(state, request, sender, cancel));
+        drop(permit);
+    });
+}
+
+async fn run_turn(
+    state: Arc<ServeState>,
+    request: ChatRequest,
+    sender: mpsc::UnboundedSender<Bytes>,
+    cancel: CancellationToken,
+) {
+    let done = CancellationToken::new();
+    watch_disconnect(sender.clone(), cancel.clone(), done.clone());
+    let mut writer = EventWriter::new(
+        OutputFormat::Sse,
+        ChannelOut::new(sender),
+        Style::plain(),
+        Instant::now(),
+    );
+    let recorder = state
+        .runs_dir
+        .as_ref()
+        .map(|dir| RunRecorder::new(dir, &request, state.provider_name, None));
+    let turn = run_chat_turn(state.turn_context(), request, cancel.clone());
+    match recorder {
+        Some(mut recorder) => {
+            let mut sinks: [&mut dyn TurnSink; 2] = [&mut recorder, &mut writer];
+            let delivery = drive(turn, &mut sinks, &cancel).await;
+            warn_failures(&delivery.recorder_failures);
+            if let Err(error) = recorder.finish(RunStatus::Cancelled) {
+                eprintln!("warning: could not complete the run log: {error}");
+            }
+        }
+        None => {
+            drive(turn, &mut [&mut writer], &cancel).await;
+        }
+    }
+    done.cancel();
+}
+
+/// The server is a front end: like `chat`, it says on stderr when a run
+/// could not be recorded.
+fn warn_failures(failures: &[String]) {
+    for failure in failures {
+        eprintln!("warning: could not record this run: {failure}");
+    }
+}
+
+/// Cancels the turn as soon as the client has gone (the response body, and
+/// with it the receiver, is dropped), without waiting for the next event.
+fn watch_disconnect(
+    sender: mpsc::UnboundedSender<Bytes>,
+    cancel: CancellationToken,
+    done: CancellationToken,
+) {
+    tokio::spawn(async move {
+        tokio::select! {
+            () = sender.closed() => cancel.cancel(),
+            () = done.cancelled() => {}
+        }
+    });
+}
+
+/// An `io::Write` that sends what is written, at each flush, as one frame
+/// of the response body; a closed channel is a reader gone (`BrokenPipe`).
+struct ChannelOut {
+    sender: mpsc::UnboundedSender<Bytes>,
+    pending: Vec<u8>,
+}
+
+impl ChannelOut {
+    fn new(sender: mpsc::UnboundedSender<Bytes>) -> ChannelOut {
+        ChannelOut {
+            sender,
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl io::Write for ChannelOut {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if self.sender.is_closed() {
+            return Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "the client has gone",
+            ));
+        }
+        self.pending.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let frame = Bytes::from(std::mem::take(&mut self.pending));
+        self.sender
+            .send(frame)
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the client has gone"))
+    }
+}

@@ -1,0 +1,172 @@
+//! `promptlab serve`: the production chat API (SPEC §1, §2) on a local HTTP
+//! server, wire-compatible with the Worker, so a browser or the front end
+//! can run recorded, override-aware turns.
+//!
+//! - `POST /api/chat` (`chat.rs`): the request body (`body.rs`) checked before
+//!   any event, then the turn as Server-Sent Events through the one driver;
+//! - limits: a body cap (413), at most `max_concurrent` turns (503 with
+//!   `Retry-After`), CORS only for the origins given;
+//! - shutdown: cancelling `ServeState::shutdown` cancels every running turn
+//!   (their logs are marked cancelled) and stops accepting connections.
+
+pub mod api;
+pub mod body;
+pub mod chat;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tower_http::cors::{AllowOrigin, CorsLayer};
+
+use crate::chat::TurnContext;
+use crate::provider::script::ScriptProvider;
+
+pub use body::{BodyError, RequestDefaults, parse_chat_body};
+
+/// The largest request body taken; a larger one is a 413.
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// Where each turn's model answers come from.
+pub enum TurnProvider {
+    /// One provider for every turn (Gemini, a replay).
+    Shared,
+    /// A script started afresh for each turn, as each `chat` process and
+    /// each eval turn starts it: every browser turn plays the script from
+    /// its first model call.
+    ScriptPerTurn(Arc<ScriptProvider>),
+}
+
+/// What every request handler shares.
+pub struct ServeState {
+    /// The shared context; its provider is used as is unless `provider`
+    /// says to restart a script per turn.
+    pub ctx: TurnContext,
+    pub provider: TurnProvider,
+    pub provider_name: &'static str,
+    /// Where run logs go; `None`: turns are not recorded.
+    pub runs_dir: Option<PathBuf>,
+    pub defaults: RequestDefaults,
+    /// One permit per running turn.
+    pub turns: Arc<Semaphore>,
+    pub max_concurrent: usize,
+    /// Cancelled on Ctrl-C / SIGTERM; every turn's token is its child.
+    pub shutdown: CancellationToken,
+}
+
+/// How the server is set up, beyond what the handlers share.
+#[derive(Debug, Clone, Default)]
+pub struct ServeOptions {
+    /// Origins allowed to call the API from a browser; empty: CORS is off.
+    pub cors_origins: Vec<String>,
+}
+
+/// A `--cors-origin` that is not a header value.
+#[derive(Debug, thiserror::Error)]
+#[error("--cors-origin: `{}` is not a valid origin", crate::text::quote(.0))]
+pub struct BadOrigin(pub String);
+
+impl ServeState {
+    /// A state allowing `max_concurrent` turns at once (at least one).
+    pub fn new(
+        ctx: TurnContext,
+        provider_name: &'static str,
+        runs_dir: Option<PathBuf>,
+        defaults: RequestDefaults,
+        max_concurrent: usize,
+    ) -> ServeState {
+        let max_concurrent = max_concurrent.max(1);
+        ServeState {
+            ctx,
+            provider: TurnProvider::Shared,
+            provider_name,
+            runs_dir,
+            defaults,
+            turns: Arc::new(Semaphore::new(max_concurrent)),
+            max_concurrent,
+            shutdown: CancellationToken::new(),
+        }
+    }
+
+    /// The context one turn runs with.
+    pub fn turn_context(&self) -> TurnContext {
+        match &self.provider {
+            TurnProvider::Shared => self.ctx.clone(),
+            TurnProvider::ScriptPerTurn(script) => TurnContext {
+                provider: Arc::new(script.restarted()),
+                ..self.ctx.clone()
+            },
+        }
+    }
+}
+
+/// Every route, with the body cap and, when origins are given, CORS.
+pub fn router(state: Arc<ServeState>, options: &ServeOptions) -> Result<Router, BadOrigin> {
+    let router = Router::new()
+        .route("/", get(page))
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
+        .route("/api/chat", post(chat::chat))
+        .route("/api/claims", get(api::claims))
+        .route("/api/claims/{id}", get(api::claim))
+        .route("/api/prompts", get(api::prompts))
+        .route("/api/fingerprint", post(api::fingerprint_of))
+        .route("/api/runs", get(api::runs))
+        .route("/api/feedback", post(api::feedback))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state);
+    if options.cors_origins.is_empty() {
+        return Ok(router);
+    }
+    let origins = options
+        .cors_origins
+        .iter()
+        .map(|origin| HeaderValue::from_str(origin).map_err(|_| BadOrigin(origin.clone())))
+        .collect::<Result<Vec<_>, _>>()?;
+    let cors = CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods([Method::GET, Method::POST])
+        .allow_headers([header::CONTENT_TYPE]);
+    Ok(router.layer(cors))
+}
+
+/// Serves until `shutdown` is cancelled, then waits for running turns to
+/// end (they are cancelled by the same token) and returns.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    // Frames are small and must go out at once: without TCP_NODELAY, Nagle
+    // and the client's delayed ACK hold the first frame back ~40 ms.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    axum::serve(listener, router)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
+}
+
+/// The Prompt Lab page: one file of HTML, CSS and JavaScript embedded in
+/// the binary (no CDN, works offline; no build step).
+const LAB_PAGE: &str = include_str!("assets/lab.html");
+
+async fn page() -> axum::response::Html<&'static str> {
+    axum::response::Html(LAB_PAGE)
+}
+
+async fn not_found() -> Response {
+    json_error(StatusCode::NOT_FOUND, "no such endpoint".to_string())
+}
+
+/// `{"error": message}` with `status`.
+pub fn json_error(status: StatusCode, message: String) -> Response {
+    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
+}
