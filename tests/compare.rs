@@ -517,3 +517,31 @@ fn chat_turns_get_no_mcnemar_line() {
     ]));
     assert_eq!(gated.code, 1, "a gate with no verdicts cannot judge");
 }
+
+#[test]
+fn votes_from_serve_are_shown_beside_verdicts() {
+    use promptlab::runs::feedback::{FeedbackRecord, Vote, append_feedback};
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record(dir.path(), &a, "[CLM-HH-0001]", OK);
+    record(dir.path(), &b, "[CLM-HH-0001]", OK);
+    let log = promptlab::runs::store::run_log_paths(&b).unwrap().remove(0);
+    let vote = FeedbackRecord {
+        turn_id: "t".into(),
+        vote: Vote::Down,
+        comment: None,
+        at: chrono::Utc::now(),
+    };
+    append_feedback(&log, &vote).unwrap();
+    let report = compare_json(&a, &b);
+    assert_eq!(
+        report["pairs"][0]["b"]["votes"],
+        serde_json::json!({"up": 0, "down": 1})
+    );
+    let text = run_command(promptlab().arg("compare").arg(&a).arg(&b).arg("--all"));
+    assert!(
+        text.stdout.contains("pass (same) · votes A +0 −0, B +0 −1"),
+        "{}",
+        text.stdout
+    );
+}

@@ -54,6 +54,32 @@ pub struct RunEntry {
     pub tools: Vec<String>,
     pub usage: Usage,
     pub latency_ms: Option<u64>,
+    /// Thumbs votes given in `promptlab serve`, shown beside verdicts.
+    pub votes: Votes,
+}
+
+/// Thumbs votes on a run (`runs::feedback`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Votes {
+    pub up: usize,
+    pub down: usize,
+}
+
+impl Votes {
+    /// The votes beside a run log. A vote is advisory: a feedback file that
+    /// cannot be read counts as none.
+    fn of(log: &std::path::Path) -> Votes {
+        let records = crate::runs::feedback::read_feedback(log).unwrap_or_default();
+        let count = |vote| records.iter().filter(|r| r.vote == vote).count();
+        Votes {
+            up: count(crate::runs::feedback::Vote::Up),
+            down: count(crate::runs::feedback::Vote::Down),
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.up + self.down > 0
+    }
 }
 
 /// Which turn of a prompt version a run is: suite, claim, case, sample.
@@ -121,6 +147,7 @@ impl RunEntry {
                 .collect(),
             usage: footer.map(|f| f.usage).unwrap_or_default(),
             latency_ms: footer.map(|f| f.total_ms),
+            votes: Votes::of(&log.path),
         }
     }
 

@@ -254,6 +254,10 @@ fn verdict_text(run: &RunEntry) -> &'static str {
 }
 
 fn change_text(pair: &Pair) -> String {
+    format!("{}{}", verdict_change(pair), votes_text(pair))
+}
+
+fn verdict_change(pair: &Pair) -> String {
     match pair.change {
         VerdictChange::PassToFail => format!("pass → {} (worse)", verdict_text(&pair.b)),
         VerdictChange::FailToPass => format!("{} → pass (better)", verdict_text(&pair.a)),
@@ -262,6 +266,19 @@ fn change_text(pair: &Pair) -> String {
             format!("{} → {}", verdict_text(&pair.a), verdict_text(&pair.b))
         }
     }
+}
+
+/// ` · votes A +1 −0, B +0 −2` when either side was voted on in `serve`.
+fn votes_text(pair: &Pair) -> String {
+    if !pair.a.votes.any() && !pair.b.votes.any() {
+        return String::new();
+    }
+    let side = |v: super::set::Votes| format!("+{} −{}", v.up, v.down);
+    format!(
+        " · votes A {}, B {}",
+        side(pair.a.votes),
+        side(pair.b.votes)
+    )
 }
 
 fn tools_text(run: &RunEntry) -> String {
