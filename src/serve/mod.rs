@@ -166,7 +166,14 @@ async fn not_found() -> Response {
     json_error(StatusCode::NOT_FOUND, "no such endpoint".to_string())
 }
 
+/// The body of every error response: `{"error": message}` (the production
+/// Worker's shape), the message naming the field when a request is malformed.
+#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
+pub struct ErrorBody {
+    pub error: String,
+}
+
 /// `{"error": message}` with `status`.
 pub fn json_error(status: StatusCode, message: String) -> Response {
-    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
+    (status, axum::Json(ErrorBody { error: message })).into_response()
 }
