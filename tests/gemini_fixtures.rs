@@ -255,6 +255,7 @@ fn request() -> ModelRequest {
         tools: vec![],
         thinking_level: ThinkingLevel::Low,
         max_output_tokens: 8000,
+        response_schema: None,
     }
 }
 

@@ -4,6 +4,7 @@ pub mod feedback;
 pub mod naming;
 pub mod record;
 pub mod replay;
+pub mod rescore;
 pub mod row;
 pub mod store;
 

@@ -7,10 +7,11 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
+use promptlab::eval::fold::{CaseFold, CaseOutcome, fold_cases};
 use promptlab::eval::junit::{JunitContext, junit_xml};
 use promptlab::eval::report::{
-    EvalRecord, SummaryRecord, TurnPlace, TurnRecord, VariantSummary, in_matrix_order, not_run,
-    shard_line, summarize, turn_label,
+    CaseRecord, EvalRecord, SummaryRecord, TurnPlace, TurnRecord, VariantSummary, in_matrix_order,
+    not_run, shard_line, summarize, turn_label,
 };
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::sink::{Style, printable};
@@ -25,6 +26,8 @@ use crate::cli::output::new_table;
 struct EvalEnd<'a> {
     plan: &'a EvalPlan,
     results: Vec<TurnResult>,
+    /// Each case's repeats on each claim, folded by its threshold.
+    folds: Vec<CaseFold>,
     summaries: Vec<VariantSummary>,
     not_run: usize,
     logs_lost: Vec<String>,
@@ -43,7 +46,7 @@ pub fn finish(
     started_at: DateTime<Utc>,
 ) -> Result<Exit, CliError> {
     in_matrix_order(&mut results);
-    let summaries = summarize(plan, &results);
+    let summaries = summarize(plan, &results, args.pass_threshold);
     let missing = not_run(plan, &results);
     let logs_lost: Vec<String> = results
         .iter()
@@ -53,9 +56,11 @@ pub fn finish(
                 .map(|e| format!("{}: {e}", turn_label(plan, r)))
         })
         .collect();
+    let folds = fold_cases(plan, &results, args.pass_threshold);
     let mut outcome = EvalEnd {
         plan,
-        exit: exit_code(args, &summaries, &results, &logs_lost, stop),
+        exit: exit_code(args, &summaries, &folds, &logs_lost, stop),
+        folds,
         results,
         summaries,
         not_run: missing.len(),
@@ -109,11 +114,12 @@ fn every_turn_scripted(args: &EvalArgs, results: &[TurnResult]) -> bool {
 }
 
 /// Ctrl-C or SIGTERM first; then 1 for a lost log or a report not written;
-/// then any failure or error — or, with `--min-pass-rate`, a variant below it.
+/// then any case whose repeats did not reach its threshold (by default:
+/// any turn that did not pass) — or, with `--min-pass-rate`, a variant below it.
 fn exit_code(
     args: &EvalArgs,
     summaries: &[VariantSummary],
-    results: &[TurnResult],
+    folds: &[CaseFold],
     logs_lost: &[String],
     stop: Option<Exit>,
 ) -> Exit {
@@ -124,7 +130,7 @@ fn exit_code(
         Some(rate) => summaries
             .iter()
             .any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
-        None => results.iter().any(|r| r.verdict.outcome != Outcome::Pass),
+        None => folds.iter().any(|f| f.outcome != CaseOutcome::Pass),
     };
     if below || !logs_lost.is_empty() {
         Exit::Failure
@@ -217,6 +223,9 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
         }
     }
     let plan = outcome.plan;
+    for fold in &outcome.folds {
+        write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, fold)))?;
+    }
     let summary = SummaryRecord {
         suite: plan.suite.name.clone(),
         shard: plan
@@ -245,6 +254,9 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
         style.bold(&format!("Suite {}", plan.suite.name)),
         summary_table(&outcome.summaries)
     )?;
+    for line in judging_lines(&outcome.summaries, plan) {
+        writeln!(out, "{}", printable(&line))?;
+    }
     let failing = outcome.failing();
     if !failing.is_empty() {
         writeln!(out, "\n{}", style.bold("Failures:"))?;
@@ -325,6 +337,41 @@ fn summary_table(summaries: &[VariantSummary]) -> comfy_table::Table {
     table
 }
 
+/// Per variant, when the suite repeats turns or has rubric criteria: the
+/// cases that met their threshold, pass@k and pass^k, and what the judge
+/// was asked (its tokens apart from the chat's).
+fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<String> {
+    let repeated = plan.suite.repeats() > 1;
+    let mut lines = Vec::new();
+    for s in summaries {
+        let mut parts = Vec::new();
+        if repeated && s.cases > 0 {
+            let k = s.samples_per_case;
+            parts.push(format!(
+                "{} of {} cases met their threshold · pass@{k} {:.1}% · pass^{k} {:.1}%",
+                s.cases_met,
+                s.cases,
+                s.pass_at_k * 100.0,
+                s.pass_all_k * 100.0
+            ));
+        }
+        if s.judge_calls > 0 {
+            parts.push(format!(
+                "judge: {} verdicts ({} asked, {} from the cache), judge tokens {}/{}",
+                s.judge_calls,
+                s.judge_calls - s.judge_cached,
+                s.judge_cached,
+                s.judge_usage.input_tokens,
+                s.judge_usage.output_tokens
+            ));
+        }
+        if !parts.is_empty() {
+            lines.push(format!("{}: {}", s.variant, parts.join(" · ")));
+        }
+    }
+    lines
+}
+
 /// `gemini-3.1-flash-lite · low` (`· high, forced`).
 fn model_text(s: &VariantSummary) -> String {
     let forced = if s.force_thinking_level {
@@ -375,6 +422,13 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
             seconds(s.latency_p50_ms),
             seconds(s.latency_p95_ms)
         );
+    }
+    let lines = judging_lines(&outcome.summaries, plan);
+    if !lines.is_empty() {
+        md.push('\n');
+    }
+    for line in lines {
+        let _ = writeln!(md, "- {}", md_cell(&line));
     }
     for s in &outcome.summaries {
         for ignored in &s.ignored_overrides {
