@@ -6,6 +6,7 @@
 //! Never calls a model.
 
 pub mod gate;
+pub mod pairwise;
 pub mod render;
 pub mod set;
 
@@ -17,6 +18,7 @@ use crate::runs::record::Outcome;
 use crate::stats::{mcnemar_exact, percentile, wilson_interval};
 
 pub use gate::{GateResult, Gates};
+pub use pairwise::{PairJudgement, PairwiseSummary, judge_pairs};
 pub use set::{CompareError, RunEntry, RunFilter, RunSet, SetAside, UnreadableLog, load_set};
 
 /// The significance level for calling a change in pass rate more than noise.
@@ -48,6 +50,9 @@ pub struct Pair {
     pub tools_changed: bool,
     pub a: RunEntry,
     pub b: RunEntry,
+    /// The pairwise judge's reading (`compare --judge`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub judged: Option<PairJudgement>,
 }
 
 /// Which version of A was compared with which version of B.
@@ -153,6 +158,9 @@ pub struct Comparison {
     pub conclusion: Conclusion,
     /// What the reader must know to trust the numbers.
     pub warnings: Vec<String>,
+    /// Wins, losses and ties by a pairwise judge (`compare --judge`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<PairwiseSummary>,
 }
 
 /// Pairs the runs of two sides and reads the result.
@@ -219,6 +227,7 @@ pub fn compare(a: RunSet, b: RunSet) -> Result<Comparison, CompareError> {
         p_value,
         conclusion,
         warnings,
+        pairwise: None,
     })
 }
 
@@ -408,6 +417,7 @@ fn pair(a: RunEntry, b: RunEntry) -> Pair {
         tools_changed: a.tools != b.tools,
         a,
         b,
+        judged: None,
     }
 }
 

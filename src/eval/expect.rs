@@ -8,6 +8,7 @@ use super::suite::{Expectations, ToolExpectation};
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ChatMessage;
 use crate::chat::service::{ModelCallRecord, TurnOutput};
+use crate::judge::evidence::add_model_call;
 use crate::judge::{RubricVerdict, ToolEvidence};
 use crate::runs::{RunLog, RunStatus};
 
@@ -58,22 +59,7 @@ impl Observation {
     /// tokens its completed calls used (`done` repeats the same sum).
     fn observe_call(&mut self, call: &ModelCallRecord) {
         self.rounds += 1;
-        // This call was given the results of the previous call's tools.
-        for result in &call.tool_results_in {
-            if let Some(tool) = self
-                .tools
-                .iter_mut()
-                .find(|t| t.result.is_none() && t.name == result.name)
-            {
-                tool.result = Some((result.ok, result.content.clone()));
-            }
-        }
-        self.tools
-            .extend(call.tool_calls.iter().map(|c| ToolEvidence {
-                name: c.name.clone(),
-                args: c.args.clone(),
-                result: None,
-            }));
+        add_model_call(&mut self.tools, &call.tool_results_in, &call.tool_calls);
         self.tool_calls.extend(
             call.tool_calls
                 .iter()

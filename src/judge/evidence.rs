@@ -10,6 +10,8 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
+use crate::provider::{ToolCall, ToolResultMessage};
+
 /// Characters of one tool result the judge sees.
 pub const MAX_RESULT_CHARS: usize = 4_000;
 /// Characters of all tool results of a turn the judge sees.
@@ -34,6 +36,28 @@ pub struct ToolEvidence {
     pub args: Value,
     /// `None` when the turn ended before the result went back to the model.
     pub result: Option<(bool, String)>,
+}
+
+/// Adds one model call of a turn to its tools: the results it was given
+/// answer the calls of the round before (by name, in order); then its own calls, awaiting their results.
+pub fn add_model_call(
+    tools: &mut Vec<ToolEvidence>,
+    results_in: &[ToolResultMessage],
+    calls: &[ToolCall],
+) {
+    for result in results_in {
+        if let Some(tool) = tools
+            .iter_mut()
+            .find(|t| t.result.is_none() && t.name == result.name)
+        {
+            tool.result = Some((result.ok, result.content.clone()));
+        }
+    }
+    tools.extend(calls.iter().map(|call| ToolEvidence {
+        name: call.name.clone(),
+        args: call.args.clone(),
+        result: None,
+    }));
 }
 
 /// The rubric judge's input.

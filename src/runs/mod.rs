@@ -1,5 +1,6 @@
 //! Recorded run logs: their records, reading and finding them.
 
+pub mod evidence;
 pub mod feedback;
 pub mod naming;
 pub mod record;

@@ -3,7 +3,10 @@
 //! share are here. What got worse comes first.
 
 mod markdown;
+mod pairwise;
 mod text;
+
+pub use pairwise::{judged_line, pairwise_lines};
 
 pub use markdown::markdown;
 pub use text::text;
@@ -100,7 +103,7 @@ fn chat_note(c: &Comparison) -> &'static str {
 /// What each side holds beyond its compared runs, and what the reader must
 /// know: one line each.
 pub fn accounting_lines(c: &Comparison) -> Vec<String> {
-    let mut lines = Vec::new();
+    let mut lines = pairwise_lines(c);
     let versions: Vec<String> = c
         .versions
         .iter()
