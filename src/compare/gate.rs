@@ -50,7 +50,7 @@ pub fn apply(c: &Comparison, gates: Gates) -> GateResult {
     }
     let worth_saying = gates.fail_if_worse || c.power.discordant > 0;
     if let Some(note) = power_note(c).filter(|_| worth_saying) {
-        if gates.fail_if_worse {
+        if gates.fail_if_worse && c.pairwise.is_none() {
             result.notes.push(format!(
                 "{note}: --fail-if-worse cannot fire on these pairs; --fail-on-regression gates on any pass→fail change"
             ));

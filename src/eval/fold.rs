@@ -83,10 +83,14 @@ pub fn threshold_of(plan: &EvalPlan, case: usize, default_share: f64) -> Thresho
     }
 }
 
+/// Variant, case, claim.
+type GroupKey = (usize, usize, String);
+/// The matrix index of its first sample, its results, its selected samples.
+type Group<'a> = (usize, Vec<&'a TurnResult>, u32);
+
 /// Every selected variant × claim × case, in matrix order.
 pub fn fold_cases(plan: &EvalPlan, results: &[TurnResult], default_share: f64) -> Vec<CaseFold> {
-    let mut groups: BTreeMap<(usize, usize, String), (usize, Vec<&TurnResult>, u32)> =
-        BTreeMap::new();
+    let mut groups: BTreeMap<GroupKey, Group> = BTreeMap::new();
     for spec in plan.selected() {
         let first = spec.index - (spec.sample as usize - 1);
         let entry = groups

@@ -357,8 +357,9 @@ fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<String> {
         }
         if s.judge_calls > 0 {
             parts.push(format!(
-                "judge: {} verdicts ({} asked, {} from the cache), judge tokens {}/{}",
+                "judge: {} verdict{} ({} asked, {} from the cache), judge tokens {}/{}",
                 s.judge_calls,
+                if s.judge_calls == 1 { "" } else { "s" },
                 s.judge_calls - s.judge_cached,
                 s.judge_cached,
                 s.judge_usage.input_tokens,
