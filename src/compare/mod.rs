@@ -51,7 +51,7 @@ pub struct Pair {
     pub a: RunEntry,
     pub b: RunEntry,
     /// The pairwise judge's reading (`compare --judge`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub judged: Option<PairJudgement>,
 }
 
@@ -159,7 +159,7 @@ pub struct Comparison {
     /// What the reader must know to trust the numbers.
     pub warnings: Vec<String>,
     /// Wins, losses and ties by a pairwise judge (`compare --judge`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pairwise: Option<PairwiseSummary>,
 }
 

@@ -34,13 +34,13 @@ pub enum PairWinner {
 pub struct PairJudgement {
     pub winner: PairWinner,
     /// A shown first.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub a_first: Option<PairwiseVerdict>,
     /// B shown first.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub b_first: Option<PairwiseVerdict>,
     /// Why there was no judge call, or why the orders disagreed.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
 }
 

@@ -126,8 +126,9 @@ fn test_case(
         };
         let mut status = TestCaseStatus::non_success(kind);
         status.set_message(format!(
-            "{passed} of {} samples passed; {required} needed (threshold: {})",
+            "{passed} of {} samples passed (pass rate {:.0}%); {required} needed (threshold: {})",
             ran.len(),
+            passed as f64 * 100.0 / ran.len() as f64,
             threshold.describe()
         ));
         status.set_description(problems(ran));

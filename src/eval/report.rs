@@ -258,14 +258,14 @@ pub struct TurnRecord {
     pub verdict: Outcome,
     pub failures: Vec<String>,
     /// Each rubric criterion's verdict and judge call.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rubric: Vec<RubricVerdict>,
     pub usage: Usage,
     pub rounds: u32,
     pub latency_ms: u64,
     pub run_log: Option<PathBuf>,
     /// Why the run log could not be written (the turn is then an error).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_error: Option<String>,
     pub from_log: bool,
 }
@@ -331,7 +331,7 @@ impl CaseRecord {
 pub struct SummaryRecord {
     pub suite: String,
     /// `I/N` when this run is one shard.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
     /// Turns with a result.
     pub turns: usize,

@@ -261,3 +261,50 @@ pub struct UsageMetadata {
     #[serde(default)]
     pub thoughts_token_count: u64,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompts::thinking::ThinkingLevel;
+    use crate::tools::ToolDeclaration;
+
+    fn request(tools: Vec<ToolDeclaration>, schema: Option<Value>) -> Value {
+        let request = ModelRequest {
+            model: "m".into(),
+            system: "s".into(),
+            messages: vec![],
+            tools,
+            thinking_level: ThinkingLevel::Low,
+            max_output_tokens: 100,
+            response_schema: schema,
+        };
+        serde_json::to_value(build_request(&request)).unwrap()
+    }
+
+    #[test]
+    fn tools_come_with_their_config_and_a_schema_asks_for_json() {
+        let tool = ToolDeclaration {
+            name: "get_claim_section".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        };
+        let chat = request(vec![tool], None);
+        assert_eq!(
+            chat["tools"][0]["functionDeclarations"][0]["name"],
+            "get_claim_section"
+        );
+        assert_eq!(chat["toolConfig"]["functionCallingConfig"]["mode"], "AUTO");
+        assert!(chat["generationConfig"].get("responseMimeType").is_none());
+
+        let judge = request(vec![], Some(json!({"type": "OBJECT"})));
+        assert!(judge.get("tools").is_none() && judge.get("toolConfig").is_none());
+        assert_eq!(
+            judge["generationConfig"]["responseMimeType"],
+            "application/json"
+        );
+        assert_eq!(
+            judge["generationConfig"]["responseSchema"],
+            json!({"type": "OBJECT"})
+        );
+    }
+}
