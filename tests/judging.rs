@@ -739,3 +739,44 @@ fn pairwise_judging_asks_both_orders_and_tests_the_wins() {
         failed.stdout
     );
 }
+
+#[test]
+fn the_shipped_rubric_suite_passes_offline_and_rescores_from_the_cache() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = support::repo_root().join("suites/rubric.yaml");
+    let judge = support::repo_root().join("suites/scripts/judge.yaml");
+    let scripted = [
+        "--judge-provider",
+        "script",
+        "--judge-script",
+        judge.to_str().unwrap(),
+    ];
+    let out = eval(dir.path(), &suite, None, &scripted);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains("5 of 5 cases met their threshold · pass@3 100.0% · pass^3 100.0%"),
+        "{}",
+        out.stdout
+    );
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+        .arg("eval")
+        .arg(&suite)
+        .args(["--rescore", "--cache-dir"])
+        .arg(dir.path().join("cache"))
+        .args(scripted);
+    let rescored = run_command(&mut command);
+    assert_eq!(rescored.code, 0, "{}\n{}", rescored.stdout, rescored.stderr);
+    assert!(
+        rescored
+            .stderr
+            .contains("rescore: 15 of 15 selected turns recorded")
+            && rescored
+                .stderr
+                .contains("judge: 0 asked, 21 from the cache"),
+        "{}",
+        rescored.stderr
+    );
+}

@@ -31,8 +31,8 @@ use super::judge::{JudgeArgs, SuiteJudge};
 use super::model::ModelArgs;
 
 const AFTER_HELP: &str = "\
-Exit codes: 0 every turn passed (or every variant reached --min-pass-rate) · 1 a failure, an error,
-a lost run log or a failed report write · 2 invalid suite, flags or setup (checked before any turn
+Exit codes: 0 every case met its threshold (by default: every turn passed), or every variant
+reached --min-pass-rate · 1 a failure, an error, a lost run log or a failed report write · 2 invalid suite, flags or setup (checked before any turn
 runs: a missing GEMINI_API_KEY, a missing folder, two variants with the same prompt version, …) ·
 130 Ctrl-C · 143 SIGTERM.
 
@@ -41,7 +41,11 @@ Examples:
   promptlab eval suites/regression.yaml --list
   promptlab eval suites/regression.yaml --overrides my-edit.yaml --case 'excess*' -j 8
   promptlab eval suites/regression.yaml --shard auto --junit junit.xml
-  promptlab eval suites/regression.yaml --report shard-1/ --report shard-2/ --markdown-summary summary.md";
+  promptlab eval suites/regression.yaml --report shard-1/ --report shard-2/ --markdown-summary summary.md
+  promptlab eval suites/rubric.yaml --judge-provider script --judge-script suites/scripts/judge.yaml
+  promptlab eval suites/rubric.yaml --rescore     # judge recorded turns again, no chat model call
+
+Rubric criteria, thresholds over repeats, re-scoring and the judge's flags: docs/judging.md.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EvalFormat {
