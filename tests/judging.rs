@@ -451,6 +451,22 @@ fn rescore_judges_recorded_turns_again_without_the_chat_model() {
     let report: Value =
         serde_json::from_str(&compared.stdout).unwrap_or_else(|_| panic!("{}", compared.stderr));
     assert_eq!(report["pairs"][0]["a"]["verdict"]["outcome"], "fail");
+
+    // A re-score that cannot be read is an error naming it, not the older verdict.
+    std::fs::write(&sidecars[0], "{ half a re-score").unwrap();
+    let mut command = promptlab();
+    command
+        .arg("eval")
+        .arg(&suite)
+        .arg("--report")
+        .arg(dir.path().join("runs"));
+    let merged = run_command(&mut command);
+    assert_eq!(merged.code, 1);
+    assert!(
+        merged.stdout.contains("cannot be read") && merged.stdout.contains(".verdict.json"),
+        "{}",
+        merged.stdout
+    );
 }
 
 #[test]

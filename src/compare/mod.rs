@@ -86,6 +86,10 @@ pub struct SideSummary {
     pub cache_read_share: f64,
     /// Runs made by a provider that does not call a model (script, replay).
     pub offline_runs: usize,
+    /// Rubric verdicts behind its runs' verdicts, and the judge tokens of
+    /// those calls made (cache hits cost nothing): never in the chat's tokens.
+    pub judge_calls: usize,
+    pub judge_usage: crate::event::Usage,
     pub superseded: Vec<SetAside>,
     pub not_selected: Vec<SetAside>,
     pub unreadable: Vec<UnreadableLog>,
@@ -457,6 +461,13 @@ fn side(set: &RunSet) -> SideSummary {
     let total = |f: fn(&RunEntry) -> u64| set.runs.iter().map(f).fold(0u64, u64::saturating_add);
     let input = total(|r| r.usage.input_tokens);
     let cache = total(|r| r.usage.cache_read_tokens);
+    let mut judge = (0, 0, crate::event::Usage::default());
+    for verdict in set.runs.iter().filter_map(|r| r.verdict.as_ref()) {
+        let (calls, cached, usage) = verdict.judge_usage();
+        judge.0 += calls;
+        judge.1 += cached;
+        judge.2 += usage;
+    }
     SideSummary {
         label: set.label.clone(),
         source: set.source.clone(),
@@ -482,6 +493,8 @@ fn side(set: &RunSet) -> SideSummary {
             cache as f64 / input as f64
         },
         offline_runs: set.offline_runs(),
+        judge_calls: judge.0,
+        judge_usage: judge.2,
         superseded: set.superseded.clone(),
         not_selected: set.not_selected.clone(),
         unreadable: set.unreadable.clone(),

@@ -125,10 +125,14 @@ async fn rescore_one(
     let observation = Observation::from_log(&log);
     let expect = plan.expectations(spec);
     let rubric = match judge {
+        _ if expect.rubric.0.is_empty() => Vec::new(),
         Some(judge) => {
             judge_rubric(judge, &expect, &observation.message, &observation, cancel).await
         }
-        None => recorded_rubric(&log, path),
+        None => match recorded_rubric(&log, path) {
+            Ok(rubric) => rubric,
+            Err(error) => return missing_with(spec, format!("not re-scored: {error}")),
+        },
     };
     let verdict = super::expect::judge(&expect, &observation, &rubric);
     let labels = plan.labels(spec);

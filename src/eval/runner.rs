@@ -370,31 +370,30 @@ fn judged_from_log(
     path: &Path,
 ) -> TurnResult {
     let observation = Observation::from_log(log);
-    let rubric = crate::runs::rescore::recorded_rubric(log, path);
-    let verdict = plan.judge(spec, &observation, &rubric);
+    let verdict = match crate::runs::rescore::recorded_rubric(log, path) {
+        Ok(rubric) => plan.judge(spec, &observation, &rubric),
+        Err(error) => Verdict::new(Outcome::Error, vec![error]),
+    };
     TurnResult::new(spec, observation, verdict)
 }
 
 /// A turn's result from its recorded run log.
 pub fn result_from_log(plan: &EvalPlan, spec: &TurnSpec, path: &Path) -> TurnResult {
-    let (observation, rubric) = match read_run_log(path) {
-        Ok(log) => (
-            Observation::from_log(&log),
-            crate::runs::rescore::recorded_rubric(&log, path),
-        ),
-        Err(error) => (
-            Observation {
+    let result = match read_run_log(path) {
+        Ok(log) => judged_from_log(plan, spec, &log, path),
+        Err(error) => {
+            let observation = Observation {
                 error: Some(error.to_string()),
                 ..Observation::default()
-            },
-            Vec::new(),
-        ),
+            };
+            let verdict = plan.judge(spec, &observation, &[]);
+            TurnResult::new(spec, observation, verdict)
+        }
     };
-    let verdict = plan.judge(spec, &observation, &rubric);
     TurnResult {
         run_log: Some(path.to_path_buf()),
         from_log: true,
-        ..TurnResult::new(spec, observation, verdict)
+        ..result
     }
 }
 

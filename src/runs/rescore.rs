@@ -80,17 +80,38 @@ pub fn write_rescore(log: &Path, record: &RescoreRecord) -> io::Result<PathBuf> 
 }
 
 /// The verdict that stands for a recorded turn: its re-score's when there
-/// is a readable one, else its footer's.
+/// is one, else its footer's. A re-score that cannot be read is an `error`
+/// verdict naming it — never silently the older verdict.
 pub fn current_verdict(log: &RunLog, path: &Path) -> Option<RecordedVerdict> {
     match read_rescore(path, &log.header.turn_id) {
         Ok(Some(record)) => Some(record.verdict),
-        _ => log.footer.as_ref().and_then(|f| f.verdict.clone()),
+        Ok(None) => log.footer.as_ref().and_then(|f| f.verdict.clone()),
+        Err(error) => Some(RecordedVerdict {
+            outcome: super::record::Outcome::Error,
+            failures: vec![unreadable(path, &error)],
+            rubric: Vec::new(),
+        }),
     }
 }
 
-/// The judge's recorded rubric verdicts of a turn (see `current_verdict`).
-pub fn recorded_rubric(log: &RunLog, path: &Path) -> Vec<RubricVerdict> {
-    current_verdict(log, path)
-        .map(|verdict| verdict.rubric)
-        .unwrap_or_default()
+/// The judge's recorded rubric verdicts of a turn (see `current_verdict`);
+/// an error when its re-score cannot be read.
+pub fn recorded_rubric(log: &RunLog, path: &Path) -> Result<Vec<RubricVerdict>, String> {
+    match read_rescore(path, &log.header.turn_id) {
+        Ok(Some(record)) => Ok(record.verdict.rubric),
+        Ok(None) => Ok(log
+            .footer
+            .as_ref()
+            .and_then(|f| f.verdict.as_ref())
+            .map(|v| v.rubric.clone())
+            .unwrap_or_default()),
+        Err(error) => Err(unreadable(path, &error)),
+    }
+}
+
+fn unreadable(log: &Path, error: &io::Error) -> String {
+    format!(
+        "the re-score `{}` cannot be read: {error}",
+        rescore_path(log).display()
+    )
 }

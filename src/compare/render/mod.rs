@@ -194,7 +194,19 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
     } else {
         ""
     };
-    vec![
+    let judge = |side: &SideSummary| {
+        format!(
+            "{} verdicts, {}/{} tokens",
+            side.judge_calls, side.judge_usage.input_tokens, side.judge_usage.output_tokens
+        )
+    };
+    let judge_row = [
+        "rubric judge (apart from the chat)".to_string(),
+        judge(&c.a),
+        judge(&c.b),
+        String::new(),
+    ];
+    let mut rows = vec![
         [
             "runs".into(),
             c.a.runs.to_string(),
@@ -241,7 +253,11 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
             percent(Some(c.b.cache_read_share)),
             cache_trend.into(),
         ],
-    ]
+    ];
+    if c.a.judge_calls + c.b.judge_calls > 0 {
+        rows.push(judge_row);
+    }
+    rows
 }
 
 fn rate_trend(c: &Comparison) -> String {
