@@ -8,6 +8,7 @@
 pub mod chat;
 pub mod claims;
 pub mod compare;
+pub mod cost;
 pub mod digest;
 pub mod document;
 pub mod eval;

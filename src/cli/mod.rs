@@ -27,6 +27,7 @@ pub mod turn;
 use std::path::PathBuf;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use promptlab::cost::PriceTable;
 
 use promptlab::claims::ClaimStore;
 use promptlab::sink::{ColorChoice, set_color_choice};
@@ -92,6 +93,10 @@ pub struct StoreArgs {
         default_value = "runs"
     )]
     pub runs_dir: PathBuf,
+    /// Model prices (USD per million tokens) to add to or replace the shipped table
+    /// (prices/gemini.yaml); see docs/cache.md.
+    #[arg(long, global = true, value_name = "FILE", env = "PROMPTLAB_PRICES")]
+    pub prices: Option<PathBuf>,
 }
 
 /// `--color`: the clap face of `sink::ColorChoice`.
@@ -145,6 +150,12 @@ pub enum Command {
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
     set_color_choice(cli.color.into());
+    if let Some(path) = &cli.stores.prices {
+        let table = PriceTable::embedded()
+            .with_file(path)
+            .map_err(CliError::usage)?;
+        promptlab::cost::install_prices(table);
+    }
     let store = ClaimStore::new(&cli.stores.claims_dir);
     match cli.command {
         Command::Chat(args) => chat::run(*args, &store, &cli.stores.runs_dir),

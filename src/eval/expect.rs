@@ -25,6 +25,13 @@ pub struct Observation {
     pub rounds: u32,
     pub usage: Usage,
     pub latency_ms: u64,
+    /// Of `usage.output_tokens`, thinking.
+    pub thinking_tokens: u64,
+    /// What the turn's model calls cost; `None`: unknown (an unpriced
+    /// model, or a turn whose log was lost).
+    pub cost_usd: Option<f64>,
+    /// Model calls answered from the model-call cache.
+    pub cached_calls: u32,
     /// The handler's last message, for a judge.
     #[serde(skip)]
     pub message: String,
@@ -99,6 +106,9 @@ impl Observation {
             // The footer's numbers are what the verdict was judged on.
             observation.usage = footer.usage;
             observation.latency_ms = footer.total_ms;
+            observation.thinking_tokens = footer.thinking_tokens;
+            observation.cost_usd = footer.cost_usd;
+            observation.cached_calls = footer.cached_calls;
             observation.cancelled = footer.status == RunStatus::Cancelled;
         } else {
             observation

@@ -14,6 +14,7 @@ use super::plan::EvalPlan;
 use super::runner::TurnResult;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ThinkingLevel;
+use crate::cost::Cost;
 use crate::judge::RubricVerdict;
 use crate::stats::{percentile, wilson_interval};
 
@@ -68,6 +69,18 @@ pub struct VariantSummary {
     pub judge_cached: usize,
     /// Judge tokens of the calls made (never added to the chat's).
     pub judge_usage: Usage,
+    /// Of the output tokens, thinking.
+    pub thinking_tokens: u64,
+    /// What the chat model calls cost, in USD; absent when any turn's
+    /// cost is unknown (an unpriced model): never a guessed 0.
+    pub cost_usd: Option<f64>,
+    /// `costUsd` / turns.
+    pub cost_per_turn_usd: Option<f64>,
+    /// What the judge calls cost, apart from the chat's.
+    pub judge_cost_usd: Option<f64>,
+    /// Turns with a model call answered from the cache: left out of the
+    /// latency percentiles.
+    pub cached_turns: usize,
 }
 
 pub fn summarize(
@@ -94,11 +107,21 @@ pub fn summarize(
             };
             let input = sum(|r| r.observation.usage.input_tokens);
             let cache = sum(|r| r.observation.usage.cache_read_tokens);
+            // A cached call takes no time: its turn says nothing of latency.
             let mut latencies: Vec<u64> = mine
                 .iter()
-                .filter(|r| r.verdict.outcome != Outcome::Error)
+                .filter(|r| r.verdict.outcome != Outcome::Error && r.observation.cached_calls == 0)
                 .map(|r| r.observation.latency_ms)
                 .collect();
+            let cost: Cost = mine
+                .iter()
+                .map(|r| Cost::from(r.observation.cost_usd))
+                .sum();
+            let judge_spend: Cost = mine
+                .iter()
+                .flat_map(|r| r.verdict.rubric.iter().filter_map(|v| v.call.as_ref()))
+                .map(|call| Cost::from(call.cost_usd))
+                .sum();
             latencies.sort_unstable();
             let passed = count(Outcome::Pass);
             let groups: Vec<&CaseFold> = folds
@@ -151,6 +174,17 @@ pub fn summarize(
                 judge_calls,
                 judge_cached,
                 judge_usage,
+                thinking_tokens: sum(|r| r.observation.thinking_tokens),
+                cost_usd: cost.usd(),
+                cost_per_turn_usd: cost
+                    .usd()
+                    .filter(|_| !mine.is_empty())
+                    .map(|c| c / mine.len() as f64),
+                judge_cost_usd: judge_spend.usd(),
+                cached_turns: mine
+                    .iter()
+                    .filter(|r| r.observation.cached_calls > 0)
+                    .count(),
             }
         })
         .collect()

@@ -122,7 +122,9 @@ async fn rescore_one(
         Ok(log) => log,
         Err(error) => return missing_with(spec, format!("not re-scored: {error}")),
     };
-    let observation = Observation::from_log(&log);
+    let mut observation = Observation::from_log(&log);
+    // A re-score calls no chat model: this run spent nothing on the chat.
+    observation.cost_usd = Some(0.0);
     let expect = plan.expectations(spec);
     let rubric = match judge {
         _ if expect.rubric.0.is_empty() => Vec::new(),

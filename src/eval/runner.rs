@@ -192,6 +192,8 @@ async fn run_one(
         Err(message) => {
             let observation = Observation {
                 error: Some(message),
+                // No model was called.
+                cost_usd: Some(0.0),
                 ..Observation::default()
             };
             let verdict = plan.judge(spec, &observation, &[]);
@@ -279,6 +281,9 @@ async fn record_verdict(
         return lost_log(plan, spec, observation, error, messages);
     };
     observation.latency_ms = footer.total_ms;
+    observation.thinking_tokens = footer.thinking_tokens;
+    observation.cost_usd = footer.cost_usd;
+    observation.cached_calls = footer.cached_calls;
     let expect = plan.expectations(spec);
     let rubric = match judge {
         Some(judge) => {

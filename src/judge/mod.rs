@@ -26,6 +26,7 @@ pub use cache::JudgeCache;
 pub use evidence::{Evidence, ToolEvidence};
 pub use model::{JudgeModel, JudgeQuery, ProviderJudge, Question, RawReply};
 
+use crate::cost::PriceTable;
 use crate::digest::sha256_hex;
 use crate::event::Usage;
 use crate::prompts::thinking::ThinkingLevel;
@@ -113,6 +114,10 @@ pub struct JudgeCallRecord {
     pub reply: String,
     /// Judge tokens, never added to the chat turn's.
     pub usage: Usage,
+    /// What the call cost in USD; 0 from the cache; absent when the judge
+    /// model has no price (unknown, never 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
     pub latency_ms: u64,
     /// Answered from the cache: no call was made now.
     pub cached: bool,
@@ -162,6 +167,7 @@ pub struct PairwiseVerdict {
 
 /// A judge: a model, its settings and instructions, and its cache.
 pub struct Judge {
+    prices: Arc<PriceTable>,
     model: Arc<dyn JudgeModel>,
     settings: JudgeSettings,
     prompts: JudgePrompts,
@@ -176,11 +182,18 @@ impl Judge {
         cache: Option<JudgeCache>,
     ) -> Judge {
         Judge {
+            prices: crate::cost::prices_in_force(),
             model,
             settings,
             prompts,
             cache,
         }
+    }
+
+    /// Prices its calls with `prices` (`--prices`) instead of the shipped table.
+    pub fn with_prices(mut self, prices: Arc<PriceTable>) -> Judge {
+        self.prices = prices;
+        self
     }
 
     pub fn settings(&self) -> &JudgeSettings {
@@ -292,20 +305,25 @@ impl Judge {
         cancel: &CancellationToken,
     ) -> Result<(T, JudgeCallRecord), (String, Option<JudgeCallRecord>)> {
         let key = query.cache_key();
-        let record = |reply: &str, usage, latency_ms, cached| JudgeCallRecord {
+        let provider = self.model.name();
+        let record = |reply: &str, usage, thinking, latency_ms, cached| JudgeCallRecord {
             kind,
             model: query.model.clone(),
             prompt_sha256: sha256_hex(&query.system),
             key: key.clone(),
             reply: cut_chars(reply, RECORDED_REPLY_CHARS),
             usage,
+            cost_usd: self
+                .prices
+                .call_cost(provider, &query.model, usage, thinking, cached)
+                .usd(),
             latency_ms,
             cached,
         };
         if let Some(hit) = self.cache.as_ref().and_then(|cache| cache.get(&key))
             && let Ok(parsed) = parse(&hit.reply)
         {
-            return Ok((parsed, record(&hit.reply, hit.usage, 0, true)));
+            return Ok((parsed, record(&hit.reply, hit.usage, 0, 0, true)));
         }
         let clock = Instant::now();
         let raw = self
@@ -314,7 +332,7 @@ impl Judge {
             .await
             .map_err(|error| (format!("judge: {error}"), None))?;
         let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let call = record(&raw.text, raw.usage, latency_ms, false);
+        let call = record(&raw.text, raw.usage, raw.thinking_tokens, latency_ms, false);
         match parse(&raw.text) {
             Ok(parsed) => {
                 if let Some(cache) = &self.cache {

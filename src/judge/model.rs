@@ -60,6 +60,8 @@ pub enum Question {
 pub struct RawReply {
     pub text: String,
     pub usage: Usage,
+    /// Of `usage.output_tokens`, thinking.
+    pub thinking_tokens: u64,
 }
 
 pub trait JudgeModel: Send + Sync {
@@ -126,6 +128,7 @@ impl JudgeModel for ProviderJudge {
                     }
                     ModelEvent::Done(summary) => {
                         reply.usage = summary.usage;
+                        reply.thinking_tokens = summary.thinking_tokens;
                         return Ok(reply);
                     }
                 }

@@ -194,7 +194,7 @@ impl JudgeModel for ScriptJudge {
             reply
                 .map(|text| RawReply {
                     text,
-                    usage: Default::default(),
+                    ..RawReply::default()
                 })
                 .map_err(ProviderError::new)
         })

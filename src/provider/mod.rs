@@ -106,6 +106,17 @@ pub struct CallSummary {
     /// Attempts that failed and were retried before this one succeeded.
     #[serde(default)]
     pub retries: u32,
+    /// Of `usage.output_tokens`, the model's thinking (Gemini's
+    /// `thoughtsTokenCount`), priced at its own rate.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub thinking_tokens: u64,
+    /// Replayed from the model-call cache: no call was made, nothing billed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cached: bool,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// A failed model call. The message becomes the `error` event's message.

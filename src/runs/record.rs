@@ -186,12 +186,31 @@ pub struct RunFooter {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_to_first_token_ms: Option<u64>,
     pub usage: Usage,
+    /// Of `usage.outputTokens`, the model's thinking.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub thinking_tokens: u64,
+    /// What the turn's model calls cost, in USD (`prices/gemini.yaml`);
+    /// absent when a call's model has no price: unknown, never 0. Judge
+    /// calls are not included (they are in the verdict's records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// Model calls answered from the model-call cache (`--cache`).
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub cached_calls: u32,
     pub model_calls: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// An eval turn's verdict, judged on exactly these numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<RecordedVerdict>,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
+}
+
+fn is_zero_u32(count: &u32) -> bool {
+    *count == 0
 }
 
 /// How a judged turn came out.

@@ -13,12 +13,15 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use std::sync::Arc;
+
 use chrono::Utc;
 
 use super::driver::{SinkRole, TurnSink};
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ChatRequest;
 use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
+use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
 use crate::runs::record::{
     ClaimRecord, PromptRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord,
@@ -27,6 +30,7 @@ use crate::runs::record::{
 
 pub struct RunRecorder {
     runs_dir: PathBuf,
+    prices: Arc<PriceTable>,
     request: RequestRecord,
     provider: String,
     model: String,
@@ -43,6 +47,10 @@ struct OpenLog {
     header_written: bool,
     first_text_ms: Option<u64>,
     usage: Usage,
+    thinking_tokens: u64,
+    /// What the turn's model calls cost (cache hits and scripts: nothing).
+    cost: Cost,
+    cached_calls: u32,
     model_calls: u32,
     status: Option<RunStatus>,
     error: Option<String>,
@@ -59,12 +67,20 @@ impl RunRecorder {
     ) -> RunRecorder {
         RunRecorder {
             runs_dir: runs_dir.to_path_buf(),
+            prices: crate::cost::prices_in_force(),
             request: RequestRecord::from_request(request),
             provider: provider.to_string(),
             model: request.model.clone(),
             labels,
             log: None,
         }
+    }
+
+    /// Prices the turn's calls with `prices` (`--prices`) instead of the
+    /// shipped table.
+    pub fn with_prices(mut self, prices: Arc<PriceTable>) -> RunRecorder {
+        self.prices = prices;
+        self
     }
 
     /// The file being written, once the turn has started.
@@ -108,12 +124,25 @@ impl RunRecorder {
             }
             TurnOutput::Event(event) => self.open_log()?.event(event),
             TurnOutput::ModelCall(call) => {
+                let cost = call.summary.as_ref().map(|summary| {
+                    self.prices.call_cost(
+                        &self.provider,
+                        &self.model,
+                        summary.usage,
+                        summary.thinking_tokens,
+                        summary.cached,
+                    )
+                });
                 let log = self.open_log()?;
                 log.model_calls += 1;
                 // Summed per call, so that a turn ending in an error still
                 // records what its completed calls cost.
                 if let Some(summary) = &call.summary {
                     log.usage += summary.usage;
+                    log.thinking_tokens =
+                        log.thinking_tokens.saturating_add(summary.thinking_tokens);
+                    log.cached_calls += u32::from(summary.cached);
+                    log.cost = log.cost + cost.unwrap_or(Cost::ZERO);
                 }
                 let t = log.elapsed_ms();
                 log.write(&RunRecord::ModelCall {
@@ -149,6 +178,9 @@ impl RunRecorder {
             total_ms: log.elapsed_ms(),
             time_to_first_token_ms: log.first_text_ms,
             usage: log.usage,
+            thinking_tokens: log.thinking_tokens,
+            cost_usd: log.cost.usd(),
+            cached_calls: log.cached_calls,
             model_calls: log.model_calls,
             error: log.error.clone(),
             verdict: None,
@@ -206,6 +238,9 @@ impl RunRecorder {
             header_written: false,
             first_text_ms: None,
             usage: Usage::default(),
+            thinking_tokens: 0,
+            cost: Cost::ZERO,
+            cached_calls: 0,
             model_calls: 0,
             status: None,
             error: None,

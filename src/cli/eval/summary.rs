@@ -7,6 +7,7 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
+use promptlab::cost::Cost;
 use promptlab::eval::fold::{CaseFold, CaseOutcome, fold_cases};
 use promptlab::eval::junit::{JunitContext, junit_xml};
 use promptlab::eval::report::{
@@ -337,14 +338,31 @@ fn summary_table(summaries: &[VariantSummary]) -> comfy_table::Table {
     table
 }
 
-/// Per variant, when the suite repeats turns or has rubric criteria: the
-/// cases that met their threshold, pass@k and pass^k, and what the judge
-/// was asked (its tokens apart from the chat's).
+/// Per variant: what it cost (chat, per turn, thinking tokens, turns
+/// answered from the cache); with repeats, the cases that met their
+/// threshold, pass@k and pass^k; with rubric criteria, what the judge was
+/// asked and cost, apart from the chat.
 fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<String> {
     let repeated = plan.suite.repeats() > 1;
     let mut lines = Vec::new();
     for s in summaries {
         let mut parts = Vec::new();
+        let per_turn = Cost::from(s.cost_per_turn_usd).display();
+        let mut cost = format!(
+            "cost {} ({per_turn}/turn)",
+            Cost::from(s.cost_usd).display()
+        );
+        if s.thinking_tokens > 0 {
+            cost.push_str(&format!(", {} thinking tokens", s.thinking_tokens));
+        }
+        if s.cached_turns > 0 {
+            cost.push_str(&format!(
+                ", {} turn{} answered from the model cache (left out of latency)",
+                s.cached_turns,
+                if s.cached_turns == 1 { "" } else { "s" }
+            ));
+        }
+        parts.push(cost);
         if repeated && s.cases > 0 {
             let k = s.samples_per_case;
             parts.push(format!(
@@ -357,13 +375,14 @@ fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<String> {
         }
         if s.judge_calls > 0 {
             parts.push(format!(
-                "judge: {} verdict{} ({} asked, {} from the cache), judge tokens {}/{}",
+                "judge: {} verdict{} ({} asked, {} from the cache), judge tokens {}/{}, judge cost {}",
                 s.judge_calls,
                 if s.judge_calls == 1 { "" } else { "s" },
                 s.judge_calls - s.judge_cached,
                 s.judge_cached,
                 s.judge_usage.input_tokens,
-                s.judge_usage.output_tokens
+                s.judge_usage.output_tokens,
+                Cost::from(s.judge_cost_usd).display()
             ));
         }
         if !parts.is_empty() {

@@ -182,6 +182,8 @@ impl CallAccumulator {
             model_version: self.model_version,
             finish_reason: self.finish_reason,
             retries,
+            thinking_tokens: metadata.thoughts_token_count,
+            cached: false,
         })
     }
 }

@@ -1,0 +1,313 @@
+//! What model calls cost: a price table as data (`prices/gemini.yaml`,
+//! extendable with `--prices FILE`), and the price of one call from its
+//! token counts. A model without a price costs "unknown", never 0; a call
+//! that reached no model (a cache hit, a scripted or replayed answer) costs
+//! nothing.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::document::{DocumentFormat, parse_document};
+use crate::event::Usage;
+
+/// The shipped prices, embedded at build time.
+const EMBEDDED: &str = include_str!("../prices/gemini.yaml");
+
+/// Providers whose answers reach no model and cost nothing.
+const FREE_PROVIDERS: [&str; 2] = ["script", "replay"];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PriceFile {
+    pub currency: String,
+    pub models: BTreeMap<String, ModelPrices>,
+}
+
+/// One model's rates, USD per million tokens.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ModelPrices {
+    /// Where the rates were taken from.
+    pub source: String,
+    /// When.
+    pub date: String,
+    pub input: f64,
+    pub cached_input: f64,
+    pub output: f64,
+    /// Thinking tokens; the output rate when absent.
+    #[serde(default)]
+    pub thinking: Option<f64>,
+    #[serde(default)]
+    pub tiers: Vec<Tier>,
+}
+
+/// The rates one call is priced at.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rates {
+    pub input: f64,
+    pub cached_input: f64,
+    pub output: f64,
+    pub thinking: Option<f64>,
+}
+
+/// Rates for calls whose prompt is above `above` tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Tier {
+    pub above: u64,
+    pub input: f64,
+    pub cached_input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub thinking: Option<f64>,
+}
+
+/// What one call, or a sum of calls, cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cost {
+    Usd(f64),
+    /// A call of a model with no price: the sum cannot be known.
+    Unknown,
+}
+
+impl Cost {
+    pub const ZERO: Cost = Cost::Usd(0.0);
+
+    pub fn usd(self) -> Option<f64> {
+        match self {
+            Cost::Usd(usd) => Some(usd),
+            Cost::Unknown => None,
+        }
+    }
+
+    /// `$0.0123`, or `unknown`.
+    pub fn display(self) -> String {
+        match self {
+            Cost::Usd(usd) => format_usd(usd),
+            Cost::Unknown => "unknown".to_string(),
+        }
+    }
+}
+
+/// A recorded cost: absent means unknown.
+impl From<Option<f64>> for Cost {
+    fn from(usd: Option<f64>) -> Cost {
+        usd.map_or(Cost::Unknown, Cost::Usd)
+    }
+}
+
+impl std::ops::Add for Cost {
+    type Output = Cost;
+    fn add(self, other: Cost) -> Cost {
+        match (self, other) {
+            (Cost::Usd(a), Cost::Usd(b)) => Cost::Usd(a + b),
+            _ => Cost::Unknown,
+        }
+    }
+}
+
+impl std::iter::Sum for Cost {
+    fn sum<I: Iterator<Item = Cost>>(iter: I) -> Cost {
+        iter.fold(Cost::ZERO, |a, b| a + b)
+    }
+}
+
+/// `$0.0123` — four decimals below a dollar, two above.
+pub fn format_usd(usd: f64) -> String {
+    if usd.abs() >= 1.0 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.4}")
+    }
+}
+
+static IN_FORCE: std::sync::OnceLock<std::sync::Arc<PriceTable>> = std::sync::OnceLock::new();
+
+/// The prices in force for this process: those installed at start-up
+/// (`--prices FILE`), else the shipped table, parsed once.
+pub fn prices_in_force() -> std::sync::Arc<PriceTable> {
+    IN_FORCE
+        .get_or_init(|| std::sync::Arc::new(PriceTable::embedded()))
+        .clone()
+}
+
+/// Makes `table` the prices in force (a binary's `--prices`); only the
+/// first call counts, and only before any price was read.
+pub fn install_prices(table: PriceTable) {
+    let _ = IN_FORCE.set(std::sync::Arc::new(table));
+}
+
+/// The prices in force: the shipped table with `--prices` files over it.
+#[derive(Debug, Clone)]
+pub struct PriceTable {
+    models: BTreeMap<String, ModelPrices>,
+}
+
+impl PriceTable {
+    /// The shipped prices.
+    pub fn embedded() -> PriceTable {
+        let file: PriceFile = parse_document(EMBEDDED, DocumentFormat::Yaml)
+            .unwrap_or_else(|problem| panic!("prices/gemini.yaml is invalid: {problem}"));
+        PriceTable {
+            models: file.models,
+        }
+    }
+
+    /// The shipped prices with `path`'s models added or replacing them.
+    pub fn with_file(mut self, path: &Path) -> Result<PriceTable, String> {
+        let shown = path.display();
+        let text =
+            crate::input::read_input_text(path).map_err(|e| format!("--prices `{shown}`: {e}"))?;
+        let file: PriceFile = parse_document(&text, DocumentFormat::detect(path, &text))
+            .map_err(|problem| format!("--prices `{shown}`: {problem}"))?;
+        if file.currency != "USD" {
+            return Err(format!(
+                "--prices `{shown}`: currency `{}`: only USD is supported",
+                crate::text::quote(&file.currency)
+            ));
+        }
+        for (model, prices) in &file.models {
+            prices
+                .check()
+                .map_err(|e| format!("--prices `{shown}`: model `{model}`: {e}"))?;
+        }
+        self.models.extend(file.models);
+        Ok(self)
+    }
+
+    pub fn get(&self, model: &str) -> Option<&ModelPrices> {
+        self.models.get(model)
+    }
+
+    pub fn models(&self) -> impl Iterator<Item = (&str, &ModelPrices)> {
+        self.models.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// What one call of `model` through `provider` cost.
+    pub fn call_cost(
+        &self,
+        provider: &str,
+        model: &str,
+        usage: Usage,
+        thinking_tokens: u64,
+        cached: bool,
+    ) -> Cost {
+        if cached || FREE_PROVIDERS.contains(&provider) {
+            return Cost::ZERO;
+        }
+        match self.get(model) {
+            Some(prices) => Cost::Usd(prices.price(usage, thinking_tokens)),
+            None => Cost::Unknown,
+        }
+    }
+}
+
+impl ModelPrices {
+    fn check(&self) -> Result<(), String> {
+        let rates = [self.input, self.cached_input, self.output]
+            .into_iter()
+            .chain(self.thinking)
+            .chain(
+                self.tiers
+                    .iter()
+                    .flat_map(|t| [t.input, t.cached_input, t.output]),
+            );
+        for rate in rates {
+            if !rate.is_finite() || rate < 0.0 {
+                return Err(format!(
+                    "a rate must be a number of dollars, 0 or more (got {rate})"
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The price of a call with `usage` (of whose output `thinking` tokens
+    /// were thinking), at the rates of the tier its prompt size falls in.
+    pub fn price(&self, usage: Usage, thinking: u64) -> f64 {
+        let rates = self
+            .tiers
+            .iter()
+            .filter(|tier| usage.input_tokens > tier.above)
+            .max_by_key(|tier| tier.above)
+            .map_or(
+                Rates {
+                    input: self.input,
+                    cached_input: self.cached_input,
+                    output: self.output,
+                    thinking: self.thinking,
+                },
+                |tier| Rates {
+                    input: tier.input,
+                    cached_input: tier.cached_input,
+                    output: tier.output,
+                    thinking: tier.thinking,
+                },
+            );
+        let cached = usage.cache_read_tokens.min(usage.input_tokens);
+        let uncached = usage.input_tokens - cached;
+        let thinking = thinking.min(usage.output_tokens);
+        let answer = usage.output_tokens - thinking;
+        let per_token = |rate: f64, tokens: u64| rate * tokens as f64 / 1_000_000.0;
+        per_token(rates.input, uncached)
+            + per_token(rates.cached_input, cached)
+            + per_token(rates.output, answer)
+            + per_token(rates.thinking.unwrap_or(rates.output), thinking)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(input: u64, cached: u64, output: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            output_tokens: output,
+            cache_read_tokens: cached,
+        }
+    }
+
+    #[test]
+    fn the_shipped_table_loads_with_a_source_and_date_for_each_model() {
+        let table = PriceTable::embedded();
+        for (model, prices) in table.models() {
+            assert!(
+                !prices.source.is_empty() && !prices.date.is_empty(),
+                "{model}"
+            );
+            prices.check().unwrap();
+        }
+        assert!(table.get("gemini-3.1-flash-lite").is_some());
+    }
+
+    #[test]
+    fn a_call_is_priced_by_its_tier_with_cached_and_thinking_tokens_apart() {
+        let table = PriceTable::embedded();
+        let pro = table.get("gemini-3-pro-preview").unwrap();
+        // 100k prompt (20k cached), 1,000 output of which 400 thinking: standard tier.
+        let small = pro.price(usage(100_000, 20_000, 1_000), 400);
+        let expected =
+            80_000.0 * 2.0 / 1e6 + 20_000.0 * 0.2 / 1e6 + 600.0 * 12.0 / 1e6 + 400.0 * 12.0 / 1e6;
+        assert!((small - expected).abs() < 1e-12, "{small} vs {expected}");
+        // Above 200k prompt tokens, every token is at the long-context rates.
+        let large = pro.price(usage(300_000, 0, 1_000), 0);
+        assert!((large - (300_000.0 * 4.0 / 1e6 + 1_000.0 * 18.0 / 1e6)).abs() < 1e-12);
+    }
+
+    #[test]
+    fn unknown_is_never_zero_and_free_providers_cost_nothing() {
+        let table = PriceTable::embedded();
+        let call =
+            |provider, model| table.call_cost(provider, model, usage(1000, 0, 100), 0, false);
+        assert_eq!(call("gemini", "gemini-9-ultra"), Cost::Unknown);
+        assert_eq!(call("script", "gemini-9-ultra"), Cost::ZERO);
+        assert_eq!(Cost::Usd(1.0) + Cost::Unknown, Cost::Unknown);
+        assert_eq!(Cost::Unknown.display(), "unknown");
+        assert!(matches!(call("gemini", "gemini-3.1-flash-lite"), Cost::Usd(c) if c > 0.0));
+        let hit = table.call_cost("gemini", "gemini-9-ultra", usage(1000, 0, 100), 0, true);
+        assert_eq!(hit, Cost::ZERO, "a cache hit is never billed");
+    }
+}
