@@ -1,6 +1,7 @@
 //! Eval suites: many turns over the claim corpus, for one or more prompt
 //! versions, judged against expectations (SPEC §7; `docs/suites.md`).
 
+pub mod budget;
 pub mod expect;
 pub mod fold;
 pub mod judging;

@@ -374,8 +374,19 @@ pub struct SummaryRecord {
     pub not_run: usize,
     pub logs_lost: usize,
     pub cancelled: bool,
+    /// `--max-cost`, when it stopped turns from starting.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_reached: Option<BudgetRecord>,
     pub variants: Vec<VariantSummary>,
     pub exit: u8,
+}
+
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetRecord {
+    pub limit_usd: f64,
+    /// Chat and judge calls of the finished turns.
+    pub spent_usd: f64,
 }
 
 /// `shard 2/3: 8 of 24 turns`

@@ -13,6 +13,7 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
+use super::budget::Budget;
 use super::expect::{Observation, Outcome, Verdict, last_user_message};
 use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
@@ -110,6 +111,8 @@ pub struct RunSettings {
     pub registry: &'static PromptRegistry,
     /// The judge of rubric criteria, when the suite has any.
     pub judge: Option<Arc<Judge>>,
+    /// `--max-cost`: no turn starts once the spend reaches it.
+    pub budget: Option<Arc<Budget>>,
     pub store: ClaimStore,
     pub runs_dir: PathBuf,
     pub concurrency: usize,
@@ -165,10 +168,14 @@ pub async fn run_turns(
         let cancel = cancel.clone();
         let messages = messages.clone();
         async move {
-            if cancel.is_cancelled() {
+            if cancel.is_cancelled() || settings.budget.as_ref().is_some_and(|b| !b.allows_start())
+            {
                 return None;
             }
             let result = run_one(plan, settings, &spec, cancel, &messages).await;
+            if let Some(budget) = &settings.budget {
+                budget.spend(&result);
+            }
             let _ = messages.send(EvalMessage::Finished(Box::new(result.clone())));
             Some(result)
         }

@@ -19,6 +19,7 @@ use chrono::{NaiveDate, Utc};
 use clap::{Args, ValueEnum};
 
 use promptlab::claims::ClaimStore;
+use promptlab::eval::budget::Budget;
 use promptlab::eval::matrix::ModelSettings;
 use promptlab::eval::runner::{index_recorded, missing_result, result_from_log, resume};
 use promptlab::eval::suite::Variant;
@@ -118,6 +119,10 @@ pub struct EvalArgs {
     /// every turn passed. Lost run logs still exit 1.
     #[arg(long, value_name = "RATE")]
     pub min_pass_rate: Option<f64>,
+    /// Stop starting turns once the run has spent AMOUNT US dollars (chat and judge calls, at
+    /// the price table's rates; running turns finish). Exit 1 when it stopped anything.
+    #[arg(long, value_name = "AMOUNT", value_parser = parse_usd)]
+    pub max_cost: Option<f64>,
     /// Unusable overrides in a variant (unknown id, blank, too long) exit 2 instead of warning.
     #[arg(long)]
     pub strict: bool,
@@ -138,8 +143,9 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         summary::print_list(&plan, args.format)?;
         return Ok(Exit::Success);
     }
-    let finish =
-        |plan: &EvalPlan, results, stop| summary::finish(&args, plan, results, stop, started_at);
+    let finish = |plan: &EvalPlan, results, stop| {
+        summary::finish(&args, plan, results, stop, started_at, None)
+    };
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
     // turns or re-scoring them asks the judge.
     let judge = if plan.has_rubric() && (args.report.is_empty() || args.rescore) {
@@ -182,9 +188,14 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         );
         results = done;
     }
+    let budget = args.max_cost.map(|limit| Arc::new(Budget::new(limit)));
+    if budget.is_some() {
+        preflight::check_prices(&args, &plan, judge.as_deref())?;
+    }
     let settings = promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
         judge,
+        budget: budget.clone(),
         store: store.clone(),
         runs_dir: runs_dir.to_path_buf(),
         concurrency: usize::from(args.jobs),
@@ -193,7 +204,8 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
     };
     let (ran, stop) = progress::run_with_progress(&args, &plan, &settings, results.len())?;
     results.extend(ran);
-    finish(&plan, results, stop)
+    let budget = budget.filter(|b| b.reached());
+    summary::finish(&args, &plan, results, stop, started_at, budget.as_deref())
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a
@@ -219,6 +231,20 @@ fn build_judge(args: &EvalArgs, plan: &EvalPlan) -> Result<promptlab::judge::Jud
         );
     }
     Ok(judge)
+}
+
+/// `--max-cost 5`, `5.00` or `$5`: US dollars, more than 0.
+fn parse_usd(text: &str) -> Result<f64, String> {
+    let amount: f64 = text
+        .trim()
+        .trim_start_matches('$')
+        .parse()
+        .map_err(|_| format!("`{text}` is not an amount of US dollars (e.g. 5 or 0.50)"))?;
+    if amount.is_finite() && amount > 0.0 {
+        Ok(amount)
+    } else {
+        Err(format!("`{text}`: the budget must be more than 0"))
+    }
 }
 
 /// `--shard I/N` or `--shard auto`.

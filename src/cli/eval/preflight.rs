@@ -166,3 +166,27 @@ fn script_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, Cli
     }
     Ok(ProviderChoice::Script { default, by_case })
 }
+
+/// `--max-cost` needs a price for every model the run calls: a spend that
+/// cannot be known cannot be kept under a limit.
+pub fn check_prices(
+    args: &EvalArgs,
+    plan: &EvalPlan,
+    judge: Option<&promptlab::judge::Judge>,
+) -> Result<(), CliError> {
+    let prices = promptlab::cost::prices_in_force();
+    let mut models: Vec<&str> = Vec::new();
+    if args.model.provider == ProviderKind::Gemini {
+        models.extend(plan.matrix.variants.iter().map(|v| v.model.model.as_str()));
+    }
+    if let Some(judge) = judge.filter(|j| j.provider_name() == "gemini") {
+        models.push(&judge.settings().model);
+    }
+    match models.into_iter().find(|model| prices.get(model).is_none()) {
+        Some(model) => Err(CliError::usage(format!(
+            "--max-cost: model `{model}` has no price, so what the run spends cannot be known; \
+             give its rates with --prices FILE (docs/cache.md)"
+        ))),
+        None => Ok(()),
+    }
+}

@@ -7,12 +7,13 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use promptlab::cost::Cost;
+use promptlab::cost::{Cost, format_usd};
+use promptlab::eval::budget::Budget;
 use promptlab::eval::fold::{CaseFold, CaseOutcome, fold_cases};
 use promptlab::eval::junit::{JunitContext, junit_xml};
 use promptlab::eval::report::{
-    CaseRecord, EvalRecord, SummaryRecord, TurnPlace, TurnRecord, VariantSummary, in_matrix_order,
-    not_run, shard_line, summarize, turn_label,
+    BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnPlace, TurnRecord, VariantSummary,
+    in_matrix_order, not_run, shard_line, summarize, turn_label,
 };
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::sink::{Style, printable};
@@ -33,6 +34,8 @@ struct EvalEnd<'a> {
     not_run: usize,
     logs_lost: Vec<String>,
     stop: Option<Exit>,
+    /// `--max-cost`, when it held turns back.
+    budget: Option<&'a Budget>,
     exit: Exit,
     /// A report file that could not be written.
     write_errors: Vec<String>,
@@ -45,6 +48,7 @@ pub fn finish(
     mut results: Vec<TurnResult>,
     stop: Option<Exit>,
     started_at: DateTime<Utc>,
+    budget: Option<&Budget>,
 ) -> Result<Exit, CliError> {
     in_matrix_order(&mut results);
     let summaries = summarize(plan, &results, args.pass_threshold);
@@ -58,9 +62,15 @@ pub fn finish(
         })
         .collect();
     let folds = fold_cases(plan, &results, args.pass_threshold);
+    let mut exit = exit_code(args, &summaries, &folds, &logs_lost, stop);
+    if budget.is_some() && exit == Exit::Success {
+        // Turns that did not run were not judged: the run cannot pass.
+        exit = Exit::Failure;
+    }
     let mut outcome = EvalEnd {
         plan,
-        exit: exit_code(args, &summaries, &folds, &logs_lost, stop),
+        budget,
+        exit,
         folds,
         results,
         summaries,
@@ -201,6 +211,16 @@ impl EvalEnd<'_> {
                 self.results.len() + self.not_run
             );
         }
+        if let Some(budget) = self.budget {
+            let _ = write!(
+                tail,
+                " · budget of {} reached ({} spent): {} of {} turns not run",
+                format_usd(budget.limit_usd()),
+                format_usd(budget.spent_usd()),
+                self.not_run,
+                self.results.len() + self.not_run
+            );
+        }
         if let Some(rate) = args.min_pass_rate {
             let _ = write!(tail, " · minimum pass rate {:.1}%", rate * 100.0);
         }
@@ -238,6 +258,10 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
         not_run: outcome.not_run,
         logs_lost: outcome.logs_lost.len(),
         cancelled: outcome.stop.is_some(),
+        budget_reached: outcome.budget.map(|b| BudgetRecord {
+            limit_usd: b.limit_usd(),
+            spent_usd: b.spent_usd(),
+        }),
         variants: outcome.summaries.clone(),
         exit: outcome.exit.number(),
     };
