@@ -149,7 +149,7 @@ pub fn run_chat_turn(
                         }
                     }
                     Ok(ModelEvent::ToolCall(call)) => record.tool_calls.push(call),
-                    Ok(ModelEvent::Done(summary)) => break CallEnd::Finished(summary),
+                    Ok(ModelEvent::Done(summary)) => break CallEnd::Finished(Box::new(summary)),
                     Err(end) => break end,
                 }
             };

@@ -22,7 +22,7 @@ use crate::tools::{
 
 /// How one model call ended.
 pub enum CallEnd {
-    Finished(CallSummary),
+    Finished(Box<CallSummary>),
     Failed(String),
     Cancelled,
 }
@@ -144,7 +144,7 @@ impl TurnLoop {
                 ];
                 return (outputs, AfterCall::Stop);
             }
-            CallEnd::Finished(summary) => summary,
+            CallEnd::Finished(summary) => *summary,
         };
         self.usage += summary.usage;
         record.summary = Some(summary.clone());
