@@ -54,9 +54,18 @@ pub struct ChatArgs {
     /// Do not write a run log for this turn.
     #[arg(long)]
     pub no_record: bool,
+    /// Answer a model call made before with the same request from the model-call cache in
+    /// --cache-dir (and cache the new ones); see docs/cache.md.
+    #[arg(long)]
+    pub cache: bool,
 }
 
-pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
+pub fn run(
+    args: ChatArgs,
+    store: &ClaimStore,
+    stores: &super::StoreArgs,
+) -> Result<Exit, CliError> {
+    let runs_dir = stores.runs_dir.as_path();
     let registry = PromptRegistry::embedded();
     let claim_from_stdin = args
         .claim
@@ -77,7 +86,8 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         messages.push(ChatMessage::user(message));
     }
     let format = args.format.unwrap_or_else(default_format);
-    let built = args.model.build_provider()?;
+    let mut built = args.model.build_provider()?;
+    built.provider = super::model::with_cache(built.provider, args.cache, &stores.cache_dir);
     let ctx = TurnContext {
         registry,
         store: store.clone(),

@@ -2,7 +2,7 @@
 //! the CI gates on the result.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use chrono::Utc;
 use clap::{Args, ValueEnum};
@@ -101,7 +101,8 @@ pub struct CompareArgs {
     pub judge_args: JudgeArgs,
 }
 
-pub fn run(args: CompareArgs, runs_dir: &Path) -> Result<Exit, CliError> {
+pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliError> {
+    let runs_dir = stores.runs_dir.as_path();
     match (&args.output, args.format) {
         (None, CompareFormat::Html) => {
             return Err(CliError::usage(
@@ -122,7 +123,10 @@ pub fn run(args: CompareArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     // Built before any judge call, so a missing key fails first (exit 2).
     let judge = criterion
         .as_ref()
-        .map(|_| args.judge_args.build(&SuiteJudge::default()))
+        .map(|_| {
+            args.judge_args
+                .build(&SuiteJudge::default(), &stores.cache_dir)
+        })
         .transpose()?;
     let mut comparison = compare(a, b)?;
     if let (Some(criterion), Some(judge)) = (&criterion, &judge) {

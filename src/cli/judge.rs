@@ -53,14 +53,6 @@ pub struct JudgeArgs {
     /// (`judge.rubric`, `judge.pairwise`). Never part of a chat fingerprint.
     #[arg(long, value_name = "FILE")]
     pub judge_prompts: Option<PathBuf>,
-    /// Where judge verdicts are cached (under `judge/`).
-    #[arg(
-        long,
-        value_name = "DIR",
-        env = "PROMPTLAB_CACHE_DIR",
-        default_value = ".promptlab-cache"
-    )]
-    pub cache_dir: PathBuf,
     /// Ask the judge again even when an identical question has a cached verdict.
     #[arg(long)]
     pub no_judge_cache: bool,
@@ -77,7 +69,7 @@ pub struct SuiteJudge {
 impl JudgeArgs {
     /// The judge these flags (over the suite's `judge:`) choose. Fails, as
     /// a usage error, when it cannot work: no key, no script, bad prompts.
-    pub fn build(&self, suite: &SuiteJudge) -> Result<Judge, CliError> {
+    pub fn build(&self, suite: &SuiteJudge, cache_dir: &Path) -> Result<Judge, CliError> {
         let settings = JudgeSettings {
             model: self
                 .judge_model
@@ -119,7 +111,7 @@ impl JudgeArgs {
                 Arc::new(ProviderJudge(Arc::new(GeminiProvider::new(config)?)))
             }
         };
-        let cache = (!self.no_judge_cache).then(|| JudgeCache::new(self.cache_dir.join("judge")));
+        let cache = (!self.no_judge_cache).then(|| JudgeCache::new(cache_dir.join("judge")));
         Ok(Judge::new(model, settings, prompts, cache))
     }
 }

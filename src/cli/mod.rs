@@ -2,6 +2,7 @@
 //! the library imports clap; each command turns its `*Args` into the
 //! validated types the engine takes.
 
+pub mod cache;
 pub mod chat;
 pub mod claims;
 pub mod compare;
@@ -93,6 +94,16 @@ pub struct StoreArgs {
         default_value = "runs"
     )]
     pub runs_dir: PathBuf,
+    /// Where cached model calls (`model/`, with --cache) and judge verdicts (`judge/`) are
+    /// kept; see docs/cache.md.
+    #[arg(
+        long,
+        global = true,
+        value_name = "DIR",
+        env = "PROMPTLAB_CACHE_DIR",
+        default_value = ".promptlab-cache"
+    )]
+    pub cache_dir: PathBuf,
     /// Model prices (USD per million tokens) to add to or replace the shipped table
     /// (prices/gemini.yaml); see docs/cache.md.
     #[arg(long, global = true, value_name = "FILE", env = "PROMPTLAB_PRICES")]
@@ -146,6 +157,9 @@ pub enum Command {
     Man(shell::ManArgs),
     /// Serve the chat API (POST /api/chat, streamed as SSE) and the Prompt Lab page on localhost.
     Serve(Box<serve::ServeArgs>),
+    /// The model-call and judge caches: stats, clear, prune.
+    #[command(subcommand)]
+    Cache(cache::CacheCommand),
 }
 
 pub fn run(cli: Cli) -> Result<Exit, CliError> {
@@ -158,17 +172,18 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
     }
     let store = ClaimStore::new(&cli.stores.claims_dir);
     match cli.command {
-        Command::Chat(args) => chat::run(*args, &store, &cli.stores.runs_dir),
+        Command::Chat(args) => chat::run(*args, &store, &cli.stores),
         Command::Prompts(command) => prompts::run(command, &store),
         Command::Claims(command) => claims::run(command, &store),
-        Command::Eval(args) => eval::run(*args, &store, &cli.stores.runs_dir),
-        Command::Compare(args) => compare::run(args, &cli.stores.runs_dir),
+        Command::Eval(args) => eval::run(*args, &store, &cli.stores),
+        Command::Compare(args) => compare::run(args, &cli.stores),
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
         Command::Report(args) => report::run(args, &cli.stores.runs_dir),
         Command::Init(args) => init::run(args),
         Command::Completions(args) => shell::completions(args, Cli::command()),
         Command::Man(args) => shell::man(args, Cli::command()),
-        Command::Serve(args) => serve::run(*args, &store, &cli.stores.runs_dir),
+        Command::Serve(args) => serve::run(*args, &store, &cli.stores),
+        Command::Cache(command) => cache::run(command, &cli.stores.cache_dir),
     }
 }

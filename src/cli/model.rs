@@ -131,3 +131,20 @@ fn seconds(flag: &str, value: f64) -> Result<Duration, CliError> {
         )))
     }
 }
+
+/// `--cache` on `chat` and `serve`: `provider` answering unchanged calls
+/// from the model-call cache under `cache_dir` (`docs/cache.md`). A replay
+/// is recorded already and is never wrapped.
+pub fn with_cache(
+    provider: Arc<dyn ModelProvider>,
+    enabled: bool,
+    cache_dir: &std::path::Path,
+) -> Arc<dyn ModelProvider> {
+    if !enabled || provider.name() == "replay" {
+        return provider;
+    }
+    let cache = promptlab::provider::cache::ModelCache::new(cache_dir.join("model"));
+    Arc::new(promptlab::provider::cache::CachingProvider::new(
+        provider, cache, 1,
+    ))
+}

@@ -5,7 +5,6 @@
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
-use std::path::Path;
 use std::sync::Arc;
 
 use chrono::NaiveDate;
@@ -52,11 +51,21 @@ pub struct ServeArgs {
     /// Do not write run logs.
     #[arg(long)]
     pub no_record: bool,
+    /// Answer a model call made before with the same request from the model-call cache in
+    /// --cache-dir (and cache the new ones); see docs/cache.md.
+    #[arg(long)]
+    pub cache: bool,
 }
 
-pub fn run(args: ServeArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
+pub fn run(
+    args: ServeArgs,
+    store: &ClaimStore,
+    stores: &super::StoreArgs,
+) -> Result<Exit, CliError> {
+    let runs_dir = stores.runs_dir.as_path();
     let registry = PromptRegistry::embedded();
-    let built = args.model.build_provider()?;
+    let mut built = args.model.build_provider()?;
+    built.provider = super::model::with_cache(built.provider, args.cache, &stores.cache_dir);
     let ctx = TurnContext {
         registry,
         store: store.clone(),

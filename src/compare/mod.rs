@@ -90,6 +90,11 @@ pub struct SideSummary {
     /// those calls made (cache hits cost nothing): never in the chat's tokens.
     pub judge_calls: usize,
     pub judge_usage: crate::event::Usage,
+    /// What its runs' chat model calls cost, in USD; absent when any is
+    /// unknown (an unpriced model).
+    pub cost_usd: Option<f64>,
+    /// Runs with a model call answered from the cache (left out of latency).
+    pub cached_runs: usize,
     pub superseded: Vec<SetAside>,
     pub not_selected: Vec<SetAside>,
     pub unreadable: Vec<UnreadableLog>,
@@ -486,7 +491,20 @@ fn side(set: &RunSet) -> SideSummary {
         pass_rate_interval: wilson_interval(passed, judged.len()),
         input_tokens: Distribution::of(set.runs.iter().map(|r| r.usage.input_tokens).collect()),
         output_tokens: Distribution::of(set.runs.iter().map(|r| r.usage.output_tokens).collect()),
-        latency_ms: Distribution::of(set.runs.iter().filter_map(|r| r.latency_ms).collect()),
+        latency_ms: Distribution::of(
+            set.runs
+                .iter()
+                .filter(|r| r.cached_calls == 0)
+                .filter_map(|r| r.latency_ms)
+                .collect(),
+        ),
+        cost_usd: set
+            .runs
+            .iter()
+            .map(|r| crate::cost::Cost::from(r.cost_usd))
+            .sum::<crate::cost::Cost>()
+            .usd(),
+        cached_runs: set.runs.iter().filter(|r| r.cached_calls > 0).count(),
         cache_read_share: if input == 0 {
             0.0
         } else {

@@ -10,6 +10,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Comparison, Pair, SIGNIFICANCE};
+use crate::cost::Cost;
 use crate::event::Usage;
 use crate::judge::{Judge, PairwiseVerdict, Preference};
 use crate::runs::evidence::evidence_of;
@@ -86,6 +87,8 @@ pub struct PairwiseSummary {
     pub judge_cached: usize,
     /// Tokens of the judge calls made now.
     pub judge_usage: Usage,
+    /// What they cost in USD; absent when the judge model has no price.
+    pub judge_cost_usd: Option<f64>,
 }
 
 /// Puts every pair of `c` to `judge`, `concurrency` pairs at a time, and
@@ -202,6 +205,7 @@ fn summarize(c: &Comparison, criterion: &str, model: &str) -> PairwiseSummary {
         Vec::new()
     };
     let (mut calls, mut cached, mut usage) = (0, 0, Usage::default());
+    let mut cost = Cost::ZERO;
     for verdict in c
         .pairs
         .iter()
@@ -211,6 +215,7 @@ fn summarize(c: &Comparison, criterion: &str, model: &str) -> PairwiseSummary {
     {
         if let Some(call) = &verdict.call {
             calls += 1;
+            cost = cost + Cost::from(call.cost_usd);
             if call.cached {
                 cached += 1;
             } else {
@@ -226,6 +231,7 @@ fn summarize(c: &Comparison, criterion: &str, model: &str) -> PairwiseSummary {
         judge_calls: calls,
         judge_cached: cached,
         judge_usage: usage,
+        judge_cost_usd: cost.usd(),
     }
 }
 

@@ -54,6 +54,11 @@ pub struct RunEntry {
     pub tools: Vec<String>,
     pub usage: Usage,
     pub latency_ms: Option<u64>,
+    /// What its model calls cost in USD; absent: unknown.
+    pub cost_usd: Option<f64>,
+    /// Model calls answered from the model-call cache: its latency says
+    /// nothing and is left out.
+    pub cached_calls: u32,
     /// Thumbs votes given in `promptlab serve`, shown beside verdicts.
     pub votes: Votes,
 }
@@ -148,6 +153,8 @@ impl RunEntry {
                 .collect(),
             usage: footer.map(|f| f.usage).unwrap_or_default(),
             latency_ms: footer.map(|f| f.total_ms),
+            cost_usd: footer.and_then(|f| f.cost_usd),
+            cached_calls: footer.map_or(0, |f| f.cached_calls),
             votes: Votes::of(&log.path),
         }
     }

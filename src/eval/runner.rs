@@ -24,6 +24,7 @@ use crate::claims::ClaimStore;
 use crate::judge::Judge;
 use crate::prompts::PromptRegistry;
 use crate::provider::ModelProvider;
+use crate::provider::cache::{CachingProvider, ModelCache};
 use crate::provider::script::ScriptProvider;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
@@ -113,6 +114,8 @@ pub struct RunSettings {
     pub judge: Option<Arc<Judge>>,
     /// `--max-cost`: no turn starts once the spend reaches it.
     pub budget: Option<Arc<Budget>>,
+    /// `--cache`: model calls answered from here when unchanged.
+    pub model_cache: Option<ModelCache>,
     pub store: ClaimStore,
     pub runs_dir: PathBuf,
     pub concurrency: usize,
@@ -195,6 +198,13 @@ async fn run_one(
     messages: &UnboundedSender<EvalMessage>,
 ) -> TurnResult {
     let provider = match settings.provider.for_turn(plan, spec) {
+        // A replay is recorded already: only live and scripted calls are cached.
+        Ok(provider) if !matches!(settings.provider, ProviderChoice::Replay(_)) => {
+            match &settings.model_cache {
+                Some(cache) => Arc::new(CachingProvider::new(provider, cache.clone(), spec.sample)),
+                None => provider,
+            }
+        }
         Ok(provider) => provider,
         Err(message) => {
             let observation = Observation {

@@ -33,6 +33,10 @@ pub struct Suite {
     /// The judge of `rubric` expectations (`docs/judging.md`).
     #[serde(default)]
     pub judge: Option<JudgeSection>,
+    /// Answer unchanged model calls from the model-call cache (`--cache`;
+    /// `--no-cache` overrides it).
+    #[serde(default)]
+    pub cache: bool,
     pub cases: Vec<Case>,
 }
 

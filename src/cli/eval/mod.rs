@@ -25,7 +25,9 @@ use promptlab::eval::runner::{index_recorded, missing_result, result_from_log, r
 use promptlab::eval::suite::Variant;
 use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, build_matrix};
 use promptlab::prompts::PromptRegistry;
+use promptlab::provider::cache::ModelCache;
 
+use super::StoreArgs;
 use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::judge::{JudgeArgs, SuiteJudge};
@@ -119,6 +121,14 @@ pub struct EvalArgs {
     /// every turn passed. Lost run logs still exit 1.
     #[arg(long, value_name = "RATE")]
     pub min_pass_rate: Option<f64>,
+    /// Answer each model call that is unchanged since an earlier run (same request, same sample)
+    /// from the model-call cache in --cache-dir, and cache the new ones; `cache: true` in the
+    /// suite does the same. See docs/cache.md.
+    #[arg(long, conflicts_with = "no_cache")]
+    pub cache: bool,
+    /// Call the model for every turn, even when the suite says `cache: true`.
+    #[arg(long)]
+    pub no_cache: bool,
     /// Stop starting turns once the run has spent AMOUNT US dollars (chat and judge calls, at
     /// the price table's rates; running turns finish). Exit 1 when it stopped anything.
     #[arg(long, value_name = "AMOUNT", value_parser = parse_usd)]
@@ -133,7 +143,8 @@ pub struct EvalArgs {
     pub judge: JudgeArgs,
 }
 
-pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
+pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exit, CliError> {
+    let runs_dir = stores.runs_dir.as_path();
     let started_at = Utc::now();
     preflight::check_args(&args, store)?;
     let shard = resolve_shard(args.shard.as_deref())?;
@@ -149,7 +160,7 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
     // turns or re-scoring them asks the judge.
     let judge = if plan.has_rubric() && (args.report.is_empty() || args.rescore) {
-        Some(Arc::new(build_judge(&args, &plan)?))
+        Some(Arc::new(build_judge(&args, &plan, &stores.cache_dir)?))
     } else {
         None
     };
@@ -196,6 +207,8 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         registry: PromptRegistry::embedded(),
         judge,
         budget: budget.clone(),
+        model_cache: (args.cache || (plan.suite.suite.cache && !args.no_cache))
+            .then(|| ModelCache::new(stores.cache_dir.join("model"))),
         store: store.clone(),
         runs_dir: runs_dir.to_path_buf(),
         concurrency: usize::from(args.jobs),
@@ -210,13 +223,20 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
 
 /// The judge of the suite's rubric criteria; warns when it is also a
 /// variant's chat model (a model grading its own answers).
-fn build_judge(args: &EvalArgs, plan: &EvalPlan) -> Result<promptlab::judge::Judge, CliError> {
+fn build_judge(
+    args: &EvalArgs,
+    plan: &EvalPlan,
+    cache_dir: &Path,
+) -> Result<promptlab::judge::Judge, CliError> {
     let section = plan.suite.suite.judge.clone().unwrap_or_default();
-    let judge = args.judge.build(&SuiteJudge {
-        model: section.model,
-        thinking_level: section.thinking_level,
-        prompts: section.prompts,
-    })?;
+    let judge = args.judge.build(
+        &SuiteJudge {
+            model: section.model,
+            thinking_level: section.thinking_level,
+            prompts: section.prompts,
+        },
+        cache_dir,
+    )?;
     let model = &judge.settings().model;
     if !args.quiet
         && let Some(variant) = plan

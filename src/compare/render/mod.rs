@@ -254,6 +254,28 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
             cache_trend.into(),
         ],
     ];
+    let cost = |side: &SideSummary| crate::cost::Cost::from(side.cost_usd).display();
+    let difference = match (c.a.cost_usd, c.b.cost_usd) {
+        (Some(a), Some(b)) => {
+            let sign = if b >= a { "+" } else { "−" };
+            format!("{sign}{}", crate::cost::format_usd((b - a).abs()))
+        }
+        _ => String::new(),
+    };
+    rows.push([
+        "cost (chat calls)".into(),
+        cost(&c.a),
+        cost(&c.b),
+        difference,
+    ]);
+    if c.a.cached_runs + c.b.cached_runs > 0 {
+        rows.push([
+            "runs from the model cache (no latency)".into(),
+            c.a.cached_runs.to_string(),
+            c.b.cached_runs.to_string(),
+            String::new(),
+        ]);
+    }
     if c.a.judge_calls + c.b.judge_calls > 0 {
         rows.push(judge_row);
     }
@@ -324,8 +346,14 @@ fn latency_text(pair: &Pair) -> String {
 }
 
 fn pair_label(pair: &Pair) -> String {
+    let cached = match (pair.a.cached_calls > 0, pair.b.cached_calls > 0) {
+        (false, false) => "",
+        (true, false) => " (A cached)",
+        (false, true) => " (B cached)",
+        (true, true) => " (cached)",
+    };
     format!(
-        "{} · {} · {} #{}",
+        "{} · {} · {} #{}{cached}",
         pair.version, pair.claim, pair.case, pair.sample
     )
 }

@@ -18,12 +18,13 @@ pub fn pairwise_lines(c: &Comparison) -> Vec<String> {
         lines.push(format!("  {}: {}", tally.version, tally_text(tally)));
     }
     lines.push(format!(
-        "pairwise judge: each pair asked in both orders; {} answers used ({} asked now, {} from the cache), judge tokens {}/{} (apart from the chat's)",
+        "pairwise judge: each pair asked in both orders; {} answers used ({} asked now, {} from the cache), judge tokens {}/{}, judge cost {} (apart from the chat's)",
         pairwise.judge_calls,
         pairwise.judge_calls - pairwise.judge_cached,
         pairwise.judge_cached,
         pairwise.judge_usage.input_tokens,
-        pairwise.judge_usage.output_tokens
+        pairwise.judge_usage.output_tokens,
+        crate::cost::Cost::from(pairwise.judge_cost_usd).display()
     ));
     lines
 }

@@ -1,0 +1,200 @@
+//! The model-call cache (`--cache`; `docs/cache.md`): a provider that
+//! answers a request it has seen before from disk, replaying the recorded
+//! stream — text, tool calls, usage and provider state — so the loop runs
+//! its tools and emits the same events as for a live call.
+//!
+//! The key is the SHA-256 of the canonical request — provider, model,
+//! system text, every message (with replayed provider state), tools,
+//! thinking level, output limit and reply schema — plus the sample index,
+//! so that repeats stay independent samples. Only a call that finished is
+//! written; errors and cancelled calls never are. Entries are written to a
+//! temporary file and renamed, so concurrent processes sharing a folder
+//! never read half an entry; an entry that cannot be read is a miss.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError, ToolCall,
+};
+use crate::digest::sha256_hex;
+
+/// The most an entry may hold when read back.
+const MAX_ENTRY_BYTES: u64 = 64 * 1024 * 1024;
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// One streamed item of a recorded call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CachedEvent {
+    Text(String),
+    ToolCall(ToolCall),
+}
+
+/// A cached model call, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CachedCall {
+    pub key: String,
+    pub provider: String,
+    pub model: String,
+    pub created_at: DateTime<Utc>,
+    pub events: Vec<CachedEvent>,
+    pub summary: CallSummary,
+}
+
+/// A folder of cached model calls: `<dir>/<2 hex>/<key>.json`.
+#[derive(Debug, Clone)]
+pub struct ModelCache {
+    dir: PathBuf,
+}
+
+impl ModelCache {
+    pub fn new(dir: impl Into<PathBuf>) -> ModelCache {
+        ModelCache { dir: dir.into() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, key: &str) -> Option<PathBuf> {
+        if key.len() < 3 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        Some(self.dir.join(&key[..2]).join(format!("{key}.json")))
+    }
+
+    pub fn get(&self, key: &str) -> Option<CachedCall> {
+        let file = std::fs::File::open(self.path(key)?).ok()?;
+        let bytes = crate::input::read_limited(file, MAX_ENTRY_BYTES).ok()?;
+        let entry: CachedCall = serde_json::from_slice(&bytes).ok()?;
+        (entry.key == key).then_some(entry)
+    }
+
+    pub fn put(&self, entry: &CachedCall) -> std::io::Result<()> {
+        let path = self
+            .path(&entry.key)
+            .ok_or_else(|| std::io::Error::other("not a cache key"))?;
+        let folder = path.parent().unwrap_or(&self.dir);
+        std::fs::create_dir_all(folder)?;
+        let temp = folder.join(format!(
+            ".{}.{}.{}.tmp",
+            entry.key,
+            std::process::id(),
+            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = std::fs::File::create(&temp).and_then(|mut file| {
+            file.write_all(&serde_json::to_vec(entry).map_err(std::io::Error::other)?)?;
+            file.sync_all()
+        });
+        match written.and_then(|()| std::fs::rename(&temp, &path)) {
+            Ok(()) => Ok(()),
+            Err(error) => {
+                let _ = std::fs::remove_file(&temp);
+                Err(error)
+            }
+        }
+    }
+}
+
+/// The cache key of `request` to `provider`, for sample `sample`.
+pub fn request_key(provider: &str, request: &ModelRequest, sample: u32) -> String {
+    let canonical = json!({
+        "provider": provider,
+        "model": request.model,
+        "system": request.system,
+        "messages": request.messages,
+        "tools": request.tools,
+        "thinkingLevel": request.thinking_level.as_str(),
+        "maxOutputTokens": request.max_output_tokens,
+        "responseSchema": request.response_schema,
+        "sample": sample,
+    });
+    sha256_hex(serde_json::to_vec(&canonical).unwrap_or_default())
+}
+
+/// `inner`, answering from `cache` what it answered before for this sample.
+pub struct CachingProvider {
+    inner: Arc<dyn ModelProvider>,
+    cache: ModelCache,
+    sample: u32,
+}
+
+impl CachingProvider {
+    pub fn new(inner: Arc<dyn ModelProvider>, cache: ModelCache, sample: u32) -> CachingProvider {
+        CachingProvider {
+            inner,
+            cache,
+            sample,
+        }
+    }
+}
+
+impl ModelProvider for CachingProvider {
+    fn name(&self) -> &'static str {
+        self.inner.name()
+    }
+
+    fn check_ready(&self) -> Result<(), ProviderError> {
+        self.inner.check_ready()
+    }
+
+    fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let key = request_key(self.inner.name(), &request, self.sample);
+        if let Some(hit) = self.cache.get(&key) {
+            return replay(hit);
+        }
+        let mut entry = CachedCall {
+            key,
+            provider: self.inner.name().to_string(),
+            model: request.model.clone(),
+            created_at: Utc::now(),
+            events: Vec::new(),
+            summary: CallSummary::default(),
+        };
+        let cache = self.cache.clone();
+        let live = self.inner.stream_turn(request, cancel);
+        Box::pin(async_stream::stream! {
+            futures_util::pin_mut!(live);
+            while let Some(item) = live.next().await {
+                match &item {
+                    Ok(ModelEvent::TextDelta(text)) => entry.events.push(CachedEvent::Text(text.clone())),
+                    Ok(ModelEvent::ToolCall(call)) => entry.events.push(CachedEvent::ToolCall(call.clone())),
+                    Ok(ModelEvent::Done(summary)) => {
+                        entry.summary = summary.clone();
+                        entry.summary.retries = 0;
+                        // A cache that cannot be written costs a later call, not this one.
+                        let _ = cache.put(&entry);
+                    }
+                    Err(_) => {}
+                }
+                yield item;
+            }
+        })
+    }
+}
+
+/// A recorded call as a stream, marked as answered from the cache.
+fn replay(hit: CachedCall) -> ModelStream {
+    let mut summary = hit.summary;
+    summary.cached = true;
+    let events = hit
+        .events
+        .into_iter()
+        .map(|event| match event {
+            CachedEvent::Text(text) => Ok(ModelEvent::TextDelta(text)),
+            CachedEvent::ToolCall(call) => Ok(ModelEvent::ToolCall(call)),
+        })
+        .chain(std::iter::once(Ok(ModelEvent::Done(summary))));
+    Box::pin(futures_util::stream::iter(events))
+}
