@@ -25,13 +25,17 @@ Examples:
 #[command(after_help = AFTER_HELP)]
 pub enum CacheCommand {
     /// How many entries each cache holds, their size, and their age.
-    #[command(after_help = "Examples:\n  promptlab cache stats\n  promptlab --cache-dir /tmp/ci-cache cache stats")]
+    #[command(
+        after_help = "Examples:\n  promptlab cache stats\n  promptlab --cache-dir /tmp/ci-cache cache stats"
+    )]
     Stats,
     /// Remove every entry (of one cache with --model or --judge).
     #[command(after_help = "Examples:\n  promptlab cache clear\n  promptlab cache clear --judge")]
     Clear(Which),
     /// Remove the entries older than a duration.
-    #[command(after_help = "Examples:\n  promptlab cache prune --older-than 30d\n  promptlab cache prune --older-than 12h --model")]
+    #[command(
+        after_help = "Examples:\n  promptlab cache prune --older-than 30d\n  promptlab cache prune --older-than 12h --model"
+    )]
     Prune(PruneArgs),
 }
 
