@@ -107,7 +107,7 @@ impl ModelCache {
     }
 }
 
-/// The cache key of `request` to `provider`, for sample `sample`.
+/// The cache key of `request` to `provider` (its identity), for sample `sample`.
 pub fn request_key(provider: &str, request: &ModelRequest, sample: u32) -> String {
     let canonical = json!({
         "provider": provider,
@@ -150,7 +150,7 @@ impl ModelProvider for CachingProvider {
     }
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let key = request_key(self.inner.name(), &request, self.sample);
+        let key = request_key(&self.inner.identity(), &request, self.sample);
         if let Some(hit) = self.cache.get(&key) {
             return replay(hit);
         }

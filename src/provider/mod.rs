@@ -150,4 +150,10 @@ pub trait ModelProvider: Send + Sync {
     }
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream;
+
+    /// What answers, for the model-call cache's key: the provider's name,
+    /// or more where the name alone does not tell (a script's content).
+    fn identity(&self) -> String {
+        self.name().to_string()
+    }
 }

@@ -22,7 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -33,13 +33,13 @@ use super::{
 use crate::document::{DocumentFormat, DocumentProblem, parse_document};
 use crate::event::Usage;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Script {
     pub turns: Vec<ScriptTurn>,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScriptTurn {
     #[serde(default)]
@@ -58,7 +58,7 @@ pub struct ScriptTurn {
 
 /// A turn's token counts; a count left out is 0, so `usage: {inputTokens: 900}`
 /// is enough. (The `done` event's usage always carries all three.)
-#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScriptUsage {
     #[serde(default)]
@@ -79,7 +79,7 @@ impl From<ScriptUsage> for Usage {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScriptCall {
     #[serde(default)]
@@ -111,14 +111,21 @@ pub enum ScriptError {
 pub struct ScriptProvider {
     script: Arc<Script>,
     origin: String,
+    /// What the script says, hashed: a changed script is another model.
+    identity: String,
     next_turn: AtomicUsize,
 }
 
 impl ScriptProvider {
     pub fn new(script: Script, origin: impl Into<String>) -> ScriptProvider {
+        let identity = format!(
+            "script:{}",
+            crate::digest::sha256_hex(serde_json::to_vec(&script).unwrap_or_default())
+        );
         ScriptProvider {
             script: Arc::new(script),
             origin: origin.into(),
+            identity,
             next_turn: AtomicUsize::new(0),
         }
     }
@@ -144,6 +151,7 @@ impl ScriptProvider {
         ScriptProvider {
             script: Arc::clone(&self.script),
             origin: self.origin.clone(),
+            identity: self.identity.clone(),
             next_turn: AtomicUsize::new(0),
         }
     }
@@ -157,6 +165,10 @@ fn state_for(turn: usize) -> Value {
 impl ModelProvider for ScriptProvider {
     fn name(&self) -> &'static str {
         "script"
+    }
+
+    fn identity(&self) -> String {
+        self.identity.clone()
     }
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {

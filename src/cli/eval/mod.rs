@@ -7,6 +7,7 @@ mod preflight;
 mod progress;
 mod rescore;
 mod summary;
+mod watch;
 
 // Shared with the other commands that write a report file.
 pub use preflight::writable;
@@ -23,7 +24,7 @@ use promptlab::eval::budget::Budget;
 use promptlab::eval::matrix::ModelSettings;
 use promptlab::eval::runner::{index_recorded, missing_result, result_from_log, resume};
 use promptlab::eval::suite::Variant;
-use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, build_matrix};
+use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, TurnResult, build_matrix};
 use promptlab::prompts::PromptRegistry;
 use promptlab::provider::cache::ModelCache;
 
@@ -32,6 +33,7 @@ use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::judge::{JudgeArgs, SuiteJudge};
 use super::model::ModelArgs;
+use watch::TurnSnapshot;
 
 const AFTER_HELP: &str = "\
 Exit codes: 0 every case met its threshold (by default: every turn passed), or every variant
@@ -129,6 +131,11 @@ pub struct EvalArgs {
     /// Call the model for every turn, even when the suite says `cache: true`.
     #[arg(long)]
     pub no_cache: bool,
+    /// Run the suite, then again each time the suite, an override file, a script or a selected
+    /// claim file changes, saying which turns newly fail or pass and what the run cost. Pair
+    /// with --cache so that only changed turns call the model. Ctrl-C stops.
+    #[arg(long, conflicts_with_all = ["report", "rescore", "list", "resume", "shard"])]
+    pub watch: bool,
     /// Stop starting turns once the run has spent AMOUNT US dollars (chat and judge calls, at
     /// the price table's rates; running turns finish). Exit 1 when it stopped anything.
     #[arg(long, value_name = "AMOUNT", value_parser = parse_usd)]
@@ -144,23 +151,37 @@ pub struct EvalArgs {
 }
 
 pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exit, CliError> {
+    if args.watch {
+        return watch::run(&args, store, stores);
+    }
+    run_once(&args, store, stores).map(|(exit, _)| exit)
+}
+
+/// One run of the suite: its exit, and each turn's outcome (for `--watch`
+/// to say what changed).
+fn run_once(
+    args: &EvalArgs,
+    store: &ClaimStore,
+    stores: &StoreArgs,
+) -> Result<(Exit, Vec<TurnSnapshot>), CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let started_at = Utc::now();
-    preflight::check_args(&args, store)?;
+    preflight::check_args(args, store)?;
     let shard = resolve_shard(args.shard.as_deref())?;
-    let plan = plan(&args, store, shard)?;
-    preflight::check_overrides(&args, &plan)?;
+    let plan = plan(args, store, shard)?;
+    preflight::check_overrides(args, &plan)?;
     if args.list {
         summary::print_list(&plan, args.format)?;
-        return Ok(Exit::Success);
+        return Ok((Exit::Success, Vec::new()));
     }
-    let finish = |plan: &EvalPlan, results, stop| {
-        summary::finish(&args, plan, results, stop, started_at, None)
+    let finish = |plan: &EvalPlan, results: Vec<TurnResult>, stop, budget: Option<&Budget>| {
+        let snapshot = watch::snapshot(plan, &results);
+        summary::finish(args, plan, results, stop, started_at, budget).map(|exit| (exit, snapshot))
     };
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
     // turns or re-scoring them asks the judge.
     let judge = if plan.has_rubric() && (args.report.is_empty() || args.rescore) {
-        Some(Arc::new(build_judge(&args, &plan, &stores.cache_dir)?))
+        Some(Arc::new(build_judge(args, &plan, &stores.cache_dir)?))
     } else {
         None
     };
@@ -170,8 +191,8 @@ pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exi
         } else {
             args.report.clone()
         };
-        let (results, stop) = rescore::run(&args, &plan, &dirs, judge.as_deref())?;
-        return finish(&plan, results, stop);
+        let (results, stop) = rescore::run(args, &plan, &dirs, judge.as_deref())?;
+        return finish(&plan, results, stop, None);
     }
     if !args.report.is_empty() {
         let recorded = index_recorded(&args.report, &plan.suite.name, false)?;
@@ -182,9 +203,9 @@ pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exi
                 None => missing_result(&spec),
             })
             .collect();
-        return finish(&plan, results, None);
+        return finish(&plan, results, None, None);
     }
-    let provider = preflight::provider_choice(&args, &plan)?;
+    let provider = preflight::provider_choice(args, &plan)?;
     let mut plan = plan;
     let mut results = Vec::new();
     if args.resume {
@@ -201,7 +222,7 @@ pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exi
     }
     let budget = args.max_cost.map(|limit| Arc::new(Budget::new(limit)));
     if budget.is_some() {
-        preflight::check_prices(&args, &plan, judge.as_deref())?;
+        preflight::check_prices(args, &plan, judge.as_deref())?;
     }
     let settings = promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
@@ -215,10 +236,10 @@ pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exi
         today: today_or_local(args.today),
         provider,
     };
-    let (ran, stop) = progress::run_with_progress(&args, &plan, &settings, results.len())?;
+    let (ran, stop) = progress::run_with_progress(args, &plan, &settings, results.len())?;
     results.extend(ran);
     let budget = budget.filter(|b| b.reached());
-    summary::finish(&args, &plan, results, stop, started_at, budget.as_deref())
+    finish(&plan, results, stop, budget.as_deref())
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a

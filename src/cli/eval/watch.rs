@@ -1,0 +1,268 @@
+//! `eval --watch`: run the suite, then again whenever a file it reads
+//! changes — the suite, the override files and scripts it names, the claim
+//! files it selects — and say what changed since the previous run: newly
+//! failing, newly passing, unchanged, and what the run cost. An edit that
+//! makes the suite invalid prints the error and keeps watching. Ctrl-C (or
+//! SIGTERM) while waiting ends with 130 (143) and the last run's tally.
+//!
+//! Folders are watched rather than files, and events filtered by path, so
+//! that an editor that saves by writing a new file and renaming it over the
+//! old one is seen too.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use notify::{Event, EventKind, RecursiveMode, Watcher};
+
+use promptlab::claims::ClaimStore;
+use promptlab::cost::Cost;
+use promptlab::eval::report::spec_label;
+use promptlab::eval::{EvalPlan, Outcome, TurnResult};
+
+use super::{EvalArgs, plan, run_once};
+use crate::cli::StoreArgs;
+use crate::cli::error::{CliError, Exit};
+
+/// How long the files must be quiet before a run starts.
+const DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// One turn's outcome, for comparing runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnSnapshot {
+    pub label: String,
+    pub outcome: Outcome,
+    /// Chat and judge calls; `None`: unknown.
+    pub cost_usd: Option<f64>,
+    pub cached: bool,
+}
+
+pub fn snapshot(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TurnSnapshot> {
+    results
+        .iter()
+        .map(|result| {
+            let judge: Cost = result
+                .verdict
+                .rubric
+                .iter()
+                .filter_map(|v| v.call.as_ref())
+                .map(|call| Cost::from(call.cost_usd))
+                .sum();
+            TurnSnapshot {
+                label: spec_label(plan, &result.spec),
+                outcome: result.verdict.outcome,
+                cost_usd: (Cost::from(result.observation.cost_usd) + judge).usd(),
+                cached: result.observation.cached_calls > 0,
+            }
+        })
+        .collect()
+}
+
+pub fn run(args: &EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exit, CliError> {
+    if !args.cache && !args.quiet {
+        eprintln!(
+            "tip: add --cache so that each run calls the model only for the turns an edit changed"
+        );
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
+    let mut previous: Option<Vec<TurnSnapshot>> = None;
+    let mut watched = BTreeSet::from([absolute(&args.suite)]);
+    for iteration in 1.. {
+        watched.extend(watch_set(args, store));
+        let (sender, mut changes) = tokio::sync::mpsc::unbounded_channel();
+        // Only writes, creations, renames and removals: a run reads these
+        // files too, and reading must not start another run.
+        let mut watcher = notify::recommended_watcher(move |result: notify::Result<Event>| {
+            if let Ok(event) = result
+                && matches!(
+                    event.kind,
+                    EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
+                )
+            {
+                let _ = sender.send(event.paths);
+            }
+        })
+        .map_err(|e| CliError::Io(std::io::Error::other(format!("--watch: {e}"))))?;
+        for folder in folders(&watched) {
+            // A folder that is gone (a deleted override folder) is not watched.
+            let _ = watcher.watch(&folder, RecursiveMode::NonRecursive);
+        }
+        println!("── watch: run {iteration} ──");
+        match run_once(args, store, stores) {
+            Ok((exit @ (Exit::Cancelled | Exit::Terminated), _)) => return Ok(exit),
+            Ok((_, snapshot)) => {
+                for line in changes_since(previous.as_deref(), &snapshot) {
+                    println!("{line}");
+                }
+                previous = Some(snapshot);
+            }
+            Err(error) => {
+                eprintln!("error: {}", error.report());
+                println!("watch: the run could not start; fix the error and save to run again");
+            }
+        }
+        println!(
+            "watch: watching {} file{} for changes (Ctrl-C to stop)",
+            watched.len(),
+            if watched.len() == 1 { "" } else { "s" }
+        );
+        let stop = runtime.block_on(async {
+            loop {
+                tokio::select! {
+                    paths = changes.recv() => {
+                        let Some(paths) = paths else { continue };
+                        let Some(first) = paths.into_iter().find(|p| is_watched(&watched, p)) else {
+                            continue;
+                        };
+                        // An editor saves in several steps: let them finish.
+                        tokio::time::sleep(DEBOUNCE).await;
+                        while changes.try_recv().is_ok() {}
+                        println!("watch: {} changed; running again", first.display());
+                        return None;
+                    }
+                    result = tokio::signal::ctrl_c() => {
+                        return result.ok().map(|()| Exit::Cancelled);
+                    }
+                    () = terminate() => return Some(Exit::Terminated),
+                }
+            }
+        });
+        if let Some(exit) = stop {
+            let tally = previous.as_deref().map(tally).unwrap_or_default();
+            println!("watch: stopped{tally}");
+            return Ok(exit);
+        }
+    }
+    Ok(Exit::Success)
+}
+
+/// `; last run: 24 passed, 2 failed, 0 errored`.
+fn tally(snapshot: &[TurnSnapshot]) -> String {
+    let count = |o| snapshot.iter().filter(|t| t.outcome == o).count();
+    format!(
+        "; last run: {} passed, {} failed, {} errored",
+        count(Outcome::Pass),
+        count(Outcome::Fail),
+        count(Outcome::Error)
+    )
+}
+
+/// What changed since the previous run, and what this one cost.
+fn changes_since(previous: Option<&[TurnSnapshot]>, now: &[TurnSnapshot]) -> Vec<String> {
+    let cost: Cost = now.iter().map(|t| Cost::from(t.cost_usd)).sum();
+    let cached = now.iter().filter(|t| t.cached).count();
+    let spend = format!(
+        "cost of this run {} ({} turn{}, {cached} answered from the model cache)",
+        cost.display(),
+        now.len(),
+        if now.len() == 1 { "" } else { "s" }
+    );
+    let Some(previous) = previous else {
+        return vec![format!("watch: first run; {spend}")];
+    };
+    let before: BTreeMap<&str, Outcome> = previous
+        .iter()
+        .map(|t| (t.label.as_str(), t.outcome))
+        .collect();
+    let (mut failing, mut passing, mut unchanged, mut new) = (Vec::new(), Vec::new(), 0, 0);
+    for turn in now {
+        match (before.get(turn.label.as_str()), turn.outcome) {
+            (None, _) => new += 1,
+            (Some(Outcome::Pass), Outcome::Fail | Outcome::Error) => failing.push(&turn.label),
+            (Some(Outcome::Fail | Outcome::Error), Outcome::Pass) => passing.push(&turn.label),
+            _ => unchanged += 1,
+        }
+    }
+    let mut lines = vec![format!(
+        "watch: {} newly failing, {} newly passing, {unchanged} unchanged{}; {spend}",
+        failing.len(),
+        passing.len(),
+        if new > 0 {
+            format!(", {new} new")
+        } else {
+            String::new()
+        }
+    )];
+    for (what, turns) in [("newly failing", &failing), ("newly passing", &passing)] {
+        for label in turns.iter().take(10) {
+            lines.push(format!("  {what}: {label}"));
+        }
+        if turns.len() > 10 {
+            lines.push(format!("  … and {} more {what}", turns.len() - 10));
+        }
+    }
+    lines
+}
+
+/// The files a run of the suite reads: the suite, `--overrides`, the
+/// scripts and override files it names, the claim files it selects, and
+/// the judge's script and prompts. An invalid suite gives what can be
+/// known without it.
+fn watch_set(args: &EvalArgs, store: &ClaimStore) -> BTreeSet<PathBuf> {
+    let mut files = BTreeSet::from([absolute(&args.suite)]);
+    let flags = [
+        &args.model.script,
+        &args.judge.judge_script,
+        &args.judge.judge_prompts,
+    ];
+    files.extend(flags.into_iter().flatten().map(|p| absolute(p)));
+    files.extend(args.overrides.iter().map(|p| absolute(p)));
+    let Ok(plan) = plan(args, store, None) else {
+        return files;
+    };
+    let base = plan.suite.base_dir().to_path_buf();
+    for variant in &plan.suite.suite.variants {
+        files.extend(variant.overrides.iter().map(|p| absolute(&base.join(p))));
+    }
+    for case in &plan.suite.suite.cases {
+        files.extend(case.script.iter().map(|p| absolute(&base.join(p))));
+    }
+    files.extend(
+        plan.matrix
+            .claims
+            .keys()
+            .filter_map(|id| store.locate(id))
+            .map(|p| absolute(&p)),
+    );
+    files
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The folders to watch: each watched folder itself, and each file's folder.
+fn folders(watched: &BTreeSet<PathBuf>) -> BTreeSet<PathBuf> {
+    watched
+        .iter()
+        .filter_map(|path| {
+            if path.is_dir() {
+                Some(path.clone())
+            } else {
+                path.parent().map(Path::to_path_buf)
+            }
+        })
+        .collect()
+}
+
+/// A watched file, or a file inside a watched folder (an override folder).
+fn is_watched(watched: &BTreeSet<PathBuf>, path: &Path) -> bool {
+    let path = absolute(path);
+    watched.contains(&path) || path.parent().is_some_and(|parent| watched.contains(parent))
+}
+
+#[cfg(unix)]
+async fn terminate() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut stream) => {
+            stream.recv().await;
+        }
+        Err(_) => std::future::pending().await,
+    }
+}
+
+#[cfg(not(unix))]
+async fn terminate() {
+    std::future::pending().await
+}
