@@ -22,3 +22,4 @@ pub mod sink;
 pub mod stats;
 pub mod text;
 pub mod tools;
+pub mod worker;

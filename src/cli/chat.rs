@@ -15,12 +15,14 @@ use promptlab::chat::{ChatEvent, ChatMessage, ChatRequest, ClaimInput, Role, Tur
 use promptlab::claims::ClaimStore;
 use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::prompts::PromptRegistry;
+use promptlab::provider::replay::ReplayProvider;
 use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{OutputFormat, Style};
+use promptlab::worker::TurnRunner;
 
 use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::model::ModelArgs;
+use super::model::{ModelArgs, ProviderKind};
 use super::signals::cancel_on_signals;
 use super::suggest;
 use super::turn::{TurnRun, drive_turn};
@@ -77,15 +79,11 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         messages.push(ChatMessage::user(message));
     }
     let format = args.format.unwrap_or_else(default_format);
-    let built = args.model.build_provider()?;
-    let ctx = TurnContext {
-        registry,
-        store: store.clone(),
-        provider: built.provider.clone(),
-    };
+    let (runner, replay) = turn_runner(&args, registry, store)?;
+    let claim = claim_to_send(claim, &args, store)?;
     let base = TurnSettings {
         record_in: (!args.no_record).then(|| runs_dir.to_path_buf()),
-        provider_name: built.provider.name(),
+        provider_name: runner.provider_name(),
         claim,
         prompt: loaded.options,
         model: args.model.model.clone(),
@@ -93,29 +91,29 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         today: today_or_local(args.today),
         format,
     };
-    let ctx_hint = ctx.clone();
+    let lookup = Lookup { registry, store };
     let runtime = tokio::runtime::Runtime::new()?;
     let exit = if args.interactive {
-        runtime.block_on(interactive(ctx, base, messages))?
+        runtime.block_on(interactive(&runner, lookup, base, messages))?
     } else {
         let request = base.request(messages);
         request.validate(registry)?;
         let cancel = CancellationToken::new();
         let recorder = base.recorder(&request);
-        let (run, stop) = runtime.block_on(async move {
+        let (run, stop) = runtime.block_on(async {
             let stop = cancel_on_signals(cancel.clone());
-            let run = drive_turn(ctx, request, format, cancel, recorder).await;
+            let run = drive_turn(&runner, request, format, cancel, recorder).await;
             (run, stop.exit())
         });
         let run = run?;
         report_recording(&run, format);
-        hint_after_error(&run, &base, &ctx_hint);
+        hint_after_error(&run, &base, lookup);
         match (run.exit, stop) {
             (Exit::Cancelled, Some(signal)) => signal,
             (exit, _) => exit,
         }
     };
-    if let Some(replay) = built.replay {
+    if let Some(replay) = replay {
         for divergence in replay.divergences() {
             eprintln!(
                 "replay: model call {}: {}",
@@ -124,6 +122,56 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         }
     }
     Ok(exit)
+}
+
+/// Where the turns run: the engine with the chosen model provider, or a
+/// deployment (`--provider worker`); and the replay provider's own handle.
+fn turn_runner(
+    args: &ChatArgs,
+    registry: &'static PromptRegistry,
+    store: &ClaimStore,
+) -> Result<(TurnRunner, Option<Arc<ReplayProvider>>), CliError> {
+    if args.model.provider == ProviderKind::Worker {
+        return Ok((
+            TurnRunner::Worker(args.model.build_worker(registry, None)?),
+            None,
+        ));
+    }
+    let built = args.model.build_provider()?;
+    let ctx = TurnContext {
+        registry,
+        store: store.clone(),
+        provider: built.provider,
+    };
+    Ok((TurnRunner::Local(ctx), built.replay))
+}
+
+/// `--send-claim`: the claim a local id names, loaded here and sent as a
+/// document, so that a deployment without this claim store can run it.
+fn claim_to_send(
+    claim: ClaimInput,
+    args: &ChatArgs,
+    store: &ClaimStore,
+) -> Result<ClaimInput, CliError> {
+    if !args.model.send_claim {
+        return Ok(claim);
+    }
+    if args.model.provider != ProviderKind::Worker {
+        return Err(CliError::usage(
+            "--send-claim is for --provider worker (a local turn always reads the claim itself)",
+        ));
+    }
+    match claim {
+        ClaimInput::Id(id) => Ok(ClaimInput::Document(Box::new(store.load(&id)?))),
+        document => Ok(document),
+    }
+}
+
+/// What the hints and the banner look things up in.
+#[derive(Clone, Copy)]
+struct Lookup<'a> {
+    registry: &'static PromptRegistry,
+    store: &'a ClaimStore,
 }
 
 /// pretty on a terminal, ndjson when piped.
@@ -147,7 +195,7 @@ fn report_recording(run: &TurnRun, format: OutputFormat) {
 
 /// In the pretty view, under a turn that ended in an error because the claim
 /// id or the capability is unknown, the nearest known one.
-fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: &TurnContext) {
+fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: Lookup<'_>) {
     let errored = matches!(run.events.last(), Some(ChatEvent::Error { .. }));
     if settings.format != OutputFormat::Pretty || !errored {
         return;
@@ -168,12 +216,12 @@ fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: &TurnContext) {
 }
 
 /// The session's first line: what every turn will run with.
-fn banner(ctx: &TurnContext, settings: &TurnSettings) -> String {
+fn banner(registry: &PromptRegistry, settings: &TurnSettings) -> String {
     let claim = match &settings.claim {
         ClaimInput::Id(id) => id.clone(),
         ClaimInput::Document(loaded) => loaded.claim.id.clone(),
     };
-    let applied = promptlab::prompts::resolve_overrides(&settings.prompt.overrides, ctx.registry);
+    let applied = promptlab::prompts::resolve_overrides(&settings.prompt.overrides, registry);
     format!(
         "claim {claim} · capability {} · fingerprint {} · model {} ({}) · /help for commands",
         settings.prompt.capability.as_deref().unwrap_or("free chat"),
@@ -236,7 +284,8 @@ impl TurnSettings {
 
 /// A session: one turn per line of input, text history kept between turns.
 async fn interactive(
-    ctx: TurnContext,
+    runner: &TurnRunner,
+    ctx: Lookup<'_>,
     settings: TurnSettings,
     mut history: Vec<ChatMessage>,
 ) -> Result<Exit, CliError> {
@@ -252,7 +301,10 @@ async fn interactive(
     });
     let prompting = std::io::stdin().is_terminal();
     if prompting {
-        eprintln!("{}", Style::for_stdout().dim(&banner(&ctx, &settings)));
+        eprintln!(
+            "{}",
+            Style::for_stdout().dim(&banner(ctx.registry, &settings))
+        );
     }
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
@@ -289,13 +341,13 @@ async fn interactive(
             .map_err(|_| CliError::failed("the session's state was poisoned"))? =
             Some(token.clone());
         let recorder = settings.recorder(&request);
-        let end = drive_turn(ctx.clone(), request, settings.format, token, recorder).await;
+        let end = drive_turn(runner, request, settings.format, token, recorder).await;
         *current
             .lock()
             .map_err(|_| CliError::failed("the session's state was poisoned"))? = None;
         let end = end?;
         report_recording(&end, settings.format);
-        hint_after_error(&end, &settings, &ctx);
+        hint_after_error(&end, &settings, ctx);
         failed |= end.exit == Exit::Failure;
         match end.exit {
             Exit::Success => history.push(ChatMessage::assistant(end.answer)),

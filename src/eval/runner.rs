@@ -17,7 +17,7 @@ use super::expect::{Observation, Outcome, Verdict};
 use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey, key_of_header};
 use crate::chat::event::ChatEvent;
-use crate::chat::service::{TurnContext, TurnOutput, run_chat_turn};
+use crate::chat::service::{TurnContext, TurnOutput};
 use crate::claims::ClaimStore;
 use crate::prompts::PromptRegistry;
 use crate::provider::ModelProvider;
@@ -26,6 +26,7 @@ use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
 use crate::sink::driver::{SinkRole, TurnSink, drive};
 use crate::sink::run_log::RunRecorder;
+use crate::worker::{TurnRunner, WorkerClient};
 
 /// The newest finished run log of each turn of `suite` under `dirs`;
 /// with `done_only`, only turns that ended in `done`.
@@ -68,12 +69,15 @@ pub enum ProviderChoice {
     },
     /// Each turn replays its own recording.
     Replay(HashMap<TurnKey, PathBuf>),
+    /// Each turn runs whole on a deployment (`--provider worker`).
+    Worker(WorkerClient),
 }
 
 impl ProviderChoice {
     fn for_turn(&self, plan: &EvalPlan, spec: &TurnSpec) -> Result<Arc<dyn ModelProvider>, String> {
         match self {
             ProviderChoice::Shared(provider) => Ok(provider.clone()),
+            ProviderChoice::Worker(_) => Err("a worker turn has no local provider".to_string()),
             ProviderChoice::Script { default, by_case } => by_case
                 .get(&spec.case)
                 .or(default.as_ref())
@@ -100,6 +104,7 @@ impl ProviderChoice {
             ProviderChoice::Shared(provider) => provider.name(),
             ProviderChoice::Script { .. } => "script",
             ProviderChoice::Replay(_) => "replay",
+            ProviderChoice::Worker(_) => "worker",
         }
     }
 }
@@ -183,37 +188,46 @@ async fn run_one(
     cancel: CancellationToken,
     messages: &UnboundedSender<EvalMessage>,
 ) -> TurnResult {
-    let provider = match settings.provider.for_turn(plan, spec) {
-        Ok(provider) => provider,
-        Err(message) => {
-            let observation = Observation {
-                error: Some(message),
-                ..Observation::default()
-            };
-            let verdict = plan.judge(spec, &observation);
-            return TurnResult::new(spec, observation, verdict);
-        }
+    let runner = match &settings.provider {
+        ProviderChoice::Worker(client) => TurnRunner::Worker(client.clone()),
+        choice => match choice.for_turn(plan, spec) {
+            Ok(provider) => TurnRunner::Local(TurnContext {
+                registry: settings.registry,
+                store: settings.store.clone(),
+                provider,
+            }),
+            Err(message) => {
+                let observation = Observation {
+                    error: Some(message),
+                    ..Observation::default()
+                };
+                let verdict = plan.judge(spec, &observation);
+                return TurnResult::new(spec, observation, verdict);
+            }
+        },
     };
     let request = plan.request(spec, settings.today);
     let mut recorder = RunRecorder::new(
         &settings.runs_dir,
         &request,
-        provider.name(),
+        runner.provider_name(),
         Some(plan.labels(spec)),
     );
-    let ctx = TurnContext {
-        registry: settings.registry,
-        store: settings.store.clone(),
-        provider,
-    };
     let mut watch = Watch {
         observation: Observation::default(),
+        fingerprints: (None, None),
         spec,
         messages,
     };
     let clock = Instant::now();
-    let turn = run_chat_turn(ctx, request, cancel.clone());
+    let turn = runner.run(request, cancel.clone());
     let delivery = drive(turn, &mut [&mut watch, &mut recorder], &cancel).await;
+    if let (TurnRunner::Worker(client), (Some(local), Some(reported))) =
+        (&runner, &watch.fingerprints)
+        && let Some(warning) = client.fingerprint_warning(local, reported)
+    {
+        let _ = messages.send(EvalMessage::Warning(warning));
+    }
     let mut observation = watch.observation;
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
     match delivery.recorder_failures.into_iter().next() {
@@ -226,6 +240,8 @@ async fn run_one(
 /// judged on, and the events it forwards to the progress feed.
 struct Watch<'a> {
     observation: Observation,
+    /// The prompt version computed here, and the one `done` reported.
+    fingerprints: (Option<String>, Option<String>),
     spec: &'a TurnSpec,
     messages: &'a UnboundedSender<EvalMessage>,
 }
@@ -237,6 +253,13 @@ impl TurnSink for Watch<'_> {
 
     fn accept(&mut self, output: &TurnOutput) -> std::io::Result<()> {
         self.observation.observe(output);
+        match output {
+            TurnOutput::Started(start) => self.fingerprints.0 = Some(start.fingerprint.clone()),
+            TurnOutput::Event(ChatEvent::Done(done)) => {
+                self.fingerprints.1 = Some(done.prompts.fingerprint.clone());
+            }
+            _ => {}
+        }
         if let TurnOutput::Event(event) = output {
             // The feed may have closed (the run is ending): nothing to tell.
             let _ = self

@@ -17,7 +17,7 @@ use chrono::Utc;
 
 use super::driver::{SinkRole, TurnSink};
 use crate::chat::event::{ChatEvent, Usage};
-use crate::chat::request::ChatRequest;
+use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
 use crate::runs::naming::log_paths;
 use crate::runs::record::{
@@ -30,6 +30,7 @@ pub struct RunRecorder {
     request: RequestRecord,
     provider: String,
     model: String,
+    claim: Option<ClaimRecord>,
     labels: Option<RunLabels>,
     log: Option<OpenLog>,
 }
@@ -46,6 +47,7 @@ struct OpenLog {
     model_calls: u32,
     status: Option<RunStatus>,
     error: Option<String>,
+    server_fingerprint: Option<String>,
 }
 
 impl RunRecorder {
@@ -62,6 +64,16 @@ impl RunRecorder {
             request: RequestRecord::from_request(request),
             provider: provider.to_string(),
             model: request.model.clone(),
+            claim: match &request.claim {
+                // Known before the turn resolves it, so that a turn that runs
+                // elsewhere (the `worker` provider) still names its claim.
+                ClaimInput::Document(loaded) => Some(ClaimRecord {
+                    id: loaded.claim.id.clone(),
+                    sha256: loaded.sha256.clone(),
+                    origin: loaded.origin.clone(),
+                }),
+                ClaimInput::Id(_) => None,
+            },
             labels,
             log: None,
         }
@@ -152,6 +164,7 @@ impl RunRecorder {
             model_calls: log.model_calls,
             error: log.error.clone(),
             verdict: None,
+            server_fingerprint: log.server_fingerprint.clone(),
         })
     }
 
@@ -192,7 +205,7 @@ impl RunRecorder {
                 provider: self.provider.clone(),
                 model: self.model.clone(),
                 request: self.request.clone(),
-                claim: None,
+                claim: self.claim.clone(),
                 fingerprint: start.fingerprint.clone(),
                 overridden: start.applied_overrides.keys().cloned().collect(),
                 ignored_overrides: start.ignored_overrides.clone(),
@@ -202,6 +215,7 @@ impl RunRecorder {
                 system_sha256: None,
                 tools_sha256: None,
                 labels: self.labels.clone(),
+                remote: start.remote.clone(),
             },
             header_written: false,
             first_text_ms: None,
@@ -209,6 +223,7 @@ impl RunRecorder {
             model_calls: 0,
             status: None,
             error: None,
+            server_fingerprint: None,
         })
     }
 
@@ -300,6 +315,9 @@ impl OpenLog {
             ChatEvent::Done(done) => {
                 self.status = Some(RunStatus::Done);
                 self.usage = done.usage;
+                if self.header.remote.is_some() {
+                    self.server_fingerprint = Some(done.prompts.fingerprint.clone());
+                }
             }
             ChatEvent::Error { message } => {
                 self.status = Some(RunStatus::Error);

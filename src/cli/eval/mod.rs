@@ -58,6 +58,10 @@ pub struct EvalArgs {
     /// Turns run at once (at least 1).
     #[arg(short = 'j', long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
+    /// --provider worker: at most N requests in flight at once, retries
+    /// included (default: -j).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent: Option<u16>,
     /// Run only part I of N of the selected turns (1-based), so that N CI jobs share a
     /// suite; `auto` reads GitLab, CircleCI, Buildkite or Kubernetes Indexed Job variables.
     #[arg(long, value_name = "I/N|auto")]
