@@ -106,6 +106,15 @@ pub struct WorkerClient {
     mismatches: Arc<Mutex<HashSet<(String, String)>>>,
 }
 
+/// Shows the configuration, whose own Debug hides the token.
+impl std::fmt::Debug for WorkerClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerClient")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
 impl WorkerClient {
     pub fn new(
         config: WorkerConfig,
