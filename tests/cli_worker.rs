@@ -394,3 +394,27 @@ fn a_suite_through_serve_reaches_the_verdicts_of_the_local_run_and_compares() {
         replayed.stderr
     );
 }
+
+#[test]
+fn a_hostile_deployment_ends_the_turn_in_an_error_never_a_panic() {
+    let bodies: Vec<Vec<u8>> = vec![
+        b"data: \xff\xfe\n\n".to_vec(),
+        b"data: {\"type\":\"text_delta\"}\n\n".to_vec(),
+        b"\x00\x01\x02 garbage without end".to_vec(),
+        vec![b':'; 3 * 1024 * 1024],
+    ];
+    for body in bodies {
+        let responder = body.clone();
+        let server = TestServer::start(vec![Box::new(move |_| Reply::Stream {
+            body: responder.clone(),
+            piece: 4096,
+            pause: std::time::Duration::ZERO,
+        })]);
+        let runs = tempfile::tempdir().unwrap();
+        let out = run_command(chat(runs.path(), &server.base_url).arg("q"));
+        assert_eq!(out.code, 1, "{}", out.stderr);
+        let last = lines(&out.stdout).pop().expect("an error event");
+        assert_eq!(last["type"], "error", "{last}");
+        assert!(last["message"].as_str().unwrap().len() < 1000, "{last}");
+    }
+}

@@ -134,9 +134,9 @@ proptest! {
         request.messages = texts
             .iter()
             .enumerate()
-            .map(|(index, text)| if index % 2 == 0 { ChatMessage::user(text) } else { ChatMessage::assistant(text) })
+            .map(|(index, text)| if index.is_multiple_of(2) { ChatMessage::user(text) } else { ChatMessage::assistant(text) })
             .collect();
-        if request.messages.len() % 2 == 0 {
+        if request.messages.len().is_multiple_of(2) {
             request.messages.push(ChatMessage::user("last"));
         }
         request.prompt.screen_actions = screen_actions;

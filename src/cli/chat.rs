@@ -29,7 +29,7 @@ use super::turn::{TurnRun, drive_turn};
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq ."
+    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq .\n  promptlab chat --provider worker --endpoint https://staging.example.com --claim-id CLM-HH-0001 --send-claim \"What is the excess?\"  # the deployed API (docs/worker.md)"
 )]
 pub struct ChatArgs {
     /// The user's message. Read from stdin when absent (and not -i).
@@ -201,7 +201,7 @@ fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: Lookup<'_>) {
         return;
     }
     let claim_hint = match &settings.claim {
-        ClaimInput::Id(id) if ctx.store.locate(id).is_none() => suggest::claim_id(id, &ctx.store),
+        ClaimInput::Id(id) if ctx.store.locate(id).is_none() => suggest::claim_id(id, ctx.store),
         _ => None,
     };
     let capability_hint = settings

@@ -38,7 +38,9 @@ Examples:
   promptlab eval suites/regression.yaml --list
   promptlab eval suites/regression.yaml --overrides my-edit.yaml --case 'excess*' -j 8
   promptlab eval suites/regression.yaml --shard auto --junit junit.xml
-  promptlab eval suites/regression.yaml --report shard-1/ --report shard-2/ --markdown-summary summary.md";
+  promptlab eval suites/regression.yaml --report shard-1/ --report shard-2/ --markdown-summary summary.md
+  promptlab eval suites/regression.yaml --provider worker --endpoint https://staging.example.com -j 8 --max-concurrent 4 --runs-dir runs/staging
+  promptlab compare runs/local runs/staging      # does the deployment answer like the harness? (docs/worker.md)";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EvalFormat {
