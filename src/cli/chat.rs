@@ -11,18 +11,17 @@ use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use promptlab::chat::request::PromptOptions;
-use promptlab::chat::{ChatEvent, ChatMessage, ChatRequest, ClaimInput, Role, TurnContext};
+use promptlab::chat::{ChatEvent, ChatMessage, ChatRequest, ClaimInput, Role};
 use promptlab::claims::ClaimStore;
 use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::prompts::PromptRegistry;
-use promptlab::provider::replay::ReplayProvider;
 use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{OutputFormat, Style};
 use promptlab::worker::TurnRunner;
 
 use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::model::{ModelArgs, ProviderKind};
+use super::model::ModelArgs;
 use super::signals::cancel_on_signals;
 use super::suggest;
 use super::turn::{TurnRun, drive_turn};
@@ -79,8 +78,8 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         messages.push(ChatMessage::user(message));
     }
     let format = args.format.unwrap_or_else(default_format);
-    let (runner, replay) = turn_runner(&args, registry, store)?;
-    let claim = claim_to_send(claim, &args, store)?;
+    let (runner, replay) = args.model.turn_runner(registry, store)?;
+    let claim = args.model.claim_to_send(claim, store)?;
     let base = TurnSettings {
         record_in: (!args.no_record).then(|| runs_dir.to_path_buf()),
         provider_name: runner.provider_name(),
@@ -122,49 +121,6 @@ pub fn run(args: ChatArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
         }
     }
     Ok(exit)
-}
-
-/// Where the turns run: the engine with the chosen model provider, or a
-/// deployment (`--provider worker`); and the replay provider's own handle.
-fn turn_runner(
-    args: &ChatArgs,
-    registry: &'static PromptRegistry,
-    store: &ClaimStore,
-) -> Result<(TurnRunner, Option<Arc<ReplayProvider>>), CliError> {
-    if args.model.provider == ProviderKind::Worker {
-        return Ok((
-            TurnRunner::Worker(args.model.build_worker(registry, None)?),
-            None,
-        ));
-    }
-    let built = args.model.build_provider()?;
-    let ctx = TurnContext {
-        registry,
-        store: store.clone(),
-        provider: built.provider,
-    };
-    Ok((TurnRunner::Local(ctx), built.replay))
-}
-
-/// `--send-claim`: the claim a local id names, loaded here and sent as a
-/// document, so that a deployment without this claim store can run it.
-fn claim_to_send(
-    claim: ClaimInput,
-    args: &ChatArgs,
-    store: &ClaimStore,
-) -> Result<ClaimInput, CliError> {
-    if !args.model.send_claim {
-        return Ok(claim);
-    }
-    if args.model.provider != ProviderKind::Worker {
-        return Err(CliError::usage(
-            "--send-claim is for --provider worker (a local turn always reads the claim itself)",
-        ));
-    }
-    match claim {
-        ClaimInput::Id(id) => Ok(ClaimInput::Document(Box::new(store.load(&id)?))),
-        document => Ok(document),
-    }
 }
 
 /// What the hints and the banner look things up in.

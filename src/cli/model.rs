@@ -16,8 +16,10 @@ use promptlab::provider::replay::ReplayProvider;
 use promptlab::provider::script::ScriptProvider;
 use promptlab::runs::read_run_log;
 
+use promptlab::chat::{ClaimInput, TurnContext};
+use promptlab::claims::ClaimStore;
 use promptlab::prompts::PromptRegistry;
-use promptlab::worker::{Endpoint, WorkerClient, WorkerConfig, WorkerError};
+use promptlab::worker::{Endpoint, TurnRunner, WorkerClient, WorkerConfig, WorkerError};
 
 use super::error::CliError;
 
@@ -169,6 +171,46 @@ impl ModelArgs {
             config.max_concurrent = usize::from(max);
         }
         Ok(WorkerClient::new(config, registry)?)
+    }
+
+    /// Where the turns run: the engine with the chosen model provider, or a
+    /// deployment (`--provider worker`); and the replay provider's own handle.
+    pub fn turn_runner(
+        &self,
+        registry: &'static PromptRegistry,
+        store: &ClaimStore,
+    ) -> Result<(TurnRunner, Option<Arc<ReplayProvider>>), CliError> {
+        if self.provider == ProviderKind::Worker {
+            return Ok((TurnRunner::Worker(self.build_worker(registry, None)?), None));
+        }
+        let built = self.build_provider()?;
+        let ctx = TurnContext {
+            registry,
+            store: store.clone(),
+            provider: built.provider,
+        };
+        Ok((TurnRunner::Local(ctx), built.replay))
+    }
+
+    /// `--send-claim`: the claim a local id names, loaded here and sent as a
+    /// document, so that a deployment without this claim store can run it.
+    pub fn claim_to_send(
+        &self,
+        claim: ClaimInput,
+        store: &ClaimStore,
+    ) -> Result<ClaimInput, CliError> {
+        if !self.send_claim {
+            return Ok(claim);
+        }
+        if self.provider != ProviderKind::Worker {
+            return Err(CliError::usage(
+                "--send-claim is for --provider worker (a local turn always reads the claim itself)",
+            ));
+        }
+        match claim {
+            ClaimInput::Id(id) => Ok(ClaimInput::Document(Box::new(store.load(&id)?))),
+            document => Ok(document),
+        }
     }
 }
 

@@ -134,7 +134,7 @@ pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoic
         ProviderKind::Worker => {
             let client = args.model.build_worker(
                 promptlab::prompts::PromptRegistry::embedded(),
-                args.max_concurrent,
+                Some(args.max_concurrent.unwrap_or(args.jobs)),
             )?;
             for warning in unseen_on_the_wire(plan) {
                 eprintln!("warning: {warning}");
