@@ -30,6 +30,11 @@ pub fn check_args(args: &EvalArgs, store: &ClaimStore) -> Result<(), CliError> {
             )));
         }
     }
+    if args.max_concurrent.is_some() && args.model.provider != ProviderKind::Worker {
+        return Err(CliError::usage(
+            "--max-concurrent caps requests to a deployment: it is for --provider worker (-j sets how many turns run at once)",
+        ));
+    }
     folder("--claims-dir", store.dir())?;
     for dir in &args.report {
         folder("--report", dir)?;
