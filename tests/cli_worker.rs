@@ -106,6 +106,8 @@ fn a_deployed_turn_streams_and_records_like_a_local_one() {
     assert!(!remote.claim_sent);
     let footer = log.footer.as_ref().unwrap();
     assert_eq!(footer.server_fingerprint.as_deref(), Some("default"));
+    let done = lines(&deployed.stdout).pop().unwrap();
+    assert_eq!(footer.server_turn_id.as_deref(), done["turnId"].as_str());
     assert_eq!(log.header.fingerprint, "default");
     assert_eq!(log.events().count(), lines(&deployed.stdout).len());
 

@@ -198,6 +198,10 @@ pub struct RunFooter {
     /// next to the header's, which this checkout computed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_fingerprint: Option<String>,
+    /// A `worker` turn: the deployment's own id for the turn (from `done`),
+    /// to find it in the deployment's logs; this log's `turnId` is ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_turn_id: Option<String>,
 }
 
 /// How a judged turn came out.

@@ -48,6 +48,7 @@ struct OpenLog {
     status: Option<RunStatus>,
     error: Option<String>,
     server_fingerprint: Option<String>,
+    server_turn_id: Option<String>,
 }
 
 impl RunRecorder {
@@ -165,6 +166,7 @@ impl RunRecorder {
             error: log.error.clone(),
             verdict: None,
             server_fingerprint: log.server_fingerprint.clone(),
+            server_turn_id: log.server_turn_id.clone(),
         })
     }
 
@@ -224,6 +226,7 @@ impl RunRecorder {
             status: None,
             error: None,
             server_fingerprint: None,
+            server_turn_id: None,
         })
     }
 
@@ -317,6 +320,7 @@ impl OpenLog {
                 self.usage = done.usage;
                 if self.header.remote.is_some() {
                     self.server_fingerprint = Some(done.prompts.fingerprint.clone());
+                    self.server_turn_id = Some(done.turn_id.clone());
                 }
             }
             ChatEvent::Error { message } => {
