@@ -24,3 +24,4 @@ pub mod sink;
 pub mod stats;
 pub mod text;
 pub mod tools;
+pub mod worker;

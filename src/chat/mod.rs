@@ -9,6 +9,7 @@ pub mod request;
 pub mod service;
 pub mod system;
 pub mod turn_loop;
+pub mod wire;
 
 // The wire format of events lives in the leaf module `crate::event`, so that
 // tools and providers can use it without reaching up to the turn.
@@ -19,7 +20,7 @@ pub use request::{
     ChatMessage, ChatRequest, ClaimInput, Locale, PromptOptions, Role, ThinkingLevel,
 };
 pub use service::{
-    ModelCallRecord, PreparedTurn, TurnContext, TurnOutput, TurnStart, run_chat_turn,
+    ModelCallRecord, PreparedTurn, RemoteTurn, TurnContext, TurnOutput, TurnStart, run_chat_turn,
 };
 pub use system::{
     AssembledPrompt, BlockSource, PromptBlock, PromptSettings, PromptSetupError, assemble_prompt,

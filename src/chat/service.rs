@@ -63,6 +63,25 @@ pub struct TurnStart {
     /// The applied overrides, id → text as written.
     pub applied_overrides: BTreeMap<String, String>,
     pub ignored_overrides: Vec<IgnoredOverride>,
+    /// Set when the turn runs on a deployment (the `worker` provider)
+    /// rather than in this process.
+    pub remote: Option<RemoteTurn>,
+}
+
+/// Where a turn ran when it ran on a deployment, and what was sent there
+/// besides what the run log's request record holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RemoteTurn {
+    /// The endpoint, without credentials, query or fragment.
+    pub endpoint: String,
+    /// The claim document itself was sent (else its id, for the
+    /// deployment's own store to resolve).
+    pub claim_sent: bool,
+    /// Every override sent, as written: the deployment applies its own
+    /// usable rule, so these may differ from the locally applied ones.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub overrides: BTreeMap<String, String>,
 }
 
 /// The turn as assembled: what the model is told and why.
@@ -123,6 +142,7 @@ pub fn run_chat_turn(
             fingerprint: fingerprint(&resolved.applied),
             applied_overrides: resolved.applied,
             ignored_overrides: resolved.ignored,
+            remote: None,
         };
         let turn_id = start.turn_id.clone();
         yield TurnOutput::Started(Box::new(start.clone()));

@@ -11,12 +11,13 @@ use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use promptlab::chat::request::PromptOptions;
-use promptlab::chat::{ChatEvent, ChatMessage, ChatRequest, ClaimInput, Role, TurnContext};
+use promptlab::chat::{ChatEvent, ChatMessage, ChatRequest, ClaimInput, Role};
 use promptlab::claims::ClaimStore;
 use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::prompts::PromptRegistry;
 use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{OutputFormat, Style};
+use promptlab::worker::TurnRunner;
 
 use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
@@ -27,7 +28,7 @@ use super::turn::{TurnRun, drive_turn};
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq ."
+    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq .\n  promptlab chat --provider worker --endpoint https://staging.example.com --claim-id CLM-HH-0001 --send-claim \"What is the excess?\"  # the deployed API (docs/worker.md)"
 )]
 pub struct ChatArgs {
     /// The user's message. Read from stdin when absent (and not -i).
@@ -86,16 +87,12 @@ pub fn run(
         messages.push(ChatMessage::user(message));
     }
     let format = args.format.unwrap_or_else(default_format);
-    let mut built = args.model.build_provider()?;
-    built.provider = super::model::with_cache(built.provider, args.cache, &stores.cache_dir);
-    let ctx = TurnContext {
-        registry,
-        store: store.clone(),
-        provider: built.provider.clone(),
-    };
+    let cache = args.cache.then_some(stores.cache_dir.as_path());
+    let (runner, replay) = args.model.turn_runner(registry, store, cache)?;
+    let claim = args.model.claim_to_send(claim, store)?;
     let base = TurnSettings {
         record_in: (!args.no_record).then(|| runs_dir.to_path_buf()),
-        provider_name: built.provider.name(),
+        provider_name: runner.provider_name(),
         claim,
         prompt: loaded.options,
         model: args.model.model.clone(),
@@ -103,29 +100,29 @@ pub fn run(
         today: today_or_local(args.today),
         format,
     };
-    let ctx_hint = ctx.clone();
+    let lookup = Lookup { registry, store };
     let runtime = tokio::runtime::Runtime::new()?;
     let exit = if args.interactive {
-        runtime.block_on(interactive(ctx, base, messages))?
+        runtime.block_on(interactive(&runner, lookup, base, messages))?
     } else {
         let request = base.request(messages);
         request.validate(registry)?;
         let cancel = CancellationToken::new();
         let recorder = base.recorder(&request);
-        let (run, stop) = runtime.block_on(async move {
+        let (run, stop) = runtime.block_on(async {
             let stop = cancel_on_signals(cancel.clone());
-            let run = drive_turn(ctx, request, format, cancel, recorder).await;
+            let run = drive_turn(&runner, request, format, cancel, recorder).await;
             (run, stop.exit())
         });
         let run = run?;
         report_recording(&run, format);
-        hint_after_error(&run, &base, &ctx_hint);
+        hint_after_error(&run, &base, lookup);
         match (run.exit, stop) {
             (Exit::Cancelled, Some(signal)) => signal,
             (exit, _) => exit,
         }
     };
-    if let Some(replay) = built.replay {
+    if let Some(replay) = replay {
         for divergence in replay.divergences() {
             eprintln!(
                 "replay: model call {}: {}",
@@ -134,6 +131,13 @@ pub fn run(
         }
     }
     Ok(exit)
+}
+
+/// What the hints and the banner look things up in.
+#[derive(Clone, Copy)]
+struct Lookup<'a> {
+    registry: &'static PromptRegistry,
+    store: &'a ClaimStore,
 }
 
 /// pretty on a terminal, ndjson when piped.
@@ -157,13 +161,13 @@ fn report_recording(run: &TurnRun, format: OutputFormat) {
 
 /// In the pretty view, under a turn that ended in an error because the claim
 /// id or the capability is unknown, the nearest known one.
-fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: &TurnContext) {
+fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: Lookup<'_>) {
     let errored = matches!(run.events.last(), Some(ChatEvent::Error { .. }));
     if settings.format != OutputFormat::Pretty || !errored {
         return;
     }
     let claim_hint = match &settings.claim {
-        ClaimInput::Id(id) if ctx.store.locate(id).is_none() => suggest::claim_id(id, &ctx.store),
+        ClaimInput::Id(id) if ctx.store.locate(id).is_none() => suggest::claim_id(id, ctx.store),
         _ => None,
     };
     let capability_hint = settings
@@ -178,12 +182,12 @@ fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: &TurnContext) {
 }
 
 /// The session's first line: what every turn will run with.
-fn banner(ctx: &TurnContext, settings: &TurnSettings) -> String {
+fn banner(registry: &PromptRegistry, settings: &TurnSettings) -> String {
     let claim = match &settings.claim {
         ClaimInput::Id(id) => id.clone(),
         ClaimInput::Document(loaded) => loaded.claim.id.clone(),
     };
-    let applied = promptlab::prompts::resolve_overrides(&settings.prompt.overrides, ctx.registry);
+    let applied = promptlab::prompts::resolve_overrides(&settings.prompt.overrides, registry);
     format!(
         "claim {claim} · capability {} · fingerprint {} · model {} ({}) · /help for commands",
         settings.prompt.capability.as_deref().unwrap_or("free chat"),
@@ -246,7 +250,8 @@ impl TurnSettings {
 
 /// A session: one turn per line of input, text history kept between turns.
 async fn interactive(
-    ctx: TurnContext,
+    runner: &TurnRunner,
+    ctx: Lookup<'_>,
     settings: TurnSettings,
     mut history: Vec<ChatMessage>,
 ) -> Result<Exit, CliError> {
@@ -262,7 +267,10 @@ async fn interactive(
     });
     let prompting = std::io::stdin().is_terminal();
     if prompting {
-        eprintln!("{}", Style::for_stdout().dim(&banner(&ctx, &settings)));
+        eprintln!(
+            "{}",
+            Style::for_stdout().dim(&banner(ctx.registry, &settings))
+        );
     }
     let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
     let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
@@ -299,13 +307,13 @@ async fn interactive(
             .map_err(|_| CliError::failed("the session's state was poisoned"))? =
             Some(token.clone());
         let recorder = settings.recorder(&request);
-        let end = drive_turn(ctx.clone(), request, settings.format, token, recorder).await;
+        let end = drive_turn(runner, request, settings.format, token, recorder).await;
         *current
             .lock()
             .map_err(|_| CliError::failed("the session's state was poisoned"))? = None;
         let end = end?;
         report_recording(&end, settings.format);
-        hint_after_error(&end, &settings, &ctx);
+        hint_after_error(&end, &settings, ctx);
         failed |= end.exit == Exit::Failure;
         match end.exit {
             Exit::Success => history.push(ChatMessage::assistant(end.answer)),

@@ -16,6 +16,7 @@ use promptlab::provider::script::ScriptError;
 use promptlab::report::ReportError;
 use promptlab::runs::replay::ReplayRequestError;
 use promptlab::runs::store::RunLogError;
+use promptlab::worker::WorkerError;
 
 /// The documented exit codes.
 pub mod exit_code {
@@ -84,6 +85,8 @@ pub enum CliError {
     Compare(#[from] CompareError),
     #[error(transparent)]
     Report(#[from] ReportError),
+    #[error(transparent)]
+    Worker(#[from] WorkerError),
     /// A flag or an input the command itself found wrong: exit 2.
     #[error("{0}")]
     Usage(String),
@@ -123,7 +126,8 @@ impl CliError {
                 | RunLogError::NotFound(_)
                 | RunLogError::Ambiguous { .. },
             )
-            | CliError::Compare(_) => USAGE,
+            | CliError::Compare(_)
+            | CliError::Worker(WorkerError::Endpoint(_) | WorkerError::Token(_)) => USAGE,
             CliError::Report(ReportError::Read { source, .. }) => io_exit(source),
             CliError::Report(_) => USAGE,
             // Reading what the user named: a path that is not there is bad
@@ -136,6 +140,7 @@ impl CliError {
             CliError::Claim(ClaimError::NotFound(_))
             | CliError::PromptSetup(PromptSetupError::UnknownCapability(_))
             | CliError::Provider(_)
+            | CliError::Worker(WorkerError::Client(_))
             | CliError::Replay(_)
             | CliError::Failed(_)
             | CliError::Io(_) => FAILURE,
@@ -198,6 +203,11 @@ mod tests {
         assert_eq!(not_found.exit_code(), exit_code::FAILURE);
         assert_eq!(CliError::usage("--x").exit_code(), exit_code::USAGE);
         assert_eq!(CliError::BrokenPipe.exit_code(), exit_code::OK);
+        let endpoint = promptlab::worker::Endpoint::parse("ftp://x").unwrap_err();
+        assert_eq!(
+            CliError::from(WorkerError::from(endpoint)).exit_code(),
+            exit_code::USAGE
+        );
     }
 
     #[test]

@@ -16,6 +16,11 @@ use promptlab::provider::replay::ReplayProvider;
 use promptlab::provider::script::ScriptProvider;
 use promptlab::runs::read_run_log;
 
+use promptlab::chat::{ClaimInput, TurnContext};
+use promptlab::claims::ClaimStore;
+use promptlab::prompts::PromptRegistry;
+use promptlab::worker::{Endpoint, TurnRunner, WorkerClient, WorkerConfig, WorkerError};
+
 use super::error::CliError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -26,6 +31,8 @@ pub enum ProviderKind {
     Script,
     /// The model turns of a recorded run log (--replay).
     Replay,
+    /// The whole turn, run by a deployed chat API (--endpoint).
+    Worker,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -50,7 +57,20 @@ pub struct ModelArgs {
     /// The YAML script for `--provider script`.
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
-    /// Gemini: seconds to wait for a connection.
+    /// Worker: the deployment's chat API (a bare host means its /api/chat).
+    /// A bearer token, if it needs one, comes from PROMPTLAB_ENDPOINT_TOKEN.
+    #[arg(
+        long,
+        value_name = "URL",
+        env = "PROMPTLAB_ENDPOINT",
+        hide_env_values = true
+    )]
+    pub endpoint: Option<String>,
+    /// Worker: send the claim document even when --claim-id names a local
+    /// claim (by default an id is sent, for the deployment's own store).
+    #[arg(long)]
+    pub send_claim: bool,
+    /// Gemini and worker: seconds to wait for a connection.
     #[arg(
         long,
         value_name = "SECS",
@@ -58,7 +78,7 @@ pub struct ModelArgs {
         default_value_t = 10.0
     )]
     pub connect_timeout: f64,
-    /// Gemini: seconds to wait for the response to start, or for its next bytes.
+    /// Gemini and worker: seconds to wait for the response to start, or for its next bytes.
     #[arg(
         long,
         value_name = "SECS",
@@ -105,6 +125,9 @@ impl ModelArgs {
                 let provider: Arc<dyn ModelProvider> = Arc::new(GeminiProvider::new(config)?);
                 Ok(provider.into())
             }
+            ProviderKind::Worker => Err(CliError::usage(
+                "--provider worker runs the whole turn on a deployment, not through a model provider",
+            )),
             ProviderKind::Replay => {
                 let path = self
                     .replay
@@ -117,6 +140,88 @@ impl ModelArgs {
                     replay: Some(replay),
                 })
             }
+        }
+    }
+}
+
+impl ModelArgs {
+    /// The deployment client `--provider worker` runs turns with, at most
+    /// `max_concurrent` requests in flight (`None`: the client's default).
+    pub fn build_worker(
+        &self,
+        registry: &'static PromptRegistry,
+        max_concurrent: Option<u16>,
+    ) -> Result<WorkerClient, CliError> {
+        let text = self
+            .endpoint
+            .as_deref()
+            .filter(|text| !text.trim().is_empty())
+            .ok_or_else(|| {
+                CliError::usage(
+                    "--provider worker needs --endpoint URL (or PROMPTLAB_ENDPOINT): the deployment's chat API",
+                )
+            })?;
+        let mut config = WorkerConfig::new(Endpoint::parse(text).map_err(WorkerError::from)?);
+        config.token = std::env::var("PROMPTLAB_ENDPOINT_TOKEN")
+            .ok()
+            .filter(|token| !token.trim().is_empty());
+        config.connect_timeout = seconds("--connect-timeout", self.connect_timeout)?;
+        config.idle_timeout = seconds("--idle-timeout", self.idle_timeout)?;
+        if let Some(max) = max_concurrent {
+            config.max_concurrent = usize::from(max);
+        }
+        Ok(WorkerClient::new(config, registry)?)
+    }
+
+    /// Where the turns run: the engine with the chosen model provider, or a
+    /// deployment (`--provider worker`); and the replay provider's own handle.
+    /// With `cache_dir` (`--cache`), unchanged model calls come from the
+    /// model-call cache; a deployment's turns (`worker`) are never cached.
+    pub fn turn_runner(
+        &self,
+        registry: &'static PromptRegistry,
+        store: &ClaimStore,
+        cache_dir: Option<&std::path::Path>,
+    ) -> Result<(TurnRunner, Option<Arc<ReplayProvider>>), CliError> {
+        if self.provider == ProviderKind::Worker {
+            if cache_dir.is_some() {
+                eprintln!(
+                    "warning: --cache has no effect with --provider worker: the deployment calls its model"
+                );
+            }
+            return Ok((TurnRunner::Worker(self.build_worker(registry, None)?), None));
+        }
+        let built = self.build_provider()?;
+        let provider = match cache_dir {
+            Some(dir) => with_cache(built.provider, true, dir),
+            None => built.provider,
+        };
+        let ctx = TurnContext {
+            registry,
+            store: store.clone(),
+            provider,
+        };
+        Ok((TurnRunner::Local(ctx), built.replay))
+    }
+
+    /// `--send-claim`: the claim a local id names, loaded here and sent as a
+    /// document, so that a deployment without this claim store can run it.
+    pub fn claim_to_send(
+        &self,
+        claim: ClaimInput,
+        store: &ClaimStore,
+    ) -> Result<ClaimInput, CliError> {
+        if !self.send_claim {
+            return Ok(claim);
+        }
+        if self.provider != ProviderKind::Worker {
+            return Err(CliError::usage(
+                "--send-claim is for --provider worker (a local turn always reads the claim itself)",
+            ));
+        }
+        match claim {
+            ClaimInput::Id(id) => Ok(ClaimInput::Document(Box::new(store.load(&id)?))),
+            document => Ok(document),
         }
     }
 }

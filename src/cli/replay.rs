@@ -19,6 +19,7 @@ use super::context::read_claim_file;
 use super::error::{CliError, Exit};
 use super::signals::cancel_on_signals;
 use super::turn::drive_turn;
+use promptlab::worker::TurnRunner;
 
 #[derive(Debug, Args)]
 #[command(
@@ -44,6 +45,13 @@ pub struct ReplayArgs {
 pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
     let path = find_run(&[runs_dir.to_path_buf()], &args.run)?;
     let log = read_run_log(&path)?;
+    if let Some(remote) = &log.header.remote {
+        return Err(CliError::usage(format!(
+            "`{}` ran on a deployment ({}): its model calls were not recorded here, so it cannot be replayed; run it again with --provider worker",
+            path.display(),
+            remote.endpoint
+        )));
+    }
     let claim = match (&args.claim, &args.claim_id) {
         (Some(file), _) => Some(ClaimInput::Document(Box::new(read_claim_file(file)?))),
         (None, Some(id)) => Some(ClaimInput::Id(id.clone())),
@@ -68,7 +76,7 @@ pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit
     let cancel = CancellationToken::new();
     let (run, stop) = runtime.block_on(async move {
         let stop = cancel_on_signals(cancel.clone());
-        let run = drive_turn(ctx, request, format, cancel, recorder).await;
+        let run = drive_turn(&TurnRunner::Local(ctx), request, format, cancel, recorder).await;
         (run, stop.exit())
     });
     let run = run?;

@@ -84,7 +84,7 @@ pub struct ListArgs {
     /// or an override file (or folder) whose fingerprint is meant.
     #[arg(long, value_name = "FP|FILE")]
     pub fingerprint: Option<String>,
-    /// Only turns made by this provider: gemini, script or replay.
+    /// Only turns made by this provider: gemini, script, replay or worker.
     #[arg(long, value_name = "NAME", value_parser = ["gemini", "script", "replay"])]
     pub provider: Option<String>,
     /// Only turns on this claim id.
@@ -311,8 +311,26 @@ fn write_header(log: &RunLog, style: Style, out: &mut impl Write) -> Result<(), 
             header.turn_id,
             when.format("%Y-%m-%d %H:%M:%S")
         ),
-        format!("claim {claim} · {} · {}", header.provider, header.model),
-        format!("prompts {} · overridden: {overridden}", header.fingerprint),
+        format!(
+            "claim {claim} · {}{} · {}",
+            header.provider,
+            header
+                .remote
+                .as_ref()
+                .map(|remote| format!(" at {}", remote.endpoint))
+                .unwrap_or_default(),
+            header.model
+        ),
+        format!(
+            "prompts {} · overridden: {overridden}{}",
+            header.fingerprint,
+            log.footer
+                .as_ref()
+                .and_then(|footer| footer.server_fingerprint.as_deref())
+                .filter(|reported| *reported != header.fingerprint)
+                .map(|reported| format!(" · the deployment reported {reported}"))
+                .unwrap_or_default()
+        ),
         format!("status {status} · {}", log.path.display()),
     ] {
         writeln!(out, "{}", style.dim(&printable(&line)))?;

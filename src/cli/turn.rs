@@ -8,11 +8,12 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
-use promptlab::chat::{ChatEvent, ChatRequest, TurnContext, TurnOutput, run_chat_turn};
+use promptlab::chat::{ChatEvent, ChatRequest, TurnOutput};
 use promptlab::runs::RunStatus;
 use promptlab::sink::driver::{SinkRole, TurnSink, drive};
 use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{EventWriter, OutputFormat, Style};
+use promptlab::worker::TurnRunner;
 
 use super::error::{CliError, Exit};
 
@@ -24,6 +25,8 @@ pub struct TurnRun {
     pub events: Vec<ChatEvent>,
     /// The run log, if one was written.
     pub recorded: Option<PathBuf>,
+    /// The prompt version computed here (from `Started`).
+    pub fingerprint: Option<String>,
 }
 
 impl TurnSink for TurnRun {
@@ -42,6 +45,7 @@ impl TurnSink for TurnRun {
                 self.events.push(event.clone());
             }
             TurnOutput::Cancelled => self.exit = Exit::Cancelled,
+            TurnOutput::Started(start) => self.fingerprint = Some(start.fingerprint.clone()),
             _ => {}
         }
         Ok(())
@@ -54,7 +58,7 @@ impl TurnSink for TurnRun {
 
 /// Streams one turn to stdout and, with a recorder, into a run log.
 pub async fn drive_turn(
-    ctx: TurnContext,
+    runner: &TurnRunner,
     request: ChatRequest,
     format: OutputFormat,
     cancel: CancellationToken,
@@ -67,8 +71,9 @@ pub async fn drive_turn(
         answer: String::new(),
         events: Vec::new(),
         recorded: None,
+        fingerprint: None,
     };
-    let turn = run_chat_turn(ctx, request, cancel.clone());
+    let turn = runner.run(request, cancel.clone());
     let delivery = match recorder {
         Some(mut recorder) => {
             let delivery = drive(turn, &mut [&mut recorder, &mut run, &mut writer], &cancel).await;
@@ -79,6 +84,9 @@ pub async fn drive_turn(
     };
     for failure in &delivery.recorder_failures {
         eprintln!("warning: could not record this run: {failure}");
+    }
+    if let Some(warning) = fingerprint_warning(runner, &run) {
+        eprintln!("warning: {warning}");
     }
     match delivery.writer_error {
         Some(error) => Err(error.into()),
@@ -94,4 +102,17 @@ fn finish_recording(recorder: RunRecorder) -> Option<PathBuf> {
             None
         }
     }
+}
+
+/// A deployment that reported another prompt version than this checkout
+/// computes: the comparison is still shown, but is not like for like.
+fn fingerprint_warning(runner: &TurnRunner, run: &TurnRun) -> Option<String> {
+    let TurnRunner::Worker(client) = runner else {
+        return None;
+    };
+    let reported = run.events.iter().find_map(|event| match event {
+        ChatEvent::Done(done) => Some(done.prompts.fingerprint.as_str()),
+        _ => None,
+    })?;
+    client.fingerprint_warning(run.fingerprint.as_deref()?, reported)
 }

@@ -38,6 +38,10 @@ pub struct Observation {
     /// Each tool call with the result the model read: a judge's evidence.
     #[serde(skip)]
     pub tools: Vec<ToolEvidence>,
+    /// The turn ran on a deployment (`worker`): its tools are known only by
+    /// name, from `activity` events, and its rounds not at all.
+    #[serde(skip)]
+    pub remote: bool,
 }
 
 /// The last user message of a conversation.
@@ -57,7 +61,8 @@ impl Observation {
             TurnOutput::Event(event) => self.observe_event(event),
             TurnOutput::ModelCall(call) => self.observe_call(call),
             TurnOutput::Cancelled => self.cancelled = true,
-            TurnOutput::Started { .. } | TurnOutput::Prepared(_) => {}
+            TurnOutput::Started(start) => self.remote = start.remote.is_some(),
+            TurnOutput::Prepared(_) => {}
         }
     }
 
@@ -86,6 +91,11 @@ impl Observation {
             }
             ChatEvent::Done(done) => self.usage = done.usage,
             ChatEvent::Error { message } => self.error = Some(message.clone()),
+            // The wire shows a known tool's call only as its activity, without
+            // arguments (an unknown tool shows nothing, SPEC §1.5).
+            ChatEvent::Activity { tool, .. } if self.remote => {
+                self.tool_calls.push((tool.clone(), Value::Null));
+            }
             ChatEvent::Activity { .. } | ChatEvent::ToolResult { .. } => {}
         }
     }
@@ -94,6 +104,7 @@ impl Observation {
     pub fn from_log(log: &RunLog) -> Observation {
         let mut observation = Observation {
             message: last_user_message(&log.header.request.messages),
+            remote: log.header.remote.is_some(),
             ..Observation::default()
         };
         for event in log.events() {
@@ -177,7 +188,8 @@ pub fn judge(expect: &Expectations, seen: &Observation, rubric: &[RubricVerdict]
             ));
         }
     }
-    if let Some(max) = expect.max_rounds
+    // A deployment's rounds are not on the wire: not judged (docs/worker.md).
+    if let Some(max) = expect.max_rounds.filter(|_| !seen.remote)
         && seen.rounds > max
     {
         failures.push(format!(
@@ -307,8 +319,11 @@ fn check_tools(expect: &Expectations, seen: &Observation, failures: &mut Vec<Str
                 .map(|(name, args)| format!("{name} {}", compact(args))),
         )
     };
+    // A deployment's tool arguments are not on the wire: matched by name
+    // alone (docs/worker.md).
     let matches = |wanted: &ToolExpectation, (name, args): &(String, Value)| {
-        name == wanted.name() && wanted.args().is_none_or(|want| is_subset(want, args))
+        name == wanted.name()
+            && (seen.remote || wanted.args().is_none_or(|want| is_subset(want, args)))
     };
     for wanted in &expect.tool_called.0 {
         if !seen.tool_calls.iter().any(|call| matches(wanted, call)) {

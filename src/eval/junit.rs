@@ -25,8 +25,10 @@ pub struct JunitContext<'a> {
     /// no `passThreshold` or `minPasses` of its own.
     pub threshold: f64,
     pub started_at: DateTime<Utc>,
-    /// Selected turns that never ran (a cancelled run).
+    /// Selected turns that never ran (a cancelled run, a reached budget).
     pub not_run: &'a [TurnSpec],
+    /// Why they did not run: `cancelled`, `budget reached`.
+    pub not_run_reason: &'a str,
     /// `I/N` when this run is one shard.
     pub shard: Option<String>,
 }
@@ -79,7 +81,13 @@ pub fn junit_xml(
             let threshold = threshold_of(plan, samples.case, context.threshold);
             let total = (samples.ran.len() + samples.not_run) as u32;
             let required = threshold.required(total, plan.suite.repeats());
-            let case = test_case(name, &classname, samples, (threshold, required));
+            let case = test_case(
+                name,
+                &classname,
+                samples,
+                (threshold, required),
+                context.not_run_reason,
+            );
             time += case.time.unwrap_or_default();
             suite.add_test_case(case);
         }
@@ -105,6 +113,7 @@ fn test_case(
     classname: &str,
     samples: &CaseSamples,
     (threshold, required): (Threshold, u32),
+    not_run_reason: &str,
 ) -> TestCase {
     let ran = &samples.ran;
     let passed = ran
@@ -113,7 +122,7 @@ fn test_case(
         .count();
     let status = if ran.is_empty() {
         let mut skipped = TestCaseStatus::skipped();
-        skipped.set_message("not run: cancelled");
+        skipped.set_message(format!("not run: {not_run_reason}"));
         skipped
     } else if passed as u32 >= required {
         TestCaseStatus::success()
@@ -141,7 +150,7 @@ fn test_case(
         .map(|r| r.observation.latency_ms)
         .fold(0u64, u64::saturating_add);
     case.set_time(Duration::from_millis(seconds));
-    case.set_system_out(system_out(ran, samples.not_run));
+    case.set_system_out(system_out(ran, samples.not_run, not_run_reason));
     case
 }
 
@@ -162,7 +171,7 @@ fn problems(ran: &[&TurnResult]) -> String {
 }
 
 /// Each sample's verdict, run log and answer.
-fn system_out(ran: &[&TurnResult], not_run: usize) -> String {
+fn system_out(ran: &[&TurnResult], not_run: usize, not_run_reason: &str) -> String {
     let mut text = String::new();
     for sample in ran {
         let log = sample
@@ -188,7 +197,7 @@ fn system_out(ran: &[&TurnResult], not_run: usize) -> String {
         ));
     }
     if not_run > 0 {
-        text.push_str(&format!("{not_run} samples not run: cancelled\n"));
+        text.push_str(&format!("{not_run} samples not run: {not_run_reason}\n"));
     }
     text
 }

@@ -19,7 +19,7 @@ use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey, key_of_header};
 use crate::chat::event::ChatEvent;
-use crate::chat::service::{TurnContext, TurnOutput, run_chat_turn};
+use crate::chat::service::{TurnContext, TurnOutput};
 use crate::claims::ClaimStore;
 use crate::judge::Judge;
 use crate::prompts::PromptRegistry;
@@ -30,6 +30,7 @@ use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
 use crate::sink::driver::{SinkRole, TurnSink, drive};
 use crate::sink::run_log::RunRecorder;
+use crate::worker::{TurnRunner, WorkerClient};
 
 /// The newest finished run log of each turn of `suite` under `dirs`;
 /// with `done_only`, only turns that ended in `done`.
@@ -72,12 +73,15 @@ pub enum ProviderChoice {
     },
     /// Each turn replays its own recording.
     Replay(HashMap<TurnKey, PathBuf>),
+    /// Each turn runs whole on a deployment (`--provider worker`).
+    Worker(WorkerClient),
 }
 
 impl ProviderChoice {
     fn for_turn(&self, plan: &EvalPlan, spec: &TurnSpec) -> Result<Arc<dyn ModelProvider>, String> {
         match self {
             ProviderChoice::Shared(provider) => Ok(provider.clone()),
+            ProviderChoice::Worker(_) => Err("a worker turn has no local provider".to_string()),
             ProviderChoice::Script { default, by_case } => by_case
                 .get(&spec.case)
                 .or(default.as_ref())
@@ -104,6 +108,7 @@ impl ProviderChoice {
             ProviderChoice::Shared(provider) => provider.name(),
             ProviderChoice::Script { .. } => "script",
             ProviderChoice::Replay(_) => "replay",
+            ProviderChoice::Worker(_) => "worker",
         }
     }
 }
@@ -197,49 +202,60 @@ async fn run_one(
     cancel: CancellationToken,
     messages: &UnboundedSender<EvalMessage>,
 ) -> TurnResult {
-    let provider = match settings.provider.for_turn(plan, spec) {
-        // A replay is recorded already: only live and scripted calls are cached.
-        Ok(provider) if !matches!(settings.provider, ProviderChoice::Replay(_)) => {
-            match &settings.model_cache {
-                Some(cache) => Arc::new(CachingProvider::new(provider, cache.clone(), spec.sample)),
-                None => provider,
+    let runner = match &settings.provider {
+        ProviderChoice::Worker(client) => TurnRunner::Worker(client.clone()),
+        choice => match choice.for_turn(plan, spec) {
+            Ok(provider) => {
+                // A replay is recorded already: only live and scripted calls are cached.
+                let provider = match (&settings.model_cache, choice) {
+                    (Some(_), ProviderChoice::Replay(_)) | (None, _) => provider,
+                    (Some(cache), _) => {
+                        Arc::new(CachingProvider::new(provider, cache.clone(), spec.sample))
+                    }
+                };
+                TurnRunner::Local(TurnContext {
+                    registry: settings.registry,
+                    store: settings.store.clone(),
+                    provider,
+                })
             }
-        }
-        Ok(provider) => provider,
-        Err(message) => {
-            let observation = Observation {
-                error: Some(message),
-                // No model was called.
-                cost_usd: Some(0.0),
-                ..Observation::default()
-            };
-            let verdict = plan.judge(spec, &observation, &[]);
-            return TurnResult::new(spec, observation, verdict);
-        }
+            Err(message) => {
+                let observation = Observation {
+                    error: Some(message),
+                    // No model was called.
+                    cost_usd: Some(0.0),
+                    ..Observation::default()
+                };
+                let verdict = plan.judge(spec, &observation, &[]);
+                return TurnResult::new(spec, observation, verdict);
+            }
+        },
     };
     let request = plan.request(spec, settings.today);
     let mut recorder = RunRecorder::new(
         &settings.runs_dir,
         &request,
-        provider.name(),
+        runner.provider_name(),
         Some(plan.labels(spec)),
     );
-    let ctx = TurnContext {
-        registry: settings.registry,
-        store: settings.store.clone(),
-        provider,
-    };
     let mut watch = Watch {
         observation: Observation {
             message: last_user_message(&request.messages),
             ..Observation::default()
         },
+        fingerprints: (None, None),
         spec,
         messages,
     };
     let clock = Instant::now();
-    let turn = run_chat_turn(ctx, request, cancel.clone());
+    let turn = runner.run(request, cancel.clone());
     let delivery = drive(turn, &mut [&mut watch, &mut recorder], &cancel).await;
+    if let (TurnRunner::Worker(client), (Some(local), Some(reported))) =
+        (&runner, &watch.fingerprints)
+        && let Some(warning) = client.fingerprint_warning(local, reported)
+    {
+        let _ = messages.send(EvalMessage::Warning(warning));
+    }
     let mut observation = watch.observation;
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
     match delivery.recorder_failures.into_iter().next() {
@@ -255,6 +271,8 @@ async fn run_one(
 /// judged on, and the events it forwards to the progress feed.
 struct Watch<'a> {
     observation: Observation,
+    /// The prompt version computed here, and the one `done` reported.
+    fingerprints: (Option<String>, Option<String>),
     spec: &'a TurnSpec,
     messages: &'a UnboundedSender<EvalMessage>,
 }
@@ -266,6 +284,13 @@ impl TurnSink for Watch<'_> {
 
     fn accept(&mut self, output: &TurnOutput) -> std::io::Result<()> {
         self.observation.observe(output);
+        match output {
+            TurnOutput::Started(start) => self.fingerprints.0 = Some(start.fingerprint.clone()),
+            TurnOutput::Event(ChatEvent::Done(done)) => {
+                self.fingerprints.1 = Some(done.prompts.fingerprint.clone());
+            }
+            _ => {}
+        }
         if let TurnOutput::Event(event) = output {
             // The feed may have closed (the run is ending): nothing to tell.
             let _ = self

@@ -9,7 +9,8 @@
 //! a bare JSON object outside any `data:` line, which is how Google reports
 //! an error in the middle of a 200 response.
 
-/// The most one event may hold before the stream is refused as malformed.
+/// The most one event may hold before the stream is refused as malformed
+/// (the default; `SseParser::with_max_event_bytes` sets another).
 pub const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -24,21 +25,38 @@ pub enum SseItem {
 pub enum SseError {
     #[error("an event is not valid UTF-8")]
     NotUtf8,
-    #[error("an event grew past {MAX_EVENT_BYTES} bytes without ending")]
-    TooLarge,
+    #[error("an event grew past {0} bytes without ending")]
+    TooLarge(usize),
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct SseParser {
     buffer: Vec<u8>,
     /// Where to resume looking for a separator, so that a large event
     /// arriving in many pieces is scanned once, not once per piece.
     scanned: usize,
+    max_event_bytes: usize,
+}
+
+impl Default for SseParser {
+    fn default() -> SseParser {
+        SseParser::with_max_event_bytes(MAX_EVENT_BYTES)
+    }
 }
 
 impl SseParser {
     pub fn new() -> SseParser {
         SseParser::default()
+    }
+
+    /// A parser that refuses any event larger than `max` bytes: a peer that
+    /// never ends an event cannot make it buffer more than about that.
+    pub fn with_max_event_bytes(max: usize) -> SseParser {
+        SseParser {
+            buffer: Vec::new(),
+            scanned: 0,
+            max_event_bytes: max,
+        }
     }
 
     pub fn push(&mut self, bytes: &[u8]) {
@@ -50,13 +68,16 @@ impl SseParser {
     pub fn next_item(&mut self) -> Result<Option<SseItem>, SseError> {
         loop {
             let Some((end, separator_len)) = find_separator(&self.buffer, self.scanned) else {
-                if self.buffer.len() > MAX_EVENT_BYTES {
-                    return Err(SseError::TooLarge);
+                if self.buffer.len() > self.max_event_bytes {
+                    return Err(SseError::TooLarge(self.max_event_bytes));
                 }
                 // A separator may straddle this piece and the next (at most 3 bytes back).
                 self.scanned = self.buffer.len().saturating_sub(3);
                 return Ok(None);
             };
+            if end > self.max_event_bytes {
+                return Err(SseError::TooLarge(self.max_event_bytes));
+            }
             let event: Vec<u8> = self.buffer.drain(..end + separator_len).take(end).collect();
             self.scanned = 0;
             if let Some(item) = parse_event(&event)? {

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::{ChatMessage, ChatRequest, ClaimInput, Locale, ThinkingLevel};
-use crate::chat::service::ModelCallRecord;
+use crate::chat::service::{ModelCallRecord, RemoteTurn};
 use crate::chat::system::PromptBlock;
 use crate::judge::RubricVerdict;
 use crate::prompts::overrides::IgnoredOverride;
@@ -46,7 +46,7 @@ pub struct RunHeader {
     pub tool_version: String,
     pub turn_id: String,
     pub started_at: DateTime<Utc>,
-    /// `gemini`, `script` or `replay`.
+    /// `gemini`, `script`, `replay` or `worker`.
     pub provider: String,
     /// The model the turn asked for.
     pub model: String,
@@ -74,6 +74,9 @@ pub struct RunHeader {
     /// Where an eval run put this turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<RunLabels>,
+    /// A `worker` turn: the deployment it ran on and what was sent there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteTurn>,
 }
 
 /// Every request option, as given (before the claim is resolved).
@@ -203,6 +206,14 @@ pub struct RunFooter {
     /// An eval turn's verdict, judged on exactly these numbers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verdict: Option<RecordedVerdict>,
+    /// A `worker` turn: the fingerprint the deployment reported in `done`,
+    /// next to the header's, which this checkout computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_fingerprint: Option<String>,
+    /// A `worker` turn: the deployment's own id for the turn (from `done`),
+    /// to find it in the deployment's logs; this log's `turnId` is ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_turn_id: Option<String>,
 }
 
 fn is_zero(count: &u64) -> bool {

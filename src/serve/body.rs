@@ -1,46 +1,17 @@
 //! The body of `POST /api/chat`: the production Worker's `ChatRequest` JSON
 //! (SPEC §1.1) turned into the engine's validated `ChatRequest`, or a
 //! `BodyError` whose message names the field — the HTTP 400 that comes
-//! before any event.
+//! before any event. The shape itself is `chat::wire::WireRequest`, which
+//! the `worker` provider writes.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
-use chrono::NaiveDate;
-use serde::Deserialize;
-
 use crate::chat::request::DEFAULT_MODEL;
-use crate::chat::{ChatMessage, ChatRequest, ClaimInput, Locale, PromptOptions, ThinkingLevel};
+use crate::chat::wire::WireRequest;
+use crate::chat::{ChatRequest, ClaimInput, PromptOptions, ThinkingLevel};
 use crate::claims::parse_claim_bytes;
 use crate::prompts::PromptRegistry;
-
-/// The wire shape, camelCase as the front end sends it. Unknown fields are
-/// ignored, as the Worker ignores them, so a newer front end still works.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct WireRequest {
-    #[serde(default)]
-    claim: Option<serde_json::Value>,
-    #[serde(default)]
-    claim_id: Option<String>,
-    messages: Vec<ChatMessage>,
-    #[serde(default)]
-    capability: Option<String>,
-    #[serde(default)]
-    locale: Option<Locale>,
-    #[serde(default)]
-    brand: Option<String>,
-    #[serde(default)]
-    screen_actions: bool,
-    #[serde(default)]
-    voice: bool,
-    #[serde(default)]
-    overrides: BTreeMap<String, String>,
-    #[serde(default)]
-    model: Option<String>,
-    #[serde(default)]
-    thinking_level: Option<ThinkingLevel>,
-}
+use chrono::NaiveDate;
 
 /// Why a body is not a request; the message names the field.
 #[derive(Debug, thiserror::Error)]
@@ -165,6 +136,7 @@ fn claim_input(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::chat::Locale;
 
     fn parse(body: &str) -> Result<ChatRequest, BodyError> {
         parse_chat_body(

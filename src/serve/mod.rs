@@ -166,12 +166,9 @@ async fn not_found() -> Response {
     json_error(StatusCode::NOT_FOUND, "no such endpoint".to_string())
 }
 
-/// The body of every error response: `{"error": message}` (the production
-/// Worker's shape), the message naming the field when a request is malformed.
-#[derive(Debug, Clone, serde::Serialize, schemars::JsonSchema)]
-pub struct ErrorBody {
-    pub error: String,
-}
+/// The body of every error response (the production Worker's shape); it
+/// lives with the request's wire shape, which the `worker` provider reads too.
+pub use crate::chat::wire::ErrorBody;
 
 /// `{"error": message}` with `status`.
 pub fn json_error(status: StatusCode, message: String) -> Response {

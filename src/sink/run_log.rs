@@ -19,7 +19,7 @@ use chrono::Utc;
 
 use super::driver::{SinkRole, TurnSink};
 use crate::chat::event::{ChatEvent, Usage};
-use crate::chat::request::ChatRequest;
+use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
@@ -34,6 +34,7 @@ pub struct RunRecorder {
     request: RequestRecord,
     provider: String,
     model: String,
+    claim: Option<ClaimRecord>,
     labels: Option<RunLabels>,
     log: Option<OpenLog>,
 }
@@ -54,6 +55,8 @@ struct OpenLog {
     model_calls: u32,
     status: Option<RunStatus>,
     error: Option<String>,
+    server_fingerprint: Option<String>,
+    server_turn_id: Option<String>,
 }
 
 impl RunRecorder {
@@ -71,6 +74,16 @@ impl RunRecorder {
             request: RequestRecord::from_request(request),
             provider: provider.to_string(),
             model: request.model.clone(),
+            claim: match &request.claim {
+                // Known before the turn resolves it, so that a turn that runs
+                // elsewhere (the `worker` provider) still names its claim.
+                ClaimInput::Document(loaded) => Some(ClaimRecord {
+                    id: loaded.claim.id.clone(),
+                    sha256: loaded.sha256.clone(),
+                    origin: loaded.origin.clone(),
+                }),
+                ClaimInput::Id(_) => None,
+            },
             labels,
             log: None,
         }
@@ -184,6 +197,8 @@ impl RunRecorder {
             model_calls: log.model_calls,
             error: log.error.clone(),
             verdict: None,
+            server_fingerprint: log.server_fingerprint.clone(),
+            server_turn_id: log.server_turn_id.clone(),
         })
     }
 
@@ -224,7 +239,7 @@ impl RunRecorder {
                 provider: self.provider.clone(),
                 model: self.model.clone(),
                 request: self.request.clone(),
-                claim: None,
+                claim: self.claim.clone(),
                 fingerprint: start.fingerprint.clone(),
                 overridden: start.applied_overrides.keys().cloned().collect(),
                 ignored_overrides: start.ignored_overrides.clone(),
@@ -234,6 +249,7 @@ impl RunRecorder {
                 system_sha256: None,
                 tools_sha256: None,
                 labels: self.labels.clone(),
+                remote: start.remote.clone(),
             },
             header_written: false,
             first_text_ms: None,
@@ -244,6 +260,8 @@ impl RunRecorder {
             model_calls: 0,
             status: None,
             error: None,
+            server_fingerprint: None,
+            server_turn_id: None,
         })
     }
 
@@ -335,6 +353,10 @@ impl OpenLog {
             ChatEvent::Done(done) => {
                 self.status = Some(RunStatus::Done);
                 self.usage = done.usage;
+                if self.header.remote.is_some() {
+                    self.server_fingerprint = Some(done.prompts.fingerprint.clone());
+                    self.server_turn_id = Some(done.turn_id.clone());
+                }
             }
             ChatEvent::Error { message } => {
                 self.status = Some(RunStatus::Error);

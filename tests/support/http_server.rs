@@ -76,6 +76,8 @@ pub type Responder = Box<dyn Fn(&RecordedRequest) -> Reply + Send + Sync>;
 pub struct TestServer {
     pub base_url: String,
     requests: Arc<Mutex<Vec<RecordedRequest>>>,
+    /// Requests being answered now, and the most there ever were at once.
+    in_flight: Arc<Mutex<(usize, usize)>>,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -88,6 +90,8 @@ impl TestServer {
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
         let recorded = Arc::clone(&requests);
+        let in_flight = Arc::new(Mutex::new((0, 0)));
+        let counting = Arc::clone(&in_flight);
         let (shutdown, stop) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {
             let runtime = tokio::runtime::Builder::new_current_thread()
@@ -104,8 +108,9 @@ impl TestServer {
                         };
                         let recorded = Arc::clone(&recorded);
                         let responders = Arc::clone(&responders);
+                        let counting = Arc::clone(&counting);
                         tokio::spawn(async move {
-                            let _ = serve(socket, recorded, responders).await;
+                            let _ = serve(socket, recorded, responders, counting).await;
                         });
                     }
                 };
@@ -118,6 +123,7 @@ impl TestServer {
         TestServer {
             base_url,
             requests,
+            in_flight,
             shutdown: Some(shutdown),
             thread: Some(thread),
         }
@@ -125,6 +131,11 @@ impl TestServer {
 
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.requests.lock().unwrap().clone()
+    }
+
+    /// The most requests that were being answered at the same moment.
+    pub fn max_in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap().1
     }
 }
 
@@ -140,11 +151,45 @@ impl Drop for TestServer {
 }
 
 async fn serve(
-    mut socket: TcpStream,
+    socket: TcpStream,
     recorded: Arc<Mutex<Vec<RecordedRequest>>>,
     responders: Arc<Vec<Responder>>,
+    in_flight: Arc<Mutex<(usize, usize)>>,
 ) -> std::io::Result<()> {
+    let mut socket = socket;
     let request = read_request(&mut socket).await?;
+    {
+        let mut counts = in_flight.lock().unwrap();
+        counts.0 += 1;
+        counts.1 = counts.1.max(counts.0);
+    }
+    let mut finished = Finished(Some(in_flight));
+    let result = answer(&mut socket, request, &recorded, &responders, &mut finished).await;
+    finished.now();
+    result
+}
+
+/// Takes a request out of the in-flight count once. A stream counts as
+/// finished just before its last piece goes out: the client cannot start
+/// another request before it has that piece, so the count never overlaps
+/// the next request (as it would if taken after the closing bytes).
+struct Finished(Option<Arc<Mutex<(usize, usize)>>>);
+
+impl Finished {
+    fn now(&mut self) {
+        if let Some(counts) = self.0.take() {
+            counts.lock().unwrap().0 -= 1;
+        }
+    }
+}
+
+async fn answer(
+    socket: &mut TcpStream,
+    request: RecordedRequest,
+    recorded: &Mutex<Vec<RecordedRequest>>,
+    responders: &[Responder],
+    finished: &mut Finished,
+) -> std::io::Result<()> {
     let index = {
         let mut requests = recorded.lock().unwrap();
         requests.push(request.clone());
@@ -175,9 +220,13 @@ async fn serve(
             socket.write_all(body.as_bytes()).await?;
         }
         Reply::Stream { body, piece, pause } => {
-            stream_head(&mut socket).await?;
-            for chunk in body.chunks(piece.max(1)) {
-                write_chunk(&mut socket, chunk).await?;
+            stream_head(socket).await?;
+            let pieces = body.chunks(piece.max(1)).count();
+            for (index, chunk) in body.chunks(piece.max(1)).enumerate() {
+                if index + 1 == pieces {
+                    finished.now();
+                }
+                write_chunk(socket, chunk).await?;
                 if !pause.is_zero() {
                     tokio::time::sleep(pause).await;
                 }
@@ -185,15 +234,15 @@ async fn serve(
             socket.write_all(b"0\r\n\r\n").await?;
         }
         Reply::ResetAfter { body } => {
-            stream_head(&mut socket).await?;
-            write_chunk(&mut socket, &body).await?;
+            stream_head(socket).await?;
+            write_chunk(socket, &body).await?;
+            // Dropped by `serve` right after: a reset, not a clean end.
             socket.set_zero_linger()?;
-            drop(socket);
             return Ok(());
         }
         Reply::StallAfter { body, hold } => {
-            stream_head(&mut socket).await?;
-            write_chunk(&mut socket, &body).await?;
+            stream_head(socket).await?;
+            write_chunk(socket, &body).await?;
             tokio::time::sleep(hold).await;
         }
     }

@@ -37,9 +37,10 @@ use watch::TurnSnapshot;
 
 const AFTER_HELP: &str = "\
 Exit codes: 0 every case met its threshold (by default: every turn passed), or every variant
-reached --min-pass-rate · 1 a failure, an error, a lost run log or a failed report write · 2 invalid suite, flags or setup (checked before any turn
-runs: a missing GEMINI_API_KEY, a missing folder, two variants with the same prompt version, …) ·
-130 Ctrl-C · 143 SIGTERM.
+reached --min-pass-rate · 1 a failure, an error, a lost run log, a failed report write or a
+reached --max-cost · 2 invalid suite, flags or setup (checked before any turn runs: a missing
+GEMINI_API_KEY, a missing folder, two variants with the same prompt version, …) · 130 Ctrl-C ·
+143 SIGTERM.
 
 Examples:
   promptlab eval suites/smoke.yaml --provider script
@@ -49,8 +50,12 @@ Examples:
   promptlab eval suites/regression.yaml --report shard-1/ --report shard-2/ --markdown-summary summary.md
   promptlab eval suites/rubric.yaml --judge-provider script --judge-script suites/scripts/judge.yaml
   promptlab eval suites/rubric.yaml --rescore     # judge recorded turns again, no chat model call
+  promptlab eval suites/smoke.yaml --watch --cache --max-cost 2   # re-run on each save, only what changed
+  promptlab eval suites/regression.yaml --provider worker --endpoint https://staging.example.com -j 8 --max-concurrent 4 --runs-dir runs/staging
+  promptlab compare runs/local runs/staging      # does the deployment answer like the harness? (docs/worker.md)
 
-Rubric criteria, thresholds over repeats, re-scoring and the judge's flags: docs/judging.md.";
+Rubric criteria, thresholds over repeats, re-scoring and the judge's flags: docs/judging.md. The
+model-call cache, cost, --max-cost and --watch: docs/cache.md.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EvalFormat {
@@ -70,6 +75,10 @@ pub struct EvalArgs {
     /// Turns run at once (at least 1).
     #[arg(short = 'j', long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub jobs: u16,
+    /// --provider worker: at most N requests in flight at once, retries
+    /// included (default: -j).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrent: Option<u16>,
     /// Run only part I of N of the selected turns (1-based), so that N CI jobs share a
     /// suite; `auto` reads GitLab, CircleCI, Buildkite or Kubernetes Indexed Job variables.
     #[arg(long, value_name = "I/N|auto")]

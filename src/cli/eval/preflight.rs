@@ -1,6 +1,6 @@
 //! Checks made before any turn runs (exit 2, nothing recorded): folders
-//! that must exist, output files that must be writable, the model key, and
-//! the variants' overrides.
+//! that must exist, output files that must be writable, the model key or
+//! the deployment's endpoint, and the variants' overrides.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -29,6 +29,11 @@ pub fn check_args(args: &EvalArgs, store: &ClaimStore) -> Result<(), CliError> {
                 "{flag} must be between 0 and 1, got {rate}"
             )));
         }
+    }
+    if args.max_concurrent.is_some() && args.model.provider != ProviderKind::Worker {
+        return Err(CliError::usage(
+            "--max-concurrent caps requests to a deployment: it is for --provider worker (-j sets how many turns run at once)",
+        ));
     }
     folder("--claims-dir", store.dir())?;
     for dir in &args.report {
@@ -131,6 +136,16 @@ pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoic
             ))
         }
         ProviderKind::Script => script_choice(args, plan),
+        ProviderKind::Worker => {
+            let client = args.model.build_worker(
+                promptlab::prompts::PromptRegistry::embedded(),
+                Some(args.max_concurrent.unwrap_or(args.jobs)),
+            )?;
+            for warning in unseen_on_the_wire(plan) {
+                eprintln!("warning: {warning}");
+            }
+            Ok(ProviderChoice::Worker(client))
+        }
         ProviderKind::Replay => {
             let dir = args.model.replay.as_ref().ok_or_else(|| {
                 CliError::usage(
@@ -189,4 +204,36 @@ pub fn check_prices(
         ))),
         None => Ok(()),
     }
+}
+
+/// Expectations a deployment's stream cannot show: tool arguments (only a
+/// tool's name is on the wire, in its `activity`) and model rounds. Said
+/// once, before the run, so that a pass is not mistaken for a full check.
+fn unseen_on_the_wire(plan: &EvalPlan) -> Vec<String> {
+    let suite = &plan.suite.suite;
+    let (mut args, mut rounds) = (Vec::new(), Vec::new());
+    for case in &suite.cases {
+        let expect = case.settings(&suite.defaults).expect;
+        let tools = expect.tool_called.0.iter().chain(&expect.tool_not_called.0);
+        if tools.into_iter().any(|tool| tool.args().is_some()) {
+            args.push(case.name.as_str());
+        }
+        if expect.max_rounds.is_some() {
+            rounds.push(case.name.as_str());
+        }
+    }
+    let mut warnings = Vec::new();
+    if !args.is_empty() {
+        warnings.push(format!(
+            "--provider worker: tool arguments are not on the wire, so tool expectations are matched by name alone in: {}",
+            args.join(", ")
+        ));
+    }
+    if !rounds.is_empty() {
+        warnings.push(format!(
+            "--provider worker: model rounds are not on the wire, so maxRounds is not checked in: {}",
+            rounds.join(", ")
+        ));
+    }
+    warnings
 }

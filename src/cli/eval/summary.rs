@@ -84,6 +84,11 @@ pub fn finish(
             threshold: args.pass_threshold,
             started_at,
             not_run: &missing,
+            not_run_reason: if budget.is_some() {
+                "budget reached"
+            } else {
+                "cancelled"
+            },
             shard: plan
                 .selection
                 .shard

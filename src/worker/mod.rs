@@ -1,0 +1,265 @@
+//! The `worker` provider: a whole turn run by a deployed chat API
+//! (`POST /api/chat` answering SPEC §2 events as SSE — production, staging,
+//! or `promptlab serve`) instead of in this process.
+//!
+//! It is not a `ModelProvider` (that is one model call inside our loop):
+//! the deployment runs the loop, so this yields the same `TurnOutput`
+//! stream as `run_chat_turn` — `Started` with the locally computed
+//! fingerprint, then the deployment's events as they arrive — and the
+//! driver, the run-log recorder, the writers and eval's observers work on
+//! it unchanged. There are no `Prepared` or `ModelCall` outputs: what the
+//! model was told and each call's trace stay on the deployment.
+
+pub mod endpoint;
+pub mod events;
+mod transport;
+
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+use self::events::{EventReader, Read};
+use self::transport::SendFailure;
+use crate::chat::wire::WireRequest;
+use crate::chat::{
+    ChatEvent, ChatRequest, ClaimInput, RemoteTurn, TurnContext, TurnOutput, TurnStart,
+    run_chat_turn,
+};
+use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
+
+pub use endpoint::{Endpoint, EndpointError};
+
+/// How to reach the deployment and how patient to be with it.
+#[derive(Clone)]
+pub struct WorkerConfig {
+    pub endpoint: Endpoint,
+    /// Sent as `Authorization: Bearer …`; never shown, logged or recorded.
+    pub token: Option<String>,
+    pub connect_timeout: Duration,
+    /// The longest wait for the response to start or for its next bytes.
+    pub idle_timeout: Duration,
+    /// Tries per turn, the first included; retries happen only before the
+    /// stream starts.
+    pub max_attempts: u32,
+    /// The first retry's delay before jitter; doubled for each further one.
+    pub backoff: Duration,
+    /// A server asking for a longer wait than this is not retried.
+    pub max_retry_wait: Duration,
+    /// The most requests in flight at once, over every turn of this client.
+    pub max_concurrent: usize,
+}
+
+impl WorkerConfig {
+    pub fn new(endpoint: Endpoint) -> WorkerConfig {
+        WorkerConfig {
+            endpoint,
+            token: None,
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            max_attempts: 3,
+            backoff: Duration::from_millis(500),
+            max_retry_wait: Duration::from_secs(30),
+            max_concurrent: 64,
+        }
+    }
+}
+
+impl std::fmt::Debug for WorkerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerConfig")
+            .field("endpoint", &self.endpoint)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_attempts", &self.max_attempts)
+            .field("max_concurrent", &self.max_concurrent)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a worker client cannot be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Endpoint(#[from] EndpointError),
+    #[error("{0}")]
+    Token(&'static str),
+    #[error("could not set up the HTTP client: {0}")]
+    Client(String),
+}
+
+/// One deployment, shared by every turn of a command (and so by every
+/// eval job): one connection pool, one in-flight cap.
+#[derive(Clone)]
+pub struct WorkerClient {
+    config: Arc<WorkerConfig>,
+    registry: &'static PromptRegistry,
+    http: reqwest::Client,
+    headers: reqwest::header::HeaderMap,
+    in_flight: Arc<Semaphore>,
+    /// Fingerprint pairs (local, reported) already warned about.
+    mismatches: Arc<Mutex<HashSet<(String, String)>>>,
+}
+
+/// Shows the configuration, whose own Debug hides the token.
+impl std::fmt::Debug for WorkerClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerClient")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkerClient {
+    pub fn new(
+        config: WorkerConfig,
+        registry: &'static PromptRegistry,
+    ) -> Result<WorkerClient, WorkerError> {
+        let headers = transport::headers(config.token.as_deref()).map_err(WorkerError::Token)?;
+        let http = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .user_agent(concat!("promptlab/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|error| WorkerError::Client(transport::error_chain(error)))?;
+        let in_flight = Arc::new(Semaphore::new(config.max_concurrent.max(1)));
+        Ok(WorkerClient {
+            config: Arc::new(config),
+            registry,
+            http,
+            headers,
+            in_flight,
+            mismatches: Arc::default(),
+        })
+    }
+
+    /// The endpoint as it may be shown.
+    pub fn endpoint(&self) -> &str {
+        self.config.endpoint.shown()
+    }
+
+    /// The warning for a deployment that reported another prompt version
+    /// than this checkout computes, once per pair of fingerprints.
+    pub fn fingerprint_warning(&self, local: &str, reported: &str) -> Option<String> {
+        if local == reported {
+            return None;
+        }
+        let first = self
+            .mismatches
+            .lock()
+            .map(|mut seen| seen.insert((local.to_string(), reported.to_string())))
+            .unwrap_or(true);
+        first.then(|| {
+            format!(
+                "the deployment at {} reported prompt fingerprint `{reported}` where this checkout computes `{local}`: \
+                 its prompt defaults or override rules differ from this checkout's",
+                self.endpoint()
+            )
+        })
+    }
+
+    /// Runs one turn on the deployment. The request must already be
+    /// validated; every failure after `Started` is the turn's `error` event.
+    pub fn run_turn(
+        &self,
+        request: ChatRequest,
+        cancel: CancellationToken,
+    ) -> impl futures_util::Stream<Item = TurnOutput> + Send + 'static {
+        let client = self.clone();
+        async_stream::stream! {
+            let resolved = resolve_overrides(&request.prompt.overrides, client.registry);
+            yield TurnOutput::Started(Box::new(TurnStart {
+                turn_id: uuid::Uuid::new_v4().to_string(),
+                started_at: Utc::now(),
+                fingerprint: fingerprint(&resolved.applied),
+                applied_overrides: resolved.applied,
+                ignored_overrides: resolved.ignored,
+                remote: Some(RemoteTurn {
+                    endpoint: client.endpoint().to_string(),
+                    claim_sent: matches!(request.claim, ClaimInput::Document(_)),
+                    overrides: request.prompt.overrides.clone(),
+                }),
+            }));
+            let body = match WireRequest::from_request(&request)
+                .and_then(|wire| Ok(serde_json::to_vec(&wire)?))
+            {
+                Ok(body) => body,
+                Err(error) => {
+                    yield error_output(error.to_string());
+                    return;
+                }
+            };
+            let accepted = match client.send(&body, &cancel).await {
+                Ok(accepted) => accepted,
+                Err(SendFailure::Cancelled) => {
+                    yield TurnOutput::Cancelled;
+                    return;
+                }
+                Err(SendFailure::Failed(message)) => {
+                    yield error_output(message);
+                    return;
+                }
+            };
+            // Held until the stream is read to its end or dropped.
+            let _permit = accepted.permit;
+            let mut reader = EventReader::new(accepted.response, client.config.idle_timeout);
+            loop {
+                match reader.next(&cancel).await {
+                    Read::Event(event) => {
+                        let last = matches!(event, ChatEvent::Done(_) | ChatEvent::Error { .. });
+                        yield TurnOutput::Event(event);
+                        if last {
+                            return;
+                        }
+                    }
+                    Read::Fault(message) => {
+                        yield error_output(message);
+                        return;
+                    }
+                    Read::Cancelled => {
+                        yield TurnOutput::Cancelled;
+                        return;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn error_output(message: String) -> TurnOutput {
+    TurnOutput::Event(ChatEvent::Error { message })
+}
+
+/// Where a command's turns run: here, through the engine, or on a
+/// deployment. Both yield the same outputs, so everything downstream of
+/// the turn is the same code.
+#[derive(Clone)]
+pub enum TurnRunner {
+    Local(TurnContext),
+    Worker(WorkerClient),
+}
+
+impl TurnRunner {
+    pub fn run(
+        &self,
+        request: ChatRequest,
+        cancel: CancellationToken,
+    ) -> BoxStream<'static, TurnOutput> {
+        match self {
+            TurnRunner::Local(ctx) => run_chat_turn(ctx.clone(), request, cancel).boxed(),
+            TurnRunner::Worker(client) => client.run_turn(request, cancel).boxed(),
+        }
+    }
+
+    /// The provider's name as run logs record it.
+    pub fn provider_name(&self) -> &'static str {
+        match self {
+            TurnRunner::Local(ctx) => ctx.provider.name(),
+            TurnRunner::Worker(_) => "worker",
+        }
+    }
+}
