@@ -20,5 +20,6 @@ pub mod runs;
 pub mod serve;
 pub mod sink;
 pub mod stats;
+pub mod table;
 pub mod text;
 pub mod tools;

@@ -6,6 +6,7 @@
 mod preflight;
 mod progress;
 mod summary;
+mod summary_table;
 
 // Shared with the other commands that write a report file.
 pub use preflight::writable;

@@ -14,12 +14,14 @@ use promptlab::eval::report::{
 };
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::sink::{Style, printable};
+use promptlab::table::terminal_width;
 
 use super::progress::write_record;
+use super::summary_table::{model_text, seconds, summary_table};
 use super::{EvalArgs, EvalFormat};
 use crate::cli::error::{CliError, Exit};
 use crate::cli::model::ProviderKind;
-use crate::cli::output::new_table;
+use crate::cli::output::write_hidden;
 
 /// Everything the summary says, computed once.
 struct EvalEnd<'a> {
@@ -239,12 +241,14 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     let style = Style::for_stdout();
     let mut out = std::io::stdout().lock();
     let plan = outcome.plan;
+    let fitted = summary_table(&outcome.summaries, terminal_width());
     writeln!(
         out,
         "{}\n{}",
         style.bold(&format!("Suite {}", plan.suite.name)),
-        summary_table(&outcome.summaries)
+        fitted.table
     )?;
+    write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;
     let failing = outcome.failing();
     if !failing.is_empty() {
         writeln!(out, "\n{}", style.bold("Failures:"))?;
@@ -282,63 +286,6 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     };
     writeln!(out, "\n{tail}")?;
     Ok(())
-}
-
-fn summary_table(summaries: &[VariantSummary]) -> comfy_table::Table {
-    let mut table = new_table([
-        "variant",
-        "fingerprint",
-        "model",
-        "turns",
-        "passed",
-        "failed",
-        "errors",
-        "pass rate",
-        "tokens in/out",
-        "cache read",
-        "latency p50/p95",
-    ]);
-    for s in summaries {
-        let not_run = if s.not_run > 0 {
-            format!(" (+{} not run)", s.not_run)
-        } else {
-            String::new()
-        };
-        table.add_row([
-            s.variant.clone(),
-            s.fingerprint.clone(),
-            model_text(s),
-            format!("{}{not_run}", s.turns),
-            s.passed.to_string(),
-            s.failed.to_string(),
-            s.errors.to_string(),
-            format!("{:.1}%", s.pass_rate * 100.0),
-            format!("{}/{}", s.input_tokens, s.output_tokens),
-            format!("{:.1}%", s.cache_read_share * 100.0),
-            format!(
-                "{} / {}",
-                seconds(s.latency_p50_ms),
-                seconds(s.latency_p95_ms)
-            ),
-        ]);
-    }
-    table
-}
-
-/// `gemini-3.1-flash-lite · low` (`· high, forced`).
-fn model_text(s: &VariantSummary) -> String {
-    let forced = if s.force_thinking_level {
-        ", forced"
-    } else {
-        ""
-    };
-    format!("{} · {}{forced}", s.model, s.thinking_level)
-}
-
-fn seconds(ms: Option<u64>) -> String {
-    ms.map_or("–".to_string(), |ms| {
-        format!("{:.2} s", ms as f64 / 1000.0)
-    })
 }
 
 /// The summary as Markdown, for `$GITHUB_STEP_SUMMARY` or a merge request.

@@ -1,0 +1,84 @@
+//! The eval summary table: one row per variant, fitted to the terminal by
+//! `promptlab::table` — the variant, fingerprint and counts stay whole; the
+//! cache share, tokens, model and latency give way, in that order.
+
+use promptlab::eval::report::VariantSummary;
+use promptlab::table::{Fit, Fitted, fit_table};
+
+const HEADER: [&str; 11] = [
+    "variant",
+    "fingerprint",
+    "model",
+    "turns",
+    "passed",
+    "failed",
+    "errors",
+    "pass rate",
+    "tokens in/out",
+    "cache read",
+    "latency p50/p95",
+];
+
+/// The counts and the pass rate are what an eval is read for; the rest is
+/// in `--format ndjson` and the Markdown summary when a narrow terminal
+/// leaves it out.
+const FITS: [Fit; 11] = [
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Drop(3),
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Drop(2),
+    Fit::Drop(1),
+    Fit::Drop(4),
+];
+
+pub fn summary_table(summaries: &[VariantSummary], width: usize) -> Fitted {
+    let rows: Vec<[String; 11]> = summaries.iter().map(row).collect();
+    fit_table(HEADER, FITS, &rows, width)
+}
+
+fn row(s: &VariantSummary) -> [String; 11] {
+    let not_run = if s.not_run > 0 {
+        format!(" (+{} not run)", s.not_run)
+    } else {
+        String::new()
+    };
+    [
+        s.variant.clone(),
+        s.fingerprint.clone(),
+        model_text(s),
+        format!("{}{not_run}", s.turns),
+        s.passed.to_string(),
+        s.failed.to_string(),
+        s.errors.to_string(),
+        format!("{:.1}%", s.pass_rate * 100.0),
+        format!("{}/{}", s.input_tokens, s.output_tokens),
+        format!("{:.1}%", s.cache_read_share * 100.0),
+        format!(
+            "{} / {}",
+            seconds(s.latency_p50_ms),
+            seconds(s.latency_p95_ms)
+        ),
+    ]
+    .map(|cell| promptlab::sink::printable(&cell))
+}
+
+/// `gemini-3.1-flash-lite · low` (`· high, forced`).
+pub fn model_text(s: &VariantSummary) -> String {
+    let forced = if s.force_thinking_level {
+        ", forced"
+    } else {
+        ""
+    };
+    format!("{} · {}{forced}", s.model, s.thinking_level)
+}
+
+pub fn seconds(ms: Option<u64>) -> String {
+    ms.map_or("–".to_string(), |ms| {
+        format!("{:.2} s", ms as f64 / 1000.0)
+    })
+}
