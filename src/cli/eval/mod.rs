@@ -3,6 +3,7 @@
 //! bar, a summary per variant, the failures, NDJSON for machines, JUnit and
 //! Markdown for CI, shards and their merge, and resume.
 
+mod list;
 mod preflight;
 mod progress;
 mod summary;
@@ -121,7 +122,7 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
     let plan = plan(&args, store, shard)?;
     preflight::check_overrides(&args, &plan)?;
     if args.list {
-        summary::print_list(&plan, args.format)?;
+        list::print_list(&plan, args.format)?;
         return Ok(Exit::Success);
     }
     let finish =

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 
 use promptlab::eval::junit::{JunitContext, junit_xml};
 use promptlab::eval::report::{
-    EvalRecord, SummaryRecord, TurnPlace, TurnRecord, VariantSummary, in_matrix_order, not_run,
-    shard_line, summarize, turn_label,
+    EvalRecord, SummaryRecord, TurnRecord, VariantSummary, in_matrix_order, not_run, shard_line,
+    summarize, turn_label,
 };
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::sink::{Style, printable};
@@ -352,45 +352,6 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
 
 fn md_cell(text: &str) -> String {
     printable(text).replace('|', "\\|").replace('\n', " ")
-}
-
-/// `--list`: the planned turns, one a line (or NDJSON), and their count.
-pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
-    let mut count = 0usize;
-    if format == EvalFormat::Pretty {
-        writeln!(out, "variant\tmodel\tclaim\tcase\tsample")?;
-    }
-    for spec in plan.selected() {
-        count += 1;
-        let place = TurnPlace::of(plan, &spec);
-        let settings = &plan.matrix.variants[spec.variant].model;
-        let (model, level) = (&settings.model, settings.thinking_level.as_str());
-        match format {
-            EvalFormat::Ndjson => {
-                let record = EvalRecord::Planned {
-                    place,
-                    model: model.clone(),
-                    thinking_level: settings.thinking_level,
-                };
-                write_record(&mut out, &record)?;
-            }
-            EvalFormat::Pretty => writeln!(
-                out,
-                "{}\t{model} · {level}\t{}\t{}\t{}",
-                place.variant, place.claim, place.case, place.sample
-            )?,
-        }
-    }
-    if format == EvalFormat::Pretty {
-        let shard = plan
-            .selection
-            .shard
-            .map(|s| format!(" ({})", shard_line(s, count, plan.unsharded_count())))
-            .unwrap_or_default();
-        writeln!(out, "{count} turns planned{shard}; nothing was run")?;
-    }
-    Ok(())
 }
 
 /// Writes a whole file or nothing: a temporary beside it, then a rename;
