@@ -206,24 +206,23 @@ impl Drop for Tmux {
     }
 }
 
-/// On a terminal the line editor reads the lines: ↑ recalls the last one,
-/// Ctrl-C at the prompt only says how to leave, Ctrl-D leaves, and the
-/// typed lines are kept in the history file for the next session.
-/// Needs tmux (`.ci/run` installs it).
-#[test]
-fn on_a_terminal_lines_are_edited_and_kept_in_the_history_file() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "CI must have tmux (.ci/run installs it)"
-        );
-        eprintln!("skipped: tmux is not installed");
-        return;
+/// Whether tmux is here to give the session a terminal; CI must have it.
+fn have_tmux() -> bool {
+    if Command::new("tmux").arg("-V").output().is_ok() {
+        return true;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let script = write(dir.path(), "three.yaml", THREE_ANSWERS);
-    let history = dir.path().join("state/chat-history");
-    let done = dir.path().join("exit-code");
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI must have tmux (.ci/run installs it)"
+    );
+    eprintln!("skipped: tmux is not installed");
+    false
+}
+
+/// `chat -i` in a tmux terminal with `history` as its history file; the
+/// exit code is written to `done` when it ends.
+fn terminal_session(dir: &Path, history: &Path, done: &Path) -> Tmux {
+    let script = write(dir, "three.yaml", THREE_ANSWERS);
     let command = format!(
         "cd {root} && NO_COLOR=1 PROMPTLAB_HISTORY_FILE={history} {bin} chat -i --no-record --claim-id CLM-HH-0001 --provider script --script {script}; echo $? > {done}",
         root = support::repo_root().display(),
@@ -233,7 +232,11 @@ fn on_a_terminal_lines_are_edited_and_kept_in_the_history_file() {
         done = done.display(),
     );
     let tmux = Tmux {
-        socket: format!("promptlab-test-{}", std::process::id()),
+        socket: format!(
+            "promptlab-test-{}-{}",
+            std::process::id(),
+            done.file_name().unwrap().to_string_lossy()
+        ),
     };
     tmux.run(&[
         "new-session",
@@ -241,12 +244,42 @@ fn on_a_terminal_lines_are_edited_and_kept_in_the_history_file() {
         "-s",
         "chat",
         "-x",
-        "100",
+        "200",
         "-y",
         "30",
         &command,
     ]);
     tmux.wait_for("/help for commands");
+    tmux
+}
+
+/// The session's exit code, once it has ended.
+fn exit_code(tmux: &Tmux, done: &Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the session did not end:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::read_to_string(done).unwrap().trim().to_string()
+}
+
+/// On a terminal the line editor reads the lines: ↑ recalls the last one,
+/// Ctrl-C at the prompt only says how to leave, Ctrl-D leaves, and the
+/// typed lines are kept in the history file for the next session.
+/// Needs tmux (`.ci/run` installs it).
+#[test]
+fn on_a_terminal_lines_are_edited_and_kept_in_the_history_file() {
+    if !have_tmux() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let history = dir.path().join("state/chat-history");
+    let done = dir.path().join("edited");
+    let tmux = terminal_session(dir.path(), &history, &done);
     tmux.keys(&["What is the excess?", "Enter"]);
     tmux.wait_for("First answer.");
     // ↑ recalls the line: the editor shows it after the new prompt, unsent.
@@ -260,19 +293,33 @@ fn on_a_terminal_lines_are_edited_and_kept_in_the_history_file() {
     tmux.keys(&["//etc", "Enter"]);
     tmux.wait_for("Second answer.");
     tmux.keys(&["C-d"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "the session did not end:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert_eq!(std::fs::read_to_string(&done).unwrap().trim(), "0");
+    assert_eq!(exit_code(&tmux, &done), "0");
     let kept = std::fs::read_to_string(&history).unwrap();
     assert!(
         kept.contains("What is the excess?") && kept.contains("//etc"),
         "{kept}"
     );
+}
+
+/// A history file that can be neither read nor written (here a folder) is
+/// warned about once; the session goes on and exits 0.
+#[test]
+fn an_unusable_history_file_is_warned_about_and_the_session_goes_on() {
+    if !have_tmux() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let done = dir.path().join("unusable");
+    let tmux = terminal_session(dir.path(), dir.path(), &done);
+    tmux.keys(&["What is the excess?", "Enter"]);
+    tmux.wait_for("First answer.");
+    tmux.keys(&["And then?", "Enter"]);
+    let screen = tmux.wait_for("Second answer.");
+    assert_eq!(
+        screen.matches("history is not saved").count(),
+        1,
+        "{screen}"
+    );
+    tmux.keys(&["C-d"]);
+    assert_eq!(exit_code(&tmux, &done), "0");
 }
