@@ -13,6 +13,7 @@ pub mod document;
 pub mod eval;
 pub mod event;
 pub mod input;
+pub mod judge;
 pub mod prompts;
 pub mod provider;
 pub mod report;

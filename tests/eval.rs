@@ -134,7 +134,7 @@ fn a_failing_suite_exits_1_and_says_what_was_seen() {
     assert_eq!(failures.len(), 2);
     assert_eq!(
         failures[0].attribute("message"),
-        Some("0 of 1 samples passed (pass rate 0%, threshold 100%)")
+        Some("0 of 1 samples passed (pass rate 0%); 1 needed (threshold: 100% of samples)")
     );
     assert!(
         failures[0]

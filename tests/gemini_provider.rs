@@ -191,6 +191,7 @@ fn simple_request() -> ModelRequest {
         tools: vec![],
         thinking_level: ThinkingLevel::Low,
         max_output_tokens: 8000,
+        response_schema: None,
     }
 }
 

@@ -92,6 +92,7 @@ impl TurnLoop {
             tools: self.declarations.clone(),
             thinking_level: self.thinking_level,
             max_output_tokens: MAX_OUTPUT_TOKENS,
+            response_schema: None,
         };
         let record = ModelCallRecord {
             round,

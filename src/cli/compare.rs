@@ -16,6 +16,7 @@ use promptlab::sink::Style;
 
 use super::error::{CliError, Exit};
 use super::eval::writable;
+use super::judge::{JudgeArgs, SuiteJudge};
 use super::report::write_page;
 
 const AFTER_HELP: &str = "\
@@ -27,8 +28,13 @@ Gates (exit 1): --fail-on-regression (any pass→fail), --max-regressions N, --f
 (McNemar p < 0.05). A gate also fails when it cannot judge: turns that errored, runs of A missing
 from B (unless --allow-unpaired), no verdicts at all, nothing paired.
 
+With --judge CRITERION a judge model says, for each pair, which answer better meets it, asked in
+both orders (A first, then B first); a side wins only when both orders agree. Wins and losses are
+tested with a two-sided sign test (docs/judging.md).
+
 Examples:
   promptlab compare runs/base runs/candidate
+  promptlab compare runs/base runs/candidate --judge \"explains the excess in plain words\" --fail-if-worse
   promptlab compare runs/base runs/candidate --variant plain-spoken --fail-on-regression
   promptlab compare runs/models@lite-low runs/models@pro-high   # two variants of one eval run
   promptlab compare default overrides/plain-spoken.yaml --format markdown >> \"$GITHUB_STEP_SUMMARY\"
@@ -81,6 +87,18 @@ pub struct CompareArgs {
     /// Runs of A with no partner in B do not fail a gate.
     #[arg(long)]
     pub allow_unpaired: bool,
+    /// Ask a judge model, for each paired turn, which answer better meets CRITERION (in both
+    /// orders, to cancel position bias); --fail-if-worse then also gates on its sign test.
+    #[arg(long, value_name = "CRITERION", conflicts_with = "judge_file")]
+    pub judge: Option<String>,
+    /// The --judge criterion, read from FILE.
+    #[arg(long, value_name = "FILE")]
+    pub judge_file: Option<PathBuf>,
+    /// Pairs put to the judge at once (with --judge).
+    #[arg(short = 'j', long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub jobs: u16,
+    #[command(flatten)]
+    pub judge_args: JudgeArgs,
 }
 
 pub fn run(args: CompareArgs, runs_dir: &Path) -> Result<Exit, CliError> {
@@ -100,7 +118,16 @@ pub fn run(args: CompareArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     };
     let a = load_set(&args.a, runs_dir, &filter, registry)?;
     let b = load_set(&args.b, runs_dir, &filter, registry)?;
-    let comparison = compare(a, b)?;
+    let criterion = criterion(&args)?;
+    // Built before any judge call, so a missing key fails first (exit 2).
+    let judge = criterion
+        .as_ref()
+        .map(|_| args.judge_args.build(&SuiteJudge::default()))
+        .transpose()?;
+    let mut comparison = compare(a, b)?;
+    if let (Some(criterion), Some(judge)) = (&criterion, &judge) {
+        judge_pairs_now(&mut comparison, judge, criterion, usize::from(args.jobs))?;
+    }
     let gates = Gates {
         fail_if_worse: args.fail_if_worse,
         max_regressions: args
@@ -146,4 +173,48 @@ pub fn run(args: CompareArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     } else {
         Exit::Failure
     })
+}
+
+/// `--judge CRITERION` or `--judge-file FILE`.
+fn criterion(args: &CompareArgs) -> Result<Option<String>, CliError> {
+    let text = match (&args.judge, &args.judge_file) {
+        (Some(text), _) => text.clone(),
+        (None, Some(path)) => promptlab::input::read_input_text(path)
+            .map_err(|e| CliError::usage(format!("--judge-file `{}`: {e}", path.display())))?,
+        (None, None) => return Ok(None),
+    };
+    let text = text.trim().to_string();
+    if text.is_empty() {
+        return Err(CliError::usage("--judge: the criterion is blank"));
+    }
+    let max = promptlab::eval::judging::MAX_CRITERION_CHARS;
+    if text.chars().count() > max {
+        return Err(CliError::usage(format!(
+            "--judge: the criterion is longer than {max} characters"
+        )));
+    }
+    Ok(Some(text))
+}
+
+/// Puts every pair to the judge, with a line on stderr about the work;
+/// Ctrl-C cancels the calls (their pairs are then judge errors).
+fn judge_pairs_now(
+    comparison: &mut promptlab::compare::Comparison,
+    judge: &promptlab::judge::Judge,
+    criterion: &str,
+    jobs: usize,
+) -> Result<(), CliError> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    eprintln!(
+        "judging {} pairs in both orders with {} ({})…",
+        comparison.pairs.len(),
+        judge.settings().model,
+        judge.provider_name()
+    );
+    runtime.block_on(async {
+        let _stop = super::signals::cancel_on_signals(cancel.clone());
+        promptlab::compare::judge_pairs(comparison, judge, criterion, jobs, &cancel).await;
+    });
+    Ok(())
 }

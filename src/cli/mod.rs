@@ -9,6 +9,7 @@ pub mod context;
 pub mod error;
 pub mod eval;
 pub mod init;
+pub mod judge;
 pub mod model;
 pub mod output;
 pub mod prompt_tools;

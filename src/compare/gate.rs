@@ -3,6 +3,7 @@
 
 use serde::Serialize;
 
+use super::pairwise::{PairwiseConclusion, PairwiseSummary};
 use super::{Comparison, Conclusion, SIGNIFICANCE};
 
 /// The gates a CI run asked for.
@@ -49,7 +50,7 @@ pub fn apply(c: &Comparison, gates: Gates) -> GateResult {
     }
     let worth_saying = gates.fail_if_worse || c.power.discordant > 0;
     if let Some(note) = power_note(c).filter(|_| worth_saying) {
-        if gates.fail_if_worse {
+        if gates.fail_if_worse && c.pairwise.is_none() {
             result.notes.push(format!(
                 "{note}: --fail-if-worse cannot fire on these pairs; --fail-on-regression gates on any pass→fail change"
             ));
@@ -60,7 +61,10 @@ pub fn apply(c: &Comparison, gates: Gates) -> GateResult {
     if !gates.any() {
         return result;
     }
-    if c.judged_pairs == 0 {
+    let pairwise_judged = c.pairwise.as_ref().is_some_and(|p| {
+        p.overall.conclusion != super::pairwise::PairwiseConclusion::NothingJudged
+    });
+    if c.judged_pairs == 0 && !pairwise_judged {
         result.failures.push(
             "no paired turn has a verdict on both sides (chat turns, or only errors): the gates cannot judge"
                 .into(),
@@ -81,6 +85,9 @@ pub fn apply(c: &Comparison, gates: Gates) -> GateResult {
             c.p_value.unwrap_or(1.0)
         ));
     }
+    if let Some(pairwise) = &c.pairwise {
+        pairwise_gate(pairwise, gates, &mut result);
+    }
     if c.errored > 0 {
         result.failures.push(format!(
             "{} paired turn{} ended in an error or a cancellation on one side: {} cannot be judged",
@@ -98,6 +105,34 @@ pub fn apply(c: &Comparison, gates: Gates) -> GateResult {
         ));
     }
     result
+}
+
+/// `--fail-if-worse` on the pairwise judge's sign test; pairs the judge
+/// failed on fail any gate, since a loss among them would go unseen.
+fn pairwise_gate(pairwise: &PairwiseSummary, gates: Gates, result: &mut GateResult) {
+    let tally = &pairwise.overall;
+    let decided = tally.a_wins + tally.b_wins;
+    if gates.fail_if_worse && tally.conclusion == PairwiseConclusion::Worse {
+        result.failures.push(format!(
+            "the pairwise judge prefers A: A in {} pairs, B in {} (sign test p = {:.4} < {SIGNIFICANCE})",
+            tally.a_wins,
+            tally.b_wins,
+            tally.p_value.unwrap_or(1.0)
+        ));
+    } else if gates.fail_if_worse && decided < 6 {
+        result.notes.push(format!(
+            "the pairwise judge decided {decided} pair{} (the rest are ties): the sign test needs at least 6 decided pairs to reach p < {SIGNIFICANCE}, so --fail-if-worse cannot fire on it",
+            plural(decided)
+        ));
+    }
+    if tally.errors > 0 {
+        result.failures.push(format!(
+            "the pairwise judge failed on {} pair{}: {} cannot be judged",
+            tally.errors,
+            plural(tally.errors),
+            if tally.errors == 1 { "it" } else { "they" }
+        ));
+    }
 }
 
 /// Says when McNemar's test cannot reach significance on these pairs, and

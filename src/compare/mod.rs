@@ -6,6 +6,7 @@
 //! Never calls a model.
 
 pub mod gate;
+pub mod pairwise;
 pub mod render;
 pub mod set;
 
@@ -17,6 +18,7 @@ use crate::runs::record::Outcome;
 use crate::stats::{mcnemar_exact, percentile, wilson_interval};
 
 pub use gate::{GateResult, Gates};
+pub use pairwise::{PairJudgement, PairwiseSummary, judge_pairs};
 pub use set::{CompareError, RunEntry, RunFilter, RunSet, SetAside, UnreadableLog, load_set};
 
 /// The significance level for calling a change in pass rate more than noise.
@@ -48,6 +50,9 @@ pub struct Pair {
     pub tools_changed: bool,
     pub a: RunEntry,
     pub b: RunEntry,
+    /// The pairwise judge's reading (`compare --judge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged: Option<PairJudgement>,
 }
 
 /// Which version of A was compared with which version of B.
@@ -81,6 +86,10 @@ pub struct SideSummary {
     pub cache_read_share: f64,
     /// Runs made by a provider that does not call a model (script, replay).
     pub offline_runs: usize,
+    /// Rubric verdicts behind its runs' verdicts, and the judge tokens of
+    /// those calls made (cache hits cost nothing): never in the chat's tokens.
+    pub judge_calls: usize,
+    pub judge_usage: crate::event::Usage,
     pub superseded: Vec<SetAside>,
     pub not_selected: Vec<SetAside>,
     pub unreadable: Vec<UnreadableLog>,
@@ -153,6 +162,9 @@ pub struct Comparison {
     pub conclusion: Conclusion,
     /// What the reader must know to trust the numbers.
     pub warnings: Vec<String>,
+    /// Wins, losses and ties by a pairwise judge (`compare --judge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pairwise: Option<PairwiseSummary>,
 }
 
 /// Pairs the runs of two sides and reads the result.
@@ -219,6 +231,7 @@ pub fn compare(a: RunSet, b: RunSet) -> Result<Comparison, CompareError> {
         p_value,
         conclusion,
         warnings,
+        pairwise: None,
     })
 }
 
@@ -408,6 +421,7 @@ fn pair(a: RunEntry, b: RunEntry) -> Pair {
         tools_changed: a.tools != b.tools,
         a,
         b,
+        judged: None,
     }
 }
 
@@ -447,6 +461,13 @@ fn side(set: &RunSet) -> SideSummary {
     let total = |f: fn(&RunEntry) -> u64| set.runs.iter().map(f).fold(0u64, u64::saturating_add);
     let input = total(|r| r.usage.input_tokens);
     let cache = total(|r| r.usage.cache_read_tokens);
+    let mut judge = (0, 0, crate::event::Usage::default());
+    for verdict in set.runs.iter().filter_map(|r| r.verdict.as_ref()) {
+        let (calls, cached, usage) = verdict.judge_usage();
+        judge.0 += calls;
+        judge.1 += cached;
+        judge.2 += usage;
+    }
     SideSummary {
         label: set.label.clone(),
         source: set.source.clone(),
@@ -472,6 +493,8 @@ fn side(set: &RunSet) -> SideSummary {
             cache as f64 / input as f64
         },
         offline_runs: set.offline_runs(),
+        judge_calls: judge.0,
+        judge_usage: judge.2,
         superseded: set.superseded.clone(),
         not_selected: set.not_selected.clone(),
         unreadable: set.unreadable.clone(),

@@ -139,7 +139,8 @@ impl RunEntry {
             ),
             provider: header.provider.clone(),
             status: footer.map_or("partial", |f| f.status.as_str()).to_string(),
-            verdict: footer.and_then(|f| f.verdict.clone()),
+            // A re-score (`eval --rescore`) stands over the verdict of the run.
+            verdict: crate::runs::rescore::current_verdict(log, &log.path),
             answer,
             tools: log
                 .model_calls()

@@ -6,7 +6,10 @@ use serde_json::Value;
 
 use super::suite::{Expectations, ToolExpectation};
 use crate::chat::event::{ChatEvent, Usage};
+use crate::chat::request::ChatMessage;
 use crate::chat::service::{ModelCallRecord, TurnOutput};
+use crate::judge::evidence::add_model_call;
+use crate::judge::{RubricVerdict, ToolEvidence};
 use crate::runs::{RunLog, RunStatus};
 
 /// Everything the expectations look at.
@@ -22,6 +25,22 @@ pub struct Observation {
     pub rounds: u32,
     pub usage: Usage,
     pub latency_ms: u64,
+    /// The handler's last message, for a judge.
+    #[serde(skip)]
+    pub message: String,
+    /// Each tool call with the result the model read: a judge's evidence.
+    #[serde(skip)]
+    pub tools: Vec<ToolEvidence>,
+}
+
+/// The last user message of a conversation.
+pub fn last_user_message(messages: &[ChatMessage]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.role == crate::chat::request::Role::User)
+        .map(|m| m.text.clone())
+        .unwrap_or_default()
 }
 
 impl Observation {
@@ -40,6 +59,7 @@ impl Observation {
     /// tokens its completed calls used (`done` repeats the same sum).
     fn observe_call(&mut self, call: &ModelCallRecord) {
         self.rounds += 1;
+        add_model_call(&mut self.tools, &call.tool_results_in, &call.tool_calls);
         self.tool_calls.extend(
             call.tool_calls
                 .iter()
@@ -65,7 +85,10 @@ impl Observation {
 
     /// The same observation, rebuilt from a recorded turn.
     pub fn from_log(log: &RunLog) -> Observation {
-        let mut observation = Observation::default();
+        let mut observation = Observation {
+            message: last_user_message(&log.header.request.messages),
+            ..Observation::default()
+        };
         for event in log.events() {
             observation.observe_event(event);
         }
@@ -93,27 +116,40 @@ pub struct Verdict {
     pub outcome: Outcome,
     /// One line per unmet expectation, saying what was seen.
     pub failures: Vec<String>,
+    /// The verdict of each rubric criterion, in the case's order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rubric: Vec<RubricVerdict>,
 }
 
-/// The verdict of `expect` on what was `seen`. A turn that errored or was
-/// cancelled is an `error` carrying that alone: expectations are not judged
-/// against a partial answer (unless the case allows errors, `noError: false`).
-pub fn judge(expect: &Expectations, seen: &Observation) -> Verdict {
+impl Verdict {
+    /// A verdict of `outcome` with these lines and no rubric.
+    pub fn new(outcome: Outcome, failures: Vec<String>) -> Verdict {
+        Verdict {
+            outcome,
+            failures,
+            rubric: Vec::new(),
+        }
+    }
+}
+
+/// The verdict of `expect` on what was `seen`, with the judge's verdicts on
+/// its rubric criteria in `rubric`. A turn that errored or was cancelled is
+/// an `error` carrying that alone: expectations are not judged against a
+/// partial answer (unless the case allows errors, `noError: false`). A
+/// criterion the judge could not judge makes the verdict an `error` too.
+pub fn judge(expect: &Expectations, seen: &Observation, rubric: &[RubricVerdict]) -> Verdict {
     if seen.cancelled {
-        return Verdict {
-            outcome: Outcome::Error,
-            failures: vec!["the turn was cancelled".to_string()],
-        };
+        return Verdict::new(Outcome::Error, vec!["the turn was cancelled".to_string()]);
     }
     if let Some(error) = seen
         .error
         .as_ref()
         .filter(|_| expect.no_error != Some(false))
     {
-        return Verdict {
-            outcome: Outcome::Error,
-            failures: vec![format!("the turn ended in an error: {error}")],
-        };
+        return Verdict::new(
+            Outcome::Error,
+            vec![format!("the turn ended in an error: {error}")],
+        );
     }
     let mut failures = Vec::new();
     check_answer(expect, &seen.answer, &mut failures);
@@ -155,12 +191,61 @@ pub fn judge(expect: &Expectations, seen: &Observation) -> Verdict {
             seen.latency_ms
         ));
     }
-    let outcome = if failures.is_empty() {
+    let (errors, used) = check_rubric(expect, rubric, &mut failures);
+    let outcome = if !errors.is_empty() {
+        Outcome::Error
+    } else if failures.is_empty() {
         Outcome::Pass
     } else {
         Outcome::Fail
     };
-    Verdict { outcome, failures }
+    Verdict {
+        outcome,
+        failures: [errors, failures].concat(),
+        rubric: used,
+    }
+}
+
+/// Each criterion's verdict: a fail adds a failure line; a criterion not
+/// judged, or judged with an error, adds an error line. Returns the error
+/// lines and the verdicts used, in the case's order.
+fn check_rubric(
+    expect: &Expectations,
+    rubric: &[RubricVerdict],
+    failures: &mut Vec<String>,
+) -> (Vec<String>, Vec<RubricVerdict>) {
+    let (mut errors, mut used) = (Vec::new(), Vec::new());
+    for criterion in &expect.rubric.0 {
+        let named = format!("rubric \"{}\"", crate::text::one_line(criterion, 80));
+        let Some(verdict) = rubric.iter().find(|v| &v.criterion == criterion) else {
+            errors.push(format!(
+                "{named}: not judged (the turn was recorded without this criterion: re-score it with `eval --rescore`)"
+            ));
+            continue;
+        };
+        used.push(verdict.clone());
+        if let Some(error) = &verdict.error {
+            errors.push(format!("{named}: {error}"));
+            continue;
+        }
+        let score = verdict
+            .score
+            .map(|s| format!(" (score {s:.2})"))
+            .unwrap_or_default();
+        let reason = crate::text::one_line(&verdict.reason, 160);
+        match (verdict.pass, expect.rubric_threshold, verdict.score) {
+            (Some(true), Some(_), None) => errors.push(format!(
+                "{named}: judge: the reply has no `score`, and rubricThreshold needs one"
+            )),
+            (Some(true), Some(threshold), Some(score)) if score + 1e-9 < threshold => failures
+                .push(format!(
+                    "{named}: score {score:.2} is below the threshold {threshold:.2}: {reason}"
+                )),
+            (Some(true), _, _) => {}
+            _ => failures.push(format!("{named} failed{score}: {reason}")),
+        }
+    }
+    (errors, used)
 }
 
 fn check_answer(expect: &Expectations, answer: &str, failures: &mut Vec<String>) {
@@ -315,11 +400,8 @@ mod tests {
             ..Expectations::default()
         };
         assert_eq!(
-            judge(&expect, &seen()),
-            Verdict {
-                outcome: Outcome::Pass,
-                failures: vec![]
-            }
+            judge(&expect, &seen(), &[]),
+            Verdict::new(Outcome::Pass, vec![])
         );
     }
 
@@ -336,7 +418,7 @@ mod tests {
             max_rounds: Some(1),
             ..Expectations::default()
         };
-        let verdict = judge(&expect, &seen());
+        let verdict = judge(&expect, &seen(), &[]);
         assert_eq!(verdict.outcome, Outcome::Fail);
         assert_eq!(
             verdict.failures,
@@ -353,7 +435,7 @@ mod tests {
             ignore_case: Some(true),
             ..Expectations::default()
         };
-        assert_eq!(judge(&ignoring_case, &seen()).outcome, Outcome::Pass);
+        assert_eq!(judge(&ignoring_case, &seen(), &[]).outcome, Outcome::Pass);
     }
 
     #[test]
@@ -366,7 +448,7 @@ mod tests {
             answer_contains: OneOrMany(vec!["£350".into()]),
             ..Expectations::default()
         };
-        let verdict = judge(&expect, &errored);
+        let verdict = judge(&expect, &errored, &[]);
         assert_eq!(
             (verdict.outcome, verdict.failures),
             (
@@ -379,6 +461,6 @@ mod tests {
             no_error: Some(false),
             ..Expectations::default()
         };
-        assert_eq!(judge(&allowed, &errored).outcome, Outcome::Pass);
+        assert_eq!(judge(&allowed, &errored, &[]).outcome, Outcome::Pass);
     }
 }

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
 use super::expect::Outcome;
+use super::fold::{Threshold, threshold_of};
 use super::matrix::TurnSpec;
 use super::plan::EvalPlan;
 use super::runner::TurnResult;
@@ -20,7 +21,8 @@ const ANSWER_CHARS: usize = 2_000;
 
 /// What the report needs beyond the results.
 pub struct JunitContext<'a> {
-    /// The share of a case's repeats that must pass.
+    /// The share of a case's repeats that must pass, for a case that sets
+    /// no `passThreshold` or `minPasses` of its own.
     pub threshold: f64,
     pub started_at: DateTime<Utc>,
     /// Selected turns that never ran (a cancelled run).
@@ -32,6 +34,7 @@ pub struct JunitContext<'a> {
 /// One claim × case: its samples that ran and those that did not.
 #[derive(Default)]
 struct CaseSamples<'a> {
+    case: usize,
     ran: Vec<&'a TurnResult>,
     not_run: usize,
 }
@@ -46,14 +49,14 @@ pub fn junit_xml(
     for (index, variant) in plan.matrix.variants.iter().enumerate() {
         let mut cases: BTreeMap<(usize, String), CaseSamples> = BTreeMap::new();
         for spec in context.not_run.iter().filter(|s| s.variant == index) {
-            cases.entry(place(plan, spec)).or_default().not_run += 1;
+            let samples = cases.entry(place(plan, spec)).or_default();
+            samples.case = spec.case;
+            samples.not_run += 1;
         }
         for result in results.iter().filter(|r| r.spec.variant == index) {
-            cases
-                .entry(place(plan, &result.spec))
-                .or_default()
-                .ran
-                .push(result);
+            let samples = cases.entry(place(plan, &result.spec)).or_default();
+            samples.case = result.spec.case;
+            samples.ran.push(result);
         }
         let mut suite = TestSuite::new(format!("{} / {}", plan.suite.name, variant.name));
         suite.set_timestamp(context.started_at);
@@ -73,7 +76,10 @@ pub fn junit_xml(
         let classname = format!("{}.{}", plan.suite.name, variant.name);
         let mut time = Duration::ZERO;
         for ((_, name), samples) in &cases {
-            let case = test_case(name, &classname, samples, context.threshold);
+            let threshold = threshold_of(plan, samples.case, context.threshold);
+            let total = (samples.ran.len() + samples.not_run) as u32;
+            let required = threshold.required(total, plan.suite.repeats());
+            let case = test_case(name, &classname, samples, (threshold, required));
             time += case.time.unwrap_or_default();
             suite.add_test_case(case);
         }
@@ -93,22 +99,23 @@ fn place(plan: &EvalPlan, spec: &TurnSpec) -> (usize, String) {
     (first_index, name)
 }
 
-fn test_case(name: &str, classname: &str, samples: &CaseSamples, threshold: f64) -> TestCase {
+/// A testcase passes when its passes reach the case's own threshold.
+fn test_case(
+    name: &str,
+    classname: &str,
+    samples: &CaseSamples,
+    (threshold, required): (Threshold, u32),
+) -> TestCase {
     let ran = &samples.ran;
     let passed = ran
         .iter()
         .filter(|r| r.verdict.outcome == Outcome::Pass)
         .count();
-    let rate = if ran.is_empty() {
-        0.0
-    } else {
-        passed as f64 / ran.len() as f64
-    };
     let status = if ran.is_empty() {
         let mut skipped = TestCaseStatus::skipped();
         skipped.set_message("not run: cancelled");
         skipped
-    } else if rate + 1e-9 >= threshold {
+    } else if passed as u32 >= required {
         TestCaseStatus::success()
     } else {
         let failed = ran.iter().any(|r| r.verdict.outcome == Outcome::Fail);
@@ -119,10 +126,10 @@ fn test_case(name: &str, classname: &str, samples: &CaseSamples, threshold: f64)
         };
         let mut status = TestCaseStatus::non_success(kind);
         status.set_message(format!(
-            "{passed} of {} samples passed (pass rate {:.0}%, threshold {:.0}%)",
+            "{passed} of {} samples passed (pass rate {:.0}%); {required} needed (threshold: {})",
             ran.len(),
-            rate * 100.0,
-            threshold * 100.0
+            passed as f64 * 100.0 / ran.len() as f64,
+            threshold.describe()
         ));
         status.set_description(problems(ran));
         status

@@ -2,10 +2,13 @@
 //! versions, judged against expectations (SPEC §7; `docs/suites.md`).
 
 pub mod expect;
+pub mod fold;
+pub mod judging;
 pub mod junit;
 pub mod matrix;
 pub mod plan;
 pub mod report;
+pub mod rescore;
 pub mod runner;
 pub mod shard;
 pub mod suite;

@@ -8,8 +8,9 @@ use chrono::NaiveDate;
 
 use super::expect::{Observation, Verdict, judge};
 use super::matrix::{Matrix, ModelSettings, Shard, TurnSpec, glob_match};
-use super::suite::{LoadedSuite, case_messages};
+use super::suite::{Expectations, LoadedSuite, case_messages};
 use crate::chat::request::{ChatRequest, ClaimInput, PromptOptions};
+use crate::judge::RubricVerdict;
 use crate::runs::RunHeader;
 use crate::runs::record::RunLabels;
 
@@ -147,9 +148,24 @@ impl EvalPlan {
         }
     }
 
-    /// Judges an observation against this turn's expectations.
-    pub fn judge(&self, spec: &TurnSpec, seen: &Observation) -> Verdict {
+    /// This turn's expectations: its case's over the suite's defaults.
+    pub fn expectations(&self, spec: &TurnSpec) -> Expectations {
         let case = &self.suite.suite.cases[spec.case];
-        judge(&case.settings(&self.suite.suite.defaults).expect, seen)
+        case.settings(&self.suite.suite.defaults).expect
+    }
+
+    /// Judges an observation against this turn's expectations, with the
+    /// judge's verdicts on its rubric criteria.
+    pub fn judge(&self, spec: &TurnSpec, seen: &Observation, rubric: &[RubricVerdict]) -> Verdict {
+        judge(&self.expectations(spec), seen, rubric)
+    }
+
+    /// Whether any selected case has rubric criteria (and so needs a judge).
+    pub fn has_rubric(&self) -> bool {
+        let suite = &self.suite.suite;
+        suite
+            .cases
+            .iter()
+            .any(|case| !case.settings(&suite.defaults).expect.rubric.0.is_empty())
     }
 }

@@ -8,11 +8,13 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::expect::Outcome;
+use super::fold::{CaseFold, CaseOutcome, fold_cases};
 use super::matrix::{Shard, TurnSpec};
 use super::plan::EvalPlan;
 use super::runner::TurnResult;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ThinkingLevel;
+use crate::judge::RubricVerdict;
 use crate::stats::{percentile, wilson_interval};
 
 /// One variant's numbers.
@@ -50,9 +52,30 @@ pub struct VariantSummary {
     pub latency_p95_ms: Option<u64>,
     /// Overrides of the variant that were not applied, and why.
     pub ignored_overrides: Vec<String>,
+    /// Claim × case groups (each with its repeats) with a result.
+    pub cases: usize,
+    /// Groups whose passes reached their threshold.
+    pub cases_met: usize,
+    /// The most samples a group has (the k of pass@k).
+    pub samples_per_case: u32,
+    /// Share of groups where at least one sample passed.
+    pub pass_at_k: f64,
+    /// Share of groups where every sample passed (pass^k).
+    pub pass_all_k: f64,
+    /// Rubric verdicts behind these turns (cache hits included).
+    pub judge_calls: usize,
+    /// Of those, answered from the judge cache.
+    pub judge_cached: usize,
+    /// Judge tokens of the calls made (never added to the chat's).
+    pub judge_usage: Usage,
 }
 
-pub fn summarize(plan: &EvalPlan, results: &[TurnResult]) -> Vec<VariantSummary> {
+pub fn summarize(
+    plan: &EvalPlan,
+    results: &[TurnResult],
+    default_share: f64,
+) -> Vec<VariantSummary> {
+    let folds = fold_cases(plan, results, default_share);
     let mut planned = vec![0usize; plan.matrix.variants.len()];
     for spec in plan.selected() {
         planned[spec.variant] += 1;
@@ -78,6 +101,23 @@ pub fn summarize(plan: &EvalPlan, results: &[TurnResult]) -> Vec<VariantSummary>
                 .collect();
             latencies.sort_unstable();
             let passed = count(Outcome::Pass);
+            let groups: Vec<&CaseFold> = folds
+                .iter()
+                .filter(|f| f.variant == index && f.outcome != CaseOutcome::NotRun)
+                .collect();
+            let share = |keep: fn(&CaseFold) -> bool| {
+                ratio(
+                    groups.iter().filter(|f| keep(f)).count() as u64,
+                    groups.len() as u64,
+                )
+            };
+            let (mut judge_calls, mut judge_cached, mut judge_usage) = (0, 0, Usage::default());
+            for result in &mine {
+                let (calls, cached, usage) = judge_cost(&result.verdict.rubric);
+                judge_calls += calls;
+                judge_cached += cached;
+                judge_usage += usage;
+            }
             VariantSummary {
                 variant: variant.name.clone(),
                 fingerprint: variant.fingerprint.clone(),
@@ -100,9 +140,30 @@ pub fn summarize(plan: &EvalPlan, results: &[TurnResult]) -> Vec<VariantSummary>
                 latency_p50_ms: percentile(&latencies, 50),
                 latency_p95_ms: percentile(&latencies, 95),
                 ignored_overrides: variant.ignored.iter().map(ToString::to_string).collect(),
+                cases: groups.len(),
+                cases_met: groups
+                    .iter()
+                    .filter(|f| f.outcome == CaseOutcome::Pass)
+                    .count(),
+                samples_per_case: groups.iter().map(|f| f.samples).max().unwrap_or(0),
+                pass_at_k: share(|f| f.passed >= 1),
+                pass_all_k: share(|f| f.passed == f.samples),
+                judge_calls,
+                judge_cached,
+                judge_usage,
             }
         })
         .collect()
+}
+
+/// Calls, cache hits, and the tokens of the calls made, of rubric verdicts.
+pub fn judge_cost(rubric: &[RubricVerdict]) -> (usize, usize, Usage) {
+    let verdict = crate::runs::record::RecordedVerdict {
+        outcome: Outcome::Pass,
+        failures: Vec::new(),
+        rubric: rubric.to_vec(),
+    };
+    verdict.judge_usage()
 }
 
 fn ratio(part: u64, whole: u64) -> f64 {
@@ -174,6 +235,8 @@ pub enum EvalRecord<'a> {
     },
     /// A judged turn.
     Turn(TurnRecord),
+    /// A case's repeats on one claim, folded by its threshold.
+    Case(CaseRecord),
     /// The last line.
     Summary(SummaryRecord),
     /// A turn `--list` plans (nothing runs).
@@ -194,12 +257,15 @@ pub struct TurnRecord {
     pub fingerprint: String,
     pub verdict: Outcome,
     pub failures: Vec<String>,
+    /// Each rubric criterion's verdict and judge call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rubric: Vec<RubricVerdict>,
     pub usage: Usage,
     pub rounds: u32,
     pub latency_ms: u64,
     pub run_log: Option<PathBuf>,
     /// Why the run log could not be written (the turn is then an error).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_error: Option<String>,
     pub from_log: bool,
 }
@@ -213,6 +279,7 @@ impl TurnRecord {
                 .clone(),
             verdict: result.verdict.outcome,
             failures: result.verdict.failures.clone(),
+            rubric: result.verdict.rubric.clone(),
             usage: result.observation.usage,
             rounds: result.observation.rounds,
             latency_ms: result.observation.latency_ms,
@@ -223,12 +290,48 @@ impl TurnRecord {
     }
 }
 
+/// A variant × claim × case and its folded verdict.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CaseRecord {
+    pub variant: String,
+    pub claim: String,
+    pub case: String,
+    pub fingerprint: String,
+    /// Samples selected.
+    pub samples: u32,
+    pub passed: u32,
+    pub failed: u32,
+    pub errors: u32,
+    /// Passes needed (from `passThreshold`, `minPasses` or `--pass-threshold`).
+    pub required: u32,
+    pub verdict: CaseOutcome,
+}
+
+impl CaseRecord {
+    pub fn of(plan: &EvalPlan, fold: &CaseFold) -> CaseRecord {
+        let variant = &plan.matrix.variants[fold.variant];
+        CaseRecord {
+            variant: variant.name.clone(),
+            claim: fold.claim.clone(),
+            case: plan.suite.suite.cases[fold.case].name.clone(),
+            fingerprint: variant.fingerprint.clone(),
+            samples: fold.samples,
+            passed: fold.passed,
+            failed: fold.failed,
+            errors: fold.errors,
+            required: fold.required,
+            verdict: fold.outcome,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SummaryRecord {
     pub suite: String,
     /// `I/N` when this run is one shard.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
     /// Turns with a result.
     pub turns: usize,

@@ -13,12 +13,14 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 
-use super::expect::{Observation, Outcome, Verdict};
+use super::expect::{Observation, Outcome, Verdict, last_user_message};
+use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey, key_of_header};
 use crate::chat::event::ChatEvent;
 use crate::chat::service::{TurnContext, TurnOutput, run_chat_turn};
 use crate::claims::ClaimStore;
+use crate::judge::Judge;
 use crate::prompts::PromptRegistry;
 use crate::provider::ModelProvider;
 use crate::provider::script::ScriptProvider;
@@ -106,6 +108,8 @@ impl ProviderChoice {
 
 pub struct RunSettings {
     pub registry: &'static PromptRegistry,
+    /// The judge of rubric criteria, when the suite has any.
+    pub judge: Option<Arc<Judge>>,
     pub store: ClaimStore,
     pub runs_dir: PathBuf,
     pub concurrency: usize,
@@ -128,7 +132,7 @@ pub struct TurnResult {
 }
 
 impl TurnResult {
-    fn new(spec: &TurnSpec, observation: Observation, verdict: Verdict) -> TurnResult {
+    pub fn new(spec: &TurnSpec, observation: Observation, verdict: Verdict) -> TurnResult {
         TurnResult {
             spec: spec.clone(),
             observation,
@@ -190,7 +194,7 @@ async fn run_one(
                 error: Some(message),
                 ..Observation::default()
             };
-            let verdict = plan.judge(spec, &observation);
+            let verdict = plan.judge(spec, &observation, &[]);
             return TurnResult::new(spec, observation, verdict);
         }
     };
@@ -207,7 +211,10 @@ async fn run_one(
         provider,
     };
     let mut watch = Watch {
-        observation: Observation::default(),
+        observation: Observation {
+            message: last_user_message(&request.messages),
+            ..Observation::default()
+        },
         spec,
         messages,
     };
@@ -218,7 +225,10 @@ async fn run_one(
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
     match delivery.recorder_failures.into_iter().next() {
         Some(error) => lost_log(plan, spec, observation, error, messages),
-        None => record_verdict(plan, spec, observation, recorder, messages),
+        None => {
+            let judge = settings.judge.as_deref();
+            record_verdict(plan, spec, observation, recorder, judge, &cancel, messages).await
+        }
     }
 }
 
@@ -253,12 +263,15 @@ impl TurnSink for Watch<'_> {
 
 /// Judges the turn on exactly the numbers its footer records (so that a
 /// merge of shards, which judges from the logs, reaches the same verdict),
-/// then completes the log with the verdict in it.
-fn record_verdict(
+/// puts its rubric criteria to the judge, then completes the log with the
+/// verdict and the judge calls in it.
+async fn record_verdict(
     plan: &EvalPlan,
     spec: &TurnSpec,
     mut observation: Observation,
     recorder: RunRecorder,
+    judge: Option<&Judge>,
+    cancel: &CancellationToken,
     messages: &UnboundedSender<EvalMessage>,
 ) -> TurnResult {
     let Some(mut footer) = recorder.draft_footer(RunStatus::Cancelled) else {
@@ -266,10 +279,18 @@ fn record_verdict(
         return lost_log(plan, spec, observation, error, messages);
     };
     observation.latency_ms = footer.total_ms;
-    let verdict = plan.judge(spec, &observation);
+    let expect = plan.expectations(spec);
+    let rubric = match judge {
+        Some(judge) => {
+            judge_rubric(judge, &expect, &observation.message, &observation, cancel).await
+        }
+        None => Vec::new(),
+    };
+    let verdict = super::expect::judge(&expect, &observation, &rubric);
     footer.verdict = Some(RecordedVerdict {
         outcome: verdict.outcome,
         failures: verdict.failures.clone(),
+        rubric: verdict.rubric.clone(),
     });
     match recorder.finish_with(footer) {
         Ok(Some(path)) => TurnResult {
@@ -299,10 +320,10 @@ fn lost_log(
     let _ = messages.send(EvalMessage::Warning(format!(
         "run log of {label} not written: {error}"
     )));
-    let verdict = Verdict {
-        outcome: Outcome::Error,
-        failures: vec![format!("run log not written: {error}")],
-    };
+    let verdict = Verdict::new(
+        Outcome::Error,
+        vec![format!("run log not written: {error}")],
+    );
     TurnResult {
         log_error: Some(error),
         ..TurnResult::new(spec, observation, verdict)
@@ -327,7 +348,7 @@ pub fn resume(
             Ok(log) => results.push(TurnResult {
                 run_log: Some(path.clone()),
                 from_log: true,
-                ..judged_from_log(plan, &spec, &log)
+                ..judged_from_log(plan, &spec, &log, path)
             }),
             Err(error) => warnings.push(format!(
                 "resume: {error}; running {} again",
@@ -339,26 +360,40 @@ pub fn resume(
     Ok((results, warnings))
 }
 
-fn judged_from_log(plan: &EvalPlan, spec: &TurnSpec, log: &crate::runs::RunLog) -> TurnResult {
+/// Judged again from the log, on the suite's expectations as they are now;
+/// rubric criteria take the judge's recorded verdicts (a re-score's, when
+/// there is one, else the footer's), never a new call.
+fn judged_from_log(
+    plan: &EvalPlan,
+    spec: &TurnSpec,
+    log: &crate::runs::RunLog,
+    path: &Path,
+) -> TurnResult {
     let observation = Observation::from_log(log);
-    let verdict = plan.judge(spec, &observation);
+    let verdict = match crate::runs::rescore::recorded_rubric(log, path) {
+        Ok(rubric) => plan.judge(spec, &observation, &rubric),
+        Err(error) => Verdict::new(Outcome::Error, vec![error]),
+    };
     TurnResult::new(spec, observation, verdict)
 }
 
 /// A turn's result from its recorded run log.
 pub fn result_from_log(plan: &EvalPlan, spec: &TurnSpec, path: &Path) -> TurnResult {
-    let observation = match read_run_log(path) {
-        Ok(log) => Observation::from_log(&log),
-        Err(error) => Observation {
-            error: Some(error.to_string()),
-            ..Observation::default()
-        },
+    let result = match read_run_log(path) {
+        Ok(log) => judged_from_log(plan, spec, &log, path),
+        Err(error) => {
+            let observation = Observation {
+                error: Some(error.to_string()),
+                ..Observation::default()
+            };
+            let verdict = plan.judge(spec, &observation, &[]);
+            TurnResult::new(spec, observation, verdict)
+        }
     };
-    let verdict = plan.judge(spec, &observation);
     TurnResult {
         run_log: Some(path.to_path_buf()),
         from_log: true,
-        ..TurnResult::new(spec, observation, verdict)
+        ..result
     }
 }
 
@@ -368,10 +403,10 @@ pub fn missing_result(spec: &TurnSpec) -> TurnResult {
         error: Some("not run: no run log for this turn".into()),
         ..Observation::default()
     };
-    let verdict = Verdict {
-        outcome: Outcome::Error,
-        failures: vec!["not run: no run log for this turn".into()],
-    };
+    let verdict = Verdict::new(
+        Outcome::Error,
+        vec!["not run: no run log for this turn".into()],
+    );
     TurnResult {
         from_log: true,
         ..TurnResult::new(spec, observation, verdict)

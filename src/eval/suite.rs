@@ -30,7 +30,24 @@ pub struct Suite {
     /// Samples of every turn (default 1).
     #[serde(default)]
     pub repeats: Option<u32>,
+    /// The judge of `rubric` expectations (`docs/judging.md`).
+    #[serde(default)]
+    pub judge: Option<JudgeSection>,
     pub cases: Vec<Case>,
+}
+
+/// `judge:` in a suite: the judge model and its instructions.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct JudgeSection {
+    /// The judge model (else `--judge-model`'s default).
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub thinking_level: Option<ThinkingLevel>,
+    /// Judge prompt overrides (`judge.rubric`, `judge.pairwise`) → text.
+    #[serde(default)]
+    pub prompts: BTreeMap<String, String>,
 }
 
 /// Which claims of the store a suite (or a case) runs against.
@@ -73,6 +90,12 @@ pub struct CaseSettings {
     /// The date the claim brief gives as today (pin it for reproducible runs).
     #[serde(default)]
     pub today: Option<NaiveDate>,
+    /// The share of a case's repeats on a claim that must pass (0 to 1).
+    #[serde(default)]
+    pub pass_threshold: Option<f64>,
+    /// Or: how many of them must pass.
+    #[serde(default)]
+    pub min_passes: Option<u32>,
     #[serde(default)]
     pub expect: Expectations,
 }
@@ -145,6 +168,10 @@ pub struct Case {
     #[serde(default)]
     pub today: Option<NaiveDate>,
     #[serde(default)]
+    pub pass_threshold: Option<f64>,
+    #[serde(default)]
+    pub min_passes: Option<u32>,
+    #[serde(default)]
     pub expect: Expectations,
 }
 
@@ -161,6 +188,17 @@ impl Case {
             screen_actions: self.screen_actions.or(defaults.screen_actions),
             voice: self.voice.or(defaults.voice),
             today: self.today.or(defaults.today),
+            // A case's own threshold, of either kind, replaces the defaults'.
+            pass_threshold: if self.pass_threshold.is_some() || self.min_passes.is_some() {
+                self.pass_threshold
+            } else {
+                defaults.pass_threshold
+            },
+            min_passes: if self.pass_threshold.is_some() || self.min_passes.is_some() {
+                self.min_passes
+            } else {
+                defaults.min_passes
+            },
             expect: defaults.expect.merged_with(&self.expect),
         }
     }
@@ -197,6 +235,12 @@ pub struct Expectations {
     pub max_output_tokens: Option<u64>,
     #[serde(default)]
     pub max_latency_ms: Option<u64>,
+    /// Criteria a judge model checks the answer against, one verdict each.
+    #[serde(default)]
+    pub rubric: OneOrMany<String>,
+    /// A rubric verdict passes only with a score at least this (0 to 1).
+    #[serde(default)]
+    pub rubric_threshold: Option<f64>,
 }
 
 /// A tool by name, or by name and (a subset of) its arguments.
@@ -345,6 +389,8 @@ impl Expectations {
             max_rounds: case.max_rounds.or(self.max_rounds),
             max_output_tokens: case.max_output_tokens.or(self.max_output_tokens),
             max_latency_ms: case.max_latency_ms.or(self.max_latency_ms),
+            rubric: join(&self.rubric, &case.rubric),
+            rubric_threshold: case.rubric_threshold.or(self.rubric_threshold),
         }
     }
 }
@@ -466,6 +512,10 @@ impl LoadedSuite {
                 ));
             }
         }
+        if let Some(section) = &suite.judge {
+            super::judging::check_judge_section(section)
+                .map_err(|(field, message)| self.rule(field, message))?;
+        }
         self.check_settings("defaults", &suite.defaults, registry)?;
         let mut case_names = std::collections::BTreeSet::new();
         for (index, case) in suite.cases.iter().enumerate() {
@@ -530,6 +580,8 @@ impl LoadedSuite {
                 )
             })?;
         }
+        super::judging::check_judging(settings, self.repeats())
+            .map_err(|(field, message)| self.rule(format!("{at}.{field}"), message))?;
         for (index, action) in settings.expect.client_action.0.iter().enumerate() {
             if action.get("action").and_then(Value::as_str).is_none() {
                 return Err(self.rule(

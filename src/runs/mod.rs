@@ -1,9 +1,11 @@
 //! Recorded run logs: their records, reading and finding them.
 
+pub mod evidence;
 pub mod feedback;
 pub mod naming;
 pub mod record;
 pub mod replay;
+pub mod rescore;
 pub mod row;
 pub mod store;
 

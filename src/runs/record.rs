@@ -15,6 +15,7 @@ use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::{ChatMessage, ChatRequest, ClaimInput, Locale, ThinkingLevel};
 use crate::chat::service::ModelCallRecord;
 use crate::chat::system::PromptBlock;
+use crate::judge::RubricVerdict;
 use crate::prompts::overrides::IgnoredOverride;
 use crate::tools::ToolDeclaration;
 
@@ -213,10 +214,31 @@ impl Outcome {
     }
 }
 
-/// A verdict as recorded in a run log's footer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+/// A verdict as recorded in a run log's footer (or a re-score beside it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RecordedVerdict {
     pub outcome: Outcome,
     /// One line per unmet expectation.
     pub failures: Vec<String>,
+    /// Each rubric criterion's verdict, with its judge call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rubric: Vec<RubricVerdict>,
+}
+
+impl RecordedVerdict {
+    /// What the judge calls behind this verdict cost (cached ones too: the
+    /// tokens they cost when they were made).
+    pub fn judge_usage(&self) -> (usize, usize, Usage) {
+        let mut usage = Usage::default();
+        let (mut calls, mut cached) = (0, 0);
+        for call in self.rubric.iter().filter_map(|v| v.call.as_ref()) {
+            calls += 1;
+            if call.cached {
+                cached += 1;
+            } else {
+                usage += call.usage;
+            }
+        }
+        (calls, cached, usage)
+    }
 }

@@ -6,6 +6,7 @@
 mod list;
 mod preflight;
 mod progress;
+mod rescore;
 mod summary;
 mod summary_table;
 
@@ -14,6 +15,7 @@ pub use preflight::writable;
 pub use summary::write_atomically;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use chrono::{NaiveDate, Utc};
 use clap::{Args, ValueEnum};
@@ -27,11 +29,12 @@ use promptlab::prompts::PromptRegistry;
 
 use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
+use super::judge::{JudgeArgs, SuiteJudge};
 use super::model::ModelArgs;
 
 const AFTER_HELP: &str = "\
-Exit codes: 0 every turn passed (or every variant reached --min-pass-rate) · 1 a failure, an error,
-a lost run log or a failed report write · 2 invalid suite, flags or setup (checked before any turn
+Exit codes: 0 every case met its threshold (by default: every turn passed), or every variant
+reached --min-pass-rate · 1 a failure, an error, a lost run log or a failed report write · 2 invalid suite, flags or setup (checked before any turn
 runs: a missing GEMINI_API_KEY, a missing folder, two variants with the same prompt version, …) ·
 130 Ctrl-C · 143 SIGTERM.
 
@@ -40,7 +43,11 @@ Examples:
   promptlab eval suites/regression.yaml --list
   promptlab eval suites/regression.yaml --overrides my-edit.yaml --case 'excess*' -j 8
   promptlab eval suites/regression.yaml --shard auto --junit junit.xml
-  promptlab eval suites/regression.yaml --report shard-1/ --report shard-2/ --markdown-summary summary.md";
+  promptlab eval suites/regression.yaml --report shard-1/ --report shard-2/ --markdown-summary summary.md
+  promptlab eval suites/rubric.yaml --judge-provider script --judge-script suites/scripts/judge.yaml
+  promptlab eval suites/rubric.yaml --rescore     # judge recorded turns again, no chat model call
+
+Rubric criteria, thresholds over repeats, re-scoring and the judge's flags: docs/judging.md.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EvalFormat {
@@ -80,6 +87,11 @@ pub struct EvalArgs {
     /// Print the planned turns (variant, claim, case, sample) and run nothing.
     #[arg(long)]
     pub list: bool,
+    /// Judge the turns already recorded (in --runs-dir, or the --report folders) against the
+    /// suite's current expectations: no chat model call, only the judge for rubric criteria
+    /// (cached when unchanged). New verdicts go beside each log as `<log>.verdict.json`.
+    #[arg(long, conflicts_with_all = ["resume", "list"])]
+    pub rescore: bool,
     /// Skip turns already recorded as done for the same prompt fingerprint, claim, case and sample.
     #[arg(long)]
     pub resume: bool,
@@ -100,7 +112,8 @@ pub struct EvalArgs {
     /// Write the summary as Markdown here (e.g. "$GITHUB_STEP_SUMMARY").
     #[arg(long, value_name = "FILE")]
     pub markdown_summary: Option<PathBuf>,
-    /// The share of a case's repeats that must pass for its JUnit testcase to pass.
+    /// The share of a case's repeats on a claim that must pass, for cases that set no
+    /// `passThreshold` or `minPasses` of their own: decides the exit code and JUnit.
     #[arg(long, value_name = "RATE", default_value_t = 1.0)]
     pub pass_threshold: f64,
     /// Exit 0 when every variant's pass rate is at least RATE (0 to 1), instead of only when
@@ -113,6 +126,8 @@ pub struct EvalArgs {
     /// The date the claim brief gives as today, unless the suite pins one.
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
     pub today: Option<NaiveDate>,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
 }
 
 pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
@@ -127,6 +142,22 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
     }
     let finish =
         |plan: &EvalPlan, results, stop| summary::finish(&args, plan, results, stop, started_at);
+    // Merging logs (`--report`) reads the judge's recorded verdicts; running
+    // turns or re-scoring them asks the judge.
+    let judge = if plan.has_rubric() && (args.report.is_empty() || args.rescore) {
+        Some(Arc::new(build_judge(&args, &plan)?))
+    } else {
+        None
+    };
+    if args.rescore {
+        let dirs = if args.report.is_empty() {
+            vec![runs_dir.to_path_buf()]
+        } else {
+            args.report.clone()
+        };
+        let (results, stop) = rescore::run(&args, &plan, &dirs, judge.as_deref())?;
+        return finish(&plan, results, stop);
+    }
     if !args.report.is_empty() {
         let recorded = index_recorded(&args.report, &plan.suite.name, false)?;
         let results = plan
@@ -155,6 +186,7 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
     }
     let settings = promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
+        judge,
         store: store.clone(),
         runs_dir: runs_dir.to_path_buf(),
         concurrency: usize::from(args.jobs),
@@ -164,6 +196,31 @@ pub fn run(args: EvalArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, 
     let (ran, stop) = progress::run_with_progress(&args, &plan, &settings, results.len())?;
     results.extend(ran);
     finish(&plan, results, stop)
+}
+
+/// The judge of the suite's rubric criteria; warns when it is also a
+/// variant's chat model (a model grading its own answers).
+fn build_judge(args: &EvalArgs, plan: &EvalPlan) -> Result<promptlab::judge::Judge, CliError> {
+    let section = plan.suite.suite.judge.clone().unwrap_or_default();
+    let judge = args.judge.build(&SuiteJudge {
+        model: section.model,
+        thinking_level: section.thinking_level,
+        prompts: section.prompts,
+    })?;
+    let model = &judge.settings().model;
+    if !args.quiet
+        && let Some(variant) = plan
+            .matrix
+            .variants
+            .iter()
+            .find(|v| &v.model.model == model)
+    {
+        eprintln!(
+            "warning: the judge model is the chat model of variant `{}` ({model}): a model judging              its own answers tends to favour them; choose another with --judge-model or the              suite's `judge.model`",
+            variant.name
+        );
+    }
+    Ok(judge)
 }
 
 /// `--shard I/N` or `--shard auto`.

@@ -7,17 +7,18 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
+use promptlab::eval::fold::{CaseFold, CaseOutcome, fold_cases};
 use promptlab::eval::junit::{JunitContext, junit_xml};
 use promptlab::eval::report::{
-    EvalRecord, SummaryRecord, TurnRecord, VariantSummary, in_matrix_order, not_run, shard_line,
-    summarize, turn_label,
+    CaseRecord, EvalRecord, SummaryRecord, TurnRecord, VariantSummary, in_matrix_order, not_run,
+    shard_line, summarize, turn_label,
 };
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::sink::{Style, printable};
 use promptlab::table::terminal_width;
 
 use super::progress::write_record;
-use super::summary_table::{model_text, seconds, summary_table};
+use super::summary_table::{judging_lines, model_text, seconds, summary_table};
 use super::{EvalArgs, EvalFormat};
 use crate::cli::error::{CliError, Exit};
 use crate::cli::model::ProviderKind;
@@ -27,6 +28,8 @@ use crate::cli::output::write_hidden;
 struct EvalEnd<'a> {
     plan: &'a EvalPlan,
     results: Vec<TurnResult>,
+    /// Each case's repeats on each claim, folded by its threshold.
+    folds: Vec<CaseFold>,
     summaries: Vec<VariantSummary>,
     not_run: usize,
     logs_lost: Vec<String>,
@@ -45,7 +48,7 @@ pub fn finish(
     started_at: DateTime<Utc>,
 ) -> Result<Exit, CliError> {
     in_matrix_order(&mut results);
-    let summaries = summarize(plan, &results);
+    let summaries = summarize(plan, &results, args.pass_threshold);
     let missing = not_run(plan, &results);
     let logs_lost: Vec<String> = results
         .iter()
@@ -55,9 +58,11 @@ pub fn finish(
                 .map(|e| format!("{}: {e}", turn_label(plan, r)))
         })
         .collect();
+    let folds = fold_cases(plan, &results, args.pass_threshold);
     let mut outcome = EvalEnd {
         plan,
-        exit: exit_code(args, &summaries, &results, &logs_lost, stop),
+        exit: exit_code(args, &summaries, &folds, &logs_lost, stop),
+        folds,
         results,
         summaries,
         not_run: missing.len(),
@@ -111,11 +116,12 @@ fn every_turn_scripted(args: &EvalArgs, results: &[TurnResult]) -> bool {
 }
 
 /// Ctrl-C or SIGTERM first; then 1 for a lost log or a report not written;
-/// then any failure or error — or, with `--min-pass-rate`, a variant below it.
+/// then any case whose repeats did not reach its threshold (by default:
+/// any turn that did not pass) — or, with `--min-pass-rate`, a variant below it.
 fn exit_code(
     args: &EvalArgs,
     summaries: &[VariantSummary],
-    results: &[TurnResult],
+    folds: &[CaseFold],
     logs_lost: &[String],
     stop: Option<Exit>,
 ) -> Exit {
@@ -126,7 +132,7 @@ fn exit_code(
         Some(rate) => summaries
             .iter()
             .any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
-        None => results.iter().any(|r| r.verdict.outcome != Outcome::Pass),
+        None => folds.iter().any(|f| f.outcome != CaseOutcome::Pass),
     };
     if below || !logs_lost.is_empty() {
         Exit::Failure
@@ -219,6 +225,9 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
         }
     }
     let plan = outcome.plan;
+    for fold in &outcome.folds {
+        write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, fold)))?;
+    }
     let summary = SummaryRecord {
         suite: plan.suite.name.clone(),
         shard: plan
@@ -249,6 +258,9 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
         fitted.table
     )?;
     write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;
+    for line in judging_lines(&outcome.summaries, plan) {
+        writeln!(out, "{}", printable(&line))?;
+    }
     let failing = outcome.failing();
     if !failing.is_empty() {
         writeln!(out, "\n{}", style.bold("Failures:"))?;
@@ -322,6 +334,13 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
             seconds(s.latency_p50_ms),
             seconds(s.latency_p95_ms)
         );
+    }
+    let lines = judging_lines(&outcome.summaries, plan);
+    if !lines.is_empty() {
+        md.push('\n');
+    }
+    for line in lines {
+        let _ = writeln!(md, "- {}", md_cell(&line));
     }
     for s in &outcome.summaries {
         for ignored in &s.ignored_overrides {

@@ -1,7 +1,9 @@
 //! The eval summary table: one row per variant, fitted to the terminal by
 //! `promptlab::table` — the variant, fingerprint and counts stay whole; the
-//! cache share, tokens, model and latency give way, in that order.
+//! cache share, tokens, model and latency give way, in that order — and the
+//! judging lines under it.
 
+use promptlab::eval::EvalPlan;
 use promptlab::eval::report::VariantSummary;
 use promptlab::table::{Fit, Fitted, fit_table};
 
@@ -81,4 +83,40 @@ pub fn seconds(ms: Option<u64>) -> String {
     ms.map_or("–".to_string(), |ms| {
         format!("{:.2} s", ms as f64 / 1000.0)
     })
+}
+
+/// Per variant, when the suite repeats turns or has rubric criteria: the
+/// cases that met their threshold, pass@k and pass^k, and what the judge
+/// was asked (its tokens apart from the chat's).
+pub fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<String> {
+    let repeated = plan.suite.repeats() > 1;
+    let mut lines = Vec::new();
+    for s in summaries {
+        let mut parts = Vec::new();
+        if repeated && s.cases > 0 {
+            let k = s.samples_per_case;
+            parts.push(format!(
+                "{} of {} cases met their threshold · pass@{k} {:.1}% · pass^{k} {:.1}%",
+                s.cases_met,
+                s.cases,
+                s.pass_at_k * 100.0,
+                s.pass_all_k * 100.0
+            ));
+        }
+        if s.judge_calls > 0 {
+            parts.push(format!(
+                "judge: {} verdict{} ({} asked, {} from the cache), judge tokens {}/{}",
+                s.judge_calls,
+                if s.judge_calls == 1 { "" } else { "s" },
+                s.judge_calls - s.judge_cached,
+                s.judge_cached,
+                s.judge_usage.input_tokens,
+                s.judge_usage.output_tokens
+            ));
+        }
+        if !parts.is_empty() {
+            lines.push(format!("{}: {}", s.variant, parts.join(" · ")));
+        }
+    }
+    lines
 }

@@ -105,6 +105,9 @@ fn pair_details(pair: &Pair) -> String {
             md_cell(&word_diff(&pair.a.answer, &pair.b.answer))
         );
     }
+    if let Some(line) = super::judged_line(pair) {
+        let _ = writeln!(md, "{}\n", md_cell(&line));
+    }
     md.push_str("</details>\n");
     md
 }

@@ -3,7 +3,10 @@
 //! share are here. What got worse comes first.
 
 mod markdown;
+mod pairwise;
 mod text;
+
+pub use pairwise::{judged_line, pairwise_lines};
 
 pub use markdown::markdown;
 pub use text::text;
@@ -100,7 +103,7 @@ fn chat_note(c: &Comparison) -> &'static str {
 /// What each side holds beyond its compared runs, and what the reader must
 /// know: one line each.
 pub fn accounting_lines(c: &Comparison) -> Vec<String> {
-    let mut lines = Vec::new();
+    let mut lines = pairwise_lines(c);
     let versions: Vec<String> = c
         .versions
         .iter()
@@ -191,7 +194,19 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
     } else {
         ""
     };
-    vec![
+    let judge = |side: &SideSummary| {
+        format!(
+            "{} verdicts, {}/{} tokens",
+            side.judge_calls, side.judge_usage.input_tokens, side.judge_usage.output_tokens
+        )
+    };
+    let judge_row = [
+        "rubric judge (apart from the chat)".to_string(),
+        judge(&c.a),
+        judge(&c.b),
+        String::new(),
+    ];
+    let mut rows = vec![
         [
             "runs".into(),
             c.a.runs.to_string(),
@@ -238,7 +253,11 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
             percent(Some(c.b.cache_read_share)),
             cache_trend.into(),
         ],
-    ]
+    ];
+    if c.a.judge_calls + c.b.judge_calls > 0 {
+        rows.push(judge_row);
+    }
+    rows
 }
 
 fn rate_trend(c: &Comparison) -> String {

@@ -159,5 +159,8 @@ fn pair_details(pair: &Pair, style: Style) -> String {
         let line = format!("- {side}: {}", printable(failure));
         let _ = writeln!(out, "  {}", style.red(&line));
     }
+    if let Some(line) = super::judged_line(pair) {
+        let _ = writeln!(out, "  {}", printable(&line));
+    }
     out
 }

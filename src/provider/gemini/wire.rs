@@ -12,8 +12,12 @@ use crate::provider::{AiMessage, ModelRequest, ToolResultMessage};
 pub struct GenerateContentRequest {
     pub contents: Vec<Content>,
     pub system_instruction: Content,
+    /// Left out when there are no tools: Gemini refuses a JSON reply
+    /// (`responseMimeType`) together with function calling.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<Tool>,
-    pub tool_config: ToolConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_config: Option<ToolConfig>,
     pub generation_config: GenerationConfig,
 }
 
@@ -56,6 +60,11 @@ pub struct FunctionCallingConfig {
 pub struct GenerationConfig {
     pub max_output_tokens: u32,
     pub thinking_config: ThinkingConfig,
+    /// `application/json` when a response schema is given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_mime_type: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -67,31 +76,40 @@ pub struct ThinkingConfig {
 /// Maps our request to Gemini's: system prompt, history with the model's own
 /// parts replayed from provider_state, tools in the loop's order.
 pub fn build_request(request: &ModelRequest) -> GenerateContentRequest {
+    let has_tools = !request.tools.is_empty();
     GenerateContentRequest {
         contents: request.messages.iter().map(content_for).collect(),
         system_instruction: Content {
             role: None,
             parts: vec![json!({"text": request.system})],
         },
-        tools: vec![Tool {
-            function_declarations: request
-                .tools
-                .iter()
-                .map(|tool| FunctionDeclaration {
-                    name: tool.name.clone(),
-                    description: tool.description.clone(),
-                    parameters_json_schema: tool.parameters.clone(),
-                })
-                .collect(),
-        }],
-        tool_config: ToolConfig {
+        tools: has_tools
+            .then(|| Tool {
+                function_declarations: request
+                    .tools
+                    .iter()
+                    .map(|tool| FunctionDeclaration {
+                        name: tool.name.clone(),
+                        description: tool.description.clone(),
+                        parameters_json_schema: tool.parameters.clone(),
+                    })
+                    .collect(),
+            })
+            .into_iter()
+            .collect(),
+        tool_config: has_tools.then_some(ToolConfig {
             function_calling_config: FunctionCallingConfig { mode: "AUTO" },
-        },
+        }),
         generation_config: GenerationConfig {
             max_output_tokens: request.max_output_tokens,
             thinking_config: ThinkingConfig {
                 thinking_level: request.thinking_level.as_str(),
             },
+            response_mime_type: request
+                .response_schema
+                .is_some()
+                .then_some("application/json"),
+            response_schema: request.response_schema.clone(),
         },
     }
 }
@@ -242,4 +260,51 @@ pub struct UsageMetadata {
     pub candidates_token_count: u64,
     #[serde(default)]
     pub thoughts_token_count: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompts::thinking::ThinkingLevel;
+    use crate::tools::ToolDeclaration;
+
+    fn request(tools: Vec<ToolDeclaration>, schema: Option<Value>) -> Value {
+        let request = ModelRequest {
+            model: "m".into(),
+            system: "s".into(),
+            messages: vec![],
+            tools,
+            thinking_level: ThinkingLevel::Low,
+            max_output_tokens: 100,
+            response_schema: schema,
+        };
+        serde_json::to_value(build_request(&request)).unwrap()
+    }
+
+    #[test]
+    fn tools_come_with_their_config_and_a_schema_asks_for_json() {
+        let tool = ToolDeclaration {
+            name: "get_claim_section".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        };
+        let chat = request(vec![tool], None);
+        assert_eq!(
+            chat["tools"][0]["functionDeclarations"][0]["name"],
+            "get_claim_section"
+        );
+        assert_eq!(chat["toolConfig"]["functionCallingConfig"]["mode"], "AUTO");
+        assert!(chat["generationConfig"].get("responseMimeType").is_none());
+
+        let judge = request(vec![], Some(json!({"type": "OBJECT"})));
+        assert!(judge.get("tools").is_none() && judge.get("toolConfig").is_none());
+        assert_eq!(
+            judge["generationConfig"]["responseMimeType"],
+            "application/json"
+        );
+        assert_eq!(
+            judge["generationConfig"]["responseSchema"],
+            json!({"type": "OBJECT"})
+        );
+    }
 }

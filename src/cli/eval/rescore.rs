@@ -1,0 +1,48 @@
+//! `eval --rescore`: the recorded turns judged again, with a line saying
+//! what was re-scored and what the judge was asked.
+
+use std::path::PathBuf;
+
+use tokio_util::sync::CancellationToken;
+
+use promptlab::eval::rescore::rescore_turns;
+use promptlab::eval::{EvalPlan, TurnResult};
+use promptlab::judge::Judge;
+
+use super::EvalArgs;
+use crate::cli::error::{CliError, Exit};
+use crate::cli::signals::cancel_on_signals;
+
+pub fn run(
+    args: &EvalArgs,
+    plan: &EvalPlan,
+    dirs: &[PathBuf],
+    judge: Option<&Judge>,
+) -> Result<(Vec<TurnResult>, Option<Exit>), CliError> {
+    let runtime = tokio::runtime::Runtime::new()?;
+    let cancel = CancellationToken::new();
+    let (results, stop) = runtime.block_on(async {
+        let stop = cancel_on_signals(cancel.clone());
+        let results = rescore_turns(plan, dirs, judge, usize::from(args.jobs), &cancel).await;
+        (results, stop.exit())
+    });
+    let results = results?;
+    if !args.quiet {
+        let rescored = results.iter().filter(|r| r.run_log.is_some()).count();
+        let (mut calls, mut cached) = (0, 0);
+        for result in &results {
+            let (c, h, _) = promptlab::eval::report::judge_cost(&result.verdict.rubric);
+            calls += c;
+            cached += h;
+        }
+        let folders: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        eprintln!(
+            "rescore: {rescored} of {} selected turns recorded in {}; no chat model call; judge: {} \
+             asked, {cached} from the cache",
+            results.len(),
+            folders.join(", "),
+            calls - cached
+        );
+    }
+    Ok((results, stop))
+}

@@ -1,0 +1,146 @@
+//! Flags that choose the judge of rubric criteria (`eval`) and of pairwise
+//! comparisons (`compare --judge`), and the judge they build.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Args;
+
+use promptlab::chat::ThinkingLevel;
+use promptlab::document::{DocumentFormat, parse_document};
+use promptlab::judge::script::ScriptJudge;
+use promptlab::judge::{Judge, JudgeCache, JudgeModel, JudgePrompts, JudgeSettings, ProviderJudge};
+use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
+
+use super::error::CliError;
+
+/// The judge model when neither a flag nor the suite names one.
+pub const DEFAULT_JUDGE_MODEL: &str = "gemini-3.1-pro-preview";
+/// The judge's thinking level when neither a flag nor the suite sets one.
+pub const DEFAULT_JUDGE_THINKING_LEVEL: ThinkingLevel = ThinkingLevel::Medium;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum JudgeProviderKind {
+    /// Gemini with a JSON reply schema (needs GEMINI_API_KEY).
+    Gemini,
+    /// Verdicts scripted in a YAML file (--judge-script), for offline runs.
+    Script,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Judge")]
+pub struct JudgeArgs {
+    /// The judge model [default: the suite's `judge.model`, else gemini-3.1-pro-preview].
+    #[arg(long, value_name = "NAME", env = "PROMPTLAB_JUDGE_MODEL")]
+    pub judge_model: Option<String>,
+    /// The judge's thinking level [default: the suite's, else medium].
+    #[arg(long, value_name = "LEVEL", env = "PROMPTLAB_JUDGE_THINKING_LEVEL")]
+    pub judge_thinking_level: Option<ThinkingLevel>,
+    /// Who judges: Gemini, or a script of verdicts (--judge-script) for offline runs.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "PROVIDER",
+        env = "PROMPTLAB_JUDGE_PROVIDER",
+        default_value = "gemini"
+    )]
+    pub judge_provider: JudgeProviderKind,
+    /// The YAML script of verdicts for --judge-provider script (docs/judging.md).
+    #[arg(long, value_name = "FILE")]
+    pub judge_script: Option<PathBuf>,
+    /// Replace the judge's instructions: a YAML/JSON file of prompt id → text
+    /// (`judge.rubric`, `judge.pairwise`). Never part of a chat fingerprint.
+    #[arg(long, value_name = "FILE")]
+    pub judge_prompts: Option<PathBuf>,
+    /// Where judge verdicts are cached (under `judge/`).
+    #[arg(
+        long,
+        value_name = "DIR",
+        env = "PROMPTLAB_CACHE_DIR",
+        default_value = ".promptlab-cache"
+    )]
+    pub cache_dir: PathBuf,
+    /// Ask the judge again even when an identical question has a cached verdict.
+    #[arg(long)]
+    pub no_judge_cache: bool,
+}
+
+/// What a suite says about its judge (nothing, for `compare`).
+#[derive(Debug, Clone, Default)]
+pub struct SuiteJudge {
+    pub model: Option<String>,
+    pub thinking_level: Option<ThinkingLevel>,
+    pub prompts: BTreeMap<String, String>,
+}
+
+impl JudgeArgs {
+    /// The judge these flags (over the suite's `judge:`) choose. Fails, as
+    /// a usage error, when it cannot work: no key, no script, bad prompts.
+    pub fn build(&self, suite: &SuiteJudge) -> Result<Judge, CliError> {
+        let settings = JudgeSettings {
+            model: self
+                .judge_model
+                .clone()
+                .filter(|m| !m.trim().is_empty())
+                .or_else(|| suite.model.clone())
+                .unwrap_or_else(|| DEFAULT_JUDGE_MODEL.to_string()),
+            thinking_level: self
+                .judge_thinking_level
+                .or(suite.thinking_level)
+                .unwrap_or(DEFAULT_JUDGE_THINKING_LEVEL),
+        };
+        let mut overrides = suite.prompts.clone();
+        if let Some(path) = &self.judge_prompts {
+            overrides.extend(read_judge_prompts(path)?);
+        }
+        let prompts = JudgePrompts::with_overrides(
+            overrides
+                .iter()
+                .map(|(id, text)| (id.as_str(), text.as_str())),
+        )
+        .map_err(|e| CliError::usage(format!("judge prompts: {e}")))?;
+        let model: Arc<dyn JudgeModel> = match self.judge_provider {
+            JudgeProviderKind::Script => {
+                let path = self.judge_script.as_ref().ok_or_else(|| {
+                    CliError::usage("--judge-provider script needs --judge-script FILE")
+                })?;
+                Arc::new(ScriptJudge::load(path).map_err(CliError::usage)?)
+            }
+            JudgeProviderKind::Gemini => {
+                let config = GeminiConfig::from_env();
+                if config.api_key.is_none() {
+                    return Err(CliError::usage(
+                        "GEMINI_API_KEY is not set: the judge (--judge-provider gemini) needs it \
+                         (export GEMINI_API_KEY=…); to judge offline, use --judge-provider script \
+                         --judge-script FILE",
+                    ));
+                }
+                Arc::new(ProviderJudge(Arc::new(GeminiProvider::new(config)?)))
+            }
+        };
+        let cache = (!self.no_judge_cache).then(|| JudgeCache::new(self.cache_dir.join("judge")));
+        Ok(Judge::new(model, settings, prompts, cache))
+    }
+}
+
+/// `prompts:` of an override-style file, or a plain map of id → text.
+fn read_judge_prompts(path: &Path) -> Result<BTreeMap<String, String>, CliError> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum File {
+        Wrapped { prompts: BTreeMap<String, String> },
+        Plain(BTreeMap<String, String>),
+    }
+    let text = promptlab::input::read_input_text(path)
+        .map_err(|e| CliError::usage(format!("--judge-prompts `{}`: {e}", path.display())))?;
+    let file: File = parse_document(&text, DocumentFormat::detect(path, &text)).map_err(|p| {
+        CliError::usage(format!(
+            "--judge-prompts `{}`: {p} (expected prompt id → text, e.g. `judge.rubric: |`)",
+            path.display()
+        ))
+    })?;
+    Ok(match file {
+        File::Wrapped { prompts } | File::Plain(prompts) => prompts,
+    })
+}

@@ -1,0 +1,138 @@
+//! Who answers a judge: a model provider (Gemini, over the same adapter as
+//! chat turns: retries, timeouts, the key), or a script for offline runs.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use futures_util::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::digest::sha256_hex;
+use crate::event::Usage;
+use crate::prompts::thinking::ThinkingLevel;
+use crate::provider::{AiMessage, ModelEvent, ModelProvider, ModelRequest, ProviderError};
+
+/// The most a judge may write; a verdict is a sentence or two.
+const JUDGE_MAX_OUTPUT_TOKENS: u32 = 2_048;
+/// The most reply text kept; past this the reply is an error.
+const MAX_REPLY_BYTES: usize = 64 * 1024;
+
+/// One question to a judge.
+#[derive(Debug, Clone)]
+pub struct JudgeQuery {
+    /// The judge's instructions.
+    pub system: String,
+    /// The rendered question: criterion, message, evidence, answer(s).
+    pub user: String,
+    pub schema: Value,
+    pub model: String,
+    pub thinking_level: ThinkingLevel,
+    /// The same question, structured, for a scripted judge.
+    pub question: Question,
+}
+
+impl JudgeQuery {
+    /// SHA-256 of everything the judge is given: model, level, instructions,
+    /// question and schema. The question holds the criterion, the answer and
+    /// the evidence, so a change to any of them is a different key.
+    pub fn cache_key(&self) -> String {
+        let material = super::key_material(self);
+        sha256_hex(serde_json::to_vec(&material).unwrap_or_default())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Question {
+    Rubric {
+        criterion: String,
+        answer: String,
+    },
+    Pairwise {
+        criterion: String,
+        first: String,
+        second: String,
+    },
+}
+
+/// A judge's reply before it is parsed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawReply {
+    pub text: String,
+    pub usage: Usage,
+}
+
+pub trait JudgeModel: Send + Sync {
+    /// `gemini` or `script`.
+    fn name(&self) -> &'static str;
+
+    fn check_ready(&self) -> Result<(), ProviderError>;
+
+    fn ask<'a>(
+        &'a self,
+        query: &'a JudgeQuery,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<RawReply, ProviderError>>;
+}
+
+/// A judge answered by a model provider: one call, no tools, a JSON reply
+/// in the query's schema.
+pub struct ProviderJudge(pub Arc<dyn ModelProvider>);
+
+impl JudgeModel for ProviderJudge {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn check_ready(&self) -> Result<(), ProviderError> {
+        self.0.check_ready()
+    }
+
+    fn ask<'a>(
+        &'a self,
+        query: &'a JudgeQuery,
+        cancel: CancellationToken,
+    ) -> BoxFuture<'a, Result<RawReply, ProviderError>> {
+        Box::pin(async move {
+            let request = ModelRequest {
+                model: query.model.clone(),
+                system: query.system.clone(),
+                messages: vec![AiMessage::User {
+                    text: query.user.clone(),
+                }],
+                tools: Vec::new(),
+                thinking_level: query.thinking_level,
+                max_output_tokens: JUDGE_MAX_OUTPUT_TOKENS,
+                response_schema: Some(query.schema.clone()),
+            };
+            let mut stream = self.0.stream_turn(request, cancel);
+            let mut reply = RawReply::default();
+            while let Some(item) = stream.next().await {
+                match item? {
+                    ModelEvent::TextDelta(text) => {
+                        if reply.text.len() + text.len() > MAX_REPLY_BYTES {
+                            return Err(ProviderError::new(format!(
+                                "the judge's reply is longer than {} KiB",
+                                MAX_REPLY_BYTES / 1024
+                            )));
+                        }
+                        reply.text.push_str(&text);
+                    }
+                    ModelEvent::ToolCall(call) => {
+                        return Err(ProviderError::new(format!(
+                            "the judge called a tool (`{}`) instead of replying",
+                            crate::text::quote(&call.name)
+                        )));
+                    }
+                    ModelEvent::Done(summary) => {
+                        reply.usage = summary.usage;
+                        return Ok(reply);
+                    }
+                }
+            }
+            Err(ProviderError::new(
+                "the judge's reply ended before it was complete",
+            ))
+        })
+    }
+}

@@ -1,0 +1,208 @@
+//! A judge's reply, parsed strictly, and the JSON schemas the judge is asked
+//! to reply in. Anything but the asked-for JSON is an error naming what was
+//! wrong and quoting the reply briefly.
+
+use serde_json::{Map, Value, json};
+
+use super::Preference;
+use crate::text::quote;
+
+/// A rubric judge's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RubricReply {
+    pub pass: bool,
+    /// From 0 to 1, when the judge gave one.
+    pub score: Option<f64>,
+    pub reason: String,
+}
+
+/// A pairwise judge's verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairwiseReply {
+    pub winner: Preference,
+    pub reason: String,
+}
+
+/// The `responseSchema` of a rubric judge (OpenAPI subset, as Gemini takes it).
+pub fn rubric_schema() -> Value {
+    json!({
+        "type": "OBJECT",
+        "properties": {
+            "pass": {"type": "BOOLEAN"},
+            "score": {"type": "NUMBER", "minimum": 0, "maximum": 1},
+            "reason": {"type": "STRING"}
+        },
+        "required": ["pass", "score", "reason"],
+        "propertyOrdering": ["reason", "pass", "score"]
+    })
+}
+
+/// The `responseSchema` of a pairwise judge.
+pub fn pairwise_schema() -> Value {
+    json!({
+        "type": "OBJECT",
+        "properties": {
+            "winner": {"type": "STRING", "enum": ["first", "second", "tie"]},
+            "reason": {"type": "STRING"}
+        },
+        "required": ["winner", "reason"],
+        "propertyOrdering": ["reason", "winner"]
+    })
+}
+
+/// `{pass: bool, score?: number in 0..=1, reason?: string}`.
+pub fn parse_rubric(raw: &str) -> Result<RubricReply, String> {
+    let object = object(raw)?;
+    let pass = match object.get("pass") {
+        Some(Value::Bool(pass)) => *pass,
+        Some(other) => return Err(wrong("pass", "true or false", other, raw)),
+        None => {
+            return Err(format!(
+                "the reply has no `pass`: \"{}\"",
+                quote(raw.trim())
+            ));
+        }
+    };
+    let score = match object.get("score") {
+        None | Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_f64().filter(|s| (0.0..=1.0).contains(s)) {
+            Some(score) => Some(score),
+            None => {
+                return Err(wrong(
+                    "score",
+                    "a number from 0 to 1",
+                    &Value::Number(n.clone()),
+                    raw,
+                ));
+            }
+        },
+        Some(other) => return Err(wrong("score", "a number from 0 to 1", other, raw)),
+    };
+    Ok(RubricReply {
+        pass,
+        score,
+        reason: reason(&object, raw)?,
+    })
+}
+
+/// `{winner: "first"|"second"|"tie", reason?: string}`.
+pub fn parse_pairwise(raw: &str) -> Result<PairwiseReply, String> {
+    let object = object(raw)?;
+    let winner = match object.get("winner") {
+        Some(Value::String(w)) if w == "first" => Preference::First,
+        Some(Value::String(w)) if w == "second" => Preference::Second,
+        Some(Value::String(w)) if w == "tie" => Preference::Tie,
+        Some(other) => {
+            return Err(wrong(
+                "winner",
+                "\"first\", \"second\" or \"tie\"",
+                other,
+                raw,
+            ));
+        }
+        None => {
+            return Err(format!(
+                "the reply has no `winner`: \"{}\"",
+                quote(raw.trim())
+            ));
+        }
+    };
+    Ok(PairwiseReply {
+        winner,
+        reason: reason(&object, raw)?,
+    })
+}
+
+fn object(raw: &str) -> Result<Map<String, Value>, String> {
+    match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(object)) => Ok(object),
+        Ok(_) => Err(format!(
+            "the reply is JSON but not an object: \"{}\"",
+            quote(raw.trim())
+        )),
+        Err(error) if raw.trim().is_empty() => Err(format!("the reply is empty ({error})")),
+        Err(error) => Err(format!(
+            "the reply is not JSON ({error}): \"{}\"",
+            quote(raw.trim())
+        )),
+    }
+}
+
+fn reason(object: &Map<String, Value>, raw: &str) -> Result<String, String> {
+    match object.get("reason") {
+        None | Some(Value::Null) => Ok(String::new()),
+        Some(Value::String(reason)) => Ok(reason.clone()),
+        Some(other) => Err(wrong("reason", "a string", other, raw)),
+    }
+}
+
+fn wrong(field: &str, expected: &str, got: &Value, raw: &str) -> String {
+    let got = serde_json::to_string(got).unwrap_or_default();
+    format!(
+        "`{field}` must be {expected}, not {}: \"{}\"",
+        quote(&got),
+        quote(raw.trim())
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_well_formed_reply_parses() {
+        assert_eq!(
+            parse_rubric(r#"{"reason": "cites £350", "pass": true, "score": 0.9}"#),
+            Ok(RubricReply {
+                pass: true,
+                score: Some(0.9),
+                reason: "cites £350".into()
+            })
+        );
+        assert_eq!(
+            parse_pairwise(r#"{"winner": "second", "reason": "r"}"#).map(|r| r.winner),
+            Ok(Preference::Second)
+        );
+    }
+
+    #[test]
+    fn anything_else_is_an_error_saying_what() {
+        let cases = [
+            ("Sure! It passes.", "the reply is not JSON"),
+            ("", "the reply is empty"),
+            ("[true]", "JSON but not an object"),
+            (r#"{"score": 1}"#, "the reply has no `pass`"),
+            (
+                r#"{"pass": "yes"}"#,
+                "`pass` must be true or false, not \"yes\"",
+            ),
+            (
+                r#"{"pass": true, "score": 7}"#,
+                "`score` must be a number from 0 to 1, not 7",
+            ),
+            (
+                r#"{"pass": true, "score": "high"}"#,
+                "`score` must be a number",
+            ),
+            (
+                r#"{"pass": true, "reason": 3}"#,
+                "`reason` must be a string",
+            ),
+        ];
+        for (raw, expected) in cases {
+            let error = parse_rubric(raw).expect_err(raw);
+            assert!(error.contains(expected), "{raw}: {error}");
+        }
+        assert!(
+            parse_pairwise(r#"{"winner": "A"}"#)
+                .unwrap_err()
+                .contains("`winner` must be")
+        );
+    }
+
+    #[test]
+    fn a_long_reply_is_quoted_briefly() {
+        let raw = "x".repeat(10_000);
+        assert!(parse_rubric(&raw).unwrap_err().chars().count() < 400);
+    }
+}
