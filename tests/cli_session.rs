@@ -195,6 +195,19 @@ impl Tmux {
         }
     }
 
+    /// Waits for the line editor's prompt on the last line: keys typed
+    /// before it has the terminal could be lost in its switch to raw mode.
+    fn wait_for_prompt(&self) -> String {
+        self.wait_until("the prompt", |screen| {
+            screen
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .map(str::trim_end)
+                == Some("›")
+        })
+    }
+
     fn keys(&self, keys: &[&str]) {
         self.run(&[&["send-keys", "-t", "chat"][..], keys].concat());
     }
@@ -250,6 +263,7 @@ fn terminal_session(dir: &Path, history: &Path, done: &Path) -> Tmux {
         &command,
     ]);
     tmux.wait_for("/help for commands");
+    tmux.wait_for_prompt();
     tmux
 }
 
@@ -282,6 +296,7 @@ fn on_a_terminal_lines_are_edited_and_kept_in_the_history_file() {
     let tmux = terminal_session(dir.path(), &history, &done);
     tmux.keys(&["What is the excess?", "Enter"]);
     tmux.wait_for("First answer.");
+    tmux.wait_for_prompt();
     // ↑ recalls the line: the editor shows it after the new prompt, unsent.
     tmux.keys(&["Up"]);
     let screen = tmux.wait_until("the line recalled", |screen| {
@@ -290,8 +305,10 @@ fn on_a_terminal_lines_are_edited_and_kept_in_the_history_file() {
     assert!(!screen.contains("Second answer."), "{screen}");
     tmux.keys(&["C-u", "C-c"]);
     tmux.wait_for("(Ctrl-D to leave)");
+    tmux.wait_for_prompt();
     tmux.keys(&["//etc", "Enter"]);
     tmux.wait_for("Second answer.");
+    tmux.wait_for_prompt();
     tmux.keys(&["C-d"]);
     assert_eq!(exit_code(&tmux, &done), "0");
     let kept = std::fs::read_to_string(&history).unwrap();
