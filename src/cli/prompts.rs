@@ -36,7 +36,7 @@ pub enum PromptsCommand {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001\n  promptlab prompts diff overrides/plain-spoken.yaml overrides/strict-sources.json --claim-id CLM-HH-0001 --json"
+    after_help = "Every override of each set is listed; one whose block is not in this context names the flag that brings it in (`not in this context: add --capability summarise`).\n\nExamples:\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001 --capability summarise\n  promptlab prompts diff overrides/plain-spoken.yaml overrides/strict-sources.json --claim-id CLM-HH-0001 --json"
 )]
 pub struct DiffArgs {
     /// The first override set: a file, a folder, or `default` for the code defaults.
