@@ -22,6 +22,7 @@ pub mod runs;
 pub mod serve;
 pub mod sink;
 pub mod stats;
+pub mod table;
 pub mod text;
 pub mod tools;
 pub mod worker;

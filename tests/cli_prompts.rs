@@ -344,3 +344,76 @@ fn fingerprint_lists_applied_and_ignored() {
         "f088156511bf\napplied  system.base\nignored  nope: not a known prompt id\n"
     );
 }
+
+/// `prompts diff` lists every override of each set: those whose block is
+/// in this context, those whose block is not (with the flag that brings it
+/// in), and those ignored (with why and the nearest prompt id).
+#[test]
+fn prompts_diff_lists_every_override_and_the_flag_that_brings_it_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let set = write(
+        dir.path(),
+        "many.yaml",
+        "prompts:\n  system.base: You are {{assistant}}.\n  system.voice: Speak plainly.\n  system.locale_us: US spelling.\n  capability.timeline: Dates first.\n  capability.claim_qa: Answer briefly.\n  system.bse: typo\n",
+    );
+    let set = set.to_str().unwrap();
+    let diff = |extra: &[&str]| {
+        let mut args = vec![
+            "prompts",
+            "diff",
+            "default",
+            set,
+            "--claim-id",
+            "CLM-HH-0001",
+        ];
+        args.extend_from_slice(extra);
+        let out = run(&args);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out.stdout
+    };
+    let text = diff(&["--capability", "summarise"]);
+    for line in [
+        "overrides in A: none",
+        "overrides in B (6):",
+        "  capability.claim_qa  not in this context: drop --capability (free chat)",
+        "  capability.timeline  not in this context: use --capability timeline",
+        "  system.base          in this context",
+        "  system.bse           ignored: not a known prompt id; did you mean `system.base`?",
+        "  system.locale_us     not in this context: add --locale us",
+        "  system.voice         not in this context: add --voice",
+    ] {
+        assert!(text.lines().any(|l| l == line), "{line:?} in\n{text}");
+    }
+    let json: Value =
+        serde_json::from_str(&diff(&["--voice", "--locale", "us", "--json"])).unwrap();
+    let statuses: Vec<(String, String, Value)> = json["b"]["overrides"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| {
+            (
+                o["id"].as_str().unwrap().to_string(),
+                o["status"].as_str().unwrap().to_string(),
+                o["bringIn"].clone(),
+            )
+        })
+        .collect();
+    let expected = [
+        ("capability.claim_qa", "inContext", Value::Null),
+        (
+            "capability.timeline",
+            "notInContext",
+            "add --capability timeline".into(),
+        ),
+        ("system.base", "inContext", Value::Null),
+        ("system.bse", "ignored", Value::Null),
+        ("system.locale_us", "inContext", Value::Null),
+        ("system.voice", "inContext", Value::Null),
+    ];
+    let expected: Vec<(String, String, Value)> = expected
+        .into_iter()
+        .map(|(id, status, flag)| (id.to_string(), status.to_string(), flag))
+        .collect();
+    assert_eq!(statuses, expected);
+    assert_eq!(json["a"]["overrides"], serde_json::json!([]));
+}

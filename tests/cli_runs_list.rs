@@ -89,3 +89,61 @@ fn a_fingerprint_that_is_neither_hex_nor_a_file_is_a_usage_error() {
         provider.stderr
     );
 }
+
+/// The message preview is the last user message on one line, control
+/// characters dropped, cut to 80 characters with `…`; in the table it is
+/// cut further to fit, and ids and times stay whole.
+#[test]
+fn the_message_preview_is_one_line_and_cut_short() {
+    let dir = tempfile::tempdir().unwrap();
+    let message = format!(
+        "What is\nthe \u{1b}[31mexcess\u{7}?\t{}",
+        "and more ".repeat(20)
+    );
+    let chat = in_runs(
+        dir.path(),
+        &[
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--script",
+            "tests/data/scripts/excess.yaml",
+            &message,
+        ],
+    );
+    assert_eq!(chat.code, 0, "{}", chat.stderr);
+    let json = in_runs(dir.path(), &["runs", "list", "--json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&json.stdout).unwrap();
+    let preview = rows[0]["messagePreview"].as_str().unwrap();
+    assert!(
+        preview.starts_with("What is the [31mexcess? and more"),
+        "{preview}"
+    );
+    assert_eq!(
+        preview.chars().count(),
+        81,
+        "80 and the ellipsis: {preview}"
+    );
+    assert!(preview.ends_with('…'));
+    let table = run_command(promptlab().env("COLUMNS", "110").args([
+        "--runs-dir",
+        dir.path().to_str().unwrap(),
+        "runs",
+        "list",
+    ]));
+    assert!(
+        table.stdout.contains("┆ What is the [31mexcess"),
+        "{}",
+        table.stdout
+    );
+    assert!(table.stdout.contains("CLM-HH-0001"), "{}", table.stdout);
+    for line in table
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with(['┌', '│', '└']))
+    {
+        assert!(line.chars().count() <= 110, "{line}");
+    }
+}

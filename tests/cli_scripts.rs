@@ -211,7 +211,10 @@ fn session_help_and_unknown_commands_are_answered_without_a_turn() {
     let runs = dir.path().join("runs");
     let (code, stderr) = session(&runs, &script, b"/help\n/nonsense\n");
     assert_eq!(code, Some(0), "{stderr}");
-    assert!(stderr.contains("/reset   forget the history"), "{stderr}");
+    assert!(
+        stderr.contains("/reset            forget the history"),
+        "{stderr}"
+    );
     assert!(stderr.contains("unknown command /nonsense"), "{stderr}");
     assert!(!runs.exists(), "a command ran a turn");
 }
@@ -266,18 +269,46 @@ fn a_session_on_a_terminal_opens_with_a_banner() {
     let command = format!(
         "{bin} chat -i --no-record --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml --overrides overrides/plain-spoken.yaml"
     );
-    let out = std::process::Command::new("script")
+    let mut child = std::process::Command::new("script")
         .args(["-qec", &command, "/dev/null"])
         .current_dir(support::repo_root())
         .env("NO_COLOR", "1")
-        .stdin(Stdio::null())
-        .output()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
+    let mut stdout = child.stdout.take().unwrap();
+    let (sender, chunks) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buffer = [0u8; 4096];
+        while let Ok(read @ 1..) = std::io::Read::read(&mut stdout, &mut buffer) {
+            if sender.send(buffer[..read].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    // Ctrl-D only once the line editor shows its prompt: one typed before
+    // it takes the terminal could be lost in the switch to raw mode.
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !String::from_utf8_lossy(&seen).contains("› ") {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match chunks.recv_timeout(left) {
+            Ok(chunk) => seen.extend(chunk),
+            Err(_) => {
+                let _ = child.kill();
+                panic!("no prompt: {}", String::from_utf8_lossy(&seen));
+            }
+        }
+    }
+    child.stdin.as_mut().unwrap().write_all(b"\x04").unwrap();
+    let status = child.wait().unwrap();
+    let text = String::from_utf8_lossy(&seen);
     assert!(
         text.contains(
             "claim CLM-HH-0001 · capability free chat · fingerprint 6ebc72c8dd76 · model gemini-3.1-flash-lite (script)"
         ),
         "{text}"
     );
+    assert!(status.success(), "Ctrl-D leaves: {status}");
 }

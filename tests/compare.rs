@@ -74,6 +74,37 @@ fn markdown_filters() -> Vec<(&'static str, &'static str)> {
     ]
 }
 
+/// The terminal report's tables (lines drawn with box characters) within
+/// `columns`, with every turn label whole.
+fn assert_fits(text: &str, columns: usize) {
+    for line in text.lines().filter(|l| l.starts_with(['┌', '│', '╞', '└'])) {
+        assert!(line.chars().count() <= columns, "{columns}: {line}\n{text}");
+    }
+    for claim in ["CLM-CPR-0003", "CLM-TRV-0007"] {
+        assert!(
+            text.contains(&format!("default · {claim} · excess #1")),
+            "{text}"
+        );
+    }
+}
+
+/// The terminal report's redactions: paths, and latencies, whose digits
+/// shift the columns: cells lose their padding and borders their length,
+/// so that the snapshot pins what is shown, not how wide a latency was.
+fn text_filters() -> Vec<(&'static str, &'static str)> {
+    vec![
+        (r"\d+ ms", "[n] ms"),
+        (r"/tmp/[^ \n]+", "[dir]"),
+        (r"(?m)^(latency \(median / p95\)).*$", "$1 [trend]"),
+        (
+            r"(?m)^(│ latency \(median / p95\) +┆[^┆]*┆[^┆]*┆).*$",
+            "$1 [trend] │",
+        ),
+        (r"(?m) +(┆|│)", " $1"),
+        (r"(?m)^[┌╞└][─═┬╪┴┐╡┘]+$", "[rule]"),
+    ]
+}
+
 #[test]
 fn identical_runs_compare_as_no_change() {
     let dir = tempfile::tempdir().unwrap();
@@ -122,6 +153,20 @@ fn a_version_that_breaks_an_expectation_on_several_claims_is_worse() {
     insta::with_settings!({filters => markdown_filters()}, {
         insta::assert_snapshot!("worse_markdown", markdown.stdout);
     });
+    for columns in [80, 120] {
+        let text = run_command(
+            promptlab()
+                .env("COLUMNS", columns.to_string())
+                .arg("compare")
+                .arg(&a)
+                .arg(&b),
+        );
+        assert_eq!(text.code, 0, "{}", text.stderr);
+        assert_fits(&text.stdout, columns);
+        insta::with_settings!({filters => text_filters()}, {
+            insta::assert_snapshot!(format!("worse_text_{columns}"), text.stdout);
+        });
+    }
     let failing = run_command(
         promptlab()
             .arg("compare")

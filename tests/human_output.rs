@@ -74,7 +74,6 @@ fn a_chat_turn_in_the_pretty_view() {
 #[test]
 fn an_eval_summary_and_runs_list() {
     let dir = tempfile::tempdir().unwrap();
-    let runs = dir.path().join("runs");
     write(
         dir.path(),
         "ok.yaml",
@@ -90,22 +89,58 @@ fn an_eval_summary_and_runs_list() {
         "suite.yaml",
         "name: pinned\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\ndefaults: {today: 2026-11-30}\ncases:\n  - name: excess\n    message: What is the excess?\n    script: ok.yaml\n    expect: {answerContains: £350}\n  - name: missing\n    message: What is the excess?\n    script: no.yaml\n    expect: {answerContains: £350}\n",
     );
-    let eval = run_command(
-        promptlab()
-            .env("PROMPTLAB_RUNS_DIR", &runs)
-            .args(["eval", "--provider", "script", "-j", "1", "--quiet"])
-            .arg(&suite),
-    );
-    assert_eq!(eval.code, 1, "{}", eval.stderr);
-    snapshot("eval_summary", &eval.stdout);
-    let list = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &runs).args([
-        "runs",
-        "list",
-        "--claim",
-        "CLM-HH-0001",
-    ]));
-    assert_eq!(list.code, 0, "{}", list.stderr);
-    snapshot("runs_list", &list.stdout);
+    // One eval per width, each into its own runs folder, so that the
+    // listing below sees one run of each turn.
+    for columns in [80, 120] {
+        let eval = run_command(
+            promptlab()
+                .env("COLUMNS", columns.to_string())
+                .env(
+                    "PROMPTLAB_RUNS_DIR",
+                    dir.path().join(format!("runs-{columns}")),
+                )
+                .args(["eval", "--provider", "script", "-j", "1", "--quiet"])
+                .arg(&suite),
+        );
+        assert_eq!(eval.code, 1, "{}", eval.stderr);
+        assert_tables_fit(&eval.stdout, columns);
+        snapshot(&format!("eval_summary_{columns}"), &eval.stdout);
+    }
+    for columns in [80, 120] {
+        let list = run_command(
+            promptlab()
+                .env("COLUMNS", columns.to_string())
+                .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs-120"))
+                .args(["runs", "list", "--claim", "CLM-HH-0001"]),
+        );
+        assert_eq!(list.code, 0, "{}", list.stderr);
+        assert_tables_fit(&list.stdout, columns);
+        snapshot(&format!("runs_list_eval_{columns}"), &list.stdout);
+    }
+}
+
+/// Every table line of `text` within `columns` characters.
+fn assert_tables_fit(text: &str, columns: usize) {
+    for line in text.lines() {
+        if line.starts_with(['┌', '│', '╞', '└']) {
+            assert!(line.chars().count() <= columns, "{columns}: {line}\n{text}");
+        }
+    }
+}
+
+#[test]
+fn prompts_list_fits_80_and_120_columns() {
+    for columns in [80, 120] {
+        let list = run_command(
+            promptlab()
+                .env("COLUMNS", columns.to_string())
+                .args(["prompts", "list"]),
+        );
+        assert_eq!(list.code, 0, "{}", list.stderr);
+        assert_tables_fit(&list.stdout, columns);
+        assert!(list.stdout.contains("capability.draft_customer_update"));
+        snapshot(&format!("prompts_list_{columns}"), &list.stdout);
+    }
 }
 
 /// `claims list` and `runs list` on an 80- and a 120-column terminal (set by
@@ -124,11 +159,8 @@ fn tables_fit_80_and_120_columns() {
         ]));
         assert_eq!(runs.code, 0, "{}", runs.stderr);
         let width: usize = columns.parse().unwrap();
-        for line in claims.stdout.lines().chain(runs.stdout.lines()) {
-            if line.starts_with(['┌', '│', '╞', '└']) {
-                assert!(line.chars().count() <= width, "{columns}: {line}");
-            }
-        }
+        assert_tables_fit(&claims.stdout, width);
+        assert_tables_fit(&runs.stdout, width);
         snapshot(&format!("claims_list_{columns}"), &claims.stdout);
         snapshot(&format!("runs_list_examples_{columns}"), &runs.stdout);
     }

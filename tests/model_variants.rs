@@ -43,6 +43,8 @@ fn each_variant_asks_the_wire_for_its_own_model() {
             .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
             .env("GEMINI_API_KEY", "test-key")
             .env("GEMINI_BASE_URL", &server.base_url)
+            // Wide enough for the summary's model column (80 leaves it out).
+            .env("COLUMNS", "160")
             .args(["eval", "-j", "1", "--min-pass-rate", "0"])
             .arg(&suite),
     );

@@ -1,6 +1,7 @@
 //! The chat turn: request, claim brief, prompt assembly, the loop and its
 //! events.
 
+pub mod block_context;
 pub mod context;
 pub mod decide;
 pub mod history;

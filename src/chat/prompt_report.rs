@@ -7,7 +7,7 @@ use serde::Serialize;
 use super::system::{BlockSource, PromptBlock};
 use crate::prompts::brands::Brand;
 use crate::prompts::capabilities::Capability;
-use crate::prompts::overrides::{IgnoredOverride, OverrideFileInfo};
+use crate::prompts::overrides::{IgnoredOverride, OverrideFileInfo, UnusableReason};
 use crate::tools::ToolDeclaration;
 
 /// `prompts show --json`.
@@ -73,6 +73,34 @@ pub struct DiffSide {
     pub label: String,
     pub fingerprint: String,
     pub system_sha256: String,
+    /// Every override of the set, in id order, and where it stands in the
+    /// context of this diff.
+    pub overrides: Vec<OverrideInContext>,
+}
+
+/// One override of a `prompts diff` side.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct OverrideInContext {
+    pub id: String,
+    pub status: OverrideStatus,
+    /// For `notInContext`: the flag that would bring its block in, e.g.
+    /// `add --capability summarise`.
+    pub bring_in: Option<String>,
+    /// For `ignored`: why.
+    pub reason: Option<UnusableReason>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum OverrideStatus {
+    /// Applied to a block of the prompt diffed here.
+    InContext,
+    /// Usable, but its block is not in this context (another quick action,
+    /// locale, or without --voice / --screen-actions).
+    NotInContext,
+    /// Not applied anywhere: an unknown id, a blank or over-long text.
+    Ignored,
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

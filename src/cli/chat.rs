@@ -3,11 +3,9 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 
 use chrono::NaiveDate;
 use clap::Args;
-use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
 
 use promptlab::chat::request::PromptOptions;
@@ -17,7 +15,6 @@ use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::prompts::PromptRegistry;
 use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{OutputFormat, Style};
-use promptlab::worker::TurnRunner;
 
 use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
@@ -28,13 +25,14 @@ use super::turn::{TurnRun, drive_turn};
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq .\n  promptlab chat --provider worker --endpoint https://staging.example.com --claim-id CLM-HH-0001 --send-claim \"What is the excess?\"  # the deployed API (docs/worker.md)"
+    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session: /help, /overrides FILE, //text; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq .\n  promptlab chat --provider worker --endpoint https://staging.example.com --claim-id CLM-HH-0001 --send-claim \"What is the excess?\"  # the deployed API (docs/worker.md)"
 )]
 pub struct ChatArgs {
     /// The user's message. Read from stdin when absent (and not -i).
     pub message: Option<String>,
     /// An interactive session that keeps text history between turns, like the
-    /// browser: Ctrl-C stops the current answer, Ctrl-D leaves.
+    /// browser: Ctrl-C stops the current answer, Ctrl-D leaves; /help lists
+    /// its commands (/reset, /overrides FILE, //text to send `/text`).
     #[arg(short, long)]
     pub interactive: bool,
     #[command(flatten)]
@@ -103,7 +101,7 @@ pub fn run(
     let lookup = Lookup { registry, store };
     let runtime = tokio::runtime::Runtime::new()?;
     let exit = if args.interactive {
-        runtime.block_on(interactive(&runner, lookup, base, messages))?
+        runtime.block_on(super::session::interactive(&runner, lookup, base, messages))?
     } else {
         let request = base.request(messages);
         request.validate(registry)?;
@@ -135,9 +133,9 @@ pub fn run(
 
 /// What the hints and the banner look things up in.
 #[derive(Clone, Copy)]
-struct Lookup<'a> {
-    registry: &'static PromptRegistry,
-    store: &'a ClaimStore,
+pub struct Lookup<'a> {
+    pub registry: &'static PromptRegistry,
+    pub store: &'a ClaimStore,
 }
 
 /// pretty on a terminal, ndjson when piped.
@@ -150,7 +148,7 @@ pub fn default_format() -> OutputFormat {
 }
 
 /// On a terminal, say where the run log went.
-fn report_recording(run: &TurnRun, format: OutputFormat) {
+pub fn report_recording(run: &TurnRun, format: OutputFormat) {
     if let (Some(path), OutputFormat::Pretty) = (&run.recorded, format) {
         eprintln!(
             "{}",
@@ -161,7 +159,7 @@ fn report_recording(run: &TurnRun, format: OutputFormat) {
 
 /// In the pretty view, under a turn that ended in an error because the claim
 /// id or the capability is unknown, the nearest known one.
-fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: Lookup<'_>) {
+pub fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: Lookup<'_>) {
     let errored = matches!(run.events.last(), Some(ChatEvent::Error { .. }));
     if settings.format != OutputFormat::Pretty || !errored {
         return;
@@ -181,55 +179,22 @@ fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: Lookup<'_>) {
     }
 }
 
-/// The session's first line: what every turn will run with.
-fn banner(registry: &PromptRegistry, settings: &TurnSettings) -> String {
-    let claim = match &settings.claim {
-        ClaimInput::Id(id) => id.clone(),
-        ClaimInput::Document(loaded) => loaded.claim.id.clone(),
-    };
-    let applied = promptlab::prompts::resolve_overrides(&settings.prompt.overrides, registry);
-    format!(
-        "claim {claim} · capability {} · fingerprint {} · model {} ({}) · /help for commands",
-        settings.prompt.capability.as_deref().unwrap_or("free chat"),
-        promptlab::prompts::fingerprint(&applied.applied),
-        settings.model,
-        settings.provider_name,
-    )
-}
-
-const SESSION_HELP: &str = "\
-Type a message and press Enter; the answer streams, and the session keeps the text history.
-  /help    this help
-  /reset   forget the history: the next message starts a new conversation
-Ctrl-C stops an answer; Ctrl-D leaves.";
-
-/// A `/command` line of a session: said on stderr, never sent to the model.
-fn session_command(command: &str, history: &mut Vec<ChatMessage>) {
-    match command.trim() {
-        "help" => eprintln!("{SESSION_HELP}"),
-        "reset" => {
-            history.clear();
-            eprintln!("(history cleared)");
-        }
-        other => eprintln!("unknown command /{other}: /help lists them"),
-    }
-}
-
 /// What every turn of a session shares.
-struct TurnSettings {
+pub struct TurnSettings {
     /// Where run logs go; `None` with --no-record.
-    record_in: Option<PathBuf>,
-    provider_name: &'static str,
-    claim: ClaimInput,
-    prompt: PromptOptions,
-    model: String,
-    thinking_level: promptlab::chat::ThinkingLevel,
-    today: NaiveDate,
-    format: OutputFormat,
+    pub record_in: Option<PathBuf>,
+    pub provider_name: &'static str,
+    pub claim: ClaimInput,
+    /// The session's `/overrides FILE` replaces `prompt.overrides`.
+    pub prompt: PromptOptions,
+    pub model: String,
+    pub thinking_level: promptlab::chat::ThinkingLevel,
+    pub today: NaiveDate,
+    pub format: OutputFormat,
 }
 
 impl TurnSettings {
-    fn request(&self, messages: Vec<ChatMessage>) -> ChatRequest {
+    pub fn request(&self, messages: Vec<ChatMessage>) -> ChatRequest {
         ChatRequest {
             claim: self.claim.clone(),
             messages,
@@ -241,133 +206,11 @@ impl TurnSettings {
         }
     }
 
-    fn recorder(&self, request: &ChatRequest) -> Option<RunRecorder> {
+    pub fn recorder(&self, request: &ChatRequest) -> Option<RunRecorder> {
         self.record_in
             .as_ref()
             .map(|dir| RunRecorder::new(dir, request, self.provider_name, None))
     }
-}
-
-/// A session: one turn per line of input, text history kept between turns.
-async fn interactive(
-    runner: &TurnRunner,
-    ctx: Lookup<'_>,
-    settings: TurnSettings,
-    mut history: Vec<ChatMessage>,
-) -> Result<Exit, CliError> {
-    let current: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
-    let on_signal = Arc::clone(&current);
-    tokio::spawn(async move {
-        while tokio::signal::ctrl_c().await.is_ok() {
-            match on_signal.lock().ok().and_then(|turn| turn.clone()) {
-                Some(token) => token.cancel(),
-                None => eprint!("\n(Ctrl-D to leave)\n› "),
-            }
-        }
-    });
-    let prompting = std::io::stdin().is_terminal();
-    if prompting {
-        eprintln!(
-            "{}",
-            Style::for_stdout().dim(&banner(ctx.registry, &settings))
-        );
-    }
-    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
-    let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
-    let mut failed = false;
-    loop {
-        if !pending {
-            if prompting {
-                eprint!("› ");
-            }
-            let Some(line) = next_line(&mut stdin).await? else {
-                // A turn that ended in an error (a script out of turns, a
-                // model failure) makes the whole session exit 1.
-                return Ok(if failed { Exit::Failure } else { Exit::Success });
-            };
-            if line.trim().is_empty() {
-                continue;
-            }
-            if let Some(command) = line.trim().strip_prefix('/') {
-                session_command(command, &mut history);
-                continue;
-            }
-            history.push(ChatMessage::user(line));
-        }
-        pending = false;
-        let request = settings.request(history.clone());
-        if let Err(error) = request.validate(ctx.registry) {
-            eprintln!("error: {error}");
-            history.pop();
-            continue;
-        }
-        let token = CancellationToken::new();
-        *current
-            .lock()
-            .map_err(|_| CliError::failed("the session's state was poisoned"))? =
-            Some(token.clone());
-        let recorder = settings.recorder(&request);
-        let end = drive_turn(runner, request, settings.format, token, recorder).await;
-        *current
-            .lock()
-            .map_err(|_| CliError::failed("the session's state was poisoned"))? = None;
-        let end = end?;
-        report_recording(&end, settings.format);
-        hint_after_error(&end, &settings, ctx);
-        failed |= end.exit == Exit::Failure;
-        match end.exit {
-            Exit::Success => history.push(ChatMessage::assistant(end.answer)),
-            Exit::Cancelled if !end.answer.trim().is_empty() => {
-                history.push(ChatMessage::assistant(end.answer));
-            }
-            _ => {
-                history.pop();
-            }
-        }
-        if prompting {
-            eprintln!();
-        }
-    }
-}
-
-/// The longest stdin line an interactive session reads: far above the
-/// longest message a request may carry (20,000 UTF-16 code units are at most
-/// 60,000 bytes of UTF-8), so only a runaway input (`< /dev/zero`) reaches it.
-const MAX_LINE_BYTES: usize = 1024 * 1024;
-
-/// One line of stdin without its newline; `None` at the end. A line over
-/// `MAX_LINE_BYTES` ends the session with an error instead of filling memory.
-async fn next_line<R: tokio::io::AsyncBufRead + Unpin>(
-    reader: &mut R,
-) -> Result<Option<String>, CliError> {
-    let mut line = Vec::new();
-    loop {
-        let buffer = reader
-            .fill_buf()
-            .await
-            .map_err(|error| CliError::usage(format!("failed to read stdin: {error}")))?;
-        if buffer.is_empty() {
-            break;
-        }
-        let newline = buffer.iter().position(|b| *b == b'\n');
-        let take = newline.map_or(buffer.len(), |at| at + 1);
-        line.extend_from_slice(&buffer[..take]);
-        reader.consume(take);
-        if line.len() > MAX_LINE_BYTES {
-            return Err(CliError::usage(format!(
-                "a line of stdin is longer than {MAX_LINE_BYTES} bytes"
-            )));
-        }
-        if newline.is_some() {
-            break;
-        }
-    }
-    if line.is_empty() {
-        return Ok(None);
-    }
-    let text = promptlab::input::utf8(line)
-        .map_err(|error| CliError::usage(format!("failed to read stdin: {error}")))?;
-    Ok(Some(text.trim_end_matches(['\n', '\r']).to_string()))
 }
 
 /// `--history FILE`: a JSON (or YAML) array of `{role, text}`.

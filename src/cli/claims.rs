@@ -15,7 +15,7 @@ use promptlab::claims::{ClaimError, ClaimStore, LoadedClaim, load_claim_file};
 use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::output::{plural, write_hidden, write_json};
-use super::table::{Fit, fit_table, terminal_width};
+use promptlab::table::{Fit, fit_table, terminal_width};
 
 /// id, line of business, status, country, claimant, incident, schedule, docs,
 /// risk flags: the status, the claimant and the risk flags are cut short
@@ -135,7 +135,7 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         .collect();
     let fitted = fit_table(TABLE_HEADER, TABLE_FITS, &cells, terminal_width());
     writeln!(out, "{}", fitted.table)?;
-    write_hidden(&mut out, &fitted.hidden)?;
+    write_hidden(&mut out, &fitted.hidden, "--json")?;
     let summary = match invalid {
         0 => format!(
             "{} {} in {}",

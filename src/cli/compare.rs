@@ -148,7 +148,13 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     let report = match args.format {
         CompareFormat::Markdown => markdown(&comparison, &gate),
         CompareFormat::Json => json(&comparison, &gate) + "\n",
-        CompareFormat::Table => text(&comparison, &gate, style, args.all),
+        CompareFormat::Table => text(
+            &comparison,
+            &gate,
+            style,
+            args.all,
+            promptlab::table::terminal_width(),
+        ),
         CompareFormat::Html => {
             let title = format!("promptlab compare: {} ↔ {}", args.a, args.b);
             compare_page(&comparison, &gate, &title, Utc::now())

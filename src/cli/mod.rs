@@ -15,14 +15,17 @@ pub mod model;
 pub mod output;
 pub mod prompt_tools;
 pub mod prompts;
+pub mod prompts_diff;
+pub mod prompts_list;
 pub mod replay;
 pub mod report;
 pub mod runs;
 pub mod serve;
+pub mod session;
+pub mod session_input;
 pub mod shell;
 pub mod signals;
 pub mod suggest;
-pub mod table;
 pub mod turn;
 
 use std::path::PathBuf;

@@ -1,31 +1,17 @@
-//! Output helpers shared by the commands: tables in the house style, pretty
-//! JSON, and short lists.
+//! Output helpers shared by the commands: the note under a fitted table,
+//! pretty JSON, plurals and short lists.
 
 use std::io::{self, Write};
 
-use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 use serde::Serialize;
 
-/// A table with compact borders, wrapped to the terminal.
-pub fn new_table<const N: usize>(header: [&str; N]) -> Table {
-    let mut table = Table::new();
-    table
-        .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Dynamic)
-        .set_header(header);
-    table
-}
-
-/// Under a table that left columns out to fit: which, and how to see them.
-pub fn write_hidden(out: &mut impl Write, hidden: &[String]) -> io::Result<()> {
-    if hidden.is_empty() {
-        return Ok(());
+/// Under a table that left columns out to fit: which, and how to see them
+/// (`machine_flag` is the command's JSON output: `--json`, `--format ndjson`).
+pub fn write_hidden(out: &mut impl Write, hidden: &[String], machine_flag: &str) -> io::Result<()> {
+    if let Some(note) = promptlab::table::hidden_note(hidden, machine_flag) {
+        writeln!(out, "{}", promptlab::sink::Style::for_stdout().dim(&note))?;
     }
-    let note = format!(
-        "({} hidden to fit the terminal; widen it, set COLUMNS, or use --json)",
-        hidden.join(", ")
-    );
-    writeln!(out, "{}", promptlab::sink::Style::for_stdout().dim(&note))
+    Ok(())
 }
 
 /// `value` as pretty JSON and a newline.

@@ -1,4 +1,5 @@
-//! `promptlab prompts show|list|fingerprint`: what the model will be told.
+//! `promptlab prompts show|list|fingerprint|diff`: what the model will be
+//! told (`list` is in `prompts_list.rs`, `diff` in `prompts_diff.rs`).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -6,18 +7,15 @@ use std::path::PathBuf;
 use chrono::NaiveDate;
 use clap::{Args, Subcommand};
 
-use promptlab::chat::prompt_report::{
-    BlockDiff, BrandEntry, DiffSide, FingerprintReport, PromptDiff, PromptEntry, PromptList,
-    ShownPrompt,
-};
-use promptlab::chat::{AssembledPrompt, PromptBlock, assemble_prompt, prompt_settings};
+use promptlab::chat::prompt_report::{FingerprintReport, ShownPrompt};
+use promptlab::chat::{AssembledPrompt, assemble_prompt, prompt_settings};
 use promptlab::claims::ClaimStore;
 use promptlab::digest::sha256_hex;
 use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 
 use super::context::{ClaimArgs, ContextArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
-use super::output::{list_or_none, new_table, write_json};
+use super::output::write_json;
 use super::prompt_tools::{tool_declarations, write_tools};
 use promptlab::sink::Style;
 
@@ -38,7 +36,7 @@ pub enum PromptsCommand {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001\n  promptlab prompts diff overrides/plain-spoken.yaml overrides/strict-sources.json --claim-id CLM-HH-0001 --json"
+    after_help = "Every override of each set is listed; one whose block is not in this context names the flag that brings it in (`not in this context: add --capability summarise`).\n\nExamples:\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001\n  promptlab prompts diff default overrides/plain-spoken.yaml --claim-id CLM-HH-0001 --capability summarise\n  promptlab prompts diff overrides/plain-spoken.yaml overrides/strict-sources.json --claim-id CLM-HH-0001 --json"
 )]
 pub struct DiffArgs {
     /// The first override set: a file, a folder, or `default` for the code defaults.
@@ -107,9 +105,9 @@ pub struct FingerprintArgs {
 pub fn run(command: PromptsCommand, store: &ClaimStore) -> Result<Exit, CliError> {
     match command {
         PromptsCommand::Show(args) => show(args, store),
-        PromptsCommand::List(args) => list(args),
+        PromptsCommand::List(args) => super::prompts_list::list(args),
         PromptsCommand::Fingerprint(args) => fingerprint_command(args),
-        PromptsCommand::Diff(args) => diff(args, store),
+        PromptsCommand::Diff(args) => super::prompts_diff::diff(args, store),
     }
 }
 
@@ -190,71 +188,6 @@ pub fn write_blocks(
     Ok(())
 }
 
-fn list(args: ListArgs) -> Result<Exit, CliError> {
-    let registry = PromptRegistry::embedded();
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        let list = PromptList {
-            prompts: registry
-                .prompt_ids()
-                .map(|id| PromptEntry {
-                    id: id.to_string(),
-                    characters: registry.default_text(id).map(|t| t.chars().count()),
-                })
-                .collect(),
-            capabilities: registry.capabilities().to_vec(),
-            brands: registry
-                .brand_names()
-                .map(|name| BrandEntry {
-                    name: name.to_string(),
-                    brand: registry.brand(name).cloned(),
-                })
-                .collect(),
-            default_brand: registry.default_brand().0.to_string(),
-        };
-        write_json(&mut out, &list)?;
-        return Ok(Exit::Success);
-    }
-    let mut prompts = new_table(["prompt id", "quick action", "thinking", "characters"]);
-    for id in registry.prompt_ids() {
-        let capability = id
-            .strip_prefix("capability.")
-            .and_then(|cap| registry.capability(cap));
-        prompts.add_row([
-            id.to_string(),
-            capability.map(|c| c.label.clone()).unwrap_or_default(),
-            capability
-                .and_then(|c| c.thinking_level)
-                .map(|level| level.to_string())
-                .unwrap_or_default(),
-            registry
-                .default_text(id)
-                .map_or(0, |t| t.chars().count())
-                .to_string(),
-        ]);
-    }
-    writeln!(out, "{prompts}")?;
-    let (default_brand, _) = registry.default_brand();
-    let mut brands = new_table(["brand", "assistant", "product", "pronunciation"]);
-    for name in registry.brand_names() {
-        if let Some(brand) = registry.brand(name) {
-            let label = if name == default_brand {
-                format!("{name} (default)")
-            } else {
-                name.to_string()
-            };
-            brands.add_row([
-                label,
-                brand.assistant.clone(),
-                brand.product.clone(),
-                brand.pronunciation.clone(),
-            ]);
-        }
-    }
-    writeln!(out, "{brands}")?;
-    Ok(Exit::Success)
-}
-
 fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
     let registry = PromptRegistry::embedded();
     let set = OverrideSet::load(&args.paths)?;
@@ -280,123 +213,4 @@ fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
         writeln!(out, "ignored  {}: {}{hint}", ignored.id, ignored.reason)?;
     }
     Ok(Exit::Success)
-}
-
-/// One side of `prompts diff`: its overrides, fingerprint and assembled prompt.
-struct DiffSideOf {
-    label: String,
-    fingerprint: String,
-    prompt: AssembledPrompt,
-}
-
-fn diff_side(
-    spec: &str,
-    context: &ContextArgs,
-    claim: &promptlab::claims::LoadedClaim,
-    today: NaiveDate,
-) -> Result<DiffSideOf, CliError> {
-    let registry = PromptRegistry::embedded();
-    let overrides = if spec == "default" {
-        OverrideSet::default()
-    } else {
-        OverrideSet::load(&[PathBuf::from(spec)])?
-    };
-    let options = context.options(overrides.prompts.clone());
-    options.validate(registry)?;
-    let resolved = resolve_overrides(&options.overrides, registry);
-    for ignored in &resolved.ignored {
-        let hint = super::suggest::prompt_id_suffix(&ignored.id, registry);
-        eprintln!("warning: {spec}: {ignored}{hint}");
-    }
-    let settings = prompt_settings(&options, registry, &claim.claim)?;
-    Ok(DiffSideOf {
-        label: spec.to_string(),
-        fingerprint: fingerprint(&resolved.applied),
-        prompt: assemble_prompt(&settings, &claim.claim, today),
-    })
-}
-
-fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
-    let claim = args.claim.load(store)?;
-    let today = today_or_local(args.today);
-    let a = diff_side(&args.a, &args.context, &claim, today)?;
-    let b = diff_side(&args.b, &args.context, &claim, today)?;
-    // The same context gives both sides the same blocks; only their texts differ.
-    let blocks: Vec<(&PromptBlock, &PromptBlock)> =
-        a.prompt.blocks.iter().zip(&b.prompt.blocks).collect();
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        let side = |side: &DiffSideOf| DiffSide {
-            label: side.label.clone(),
-            fingerprint: side.fingerprint.clone(),
-            system_sha256: sha256_hex(side.prompt.system_text()),
-        };
-        let report = PromptDiff {
-            a: side(&a),
-            b: side(&b),
-            blocks: blocks
-                .iter()
-                .map(|(x, y)| BlockDiff {
-                    id: x.id.clone(),
-                    changed: x.text != y.text,
-                    source_a: x.source,
-                    source_b: y.source,
-                    diff: (x.text != y.text)
-                        .then(|| unified(&x.id, &x.text, &y.text, Style::plain())),
-                })
-                .collect(),
-        };
-        write_json(&mut out, &report)?;
-        return Ok(Exit::Success);
-    }
-    let style = Style::for_stdout();
-    let changed: Vec<&str> = blocks
-        .iter()
-        .filter(|(x, y)| x.text != y.text)
-        .map(|(x, _)| x.id.as_str())
-        .collect();
-    let unchanged: Vec<&str> = blocks
-        .iter()
-        .filter(|(x, y)| x.text == y.text)
-        .map(|(x, _)| x.id.as_str())
-        .collect();
-    writeln!(out, "A: {} (fingerprint {})", a.label, a.fingerprint)?;
-    writeln!(out, "B: {} (fingerprint {})", b.label, b.fingerprint)?;
-    writeln!(out, "changed: {}", list_or_none(&changed))?;
-    writeln!(out, "unchanged: {}", list_or_none(&unchanged))?;
-    for (x, y) in blocks.iter().filter(|(x, y)| x.text != y.text) {
-        let header = format!(
-            "── {} ({} → {}) ",
-            x.id,
-            x.source.as_str(),
-            y.source.as_str()
-        );
-        writeln!(out, "\n{}", style.cyan(&style.bold(&header)))?;
-        write!(out, "{}", unified(&x.id, &x.text, &y.text, style))?;
-    }
-    Ok(Exit::Success)
-}
-
-/// A line diff with two lines of context, `-` and `+` coloured.
-fn unified(id: &str, old: &str, new: &str, style: Style) -> String {
-    let diff = similar::TextDiff::from_lines(old, new);
-    let mut text = format!("--- a/{id}\n+++ b/{id}\n");
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        text.push_str(&style.cyan(&hunk.header().to_string()));
-        text.push('\n');
-        for change in hunk.iter_changes() {
-            let line = change.value().trim_end_matches('\n');
-            let rendered = match change.tag() {
-                similar::ChangeTag::Delete => style.red(&format!("-{line}")),
-                similar::ChangeTag::Insert => style.green(&format!("+{line}")),
-                similar::ChangeTag::Equal => format!(" {line}"),
-            };
-            text.push_str(&rendered);
-            text.push('\n');
-            if change.missing_newline() {
-                text.push_str("\\ No newline at end of file\n");
-            }
-        }
-    }
-    text
 }

@@ -16,15 +16,18 @@ use super::error::{CliError, Exit};
 use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 
 use super::output::{plural, write_hidden, write_json};
-use super::table::{Fit, fit_table, terminal_width};
+use promptlab::table::{Fit, fit_table, terminal_width};
 
-/// when, turn, claim, capability, fingerprint, model, provider, status,
-/// tokens, latency: the model goes first on a narrow terminal, then tokens,
-/// capability, latency, provider.
-const TABLE_FITS: [Fit; 10] = [
+/// when, turn, claim, suite · case, message, capability, fingerprint,
+/// model, provider, status, tokens, latency: the model goes first on a
+/// narrow terminal, then tokens, capability, latency, provider, the eval
+/// case; the message preview is cut short, and goes last.
+const TABLE_FITS: [Fit; 12] = [
     Fit::Keep,
     Fit::Keep,
     Fit::Keep,
+    Fit::Drop(6),
+    Fit::Free,
     Fit::Drop(3),
     Fit::Keep,
     Fit::Drop(1),
@@ -186,7 +189,7 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
-    let cells: Vec<[String; 10]> = rows
+    let cells: Vec<[String; 12]> = rows
         .iter()
         .zip(&runs)
         .map(|(row, run)| {
@@ -200,7 +203,7 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     if !cells.is_empty() {
         let fitted = fit_table(TABLE_HEADER, TABLE_FITS, &cells, terminal_width());
         writeln!(out, "{}", fitted.table)?;
-        write_hidden(&mut out, &fitted.hidden)?;
+        write_hidden(&mut out, &fitted.hidden, "--json")?;
     }
     let shown = if runs.len() < total {
         format!("{} of {total}", runs.len())

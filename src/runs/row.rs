@@ -8,8 +8,10 @@ use serde::Serialize;
 
 use super::record::RunLabels;
 use super::store::RunSummary;
+use crate::chat::Role;
 use crate::event::Usage;
 use crate::prompts::thinking::ThinkingLevel;
+use crate::text::one_line;
 
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -30,7 +32,14 @@ pub struct RunRow {
     pub total_ms: Option<u64>,
     pub time_to_first_token_ms: Option<u64>,
     pub labels: Option<RunLabels>,
+    /// The last user message on one line, cut to `MESSAGE_PREVIEW_CHARS`
+    /// characters with `…`; absent when the request has none.
+    pub message_preview: Option<String>,
 }
+
+/// How much of the user's message a row carries: enough to recognise the
+/// turn, not the message itself (`runs show` has that).
+pub const MESSAGE_PREVIEW_CHARS: usize = 80;
 
 /// `done`, `error` or `cancelled` from the footer; `partial` without one.
 pub fn status_of(summary: &RunSummary) -> &'static str {
@@ -63,11 +72,18 @@ impl RunRow {
             total_ms: footer.map(|f| f.total_ms),
             time_to_first_token_ms: footer.and_then(|f| f.time_to_first_token_ms),
             labels: header.labels.clone(),
+            message_preview: header
+                .request
+                .messages
+                .iter()
+                .rev()
+                .find(|message| message.role == Role::User)
+                .map(|message| one_line(&message.text, MESSAGE_PREVIEW_CHARS)),
         }
     }
 
     /// The table's cells, in the order of `TABLE_HEADER`.
-    pub fn cells(&self, claim_label: &str) -> [String; 10] {
+    pub fn cells(&self, claim_label: &str) -> [String; 12] {
         let model = match self.thinking_level {
             Some(level) => format!("{} · {level}", self.model),
             None => self.model.clone(),
@@ -79,6 +95,11 @@ impl RunRow {
                 .to_string(),
             self.turn_id.chars().take(8).collect(),
             claim_label.to_string(),
+            self.labels
+                .as_ref()
+                .map(|l| format!("{} · {} #{}", l.suite, l.case, l.sample))
+                .unwrap_or_default(),
+            self.message_preview.clone().unwrap_or_default(),
             self.capability.clone().unwrap_or_default(),
             self.fingerprint.clone(),
             model,
@@ -94,10 +115,12 @@ impl RunRow {
     }
 }
 
-pub const TABLE_HEADER: [&str; 10] = [
+pub const TABLE_HEADER: [&str; 12] = [
     "when",
     "turn",
     "claim",
+    "suite · case",
+    "message",
     "capability",
     "fingerprint",
     "model",

@@ -3,10 +3,12 @@
 //! bar, a summary per variant, the failures, NDJSON for machines, JUnit and
 //! Markdown for CI, shards and their merge, and resume.
 
+mod list;
 mod preflight;
 mod progress;
 mod rescore;
 mod summary;
+mod summary_table;
 mod watch;
 
 // Shared with the other commands that write a report file.
@@ -180,7 +182,7 @@ fn run_once(
     let plan = plan(args, store, shard)?;
     preflight::check_overrides(args, &plan)?;
     if args.list {
-        summary::print_list(&plan, args.format)?;
+        list::print_list(&plan, args.format)?;
         return Ok((Exit::Success, Vec::new()));
     }
     let finish = |plan: &EvalPlan, results: Vec<TurnResult>, stop, budget: Option<&Budget>| {

@@ -7,22 +7,24 @@ use std::path::Path;
 
 use chrono::{DateTime, Utc};
 
-use promptlab::cost::{Cost, format_usd};
+use promptlab::cost::format_usd;
 use promptlab::eval::budget::Budget;
 use promptlab::eval::fold::{CaseFold, CaseOutcome, fold_cases};
 use promptlab::eval::junit::{JunitContext, junit_xml};
 use promptlab::eval::report::{
-    BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnPlace, TurnRecord, VariantSummary,
+    BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnRecord, VariantSummary,
     in_matrix_order, not_run, shard_line, summarize, turn_label,
 };
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::sink::{Style, printable};
+use promptlab::table::terminal_width;
 
 use super::progress::write_record;
+use super::summary_table::{judging_lines, model_text, seconds, summary_table};
 use super::{EvalArgs, EvalFormat};
 use crate::cli::error::{CliError, Exit};
 use crate::cli::model::ProviderKind;
-use crate::cli::output::new_table;
+use crate::cli::output::write_hidden;
 
 /// Everything the summary says, computed once.
 struct EvalEnd<'a> {
@@ -278,12 +280,14 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     let style = Style::for_stdout();
     let mut out = std::io::stdout().lock();
     let plan = outcome.plan;
+    let fitted = summary_table(&outcome.summaries, terminal_width());
     writeln!(
         out,
         "{}\n{}",
         style.bold(&format!("Suite {}", plan.suite.name)),
-        summary_table(&outcome.summaries)
+        fitted.table
     )?;
+    write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;
     for line in judging_lines(&outcome.summaries, plan) {
         writeln!(out, "{}", printable(&line))?;
     }
@@ -324,117 +328,6 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     };
     writeln!(out, "\n{tail}")?;
     Ok(())
-}
-
-fn summary_table(summaries: &[VariantSummary]) -> comfy_table::Table {
-    let mut table = new_table([
-        "variant",
-        "fingerprint",
-        "model",
-        "turns",
-        "passed",
-        "failed",
-        "errors",
-        "pass rate",
-        "tokens in/out",
-        "cache read",
-        "latency p50/p95",
-    ]);
-    for s in summaries {
-        let not_run = if s.not_run > 0 {
-            format!(" (+{} not run)", s.not_run)
-        } else {
-            String::new()
-        };
-        table.add_row([
-            s.variant.clone(),
-            s.fingerprint.clone(),
-            model_text(s),
-            format!("{}{not_run}", s.turns),
-            s.passed.to_string(),
-            s.failed.to_string(),
-            s.errors.to_string(),
-            format!("{:.1}%", s.pass_rate * 100.0),
-            format!("{}/{}", s.input_tokens, s.output_tokens),
-            format!("{:.1}%", s.cache_read_share * 100.0),
-            format!(
-                "{} / {}",
-                seconds(s.latency_p50_ms),
-                seconds(s.latency_p95_ms)
-            ),
-        ]);
-    }
-    table
-}
-
-/// Per variant: what it cost (chat, per turn, thinking tokens, turns
-/// answered from the cache); with repeats, the cases that met their
-/// threshold, pass@k and pass^k; with rubric criteria, what the judge was
-/// asked and cost, apart from the chat.
-fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<String> {
-    let repeated = plan.suite.repeats() > 1;
-    let mut lines = Vec::new();
-    for s in summaries {
-        let mut parts = Vec::new();
-        let per_turn = Cost::from(s.cost_per_turn_usd).display();
-        let mut cost = format!(
-            "cost {} ({per_turn}/turn)",
-            Cost::from(s.cost_usd).display()
-        );
-        if s.thinking_tokens > 0 {
-            cost.push_str(&format!(", {} thinking tokens", s.thinking_tokens));
-        }
-        if s.cached_turns > 0 {
-            cost.push_str(&format!(
-                ", {} turn{} answered from the model cache (left out of latency)",
-                s.cached_turns,
-                if s.cached_turns == 1 { "" } else { "s" }
-            ));
-        }
-        parts.push(cost);
-        if repeated && s.cases > 0 {
-            let k = s.samples_per_case;
-            parts.push(format!(
-                "{} of {} cases met their threshold · pass@{k} {:.1}% · pass^{k} {:.1}%",
-                s.cases_met,
-                s.cases,
-                s.pass_at_k * 100.0,
-                s.pass_all_k * 100.0
-            ));
-        }
-        if s.judge_calls > 0 {
-            parts.push(format!(
-                "judge: {} verdict{} ({} asked, {} from the cache), judge tokens {}/{}, judge cost {}",
-                s.judge_calls,
-                if s.judge_calls == 1 { "" } else { "s" },
-                s.judge_calls - s.judge_cached,
-                s.judge_cached,
-                s.judge_usage.input_tokens,
-                s.judge_usage.output_tokens,
-                Cost::from(s.judge_cost_usd).display()
-            ));
-        }
-        if !parts.is_empty() {
-            lines.push(format!("{}: {}", s.variant, parts.join(" · ")));
-        }
-    }
-    lines
-}
-
-/// `gemini-3.1-flash-lite · low` (`· high, forced`).
-fn model_text(s: &VariantSummary) -> String {
-    let forced = if s.force_thinking_level {
-        ", forced"
-    } else {
-        ""
-    };
-    format!("{} · {}{forced}", s.model, s.thinking_level)
-}
-
-fn seconds(ms: Option<u64>) -> String {
-    ms.map_or("–".to_string(), |ms| {
-        format!("{:.2} s", ms as f64 / 1000.0)
-    })
 }
 
 /// The summary as Markdown, for `$GITHUB_STEP_SUMMARY` or a merge request.
@@ -508,45 +401,6 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
 
 fn md_cell(text: &str) -> String {
     printable(text).replace('|', "\\|").replace('\n', " ")
-}
-
-/// `--list`: the planned turns, one a line (or NDJSON), and their count.
-pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
-    let mut count = 0usize;
-    if format == EvalFormat::Pretty {
-        writeln!(out, "variant\tmodel\tclaim\tcase\tsample")?;
-    }
-    for spec in plan.selected() {
-        count += 1;
-        let place = TurnPlace::of(plan, &spec);
-        let settings = &plan.matrix.variants[spec.variant].model;
-        let (model, level) = (&settings.model, settings.thinking_level.as_str());
-        match format {
-            EvalFormat::Ndjson => {
-                let record = EvalRecord::Planned {
-                    place,
-                    model: model.clone(),
-                    thinking_level: settings.thinking_level,
-                };
-                write_record(&mut out, &record)?;
-            }
-            EvalFormat::Pretty => writeln!(
-                out,
-                "{}\t{model} · {level}\t{}\t{}\t{}",
-                place.variant, place.claim, place.case, place.sample
-            )?,
-        }
-    }
-    if format == EvalFormat::Pretty {
-        let shard = plan
-            .selection
-            .shard
-            .map(|s| format!(" ({})", shard_line(s, count, plan.unsharded_count())))
-            .unwrap_or_default();
-        writeln!(out, "{count} turns planned{shard}; nothing was run")?;
-    }
-    Ok(())
 }
 
 /// Writes a whole file or nothing: a temporary beside it, then a rename;

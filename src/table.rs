@@ -3,6 +3,9 @@
 //! must be read whole — an id, a fingerprint, a time, a number — is never
 //! broken; free text is cut short with `…`; and when even that is not enough,
 //! the least needed columns are dropped and named, so the caller can say so.
+//!
+//! A leaf of the library (only comfy-table below it), so that the binary's
+//! lists and the library's renderers (`compare`) share one width rule.
 
 use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
@@ -43,6 +46,23 @@ pub fn terminal_width() -> usize {
                 .and_then(usable)
         })
         .unwrap_or(80)
+}
+
+/// The line under a table that left columns out: which, and how to see
+/// them (`machine_flag`: the command's JSON output, `--json` or
+/// `--format json`); `None` when nothing was left out.
+pub fn hidden_note(hidden: &[String], machine_flag: &str) -> Option<String> {
+    (!hidden.is_empty()).then(|| {
+        format!(
+            "({} hidden to fit the terminal; widen it, set COLUMNS, or use {machine_flag})",
+            hidden.join(", ")
+        )
+    })
+}
+
+/// The widest line of `text`, in characters: what a rendered table needs.
+pub fn widest_line(text: &str) -> usize {
+    text.lines().map(chars).max().unwrap_or(0)
 }
 
 fn chars(text: &str) -> usize {
@@ -86,7 +106,10 @@ pub fn fit_table<const N: usize>(
         Fit::Free => natural[i].min(FREE_COMFORT),
         _ => natural[i],
     };
-    let mut shown: Vec<usize> = (0..N).collect();
+    // A column that may give way and is empty in every row says nothing:
+    // it is left out without a note (a list of chat turns has no eval case).
+    let says_nothing = |i: usize| fits[i] != Fit::Keep && rows.iter().all(|row| row[i].is_empty());
+    let mut shown: Vec<usize> = (0..N).filter(|&i| !says_nothing(i)).collect();
     let width_of = |shown: &[usize], each: &dyn Fn(usize) -> usize| {
         table_width(&shown.iter().map(|&i| each(i)).collect::<Vec<_>>())
     };
@@ -134,7 +157,7 @@ pub fn fit_table<const N: usize>(
         );
     }
     let hidden = (0..N)
-        .filter(|i| !shown.contains(i))
+        .filter(|&i| !shown.contains(&i) && !says_nothing(i))
         .map(|i| header[i].to_string())
         .collect();
     Fitted { table, hidden }
@@ -254,6 +277,19 @@ mod tests {
         let fitted = fit_table(HEADER, FITS, &rows(), 20);
         let text = fitted.table.to_string();
         assert!(text.contains("CLM-AUT-0012") && text.contains("2026-11-30 02:27:58"));
+    }
+
+    #[test]
+    fn a_column_empty_in_every_row_is_left_out_without_a_note() {
+        let mut rows = rows();
+        rows[0][2] = String::new();
+        let fitted = fit_table(HEADER, FITS, &rows, 200);
+        assert!(fitted.hidden.is_empty());
+        assert!(!fitted.table.to_string().contains("model"));
+        // A kept column stays, empty or not.
+        rows[0][0] = String::new();
+        let fitted = fit_table(HEADER, FITS, &rows, 200);
+        assert!(fitted.table.to_string().contains("id"));
     }
 
     #[test]

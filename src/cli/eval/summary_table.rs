@@ -1,0 +1,141 @@
+//! The eval summary table: one row per variant, fitted to the terminal by
+//! `promptlab::table` — the variant, fingerprint and counts stay whole; the
+//! cache share, tokens, model and latency give way, in that order — and the
+//! judging lines under it.
+
+use promptlab::cost::Cost;
+use promptlab::eval::EvalPlan;
+use promptlab::eval::report::VariantSummary;
+use promptlab::table::{Fit, Fitted, fit_table};
+
+const HEADER: [&str; 11] = [
+    "variant",
+    "fingerprint",
+    "model",
+    "turns",
+    "passed",
+    "failed",
+    "errors",
+    "pass rate",
+    "tokens in/out",
+    "cache read",
+    "latency p50/p95",
+];
+
+/// The counts and the pass rate are what an eval is read for; the rest is
+/// in `--format ndjson` and the Markdown summary when a narrow terminal
+/// leaves it out.
+const FITS: [Fit; 11] = [
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Drop(3),
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Drop(2),
+    Fit::Drop(1),
+    Fit::Drop(4),
+];
+
+pub fn summary_table(summaries: &[VariantSummary], width: usize) -> Fitted {
+    let rows: Vec<[String; 11]> = summaries.iter().map(row).collect();
+    fit_table(HEADER, FITS, &rows, width)
+}
+
+fn row(s: &VariantSummary) -> [String; 11] {
+    let not_run = if s.not_run > 0 {
+        format!(" (+{} not run)", s.not_run)
+    } else {
+        String::new()
+    };
+    [
+        s.variant.clone(),
+        s.fingerprint.clone(),
+        model_text(s),
+        format!("{}{not_run}", s.turns),
+        s.passed.to_string(),
+        s.failed.to_string(),
+        s.errors.to_string(),
+        format!("{:.1}%", s.pass_rate * 100.0),
+        format!("{}/{}", s.input_tokens, s.output_tokens),
+        format!("{:.1}%", s.cache_read_share * 100.0),
+        format!(
+            "{} / {}",
+            seconds(s.latency_p50_ms),
+            seconds(s.latency_p95_ms)
+        ),
+    ]
+    .map(|cell| promptlab::sink::printable(&cell))
+}
+
+/// `gemini-3.1-flash-lite · low` (`· high, forced`).
+pub fn model_text(s: &VariantSummary) -> String {
+    let forced = if s.force_thinking_level {
+        ", forced"
+    } else {
+        ""
+    };
+    format!("{} · {}{forced}", s.model, s.thinking_level)
+}
+
+pub fn seconds(ms: Option<u64>) -> String {
+    ms.map_or("–".to_string(), |ms| {
+        format!("{:.2} s", ms as f64 / 1000.0)
+    })
+}
+
+/// Per variant: what it cost (chat, per turn, thinking tokens, turns
+/// answered from the cache); with repeats, the cases that met their
+/// threshold, pass@k and pass^k; with rubric criteria, what the judge was
+/// asked and cost, apart from the chat.
+pub fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<String> {
+    let repeated = plan.suite.repeats() > 1;
+    let mut lines = Vec::new();
+    for s in summaries {
+        let mut parts = Vec::new();
+        let per_turn = Cost::from(s.cost_per_turn_usd).display();
+        let mut cost = format!(
+            "cost {} ({per_turn}/turn)",
+            Cost::from(s.cost_usd).display()
+        );
+        if s.thinking_tokens > 0 {
+            cost.push_str(&format!(", {} thinking tokens", s.thinking_tokens));
+        }
+        if s.cached_turns > 0 {
+            cost.push_str(&format!(
+                ", {} turn{} answered from the model cache (left out of latency)",
+                s.cached_turns,
+                if s.cached_turns == 1 { "" } else { "s" }
+            ));
+        }
+        parts.push(cost);
+        if repeated && s.cases > 0 {
+            let k = s.samples_per_case;
+            parts.push(format!(
+                "{} of {} cases met their threshold · pass@{k} {:.1}% · pass^{k} {:.1}%",
+                s.cases_met,
+                s.cases,
+                s.pass_at_k * 100.0,
+                s.pass_all_k * 100.0
+            ));
+        }
+        if s.judge_calls > 0 {
+            parts.push(format!(
+                "judge: {} verdict{} ({} asked, {} from the cache), judge tokens {}/{}, judge cost {}",
+                s.judge_calls,
+                if s.judge_calls == 1 { "" } else { "s" },
+                s.judge_calls - s.judge_cached,
+                s.judge_cached,
+                s.judge_usage.input_tokens,
+                s.judge_usage.output_tokens,
+                Cost::from(s.judge_cost_usd).display()
+            ));
+        }
+        if !parts.is_empty() {
+            lines.push(format!("{}: {}", s.variant, parts.join(" · ")));
+        }
+    }
+    lines
+}

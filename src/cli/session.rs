@@ -1,0 +1,235 @@
+//! `promptlab chat -i`: a session of turns, one per line, keeping the text
+//! history between them as the browser does; `/` lines are commands to the
+//! session (`/help`, `/reset`, `/overrides FILE`), never sent to the model.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use promptlab::chat::{ChatMessage, ClaimInput, Role};
+use promptlab::prompts::{OverrideSet, fingerprint, resolve_overrides};
+use promptlab::sink::Style;
+use promptlab::worker::TurnRunner;
+
+use super::chat::{Lookup, TurnSettings, hint_after_error, report_recording};
+use super::error::{CliError, Exit};
+use super::session_input::{Line, SessionInput};
+use super::suggest;
+use super::turn::drive_turn;
+
+const SESSION_HELP: &str = "\
+Type a message and press Enter; the answer streams, and the session keeps the text history.
+  /help             this help
+  /reset            forget the history: the next message starts a new conversation
+  /overrides FILE   use the overrides in FILE (a file or folder) from the next turn on
+  /overrides none   back to the code defaults
+  /overrides        the overrides in use and their fingerprint
+  //text            send `/text` (a message that starts with /)
+Ctrl-C stops an answer; Ctrl-D leaves. On a terminal, ↑/↓ and Ctrl-R recall earlier lines.";
+
+/// What a line of the session asks for.
+#[derive(Debug, PartialEq, Eq)]
+enum Input<'a> {
+    Message(&'a str),
+    Command(&'a str),
+    Blank,
+}
+
+/// `//text` is the message `/text`; any other `/…` is a command.
+fn classify(line: &str) -> Input<'_> {
+    if line.trim().is_empty() {
+        return Input::Blank;
+    }
+    match line.trim_start().strip_prefix('/') {
+        Some(rest) if rest.starts_with('/') => Input::Message(rest),
+        Some(command) => Input::Command(command.trim()),
+        None => Input::Message(line),
+    }
+}
+
+/// The session's first line: what every turn will run with.
+fn banner(ctx: Lookup<'_>, settings: &TurnSettings) -> String {
+    let claim = match &settings.claim {
+        ClaimInput::Id(id) => id.clone(),
+        ClaimInput::Document(loaded) => loaded.claim.id.clone(),
+    };
+    let applied = resolve_overrides(&settings.prompt.overrides, ctx.registry);
+    format!(
+        "claim {claim} · capability {} · fingerprint {} · model {} ({}) · /help for commands",
+        settings.prompt.capability.as_deref().unwrap_or("free chat"),
+        fingerprint(&applied.applied),
+        settings.model,
+        settings.provider_name,
+    )
+}
+
+/// A `/command` line of a session: answered on stderr, never sent to the
+/// model; a mistake in it is reported and the session goes on.
+fn session_command(
+    command: &str,
+    history: &mut Vec<ChatMessage>,
+    settings: &mut TurnSettings,
+    ctx: Lookup<'_>,
+    input: &SessionInput,
+) {
+    let (name, argument) = command
+        .split_once(char::is_whitespace)
+        .map_or((command, ""), |(name, rest)| (name, rest.trim()));
+    match name {
+        "help" => {
+            eprintln!("{SESSION_HELP}");
+            if let Some(path) = input.history_file() {
+                eprintln!("History file: {}", path.display());
+            }
+        }
+        "reset" => {
+            history.clear();
+            eprintln!("(history cleared)");
+        }
+        "overrides" => overrides_command(argument, settings, ctx),
+        other => eprintln!(
+            "unknown command /{}: /help lists them (//text sends `/text`)",
+            promptlab::text::quote(other)
+        ),
+    }
+}
+
+/// `/overrides [FILE|none]`: shows, replaces or clears the overrides.
+fn overrides_command(argument: &str, settings: &mut TurnSettings, ctx: Lookup<'_>) {
+    match argument {
+        "" => {}
+        "none" => settings.prompt.overrides.clear(),
+        path => match OverrideSet::load(&[PathBuf::from(path)]) {
+            Ok(set) => settings.prompt.overrides = set.prompts,
+            Err(error) => {
+                eprintln!("error: {error} (the overrides in use are unchanged)");
+                return;
+            }
+        },
+    }
+    let resolved = resolve_overrides(&settings.prompt.overrides, ctx.registry);
+    for ignored in &resolved.ignored {
+        let hint = suggest::prompt_id_suffix(&ignored.id, ctx.registry);
+        eprintln!("warning: {ignored}{hint}");
+    }
+    let applied: Vec<&str> = resolved.applied.keys().map(String::as_str).collect();
+    eprintln!(
+        "(fingerprint {} · overridden: {})",
+        fingerprint(&resolved.applied),
+        super::output::list_or_none(&applied)
+    );
+}
+
+/// A session: one turn per line of input, text history kept between turns.
+pub async fn interactive(
+    runner: &TurnRunner,
+    ctx: Lookup<'_>,
+    mut settings: TurnSettings,
+    mut history: Vec<ChatMessage>,
+) -> Result<Exit, CliError> {
+    let current: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
+    let on_signal = Arc::clone(&current);
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            match on_signal.lock().ok().and_then(|turn| turn.clone()) {
+                Some(token) => token.cancel(),
+                None => eprint!("\n(Ctrl-D to leave)\n{}", super::session_input::PROMPT),
+            }
+        }
+    });
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stdin());
+    if terminal {
+        eprintln!("{}", Style::for_stdout().dim(&banner(ctx, &settings)));
+    }
+    let mut input = SessionInput::new(terminal);
+    let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
+    let mut failed = false;
+    loop {
+        if !pending {
+            let line = match input.next().await? {
+                Line::Text(line) => line,
+                Line::Interrupted => {
+                    eprintln!("(Ctrl-D to leave)");
+                    continue;
+                }
+                // A turn that ended in an error (a script out of turns, a
+                // model failure) makes the whole session exit 1.
+                Line::End => return Ok(if failed { Exit::Failure } else { Exit::Success }),
+            };
+            match classify(&line) {
+                Input::Blank => continue,
+                Input::Command(command) => {
+                    input.remember(&line);
+                    session_command(command, &mut history, &mut settings, ctx, &input);
+                    continue;
+                }
+                Input::Message(message) => {
+                    input.remember(&line);
+                    history.push(ChatMessage::user(message));
+                }
+            }
+        }
+        pending = false;
+        let request = settings.request(history.clone());
+        if let Err(error) = request.validate(ctx.registry) {
+            eprintln!("error: {error}");
+            history.pop();
+            continue;
+        }
+        let token = CancellationToken::new();
+        set_current(&current, Some(token.clone()))?;
+        let recorder = settings.recorder(&request);
+        let end = drive_turn(runner, request, settings.format, token, recorder).await;
+        set_current(&current, None)?;
+        let end = end?;
+        report_recording(&end, settings.format);
+        hint_after_error(&end, &settings, ctx);
+        failed |= end.exit == Exit::Failure;
+        match end.exit {
+            Exit::Success => history.push(ChatMessage::assistant(end.answer)),
+            Exit::Cancelled if !end.answer.trim().is_empty() => {
+                history.push(ChatMessage::assistant(end.answer));
+            }
+            _ => {
+                history.pop();
+            }
+        }
+        if terminal {
+            eprintln!();
+        }
+    }
+}
+
+/// The turn Ctrl-C stops, if one is running.
+fn set_current(
+    current: &Mutex<Option<CancellationToken>>,
+    token: Option<CancellationToken>,
+) -> Result<(), CliError> {
+    *current
+        .lock()
+        .map_err(|_| CliError::failed("the session's state was poisoned"))? = token;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_double_slash_sends_the_line_from_its_second_slash() {
+        assert_eq!(classify("//etc/passwd?"), Input::Message("/etc/passwd?"));
+        assert_eq!(classify("/reset"), Input::Command("reset"));
+        assert_eq!(
+            classify("  /overrides x.yaml "),
+            Input::Command("overrides x.yaml")
+        );
+        assert_eq!(
+            classify("What is the excess?"),
+            Input::Message("What is the excess?")
+        );
+        assert_eq!(classify("a/b"), Input::Message("a/b"));
+        assert_eq!(classify("   "), Input::Blank);
+        assert_eq!(classify("/"), Input::Command(""));
+    }
+}
