@@ -18,6 +18,11 @@ const EMBEDDED: &str = include_str!("../prices/gemini.yaml");
 /// Providers whose answers reach no model and cost nothing.
 const FREE_PROVIDERS: [&str; 2] = ["script", "replay"];
 
+/// Whether `provider`'s answers reach no model (a script, a replay).
+pub fn costs_nothing(provider: &str) -> bool {
+    FREE_PROVIDERS.contains(&provider)
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PriceFile {

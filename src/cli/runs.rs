@@ -19,10 +19,10 @@ use super::output::{plural, write_hidden, write_json};
 use promptlab::table::{Fit, fit_table, terminal_width};
 
 /// when, turn, claim, suite · case, message, capability, fingerprint,
-/// model, provider, status, tokens, latency: the model goes first on a
-/// narrow terminal, then tokens, capability, latency, provider, the eval
-/// case; the message preview is cut short, and goes last.
-const TABLE_FITS: [Fit; 12] = [
+/// model, provider, status, tokens, cost, latency: the model goes first on
+/// a narrow terminal, then tokens, capability, latency, provider, the eval
+/// case, the cost; the message preview is cut short, and goes last.
+const TABLE_FITS: [Fit; 13] = [
     Fit::Keep,
     Fit::Keep,
     Fit::Keep,
@@ -34,6 +34,7 @@ const TABLE_FITS: [Fit; 12] = [
     Fit::Drop(5),
     Fit::Keep,
     Fit::Drop(2),
+    Fit::Drop(7),
     Fit::Drop(4),
 ];
 
@@ -189,7 +190,7 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
-    let cells: Vec<[String; 12]> = rows
+    let cells: Vec<[String; 13]> = rows
         .iter()
         .zip(&runs)
         .map(|(row, run)| {

@@ -153,7 +153,7 @@ impl RunEntry {
                 .collect(),
             usage: footer.map(|f| f.usage).unwrap_or_default(),
             latency_ms: footer.map(|f| f.total_ms),
-            cost_usd: footer.and_then(|f| f.cost_usd),
+            cost_usd: footer.and_then(|f| f.cost(&header.provider)),
             cached_calls: footer.map_or(0, |f| f.cached_calls),
             votes: Votes::of(&log.path),
         }

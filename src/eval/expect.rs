@@ -118,7 +118,7 @@ impl Observation {
             observation.usage = footer.usage;
             observation.latency_ms = footer.total_ms;
             observation.thinking_tokens = footer.thinking_tokens;
-            observation.cost_usd = footer.cost_usd;
+            observation.cost_usd = footer.cost(&log.header.provider);
             observation.cached_calls = footer.cached_calls;
             observation.cancelled = footer.status == RunStatus::Cancelled;
         } else {

@@ -216,6 +216,16 @@ pub struct RunFooter {
     pub server_turn_id: Option<String>,
 }
 
+impl RunFooter {
+    /// What the turn cost, in USD: the recorded figure, or — for a log from
+    /// before prices were recorded — 0 for a script or a replay, which call
+    /// no model; otherwise unknown.
+    pub fn cost(&self, provider: &str) -> Option<f64> {
+        self.cost_usd
+            .or_else(|| crate::cost::costs_nothing(provider).then_some(0.0))
+    }
+}
+
 fn is_zero(count: &u64) -> bool {
     *count == 0
 }

@@ -29,6 +29,10 @@ pub struct RunRow {
     /// `done`, `error`, `cancelled` or `partial`.
     pub status: String,
     pub usage: Option<Usage>,
+    /// What its model calls cost in USD; absent: unknown (or partial).
+    pub cost_usd: Option<f64>,
+    /// Model calls answered from the model-call cache.
+    pub cached_calls: u32,
     pub total_ms: Option<u64>,
     pub time_to_first_token_ms: Option<u64>,
     pub labels: Option<RunLabels>,
@@ -69,6 +73,8 @@ impl RunRow {
             provider: header.provider.clone(),
             status: status_of(run).to_string(),
             usage: footer.map(|f| f.usage),
+            cost_usd: footer.and_then(|f| f.cost(&header.provider)),
+            cached_calls: footer.map_or(0, |f| f.cached_calls),
             total_ms: footer.map(|f| f.total_ms),
             time_to_first_token_ms: footer.and_then(|f| f.time_to_first_token_ms),
             labels: header.labels.clone(),
@@ -83,7 +89,7 @@ impl RunRow {
     }
 
     /// The table's cells, in the order of `TABLE_HEADER`.
-    pub fn cells(&self, claim_label: &str) -> [String; 12] {
+    pub fn cells(&self, claim_label: &str) -> [String; 13] {
         let model = match self.thinking_level {
             Some(level) => format!("{} · {level}", self.model),
             None => self.model.clone(),
@@ -108,6 +114,18 @@ impl RunRow {
             self.usage
                 .map(|u| format!("{}/{}", u.input_tokens, u.output_tokens))
                 .unwrap_or_default(),
+            match (self.usage, self.cost_usd) {
+                // No footer: the turn never finished.
+                (None, _) => String::new(),
+                (Some(_), cost) => {
+                    let cost = crate::cost::Cost::from(cost).display();
+                    if self.cached_calls > 0 {
+                        format!("{cost} (cached)")
+                    } else {
+                        cost
+                    }
+                }
+            },
             self.total_ms
                 .map(|ms| format!("{:.2} s", ms as f64 / 1000.0))
                 .unwrap_or_default(),
@@ -115,7 +133,7 @@ impl RunRow {
     }
 }
 
-pub const TABLE_HEADER: [&str; 12] = [
+pub const TABLE_HEADER: [&str; 13] = [
     "when",
     "turn",
     "claim",
@@ -127,5 +145,6 @@ pub const TABLE_HEADER: [&str; 12] = [
     "provider",
     "status",
     "tokens in/out",
+    "cost",
     "latency",
 ];
