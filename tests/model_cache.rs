@@ -259,3 +259,53 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     }
     found
 }
+
+#[test]
+fn chat_with_cache_answers_an_unchanged_turn_without_the_model() {
+    let dir = tempfile::tempdir().unwrap();
+    // One answer; any further request gets a 500.
+    let server = TestServer::start(answers(1));
+    let chat = || {
+        let mut command = promptlab();
+        command
+            .env("GEMINI_API_KEY", "cache-test-key")
+            .env("GEMINI_BASE_URL", &server.base_url)
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+            .arg("--cache-dir")
+            .arg(dir.path().join("cache"))
+            .args([
+                "chat",
+                "--claim-id",
+                "CLM-HH-0001",
+                "--cache",
+                "--format",
+                "ndjson",
+                "What is the excess?",
+            ]);
+        run_command(&mut command)
+    };
+    let live = chat();
+    assert_eq!(live.code, 0, "{}", live.stderr);
+    let cached = chat();
+    assert_eq!(cached.code, 0, "{}", cached.stderr);
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "the second turn came from the cache"
+    );
+    let shape = |stdout: &str| -> Vec<String> {
+        stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .map(|mut event| {
+                event.as_object_mut().unwrap().remove("turnId");
+                event.to_string()
+            })
+            .collect()
+    };
+    assert_eq!(
+        shape(&live.stdout),
+        shape(&cached.stdout),
+        "the same events"
+    );
+}
