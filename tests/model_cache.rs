@@ -309,3 +309,30 @@ fn chat_with_cache_answers_an_unchanged_turn_without_the_model() {
         "the same events"
     );
 }
+
+#[test]
+fn cache_stats_prune_and_clear_touch_only_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    suite(dir.path(), 1, None);
+    let server = TestServer::start(answers(2));
+    assert_eq!(eval(dir.path(), &server, &[]).code, 0);
+    let keep = write(&dir.path().join("cache").join("model"), "notes.txt", "mine");
+    let cache = |args: &[&str]| {
+        let mut command = promptlab();
+        command.arg("--cache-dir").arg(dir.path().join("cache")).arg("cache").args(args);
+        run_command(&mut command)
+    };
+    let stats = cache(&["stats"]);
+    assert_eq!(stats.code, 0, "{}", stats.stderr);
+    assert!(stats.stdout.contains("model: 2 model calls"), "{}", stats.stdout);
+    assert!(stats.stdout.contains("judge: empty"), "{}", stats.stdout);
+    let pruned = cache(&["prune", "--older-than", "1h"]);
+    assert!(pruned.stdout.contains("model: pruned 0 model calls"), "{}", pruned.stdout);
+    let cleared = cache(&["clear", "--model"]);
+    assert!(cleared.stdout.contains("model: removed 2 model calls"), "{}", cleared.stdout);
+    assert!(keep.exists(), "a file that is not an entry is never removed");
+    assert!(cache(&["stats"]).stdout.contains("model: empty"));
+    let bad = cache(&["prune", "--older-than", "soon"]);
+    assert_eq!(bad.code, 2);
+    assert!(bad.stderr.contains("not a duration"), "{}", bad.stderr);
+}
