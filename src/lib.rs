@@ -15,6 +15,7 @@ pub mod eval;
 pub mod event;
 pub mod input;
 pub mod judge;
+pub mod keyed_files;
 pub mod prompts;
 pub mod provider;
 pub mod report;

@@ -219,3 +219,23 @@ fn walk_one(dir: &Path) -> std::path::PathBuf {
     }
     panic!("no run log under {}", dir.display())
 }
+
+#[test]
+fn a_failed_call_costs_unknown_not_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    suite(dir.path(), 1);
+    let refused: Responder = Box::new(|_| {
+        Reply::status(
+            400,
+            r#"{"error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}}"#,
+        )
+    });
+    let server = TestServer::start(vec![refused]);
+    let out = eval(dir.path(), &server, &["--model", "priced-model"]);
+    assert_eq!(out.code, 1);
+    let variant = &records(&out.stdout, "summary")[0]["variants"][0];
+    assert!(
+        variant["costUsd"].is_null(),
+        "a failed call may have been billed: {variant}"
+    );
+}

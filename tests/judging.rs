@@ -86,7 +86,7 @@ fn ndjson(stdout: &str, kind: &str) -> Vec<Value> {
 
 fn run_logs(dir: &Path) -> Vec<PathBuf> {
     let mut logs = Vec::new();
-    for entry in walk(&dir.join("runs")) {
+    for entry in support::files_under(&dir.join("runs")) {
         if entry.extension().is_some_and(|e| e == "ndjson") {
             logs.push(entry);
         }
@@ -95,17 +95,18 @@ fn run_logs(dir: &Path) -> Vec<PathBuf> {
     logs
 }
 
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(walk(&path));
-        } else {
-            found.push(path);
-        }
-    }
-    found
+/// `eval SUITE --rescore` with the runs and cache of `dir` and no chat
+/// provider at all: a re-score never calls the chat model.
+fn rescore(dir: &Path, suite: &Path, extra: &[&str]) -> Run {
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", dir.join("runs"))
+        .arg("eval")
+        .arg(suite)
+        .args(["--rescore", "--cache-dir"])
+        .arg(dir.join("cache"))
+        .args(extra);
+    run_command(&mut command)
 }
 
 fn footer(log: &Path) -> Value {
@@ -215,7 +216,10 @@ fn a_judge_that_misbehaves_is_an_error_never_a_pass() {
         let failures = turn["failures"].to_string();
         assert!(failures.contains(expected), "{reply}: {failures}");
         // A malformed reply is not cached: the next run asks again.
-        assert!(walk(&dir.path().join("cache")).is_empty(), "{reply}");
+        assert!(
+            support::files_under(&dir.path().join("cache")).is_empty(),
+            "{reply}"
+        );
     }
 }
 
@@ -387,16 +391,7 @@ fn rescore_judges_recorded_turns_again_without_the_chat_model() {
         "--judge-script",
         strict.to_str().unwrap(),
     ];
-    let mut command = promptlab();
-    command
-        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
-        .arg("eval")
-        .arg(&suite)
-        // No chat provider at all: a re-score never calls the chat model.
-        .args(["--rescore", "--cache-dir"])
-        .arg(dir.path().join("cache"))
-        .args(scripted);
-    let rescored = run_command(&mut command);
+    let rescored = rescore(dir.path(), &suite, &scripted);
     assert_eq!(rescored.code, 1, "{}\n{}", rescored.stdout, rescored.stderr);
     assert!(
         rescored
@@ -417,7 +412,7 @@ fn rescore_judges_recorded_turns_again_without_the_chat_model() {
         .map(|l| std::fs::read_to_string(l).unwrap())
         .collect();
     assert_eq!(before, after, "the recorded logs are never altered");
-    let sidecars: Vec<PathBuf> = walk(&dir.path().join("runs"))
+    let sidecars: Vec<PathBuf> = support::files_under(&dir.path().join("runs"))
         .into_iter()
         .filter(|p| p.to_string_lossy().ends_with(".verdict.json"))
         .collect();
@@ -492,15 +487,7 @@ fn rescore_says_which_turns_it_cannot_rescore() {
         "variants:\n  - name: default\n    overrides: [edit.yaml]\ncases:",
     );
     std::fs::write(&suite, text).unwrap();
-    let mut command = promptlab();
-    command
-        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
-        .arg("eval")
-        .arg(&suite)
-        .args(["--rescore", "--cache-dir"])
-        .arg(dir.path().join("cache"))
-        .args(scripted);
-    let out = run_command(&mut command);
+    let out = rescore(dir.path(), &suite, &scripted);
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(
         out.stdout
@@ -775,15 +762,7 @@ fn the_shipped_rubric_suite_passes_offline_and_rescores_from_the_cache() {
         "{}",
         out.stdout
     );
-    let mut command = promptlab();
-    command
-        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
-        .arg("eval")
-        .arg(&suite)
-        .args(["--rescore", "--cache-dir"])
-        .arg(dir.path().join("cache"))
-        .args(scripted);
-    let rescored = run_command(&mut command);
+    let rescored = rescore(dir.path(), &suite, &scripted);
     assert_eq!(rescored.code, 0, "{}\n{}", rescored.stdout, rescored.stderr);
     assert!(
         rescored
@@ -795,4 +774,65 @@ fn the_shipped_rubric_suite_passes_offline_and_rescores_from_the_cache() {
         "{}",
         rescored.stderr
     );
+}
+
+#[test]
+fn the_judge_cache_knows_who_judged_and_a_failed_rescore_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = rubric_suite(dir.path(), "", 1);
+    let passing = judge_script(dir.path(), PASS_ALL);
+    let with = |script: &Path| {
+        [
+            "--judge-provider",
+            "script",
+            "--judge-script",
+            script.to_str().unwrap(),
+        ]
+        .map(str::to_string)
+    };
+    let first = eval(
+        dir.path(),
+        &suite,
+        None,
+        &with(&passing)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    // Another judge (the same file name, other content) is not answered by the first's verdicts.
+    let failing = judge_script(
+        dir.path(),
+        "rubric:\n  - reply: {pass: false, score: 0, reason: strict}\n",
+    );
+    let second = eval(
+        dir.path(),
+        &suite,
+        None,
+        &with(&failing)
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    );
+    assert_eq!(second.code, 1, "{}", second.stdout);
+    assert!(second.stdout.contains("strict"), "{}", second.stdout);
+
+    // A re-score whose judge fails leaves no sidecar: the recorded verdict stands.
+    let broken = judge_script(dir.path(), "rubric:\n  - raw: \"Sure, it passes\"\n");
+    let rescored = rescore(
+        dir.path(),
+        &suite,
+        &with(&broken).iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(rescored.code, 1, "{}", rescored.stdout);
+    assert!(
+        rescored.stdout.contains("the recorded verdict stands"),
+        "{}",
+        rescored.stdout
+    );
+    let sidecars = support::files_under(&dir.path().join("runs"))
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".verdict.json"))
+        .count();
+    assert_eq!(sidecars, 0);
 }

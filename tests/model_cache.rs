@@ -240,24 +240,11 @@ fn concurrent_evals_share_one_cache_safely() {
         made,
         "every entry written by either is whole and read back"
     );
-    let leftovers: Vec<PathBuf> = walk(&dir.path().join("cache"))
+    let leftovers: Vec<PathBuf> = support::files_under(&dir.path().join("cache"))
         .into_iter()
         .filter(|p| p.to_string_lossy().ends_with(".tmp"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
-}
-
-fn walk(dir: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            found.extend(walk(&path));
-        } else {
-            found.push(path);
-        }
-    }
-    found
 }
 
 #[test]
@@ -319,20 +306,70 @@ fn cache_stats_prune_and_clear_touch_only_entries() {
     let keep = write(&dir.path().join("cache").join("model"), "notes.txt", "mine");
     let cache = |args: &[&str]| {
         let mut command = promptlab();
-        command.arg("--cache-dir").arg(dir.path().join("cache")).arg("cache").args(args);
+        command
+            .arg("--cache-dir")
+            .arg(dir.path().join("cache"))
+            .arg("cache")
+            .args(args);
         run_command(&mut command)
     };
     let stats = cache(&["stats"]);
     assert_eq!(stats.code, 0, "{}", stats.stderr);
-    assert!(stats.stdout.contains("model: 2 model calls"), "{}", stats.stdout);
+    assert!(
+        stats.stdout.contains("model: 2 model calls"),
+        "{}",
+        stats.stdout
+    );
     assert!(stats.stdout.contains("judge: empty"), "{}", stats.stdout);
     let pruned = cache(&["prune", "--older-than", "1h"]);
-    assert!(pruned.stdout.contains("model: pruned 0 model calls"), "{}", pruned.stdout);
+    assert!(
+        pruned.stdout.contains("model: pruned 0 model calls"),
+        "{}",
+        pruned.stdout
+    );
     let cleared = cache(&["clear", "--model"]);
-    assert!(cleared.stdout.contains("model: removed 2 model calls"), "{}", cleared.stdout);
-    assert!(keep.exists(), "a file that is not an entry is never removed");
+    assert!(
+        cleared.stdout.contains("model: removed 2 model calls"),
+        "{}",
+        cleared.stdout
+    );
+    assert!(
+        keep.exists(),
+        "a file that is not an entry is never removed"
+    );
     assert!(cache(&["stats"]).stdout.contains("model: empty"));
     let bad = cache(&["prune", "--older-than", "soon"]);
     assert_eq!(bad.code, 2);
     assert!(bad.stderr.contains("not a duration"), "{}", bad.stderr);
+}
+
+#[test]
+fn another_endpoint_is_another_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = TestServer::start(answers(1));
+    let second = TestServer::start(answers(1));
+    for server in [&first, &second] {
+        let mut command = promptlab();
+        command
+            .env("GEMINI_API_KEY", "cache-test-key")
+            .env("GEMINI_BASE_URL", &server.base_url)
+            .arg("--cache-dir")
+            .arg(dir.path().join("cache"))
+            .args([
+                "chat",
+                "--no-record",
+                "--claim-id",
+                "CLM-HH-0001",
+                "--cache",
+                "--format",
+                "ndjson",
+                "What is the excess?",
+            ]);
+        assert_eq!(run_command(&mut command).code, 0);
+    }
+    assert_eq!(
+        second.requests().len(),
+        1,
+        "a mock's answer is never served for another endpoint"
+    );
 }

@@ -10,11 +10,23 @@ use crate::judge::{Evidence, Judge, JudgePrompts, RubricVerdict};
 
 /// The longest rubric criterion (a sentence or a short paragraph).
 pub const MAX_CRITERION_CHARS: usize = 2_000;
+/// The most criteria one case may have: each is a judge call per turn, all
+/// made at once.
+pub const MAX_CRITERIA: usize = 20;
 
 /// Rubric and threshold rules of a case's (or the defaults') settings:
 /// `Err((field, message))`.
 pub fn check_judging(settings: &CaseSettings, repeats: u32) -> Result<(), (String, String)> {
     let expect = &settings.expect;
+    if expect.rubric.0.len() > MAX_CRITERIA {
+        return Err((
+            "expect.rubric".into(),
+            format!(
+                "{} criteria; at most {MAX_CRITERIA} (each is a judge call per turn)",
+                expect.rubric.0.len()
+            ),
+        ));
+    }
     for (index, criterion) in expect.rubric.0.iter().enumerate() {
         let field = format!("expect.rubric[{index}]");
         if criterion.trim().is_empty() {

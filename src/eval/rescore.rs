@@ -40,17 +40,22 @@ pub async fn rescore_turns(
         let path = recorded.get(&plan.key(&spec)).cloned();
         let elsewhere = &elsewhere;
         async move {
-            match path {
+            // Once cancelled, nothing more is judged (or written).
+            if cancel.is_cancelled() {
+                return None;
+            }
+            Some(match path {
                 Some(path) => rescore_one(plan, &spec, &path, judge, cancel).await,
                 None => match elsewhere.get(&place(plan, &spec)) {
                     Some(fingerprints) => other_version(plan, &spec, fingerprints),
                     None => missing_result(&spec),
                 },
-            }
+            })
         }
     });
     Ok(futures_util::stream::iter(jobs)
         .buffer_unordered(concurrency.max(1))
+        .filter_map(|result| async move { result })
         .collect()
         .await)
 }
@@ -156,6 +161,14 @@ async fn rescore_one(
         from_log: true,
         ..TurnResult::new(spec, observation, verdict)
     };
+    // A judge that failed (or a cancelled run) gives no new verdict: the
+    // recorded one stands, rather than being replaced by an error.
+    if let Some(error) = record.verdict.rubric.iter().find_map(|v| v.error.as_ref()) {
+        result.verdict.failures.push(format!(
+            "not re-scored ({error}): the recorded verdict stands"
+        ));
+        return result;
+    }
     if let Err(error) = write_rescore(path, &record) {
         let error = format!("the re-score could not be written beside it: {error}");
         result.verdict = Verdict::new(Outcome::Error, vec![error.clone()]);

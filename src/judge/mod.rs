@@ -105,6 +105,9 @@ pub enum JudgeKind {
 #[serde(rename_all = "camelCase")]
 pub struct JudgeCallRecord {
     pub kind: JudgeKind,
+    /// `gemini` or `script`: who gave the verdict.
+    #[serde(default)]
+    pub provider: String,
     pub model: String,
     /// SHA-256 of the judge's instructions (its system prompt).
     pub prompt_sha256: String,
@@ -304,10 +307,13 @@ impl Judge {
         parse: fn(&str) -> Result<T, String>,
         cancel: &CancellationToken,
     ) -> Result<(T, JudgeCallRecord), (String, Option<JudgeCallRecord>)> {
-        let key = query.cache_key();
+        // Who judges is part of the key: a scripted verdict is never
+        // served as a model's, nor one endpoint's as another's.
+        let key = query.cache_key(&self.model.identity());
         let provider = self.model.name();
         let record = |reply: &str, usage, thinking, latency_ms, cached| JudgeCallRecord {
             kind,
+            provider: provider.to_string(),
             model: query.model.clone(),
             prompt_sha256: sha256_hex(&query.system),
             key: key.clone(),
@@ -326,11 +332,18 @@ impl Judge {
             return Ok((parsed, record(&hit.reply, hit.usage, 0, 0, true)));
         }
         let clock = Instant::now();
-        let raw = self
-            .model
-            .ask(query, cancel.clone())
-            .await
-            .map_err(|error| (format!("judge: {error}"), None))?;
+        let raw = match self.model.ask(query, cancel.clone()).await {
+            Ok(raw) => raw,
+            Err(error) => {
+                // A failed call may still have been billed (a reply cut at its
+                // token limit): its cost is unknown, never a guessed 0.
+                let mut call = record("", Usage::default(), 0, 0, false);
+                if !crate::cost::costs_nothing(provider) {
+                    call.cost_usd = None;
+                }
+                return Err((format!("judge: {error}"), Some(call)));
+            }
+        };
         let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
         let call = record(&raw.text, raw.usage, raw.thinking_tokens, latency_ms, false);
         match parse(&raw.text) {
@@ -354,9 +367,10 @@ fn cut_chars(text: &str, max: usize) -> String {
     }
 }
 
-/// The JSON a query is keyed by, for tests and the docs.
-pub fn key_material(query: &JudgeQuery) -> Value {
+/// The JSON a query to the judge `identity` is keyed by.
+pub fn key_material(query: &JudgeQuery, identity: &str) -> Value {
     serde_json::json!({
+        "judge": identity,
         "model": query.model,
         "thinkingLevel": query.thinking_level.as_str(),
         "system": query.system,

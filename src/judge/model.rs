@@ -13,8 +13,9 @@ use crate::event::Usage;
 use crate::prompts::thinking::ThinkingLevel;
 use crate::provider::{AiMessage, ModelEvent, ModelProvider, ModelRequest, ProviderError};
 
-/// The most a judge may write; a verdict is a sentence or two.
-const JUDGE_MAX_OUTPUT_TOKENS: u32 = 2_048;
+/// The most a judge may write. A verdict is a sentence or two, but a
+/// thinking model's thoughts count against the same limit.
+const JUDGE_MAX_OUTPUT_TOKENS: u32 = 16_384;
 /// The most reply text kept; past this the reply is an error.
 const MAX_REPLY_BYTES: usize = 64 * 1024;
 
@@ -33,11 +34,11 @@ pub struct JudgeQuery {
 }
 
 impl JudgeQuery {
-    /// SHA-256 of everything the judge is given: model, level, instructions,
-    /// question and schema. The question holds the criterion, the answer and
+    /// SHA-256 of who judges (`identity`) and everything the judge is
+    /// given: model, level, instructions, question and schema. The question holds the criterion, the answer and
     /// the evidence, so a change to any of them is a different key.
-    pub fn cache_key(&self) -> String {
-        let material = super::key_material(self);
+    pub fn cache_key(&self, identity: &str) -> String {
+        let material = super::key_material(self, identity);
         sha256_hex(serde_json::to_vec(&material).unwrap_or_default())
     }
 }
@@ -68,6 +69,10 @@ pub trait JudgeModel: Send + Sync {
     /// `gemini` or `script`.
     fn name(&self) -> &'static str;
 
+    /// Who answers, for the cache key: the provider and its endpoint, or
+    /// the script's content.
+    fn identity(&self) -> String;
+
     fn check_ready(&self) -> Result<(), ProviderError>;
 
     fn ask<'a>(
@@ -84,6 +89,10 @@ pub struct ProviderJudge(pub Arc<dyn ModelProvider>);
 impl JudgeModel for ProviderJudge {
     fn name(&self) -> &'static str {
         self.0.name()
+    }
+
+    fn identity(&self) -> String {
+        self.0.identity()
     }
 
     fn check_ready(&self) -> Result<(), ProviderError> {

@@ -115,6 +115,11 @@ pub fn parse_pairwise(raw: &str) -> Result<PairwiseReply, String> {
 
 fn object(raw: &str) -> Result<Map<String, Value>, String> {
     match serde_json::from_str::<Value>(raw) {
+        Ok(Value::Object(_)) if let Some(key) = duplicate_key(raw) => Err(format!(
+            "the reply gives `{}` twice: \"{}\"",
+            quote(&key),
+            quote(raw.trim())
+        )),
         Ok(Value::Object(object)) => Ok(object),
         Ok(_) => Err(format!(
             "the reply is JSON but not an object: \"{}\"",
@@ -126,6 +131,36 @@ fn object(raw: &str) -> Result<Map<String, Value>, String> {
             quote(raw.trim())
         )),
     }
+}
+
+/// The first key a JSON object gives twice (a parsed `Value` keeps only the
+/// last, which would let `{"pass": false, …, "pass": true}` pass).
+fn duplicate_key(raw: &str) -> Option<String> {
+    struct FirstDuplicate;
+    impl<'de> serde::de::Visitor<'de> for FirstDuplicate {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut seen = std::collections::HashSet::new();
+            let mut duplicate = None;
+            while let Some(key) = map.next_key::<String>()? {
+                map.next_value::<serde::de::IgnoredAny>()?;
+                if !seen.insert(key.clone()) && duplicate.is_none() {
+                    duplicate = Some(key);
+                }
+            }
+            Ok(duplicate)
+        }
+    }
+    let mut deserializer = serde_json::Deserializer::from_str(raw);
+    serde::Deserializer::deserialize_map(&mut deserializer, FirstDuplicate)
+        .ok()
+        .flatten()
 }
 
 fn reason(object: &Map<String, Value>, raw: &str) -> Result<String, String> {

@@ -71,6 +71,8 @@ pub struct PairwiseRule {
 pub struct ScriptJudge {
     script: JudgeScript,
     origin: String,
+    /// The script's text, hashed: an edited script is another judge.
+    identity: String,
     calls: AtomicU64,
 }
 
@@ -91,13 +93,17 @@ impl ScriptJudge {
                 ));
             }
         }
-        Ok(ScriptJudge::new(script, origin))
+        let mut judge = ScriptJudge::new(script, origin);
+        judge.identity = format!("script:{}", crate::digest::sha256_hex(&text));
+        Ok(judge)
     }
 
     pub fn new(script: JudgeScript, origin: String) -> ScriptJudge {
+        let identity = format!("script:{origin}");
         ScriptJudge {
             script,
             origin,
+            identity,
             calls: AtomicU64::new(0),
         }
     }
@@ -177,6 +183,10 @@ fn text_of(reply: &Option<Value>, raw: &Option<String>, field: &str) -> String {
 impl JudgeModel for ScriptJudge {
     fn name(&self) -> &'static str {
         "script"
+    }
+
+    fn identity(&self) -> String {
+        self.identity.clone()
     }
 
     fn check_ready(&self) -> Result<(), ProviderError> {

@@ -7,14 +7,12 @@
 //! system text, every message (with replayed provider state), tools,
 //! thinking level, output limit and reply schema — plus the sample index,
 //! so that repeats stay independent samples. Only a call that finished is
-//! written; errors and cancelled calls never are. Entries are written to a
-//! temporary file and renamed, so concurrent processes sharing a folder
-//! never read half an entry; an entry that cannot be read is a miss.
+//! written; errors and cancelled calls never are. Entries are written
+//! whole or not at all (`keyed_files`), so concurrent processes sharing a
+//! folder never read half an entry; an entry that cannot be read is a miss.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
@@ -26,11 +24,10 @@ use super::{
     CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError, ToolCall,
 };
 use crate::digest::sha256_hex;
+use crate::keyed_files::KeyedFiles;
 
 /// The most an entry may hold when read back.
 const MAX_ENTRY_BYTES: u64 = 64 * 1024 * 1024;
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// One streamed item of a recorded call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,55 +52,29 @@ pub struct CachedCall {
 /// A folder of cached model calls: `<dir>/<2 hex>/<key>.json`.
 #[derive(Debug, Clone)]
 pub struct ModelCache {
-    dir: PathBuf,
+    files: KeyedFiles,
 }
 
 impl ModelCache {
     pub fn new(dir: impl Into<PathBuf>) -> ModelCache {
-        ModelCache { dir: dir.into() }
+        ModelCache {
+            files: KeyedFiles::new(dir),
+        }
     }
 
     pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    fn path(&self, key: &str) -> Option<PathBuf> {
-        if key.len() < 3 || !key.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        Some(self.dir.join(&key[..2]).join(format!("{key}.json")))
+        self.files.dir()
     }
 
     pub fn get(&self, key: &str) -> Option<CachedCall> {
-        let file = std::fs::File::open(self.path(key)?).ok()?;
-        let bytes = crate::input::read_limited(file, MAX_ENTRY_BYTES).ok()?;
+        let bytes = self.files.read(key, MAX_ENTRY_BYTES)?;
         let entry: CachedCall = serde_json::from_slice(&bytes).ok()?;
         (entry.key == key).then_some(entry)
     }
 
     pub fn put(&self, entry: &CachedCall) -> std::io::Result<()> {
-        let path = self
-            .path(&entry.key)
-            .ok_or_else(|| std::io::Error::other("not a cache key"))?;
-        let folder = path.parent().unwrap_or(&self.dir);
-        std::fs::create_dir_all(folder)?;
-        let temp = folder.join(format!(
-            ".{}.{}.{}.tmp",
-            entry.key,
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = std::fs::File::create(&temp).and_then(|mut file| {
-            file.write_all(&serde_json::to_vec(entry).map_err(std::io::Error::other)?)?;
-            file.sync_all()
-        });
-        match written.and_then(|()| std::fs::rename(&temp, &path)) {
-            Ok(()) => Ok(()),
-            Err(error) => {
-                let _ = std::fs::remove_file(&temp);
-                Err(error)
-            }
-        }
+        let bytes = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
+        self.files.write(&entry.key, &bytes)
     }
 }
 

@@ -33,15 +33,7 @@ pub struct FeedbackRecord {
 
 /// `runs/<fp>/<time>-<id>.ndjson` → `runs/<fp>/<time>-<id>.feedback.jsonl`.
 pub fn feedback_path(log: &Path) -> PathBuf {
-    let name = log
-        .file_name()
-        .and_then(|name| name.to_str())
-        .unwrap_or_default();
-    let stem = name
-        .strip_suffix(super::naming::PARTIAL_SUFFIX)
-        .unwrap_or(name);
-    let stem = stem.strip_suffix(".ndjson").unwrap_or(stem);
-    log.with_file_name(format!("{stem}.feedback.jsonl"))
+    super::naming::sidecar_path(log, "feedback.jsonl")
 }
 
 /// Appends `record` beside `log` (one `write` of one line).

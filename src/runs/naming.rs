@@ -40,6 +40,19 @@ pub fn is_run_log(path: &Path) -> bool {
     name.ends_with(".ndjson") || name.ends_with(&format!(".ndjson{PARTIAL_SUFFIX}"))
 }
 
+/// A file kept beside a run log: `runs/<fp>/<time>-<id>.ndjson` (or its
+/// `.partial`) → `runs/<fp>/<time>-<id>.<extension>` (`feedback.jsonl`,
+/// `verdict.json`). Not `.ndjson`, so no run-log reader takes it for a log.
+pub fn sidecar_path(log: &Path, extension: &str) -> PathBuf {
+    let name = log
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or_default();
+    let stem = name.strip_suffix(PARTIAL_SUFFIX).unwrap_or(name);
+    let stem = stem.strip_suffix(".ndjson").unwrap_or(stem);
+    log.with_file_name(format!("{stem}.{extension}"))
+}
+
 /// `x.ndjson.partial` → `x.ndjson`.
 pub fn finished_name(path: &Path) -> Option<PathBuf> {
     let name = path.to_str()?.strip_suffix(PARTIAL_SUFFIX)?;

@@ -137,15 +137,19 @@ impl RunRecorder {
             }
             TurnOutput::Event(event) => self.open_log()?.event(event),
             TurnOutput::ModelCall(call) => {
-                let cost = call.summary.as_ref().map(|summary| {
-                    self.prices.call_cost(
+                // A call that failed may still have been billed (an answer
+                // cut at its token limit, a safety stop): unknown, not 0.
+                let cost = match &call.summary {
+                    Some(summary) => self.prices.call_cost(
                         &self.provider,
                         &self.model,
                         summary.usage,
                         summary.thinking_tokens,
                         summary.cached,
-                    )
-                });
+                    ),
+                    None if crate::cost::costs_nothing(&self.provider) => Cost::ZERO,
+                    None => Cost::Unknown,
+                };
                 let log = self.open_log()?;
                 log.model_calls += 1;
                 // Summed per call, so that a turn ending in an error still
@@ -155,8 +159,8 @@ impl RunRecorder {
                     log.thinking_tokens =
                         log.thinking_tokens.saturating_add(summary.thinking_tokens);
                     log.cached_calls += u32::from(summary.cached);
-                    log.cost = log.cost + cost.unwrap_or(Cost::ZERO);
                 }
+                log.cost = log.cost + cost;
                 let t = log.elapsed_ms();
                 log.write(&RunRecord::ModelCall {
                     t,

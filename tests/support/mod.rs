@@ -128,3 +128,18 @@ pub fn interrupt(child: &std::process::Child) {
         .expect("kill runs");
     assert!(status.success());
 }
+
+/// Every file below `dir`, at any depth (none when it does not exist).
+pub fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_under(&path));
+        } else {
+            found.push(path);
+        }
+    }
+    found.sort();
+    found
+}

@@ -278,7 +278,9 @@ fn build_judge(
             .find(|v| &v.model.model == model)
     {
         eprintln!(
-            "warning: the judge model is the chat model of variant `{}` ({model}): a model judging              its own answers tends to favour them; choose another with --judge-model or the              suite's `judge.model`",
+            "warning: the judge model is the chat model of variant `{}` ({model}): a model judging \
+             its own answers tends to favour them; choose another with --judge-model or the \
+             suite's `judge.model`",
             variant.name
         );
     }
@@ -287,9 +289,10 @@ fn build_judge(
 
 /// `--max-cost 5`, `5.00` or `$5`: US dollars, more than 0.
 fn parse_usd(text: &str) -> Result<f64, String> {
-    let amount: f64 = text
-        .trim()
-        .trim_start_matches('$')
+    let trimmed = text.trim();
+    let amount: f64 = trimmed
+        .strip_prefix('$')
+        .unwrap_or(trimmed)
         .parse()
         .map_err(|_| format!("`{text}` is not an amount of US dollars (e.g. 5 or 0.50)"))?;
     if amount.is_finite() && amount > 0.0 {

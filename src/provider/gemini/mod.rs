@@ -144,6 +144,22 @@ impl ModelProvider for GeminiProvider {
         "gemini"
     }
 
+    /// The endpoint too (without credentials or query): a mock's or a
+    /// proxy's answers are never served as Google's.
+    fn identity(&self) -> String {
+        let endpoint = match reqwest::Url::parse(&self.config.base_url) {
+            Ok(mut url) => {
+                let _ = url.set_username("");
+                let _ = url.set_password(None);
+                url.set_query(None);
+                url.set_fragment(None);
+                url.to_string()
+            }
+            Err(_) => crate::digest::sha256_hex(&self.config.base_url),
+        };
+        format!("gemini@{endpoint}")
+    }
+
     fn check_ready(&self) -> Result<(), ProviderError> {
         match &self.config.api_key {
             Some(_) => Ok(()),
