@@ -6,6 +6,7 @@
 
 pub mod cache;
 pub mod gemini;
+pub mod http;
 pub mod replay;
 pub mod script;
 pub mod sse;

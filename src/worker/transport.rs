@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio::sync::OwnedSemaphorePermit;
@@ -13,9 +12,6 @@ use tokio_util::sync::CancellationToken;
 
 use super::WorkerClient;
 use crate::chat::wire::ErrorBody;
-
-/// The most of an error response we read.
-const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 /// Why no stream came back.
 #[derive(Debug)]
@@ -131,8 +127,8 @@ impl WorkerClient {
         if status.is_success() {
             return check_event_stream(response, shown);
         }
-        let retry_after = retry_after(response.headers());
-        let body = read_limited(response, self.config.idle_timeout).await;
+        let retry_after = crate::provider::http::retry_after(response.headers());
+        let body = crate::provider::http::read_error_body(response, self.config.idle_timeout).await;
         Err(Attempt {
             message: status_message(status, &body, shown),
             retryable: status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error(),
@@ -200,38 +196,10 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `Retry-After` in seconds (the HTTP-date form is not worth the parsing).
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let seconds: f64 = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    (seconds.is_finite() && seconds >= 0.0)
-        .then(|| Duration::try_from_secs_f64(seconds).ok())
-        .flatten()
-}
-
 /// `base × 2^(attempt−1)`, times a random factor in [0.5, 1.5).
 fn backoff_delay(base: Duration, attempt: u32) -> Duration {
     let exponential = base.saturating_mul(1 << attempt.saturating_sub(1).min(10));
     exponential.mul_f64(0.5 + fastrand::f64())
-}
-
-/// Reads at most `ERROR_BODY_LIMIT` bytes of an error response.
-async fn read_limited(response: reqwest::Response, idle: Duration) -> String {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Ok(Some(Ok(bytes))) = tokio::time::timeout(idle, stream.next()).await {
-        body.extend_from_slice(&bytes);
-        if body.len() >= ERROR_BODY_LIMIT {
-            body.truncate(ERROR_BODY_LIMIT);
-            break;
-        }
-    }
-    String::from_utf8_lossy(&body).into_owned()
 }
 
 /// The headers every request carries; the token is marked sensitive so

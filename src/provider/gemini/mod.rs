@@ -27,8 +27,6 @@ use super::{ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError}
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 /// The exact message of SPEC §1.1 when there is no key.
 pub const NO_KEY_MESSAGE: &str = "GEMINI_API_KEY is not configured on the API.";
-/// The most of an error body we read.
-const ERROR_BODY_LIMIT: usize = 64 * 1024;
 
 #[derive(Clone)]
 pub struct GeminiConfig {
@@ -386,8 +384,8 @@ impl Call {
         if status.is_success() {
             return Ok(response);
         }
-        let header_delay = retry_after_header(response.headers());
-        let body = read_limited(response, self.config.idle_timeout).await;
+        let header_delay = super::http::retry_after(response.headers());
+        let body = super::http::read_error_body(response, self.config.idle_timeout).await;
         let error = parse_error_body(&body);
         let message = match &error {
             Some(error) => error.describe(Some(status.as_u16())),
@@ -495,36 +493,6 @@ fn drain(parser: &mut SseParser, at_end: bool) -> Result<Vec<SseItem>, StreamFau
         items.extend(parser.finish().map_err(malformed)?);
     }
     Ok(items)
-}
-
-/// `Retry-After`: seconds, or an HTTP date.
-fn retry_after_header(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?
-        .trim();
-    if let Ok(seconds) = value.parse::<f64>() {
-        return self::errors::seconds_to_duration(seconds);
-    }
-    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    (when.with_timezone(&chrono::Utc) - chrono::Utc::now())
-        .to_std()
-        .ok()
-}
-
-/// Reads at most `ERROR_BODY_LIMIT` bytes of an error response.
-async fn read_limited(response: reqwest::Response, idle: Duration) -> String {
-    let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Ok(Some(Ok(bytes))) = tokio::time::timeout(idle, stream.next()).await {
-        body.extend_from_slice(&bytes);
-        if body.len() >= ERROR_BODY_LIMIT {
-            body.truncate(ERROR_BODY_LIMIT);
-            break;
-        }
-    }
-    String::from_utf8_lossy(&body).into_owned()
 }
 
 fn excerpt(body: &str) -> String {

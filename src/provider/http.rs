@@ -1,0 +1,74 @@
+//! HTTP helpers shared by the clients that stream from a server — Gemini
+//! and a deployed chat API (`worker`): how long the server asks us to wait,
+//! and an error response's body read under a cap.
+
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::header::HeaderMap;
+
+/// The most of an error response's body that is read.
+pub const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// `Retry-After`: seconds, or an HTTP date. A huge number saturates (the
+/// caller refuses waits over its own limit); a negative one is ignored.
+pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if let Ok(seconds) = value.parse::<f64>() {
+        if seconds.is_nan() || seconds < 0.0 {
+            return None;
+        }
+        return Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX));
+    }
+    let when = chrono::DateTime::parse_from_rfc2822(value).ok()?;
+    (when.with_timezone(&chrono::Utc) - chrono::Utc::now())
+        .to_std()
+        .ok()
+}
+
+/// At most `ERROR_BODY_LIMIT` bytes of an error response, each read
+/// within `idle`; what does not arrive in time is left out.
+pub async fn read_error_body(response: reqwest::Response, idle: Duration) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Ok(Some(Ok(bytes))) = tokio::time::timeout(idle, stream.next()).await {
+        body.extend_from_slice(&bytes);
+        if body.len() >= ERROR_BODY_LIMIT {
+            body.truncate(ERROR_BODY_LIMIT);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&body).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn retry_after_reads_seconds_and_dates_and_saturates() {
+        let with = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                reqwest::header::RETRY_AFTER,
+                HeaderValue::from_str(value).unwrap(),
+            );
+            retry_after(&headers)
+        };
+        assert_eq!(with("2"), Some(Duration::from_secs(2)));
+        assert_eq!(with("1e20"), Some(Duration::MAX));
+        assert_eq!(with("-1"), None);
+        assert_eq!(
+            with("Wed, 21 Oct 2015 07:28:00 GMT"),
+            None,
+            "a date in the past"
+        );
+        assert!(with("Wed, 21 Oct 2099 07:28:00 GMT").is_some());
+        assert_eq!(with("soon"), None);
+    }
+}
