@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::judge::JudgeSpend;
 use crate::runs::record::Outcome;
 use crate::stats::{mcnemar_exact, percentile, wilson_interval};
 
@@ -466,13 +467,13 @@ fn side(set: &RunSet) -> SideSummary {
     let total = |f: fn(&RunEntry) -> u64| set.runs.iter().map(f).fold(0u64, u64::saturating_add);
     let input = total(|r| r.usage.input_tokens);
     let cache = total(|r| r.usage.cache_read_tokens);
-    let mut judge = (0, 0, crate::event::Usage::default());
-    for verdict in set.runs.iter().filter_map(|r| r.verdict.as_ref()) {
-        let (calls, cached, usage) = verdict.judge_usage();
-        judge.0 += calls;
-        judge.1 += cached;
-        judge.2 += usage;
-    }
+    let judge = set.runs.iter().filter_map(|r| r.verdict.as_ref()).fold(
+        JudgeSpend::default(),
+        |mut total, verdict| {
+            total += JudgeSpend::of_rubric(&verdict.rubric);
+            total
+        },
+    );
     SideSummary {
         label: set.label.clone(),
         source: set.source.clone(),
@@ -511,8 +512,8 @@ fn side(set: &RunSet) -> SideSummary {
             cache as f64 / input as f64
         },
         offline_runs: set.offline_runs(),
-        judge_calls: judge.0,
-        judge_usage: judge.2,
+        judge_calls: judge.calls,
+        judge_usage: judge.usage,
         superseded: set.superseded.clone(),
         not_selected: set.not_selected.clone(),
         unreadable: set.unreadable.clone(),

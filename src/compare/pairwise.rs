@@ -10,9 +10,8 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::{Comparison, Pair, SIGNIFICANCE};
-use crate::cost::Cost;
 use crate::event::Usage;
-use crate::judge::{Judge, PairwiseVerdict, Preference};
+use crate::judge::{Judge, JudgeSpend, PairwiseVerdict, Preference};
 use crate::runs::evidence::evidence_of;
 use crate::runs::read_run_log;
 use crate::stats::mcnemar_exact;
@@ -204,34 +203,23 @@ fn summarize(c: &Comparison, criterion: &str, model: &str) -> PairwiseSummary {
     } else {
         Vec::new()
     };
-    let (mut calls, mut cached, mut usage) = (0, 0, Usage::default());
-    let mut cost = Cost::ZERO;
-    for verdict in c
-        .pairs
-        .iter()
-        .filter_map(|p| p.judged.as_ref())
-        .flat_map(|j| [&j.a_first, &j.b_first])
-        .flatten()
-    {
-        if let Some(call) = &verdict.call {
-            calls += 1;
-            cost = cost + Cost::from(call.cost_usd);
-            if call.cached {
-                cached += 1;
-            } else {
-                usage += call.usage;
-            }
-        }
-    }
+    let spend = JudgeSpend::of(
+        c.pairs
+            .iter()
+            .filter_map(|p| p.judged.as_ref())
+            .flat_map(|j| [&j.a_first, &j.b_first])
+            .flatten()
+            .filter_map(|verdict| verdict.call.as_ref()),
+    );
     PairwiseSummary {
         criterion: criterion.to_string(),
         judge_model: model.to_string(),
         overall: tally("all", c.pairs.iter()),
         by_version,
-        judge_calls: calls,
-        judge_cached: cached,
-        judge_usage: usage,
-        judge_cost_usd: cost.usd(),
+        judge_calls: spend.calls,
+        judge_cached: spend.cached,
+        judge_usage: spend.usage,
+        judge_cost_usd: spend.cost.usd(),
     }
 }
 

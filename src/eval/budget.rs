@@ -7,6 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::runner::TurnResult;
+use crate::judge::JudgeSpend;
 
 #[derive(Debug)]
 pub struct Budget {
@@ -45,13 +46,7 @@ impl Budget {
     /// A cost that is unknown counts as reaching the limit — a budget that
     /// cannot be measured is not kept by guessing.
     pub fn spend(&self, result: &TurnResult) {
-        let judge: Option<f64> = result
-            .verdict
-            .rubric
-            .iter()
-            .filter_map(|v| v.call.as_ref())
-            .map(|call| call.cost_usd)
-            .sum();
+        let judge = JudgeSpend::of_rubric(&result.verdict.rubric).cost.usd();
         let mut spent = self.spent_usd.lock().unwrap_or_else(|e| e.into_inner());
         match (result.observation.cost_usd, judge) {
             (Some(chat), Some(judge)) => *spent += chat + judge,

@@ -15,7 +15,7 @@ use super::runner::TurnResult;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ThinkingLevel;
 use crate::cost::Cost;
-use crate::judge::RubricVerdict;
+use crate::judge::{JudgeSpend, RubricVerdict};
 use crate::stats::{percentile, wilson_interval};
 
 /// One variant's numbers.
@@ -117,11 +117,6 @@ pub fn summarize(
                 .iter()
                 .map(|r| Cost::from(r.observation.cost_usd))
                 .sum();
-            let judge_spend: Cost = mine
-                .iter()
-                .flat_map(|r| r.verdict.rubric.iter().filter_map(|v| v.call.as_ref()))
-                .map(|call| Cost::from(call.cost_usd))
-                .sum();
             latencies.sort_unstable();
             let passed = count(Outcome::Pass);
             let groups: Vec<&CaseFold> = folds
@@ -134,12 +129,9 @@ pub fn summarize(
                     groups.len() as u64,
                 )
             };
-            let (mut judge_calls, mut judge_cached, mut judge_usage) = (0, 0, Usage::default());
+            let mut judge = JudgeSpend::default();
             for result in &mine {
-                let (calls, cached, usage) = judge_cost(&result.verdict.rubric);
-                judge_calls += calls;
-                judge_cached += cached;
-                judge_usage += usage;
+                judge += JudgeSpend::of_rubric(&result.verdict.rubric);
             }
             VariantSummary {
                 variant: variant.name.clone(),
@@ -171,16 +163,16 @@ pub fn summarize(
                 samples_per_case: groups.iter().map(|f| f.samples).max().unwrap_or(0),
                 pass_at_k: share(|f| f.passed >= 1),
                 pass_all_k: share(|f| f.passed == f.samples),
-                judge_calls,
-                judge_cached,
-                judge_usage,
+                judge_calls: judge.calls,
+                judge_cached: judge.cached,
+                judge_usage: judge.usage,
                 thinking_tokens: sum(|r| r.observation.thinking_tokens),
                 cost_usd: cost.usd(),
                 cost_per_turn_usd: cost
                     .usd()
                     .filter(|_| !mine.is_empty())
                     .map(|c| c / mine.len() as f64),
-                judge_cost_usd: judge_spend.usd(),
+                judge_cost_usd: judge.cost.usd(),
                 cached_turns: mine
                     .iter()
                     .filter(|r| r.observation.cached_calls > 0)
@@ -188,16 +180,6 @@ pub fn summarize(
             }
         })
         .collect()
-}
-
-/// Calls, cache hits, and the tokens of the calls made, of rubric verdicts.
-pub fn judge_cost(rubric: &[RubricVerdict]) -> (usize, usize, Usage) {
-    let verdict = crate::runs::record::RecordedVerdict {
-        outcome: Outcome::Pass,
-        failures: Vec::new(),
-        rubric: rubric.to_vec(),
-    };
-    verdict.judge_usage()
 }
 
 fn ratio(part: u64, whole: u64) -> f64 {

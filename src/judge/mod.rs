@@ -26,7 +26,7 @@ pub use cache::JudgeCache;
 pub use evidence::{Evidence, ToolEvidence};
 pub use model::{JudgeModel, JudgeQuery, ProviderJudge, Question, RawReply};
 
-use crate::cost::PriceTable;
+use crate::cost::{Cost, PriceTable};
 use crate::digest::sha256_hex;
 use crate::event::Usage;
 use crate::prompts::thinking::ThinkingLevel;
@@ -166,6 +166,57 @@ pub struct PairwiseVerdict {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call: Option<JudgeCallRecord>,
+}
+
+/// What a set of judge calls came to: the calls (cache hits included), the
+/// hits, the tokens of the calls made now, and their cost.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct JudgeSpend {
+    pub calls: usize,
+    pub cached: usize,
+    pub usage: Usage,
+    pub cost: Cost,
+}
+
+impl Default for JudgeSpend {
+    fn default() -> JudgeSpend {
+        JudgeSpend {
+            calls: 0,
+            cached: 0,
+            usage: Usage::default(),
+            cost: Cost::ZERO,
+        }
+    }
+}
+
+impl JudgeSpend {
+    pub fn of<'a>(calls: impl IntoIterator<Item = &'a JudgeCallRecord>) -> JudgeSpend {
+        let mut spend = JudgeSpend::default();
+        for call in calls {
+            spend.calls += 1;
+            spend.cost = spend.cost + Cost::from(call.cost_usd);
+            if call.cached {
+                spend.cached += 1;
+            } else {
+                spend.usage += call.usage;
+            }
+        }
+        spend
+    }
+
+    /// The calls behind a turn's rubric verdicts.
+    pub fn of_rubric(rubric: &[RubricVerdict]) -> JudgeSpend {
+        JudgeSpend::of(rubric.iter().filter_map(|v| v.call.as_ref()))
+    }
+}
+
+impl std::ops::AddAssign for JudgeSpend {
+    fn add_assign(&mut self, other: JudgeSpend) {
+        self.calls += other.calls;
+        self.cached += other.cached;
+        self.usage += other.usage;
+        self.cost = self.cost + other.cost;
+    }
 }
 
 /// A judge: a model, its settings and instructions, and its cache.

@@ -264,21 +264,3 @@ pub struct RecordedVerdict {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rubric: Vec<RubricVerdict>,
 }
-
-impl RecordedVerdict {
-    /// What the judge calls behind this verdict cost (cached ones too: the
-    /// tokens they cost when they were made).
-    pub fn judge_usage(&self) -> (usize, usize, Usage) {
-        let mut usage = Usage::default();
-        let (mut calls, mut cached) = (0, 0);
-        for call in self.rubric.iter().filter_map(|v| v.call.as_ref()) {
-            calls += 1;
-            if call.cached {
-                cached += 1;
-            } else {
-                usage += call.usage;
-            }
-        }
-        (calls, cached, usage)
-    }
-}

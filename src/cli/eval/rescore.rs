@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 
 use promptlab::eval::rescore::rescore_turns;
 use promptlab::eval::{EvalPlan, TurnResult};
-use promptlab::judge::Judge;
+use promptlab::judge::{Judge, JudgeSpend};
 
 use super::EvalArgs;
 use crate::cli::error::{CliError, Exit};
@@ -29,12 +29,11 @@ pub fn run(
     let results = results?;
     if !args.quiet {
         let rescored = results.iter().filter(|r| r.run_log.is_some()).count();
-        let (mut calls, mut cached) = (0, 0);
+        let mut judge = JudgeSpend::default();
         for result in &results {
-            let (c, h, _) = promptlab::eval::report::judge_cost(&result.verdict.rubric);
-            calls += c;
-            cached += h;
+            judge += JudgeSpend::of_rubric(&result.verdict.rubric);
         }
+        let (calls, cached) = (judge.calls, judge.cached);
         let folders: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
         eprintln!(
             "rescore: {rescored} of {} selected turns recorded in {}; no chat model call; judge: {} \

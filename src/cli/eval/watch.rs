@@ -19,6 +19,7 @@ use promptlab::claims::ClaimStore;
 use promptlab::cost::Cost;
 use promptlab::eval::report::spec_label;
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
+use promptlab::judge::JudgeSpend;
 
 use super::{EvalArgs, plan, run_once};
 use crate::cli::StoreArgs;
@@ -41,13 +42,7 @@ pub fn snapshot(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TurnSnapshot> {
     results
         .iter()
         .map(|result| {
-            let judge: Cost = result
-                .verdict
-                .rubric
-                .iter()
-                .filter_map(|v| v.call.as_ref())
-                .map(|call| Cost::from(call.cost_usd))
-                .sum();
+            let judge = JudgeSpend::of_rubric(&result.verdict.rubric).cost;
             TurnSnapshot {
                 label: spec_label(plan, &result.spec),
                 outcome: result.verdict.outcome,
