@@ -536,6 +536,35 @@ fn judge_setup_problems_stop_before_any_turn() {
         "{}",
         bad_script.stderr
     );
+    for (text, expected) in [
+        (
+            "prompts:\n  judge.rubrik: Grade it.\n",
+            "`judge.rubrik` is not a judge prompt",
+        ),
+        (
+            "prompts:\n  judge.rubric: \"   \"\n",
+            "judge prompt `judge.rubric` is blank",
+        ),
+        ("prompts: [not, a, map]\n", "--judge-prompts"),
+    ] {
+        let file = write(dir.path(), "judge-prompts.yaml", text);
+        let script = judge_script(dir.path(), PASS_ALL);
+        let out = eval(
+            dir.path(),
+            &suite,
+            None,
+            &[
+                "--judge-provider",
+                "script",
+                "--judge-script",
+                script.to_str().unwrap(),
+                "--judge-prompts",
+                file.to_str().unwrap(),
+            ],
+        );
+        assert_eq!(out.code, 2, "{text}: {}", out.stderr);
+        assert!(out.stderr.contains(expected), "{text}: {}", out.stderr);
+    }
     assert!(!dir.path().join("runs").exists(), "nothing ran");
 
     let same_model = eval(
