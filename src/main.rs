@@ -3,6 +3,7 @@
 
 mod cli;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -18,6 +19,11 @@ fn main() -> ExitCode {
     match cli::run(cli) {
         Ok(exit) => exit.code(),
         Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
+        Err(error @ CliError::StdoutClosed { .. }) => {
+            // stderr may be closed too (`2>&-`): then say nothing.
+            let _ = writeln!(std::io::stderr(), "{error}");
+            error.code()
+        }
         Err(error) => {
             eprintln!("error: {}", error.report());
             let registry = PromptRegistry::embedded();

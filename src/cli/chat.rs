@@ -33,6 +33,15 @@ pub struct ChatArgs {
     /// An interactive session that keeps text history between turns, like the
     /// browser: Ctrl-C stops the current answer, Ctrl-D leaves; /help lists
     /// its commands (/reset, /overrides FILE, //text to send `/text`).
+    ///
+    /// On a terminal it opens with a banner (claim, capability, fingerprint,
+    /// model) and reads lines with a line editor (arrows, Ctrl-R); the lines
+    /// typed are kept in PROMPTLAB_HISTORY_FILE, else
+    /// $XDG_STATE_HOME/promptlab/chat-history, else
+    /// ~/.local/state/promptlab/chat-history (empty PROMPTLAB_HISTORY_FILE:
+    /// none), except a line typed with a leading space. Piped input is read
+    /// line by line as is. A turn that ends in an error makes the session
+    /// exit 1.
     #[arg(short, long)]
     pub interactive: bool,
     #[command(flatten)]

@@ -31,6 +31,9 @@ pub mod exit_code {
     pub const INTERRUPTED: u8 = 130;
     /// SIGTERM, handled like Ctrl-C.
     pub const TERMINATED: u8 = 143;
+    /// A chat turn or an eval cut short because its stdout was closed: the
+    /// shell's SIGPIPE status, which `set -o pipefail` counts as a failure.
+    pub const STDOUT_CLOSED: u8 = 141;
 }
 
 /// How a command that ran to its end finished.
@@ -93,9 +96,14 @@ pub enum CliError {
     /// The command could not do its work: exit 1.
     #[error("{0}")]
     Failed(String),
-    /// stdout was closed under us (`| head`): exit quietly, as ripgrep does.
+    /// stdout was closed under us (`| head`) while a listing was printed:
+    /// exit quietly with 0, as ripgrep does.
     #[error("broken pipe")]
     BrokenPipe,
+    /// stdout was closed while turns ran, so their verdict was never
+    /// reached: exit 141, saying so in one line where stderr is open.
+    #[error("stdout closed: {} cancelled", turns_phrase(*cancelled))]
+    StdoutClosed { cancelled: usize },
     #[error(transparent)]
     Io(io::Error),
 }
@@ -114,6 +122,7 @@ impl CliError {
         use exit_code::{FAILURE, OK, USAGE};
         match self {
             CliError::BrokenPipe => OK,
+            CliError::StdoutClosed { .. } => exit_code::STDOUT_CLOSED,
             CliError::Usage(_)
             | CliError::Request(_)
             | CliError::Overrides(OverrideError::Invalid { .. } | OverrideError::EmptyFolder(_))
@@ -167,6 +176,13 @@ impl CliError {
     }
 }
 
+fn turns_phrase(count: usize) -> String {
+    match count {
+        1 => "1 turn".to_string(),
+        n => format!("{n} turns"),
+    }
+}
+
 fn io_exit(error: &io::Error) -> u8 {
     if error.kind() == io::ErrorKind::NotFound {
         exit_code::USAGE
@@ -203,6 +219,9 @@ mod tests {
         assert_eq!(not_found.exit_code(), exit_code::FAILURE);
         assert_eq!(CliError::usage("--x").exit_code(), exit_code::USAGE);
         assert_eq!(CliError::BrokenPipe.exit_code(), exit_code::OK);
+        let closed = CliError::StdoutClosed { cancelled: 4 };
+        assert_eq!(closed.exit_code(), exit_code::STDOUT_CLOSED);
+        assert_eq!(closed.to_string(), "stdout closed: 4 turns cancelled");
         let endpoint = promptlab::worker::Endpoint::parse("ftp://x").unwrap_err();
         assert_eq!(
             CliError::from(WorkerError::from(endpoint)).exit_code(),

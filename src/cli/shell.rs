@@ -1,6 +1,7 @@
 //! `promptlab completions SHELL` and `promptlab man`: shell completion
-//! scripts (clap_complete) and roff manual pages (clap_mangen), both made from
-//! the same clap definition the binary parses with, so they cannot drift.
+//! scripts (clap_complete), roff manual pages (clap_mangen) and the Markdown
+//! command reference (`docs/cli.md`), all made from the same clap definition
+//! the binary parses with, so they cannot drift.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -20,7 +21,8 @@ Examples:
 const MAN_HELP: &str = "\
 Examples:
   promptlab man | man -l -
-  promptlab man --out-dir ~/.local/share/man/man1   # one page per subcommand";
+  promptlab man --out-dir ~/.local/share/man/man1   # one page per subcommand
+  promptlab man --markdown > docs/cli.md             # every command's --help, as Markdown";
 
 /// The shells completions are written for.
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -57,9 +59,17 @@ pub struct CompletionsArgs {
 pub struct ManArgs {
     /// Write promptlab.1 and a page per subcommand (promptlab-chat.1, ...)
     /// into DIR, created if absent, instead of printing promptlab.1.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "markdown")]
     pub out_dir: Option<PathBuf>,
+    /// Print every command's full --help as one Markdown page (docs/cli.md)
+    /// instead of roff, wrapped at 100 columns whatever the terminal.
+    #[arg(long)]
+    pub markdown: bool,
 }
+
+/// The width `man --markdown` wraps help at, so the page is the same on
+/// every machine.
+const MARKDOWN_WIDTH: usize = 100;
 
 /// Prints the completion script for `args.shell` to stdout.
 pub fn completions(args: CompletionsArgs, mut command: clap::Command) -> Result<Exit, CliError> {
@@ -71,6 +81,9 @@ pub fn completions(args: CompletionsArgs, mut command: clap::Command) -> Result<
 
 /// Prints the top-level page, or writes every page into `--out-dir`.
 pub fn man(args: ManArgs, command: clap::Command) -> Result<Exit, CliError> {
+    if args.markdown {
+        return write_stdout(markdown_reference(command).as_bytes());
+    }
     match args.out_dir {
         None => {
             let mut buffer = Vec::new();
@@ -94,6 +107,50 @@ pub fn man(args: ManArgs, command: clap::Command) -> Result<Exit, CliError> {
             pages.sort();
             let listing = format!("wrote {} in {}\n", pages.join(" "), dir.display());
             write_stdout(listing.as_bytes())
+        }
+    }
+}
+
+/// Every command's long help, depth first in definition order, one section
+/// each: `## promptlab chat`, `## promptlab runs list` (GitHub anchors
+/// `#promptlab-chat`, `#promptlab-runs-list`, which the README links to).
+fn markdown_reference(command: clap::Command) -> String {
+    let mut command = without_env_values(command)
+        .term_width(MARKDOWN_WIDTH)
+        .max_term_width(MARKDOWN_WIDTH);
+    command.build();
+    let mut page = String::from(
+        "# The promptlab command line\n\n\
+         Generated from the clap definition by `promptlab man --markdown`; \
+         `tests/cli_docs.rs` keeps it current (`PROMPTLAB_UPDATE_DOCS=1 cargo test --test cli_docs`).\n",
+    );
+    push_sections(&mut command, "", &mut page);
+    page
+}
+
+/// The reference names each variable, never the value this shell happens
+/// to have set (a runs folder, a model).
+fn without_env_values(command: clap::Command) -> clap::Command {
+    command
+        .mut_args(|arg| arg.hide_env_values(true))
+        .mut_subcommands(without_env_values)
+}
+
+fn push_sections(command: &mut clap::Command, parent: &str, page: &mut String) {
+    let path = if parent.is_empty() {
+        command.get_name().to_string()
+    } else {
+        format!("{parent} {}", command.get_name())
+    };
+    let help = command.render_long_help().to_string();
+    let help: String = help
+        .lines()
+        .map(|line| line.trim_end().to_string() + "\n")
+        .collect();
+    page.push_str(&format!("\n## {path}\n\n```text\n{help}```\n"));
+    for sub in command.get_subcommands_mut() {
+        if sub.get_name() != "help" && !sub.is_hide_set() {
+            push_sections(sub, &path, page);
         }
     }
 }

@@ -89,6 +89,8 @@ pub async fn drive_turn(
         eprintln!("warning: {warning}");
     }
     match delivery.writer_error {
+        // The reader went before the turn ended: its verdict was never reached.
+        Some(_) if delivery.cancelled => Err(CliError::StdoutClosed { cancelled: 1 }),
         Some(error) => Err(error.into()),
         None => Ok(run),
     }

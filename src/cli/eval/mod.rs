@@ -42,7 +42,7 @@ Exit codes: 0 every case met its threshold (by default: every turn passed), or e
 reached --min-pass-rate · 1 a failure, an error, a lost run log, a failed report write or a
 reached --max-cost · 2 invalid suite, flags or setup (checked before any turn runs: a missing
 GEMINI_API_KEY, a missing folder, two variants with the same prompt version, …) · 130 Ctrl-C ·
-143 SIGTERM.
+141 stdout closed before the run ended (`| head`) · 143 SIGTERM.
 
 Examples:
   promptlab eval suites/smoke.yaml --provider script

@@ -70,7 +70,9 @@ pub fn run_with_progress(
         bar.finish_and_clear();
     }
     if feedback.stdout_closed {
-        return Err(CliError::BrokenPipe);
+        let finished = results.iter().filter(|r| !r.observation.cancelled).count();
+        let cancelled = total.saturating_sub(already).saturating_sub(finished);
+        return Err(CliError::StdoutClosed { cancelled });
     }
     Ok((results, stop))
 }

@@ -1,0 +1,133 @@
+//! A closed stdout under `set -o pipefail`, as a CI step sees it: a chat turn
+//! or an eval cut short by `| head` exits 141 (the shell's SIGPIPE status)
+//! with one stderr line and `cancelled` run logs; a listing cut short by
+//! `| head` stays a quiet 0.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use promptlab::runs::{RunStatus, read_run_log};
+use support::write;
+
+/// Runs `pipeline` under bash with pipefail and the built binary on PATH;
+/// returns promptlab's own exit status, stdout and stderr.
+fn pipeline(pipeline: &str, runs: &Path) -> (i32, String, String) {
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_promptlab")).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let script = format!("set -o pipefail; {pipeline}; echo \"status ${{PIPESTATUS[0]}}\" >&2");
+    let mut command = Command::new("bash");
+    command
+        .args(["-c", &script])
+        .current_dir(support::repo_root())
+        .env("PATH", path)
+        .env("NO_COLOR", "1")
+        .env("PROMPTLAB_RUNS_DIR", runs);
+    for (key, _) in std::env::vars() {
+        if key.starts_with("GEMINI_") || key == "PROMPTLAB_PROVIDER" {
+            command.env_remove(key);
+        }
+    }
+    let run = support::run_command(&mut command);
+    let (stderr, status) = run
+        .stderr
+        .trim_end()
+        .rsplit_once("status ")
+        .expect("the pipeline reports promptlab's status");
+    (status.parse().unwrap(), run.stdout, stderr.to_string())
+}
+
+fn statuses(runs: &Path) -> Vec<RunStatus> {
+    let mut found = Vec::new();
+    let mut stack = vec![runs.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "ndjson") {
+                let log = read_run_log(&path).unwrap();
+                found.push(log.footer.expect("a completed log").status);
+            }
+        }
+    }
+    found
+}
+
+/// A model that streams six pieces a fifth of a second apart: `head -1`
+/// closes the pipe long before the answer ends.
+fn slow_script(dir: &Path) -> std::path::PathBuf {
+    write(
+        dir,
+        "slow.yaml",
+        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five \", \"six\"]\n    delayMs: 200\n",
+    )
+}
+
+#[test]
+fn a_chat_turn_cut_short_by_head_exits_141_and_is_recorded_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let script = slow_script(dir.path());
+    let (status, stdout, stderr) = pipeline(
+        &format!(
+            "promptlab chat --claim-id CLM-HH-0001 --provider script --script {} --format ndjson 'Hi?' | head -1",
+            script.display()
+        ),
+        &runs,
+    );
+    assert_eq!(status, 141, "stderr: {stderr}");
+    assert_eq!(stdout.lines().count(), 1, "{stdout}");
+    assert_eq!(stderr.trim(), "stdout closed: 1 turn cancelled");
+    assert_eq!(statuses(&runs), vec![RunStatus::Cancelled]);
+}
+
+#[test]
+fn an_eval_cut_short_by_head_exits_141_naming_the_turns_it_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    slow_script(dir.path());
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: slow\nclaims:\n  ids: [CLM-HH-0001, CLM-MTR-0002]\ncases:\n  - name: a\n    message: Hi?\n    script: slow.yaml\n  - name: b\n    message: Hello?\n    script: slow.yaml\n",
+    );
+    let (status, stdout, stderr) = pipeline(
+        &format!(
+            "promptlab eval {} --provider script -j 1 --format ndjson | head -2",
+            suite.display()
+        ),
+        &runs,
+    );
+    assert_eq!(status, 141, "stderr: {stderr}");
+    assert_eq!(stdout.lines().count(), 2, "{stdout}");
+    assert_eq!(
+        stderr.trim(),
+        "stdout closed: 4 turns cancelled",
+        "-j 1: the first turn was cut short, the other three never ran"
+    );
+    let statuses = statuses(&runs);
+    assert!(
+        !statuses.is_empty() && statuses.iter().all(|s| *s == RunStatus::Cancelled),
+        "{statuses:?}"
+    );
+}
+
+#[test]
+fn a_listing_cut_short_by_head_stays_a_quiet_zero() {
+    let (status, stdout, stderr) = pipeline(
+        "promptlab claims show CLM-HO-0013 | head -c 10",
+        Path::new("runs"),
+    );
+    assert_eq!(status, 0, "stderr: {stderr}");
+    assert_eq!(stdout.len(), 10);
+    assert_eq!(stderr.trim(), "");
+}
