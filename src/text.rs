@@ -1,4 +1,5 @@
-//! Text helpers shared by every layer: quoting input in messages, and
+//! Text helpers shared by every layer: quoting input in messages, the
+//! nearest known name for a "did you mean", and
 //! counting the way the production (TypeScript) server counts.
 //!
 //! Production limits (60 × 20,000-character messages, 32,000-character
@@ -90,6 +91,36 @@ pub fn one_line(text: &str, max: usize) -> String {
         }
     }
     folded
+}
+
+/// Levenshtein distance over characters.
+pub fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = diagonal + usize::from(ca != *cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// The candidate nearest to `input`, if it is near enough to be a typo: at
+/// most a third of the input's length away (at least one edit), ignoring
+/// case. Ties go to the first candidate.
+pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let wanted = input.to_lowercase();
+    let limit = (input.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|candidate| (edit_distance(&wanted, &candidate.to_lowercase()), candidate))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
 }
 
 #[cfg(test)]

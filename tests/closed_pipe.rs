@@ -43,23 +43,16 @@ fn pipeline(pipeline: &str, runs: &Path) -> (i32, String, String) {
 }
 
 fn statuses(runs: &Path) -> Vec<RunStatus> {
-    let mut found = Vec::new();
-    let mut stack = vec![runs.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "ndjson") {
-                let log = read_run_log(&path).unwrap();
-                found.push(log.footer.expect("a completed log").status);
-            }
-        }
-    }
-    found
+    support::run_logs_under(runs)
+        .iter()
+        .map(|path| {
+            read_run_log(path)
+                .unwrap()
+                .footer
+                .expect("a completed log")
+                .status
+        })
+        .collect()
 }
 
 /// A model that streams six pieces a fifth of a second apart: `head -1`

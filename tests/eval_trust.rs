@@ -176,7 +176,7 @@ fn unusable_overrides_are_reported_everywhere_and_strict_refuses_them() {
     let strict = run_command(scripted(&runs).arg(&suite).arg("--strict"));
     assert_eq!(strict.code, 2);
     assert!(
-        strict.stderr.contains("unusable overrides (--strict)"),
+        strict.stderr.contains("override problems (--strict)"),
         "{}",
         strict.stderr
     );

@@ -104,6 +104,20 @@ proptest! {
     }
 
     #[test]
+    fn unknown_placeholders_are_exactly_the_unfilled_brace_names(text in "([a-z_{}A-Z ]|\\{\\{(assistant|product|assitant|x_y)\\}\\}){0,40}") {
+        let found = promptlab::prompts::brands::unknown_placeholders(&text);
+        // The oracle: a regex scan, not the hand-written one under test.
+        let pattern = regex::Regex::new(r"\{\{([a-z_]+)\}\}").unwrap();
+        let mut expected: Vec<String> = Vec::new();
+        for name in pattern.captures_iter(&text).map(|c| c[1].to_string()) {
+            if !["assistant", "product", "pronunciation"].contains(&name.as_str()) && !expected.contains(&name) {
+                expected.push(name);
+            }
+        }
+        prop_assert_eq!(found, expected);
+    }
+
+    #[test]
     fn shards_never_panic(text in "[0-9/ -]{0,30}") {
         if let Ok(shard) = text.parse::<Shard>() {
             prop_assert!(shard.index >= 1 && shard.index <= shard.count);

@@ -27,9 +27,10 @@ pub enum Role {
     Assistant,
 }
 
-/// One message of the conversation, as text only (SPEC §1.1).
+/// One message of the conversation, as text only (SPEC §1.1). Unknown keys
+/// (a front end's message `id`) are ignored, as production's schema drops
+/// them, in `/api/chat` bodies and `--history` files alike.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ChatMessage {
     pub role: Role,
     pub text: String,

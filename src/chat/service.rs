@@ -21,7 +21,7 @@ use super::system::{AssembledPrompt, assemble_prompt, prompt_settings};
 use super::turn_loop::{AfterCall, CallEnd, TurnLoop};
 use crate::claims::{ClaimError, ClaimStore, LoadedClaim};
 use crate::digest::sha256_hex;
-use crate::prompts::overrides::IgnoredOverride;
+use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
 use crate::provider::{
     CallSummary, ModelEvent, ModelProvider, ModelStream, ToolCall, ToolResultMessage,
@@ -63,6 +63,8 @@ pub struct TurnStart {
     /// The applied overrides, id → text as written.
     pub applied_overrides: BTreeMap<String, String>,
     pub ignored_overrides: Vec<IgnoredOverride>,
+    /// Applied overrides using a `{{name}}` no brand fills.
+    pub unknown_placeholders: Vec<UnknownPlaceholder>,
     /// Set when the turn runs on a deployment (the `worker` provider)
     /// rather than in this process.
     pub remote: Option<RemoteTurn>,
@@ -142,6 +144,7 @@ pub fn run_chat_turn(
             fingerprint: fingerprint(&resolved.applied),
             applied_overrides: resolved.applied,
             ignored_overrides: resolved.ignored,
+            unknown_placeholders: resolved.unknown_placeholders,
             remote: None,
         };
         let turn_id = start.turn_id.clone();

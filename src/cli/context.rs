@@ -130,6 +130,9 @@ impl PromptArgs {
                 super::suggest::prompt_id_suffix(&ignored.id, registry)
             );
         }
+        for unknown in &resolved.unknown_placeholders {
+            eprintln!("warning: {unknown}");
+        }
         Ok(LoadedPromptOptions {
             options,
             overrides,

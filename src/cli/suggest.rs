@@ -12,38 +12,14 @@ use promptlab::runs::store::{RunLogError, run_log_paths};
 
 use super::error::CliError;
 
-/// Levenshtein distance over characters.
-pub fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let substitution = diagonal + usize::from(ca != *cb);
-            diagonal = row[j + 1];
-            row[j + 1] = substitution.min(row[j] + 1).min(row[j + 1] + 1);
-        }
-    }
-    row[b.len()]
-}
+pub use promptlab::text::closest;
 
-/// The candidate nearest to `input`, if it is near enough to be a typo: at
-/// most a third of the input's length away (at least one edit), ignoring
-/// case. Ties go to the first candidate.
-pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    let wanted = input.to_lowercase();
-    let limit = (input.chars().count() / 3).max(1);
-    candidates
-        .into_iter()
-        .map(|candidate| (edit_distance(&wanted, &candidate.to_lowercase()), candidate))
-        .filter(|(distance, _)| *distance <= limit)
-        .min_by_key(|(distance, _)| *distance)
-        .map(|(_, candidate)| candidate)
-}
-
-/// "; did you mean `x`?" for an unknown prompt id, or nothing.
+/// "; did you mean `x`?" for an unknown prompt id, or nothing (also for a
+/// known id, ignored for its text: there is nothing else it could mean).
 pub fn prompt_id_suffix(id: &str, registry: &PromptRegistry) -> String {
+    if registry.prompt_ids().any(|known| known == id) {
+        return String::new();
+    }
     closest(id, registry.prompt_ids())
         .map(|known| format!("; did you mean `{known}`?"))
         .unwrap_or_default()
@@ -96,7 +72,8 @@ pub fn for_error(
 
 #[cfg(test)]
 mod tests {
-    use super::{closest, edit_distance};
+    use super::closest;
+    use promptlab::text::edit_distance;
 
     #[test]
     fn edit_distance_counts_insertions_deletions_and_substitutions() {

@@ -9,7 +9,7 @@ pub use super::shard::Shard;
 use super::suite::{ClaimSelection, LoadedSuite, SuiteError};
 use crate::chat::request::ThinkingLevel;
 use crate::claims::{ClaimError, ClaimStore, LoadedClaim, SelectedClaims};
-use crate::prompts::overrides::IgnoredOverride;
+use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
 use crate::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 
 /// A prompt version and model settings, ready to apply.
@@ -20,6 +20,8 @@ pub struct PreparedVariant {
     pub overrides: BTreeMap<String, String>,
     pub fingerprint: String,
     pub ignored: Vec<IgnoredOverride>,
+    /// Applied overrides using a `{{name}}` no brand fills.
+    pub unknown_placeholders: Vec<UnknownPlaceholder>,
     pub model: ModelSettings,
 }
 
@@ -168,6 +170,7 @@ fn prepare_variants(
             overrides: BTreeMap::new(),
             fingerprint: fingerprint(&BTreeMap::new()),
             ignored: Vec::new(),
+            unknown_placeholders: Vec::new(),
             model: defaults.clone(),
         }]);
     }
@@ -214,6 +217,7 @@ fn prepare_variants(
             name: variant.name.clone(),
             fingerprint,
             ignored: resolved.ignored,
+            unknown_placeholders: resolved.unknown_placeholders,
             overrides,
             model,
         });

@@ -360,6 +360,10 @@ pub struct SummaryRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_reached: Option<BudgetRecord>,
     pub variants: Vec<VariantSummary>,
+    /// Ignored overrides and unknown placeholders, one line each by variant
+    /// (what `--strict` refuses).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub exit: u8,
 }
 

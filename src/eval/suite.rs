@@ -584,6 +584,15 @@ impl LoadedSuite {
                 )
             })?;
         }
+        for (key, tools) in [
+            ("toolCalled", &settings.expect.tool_called),
+            ("toolNotCalled", &settings.expect.tool_not_called),
+        ] {
+            for (index, tool) in tools.0.iter().enumerate() {
+                check_tool_name(tool.name())
+                    .map_err(|message| self.rule(format!("{at}.expect.{key}[{index}]"), message))?;
+            }
+        }
         super::judging::check_judging(settings, self.repeats())
             .map_err(|(field, message)| self.rule(format!("{at}.{field}"), message))?;
         for (index, action) in settings.expect.client_action.0.iter().enumerate() {
@@ -605,6 +614,23 @@ pub fn case_messages(case: &Case) -> Vec<ChatMessage> {
         (None, Some(history)) => history.clone(),
         (None, None) => Vec::new(),
     }
+}
+
+/// A tool expectation must name a tool a turn can offer: a misspelt name
+/// would make `toolNotCalled` always pass and `toolCalled` always fail.
+fn check_tool_name(name: &str) -> Result<(), String> {
+    let known: Vec<&str> = crate::tools::all_tools(true)
+        .iter()
+        .map(|tool| tool.name)
+        .collect();
+    if known.contains(&name) {
+        return Ok(());
+    }
+    let quoted = crate::text::quote(name);
+    Err(match crate::text::closest(name, known.iter().copied()) {
+        Some(near) => format!("unknown tool `{quoted}`; did you mean `{near}`?"),
+        None => format!("unknown tool `{quoted}` (the tools: {})", known.join(", ")),
+    })
 }
 
 /// Names that become labels and file-friendly keys.

@@ -50,7 +50,9 @@ pub fn pairwise_schema() -> Value {
     })
 }
 
-/// `{pass: bool, score?: number in 0..=1, reason?: string}`.
+/// `{pass: bool, score?: number in 0..=1, reason?: string}`: `score` and
+/// `reason` may be left out, but one that is there must be of its type —
+/// `null` is neither a number nor a string (docs/judging.md).
 pub fn parse_rubric(raw: &str) -> Result<RubricReply, String> {
     let object = object(raw)?;
     let pass = match object.get("pass") {
@@ -64,7 +66,7 @@ pub fn parse_rubric(raw: &str) -> Result<RubricReply, String> {
         }
     };
     let score = match object.get("score") {
-        None | Some(Value::Null) => None,
+        None => None,
         Some(Value::Number(n)) => match n.as_f64().filter(|s| (0.0..=1.0).contains(s)) {
             Some(score) => Some(score),
             None => {
@@ -165,7 +167,7 @@ fn duplicate_key(raw: &str) -> Option<String> {
 
 fn reason(object: &Map<String, Value>, raw: &str) -> Result<String, String> {
     match object.get("reason") {
-        None | Some(Value::Null) => Ok(String::new()),
+        None => Ok(String::new()),
         Some(Value::String(reason)) => Ok(reason.clone()),
         Some(other) => Err(wrong("reason", "a string", other, raw)),
     }
@@ -222,6 +224,14 @@ mod tests {
             (
                 r#"{"pass": true, "reason": 3}"#,
                 "`reason` must be a string",
+            ),
+            (
+                r#"{"pass": true, "score": 0.9, "reason": null}"#,
+                "`reason` must be a string",
+            ),
+            (
+                r#"{"pass": true, "score": null, "reason": "r"}"#,
+                "`score` must be a number from 0 to 1",
             ),
         ];
         for (raw, expected) in cases {

@@ -20,6 +20,35 @@ pub(super) struct BrandsFile {
     pub brands: BTreeMap<String, Brand>,
 }
 
+/// The placeholders a brand fills, as `apply_brand` knows them.
+pub const BRAND_PLACEHOLDERS: [&str; 3] = ["assistant", "product", "pronunciation"];
+
+/// The names of `{{name}}` placeholders (`name` in `[a-z_]+`) in `text` that
+/// no brand fills — most likely typos (`{{assitant}}`), which would reach the
+/// model as written. Each name once, in order of first use.
+pub fn unknown_placeholders(text: &str) -> Vec<String> {
+    let mut unknown: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let name_len = after
+            .bytes()
+            .take_while(|b| b.is_ascii_lowercase() || *b == b'_')
+            .count();
+        let name = &after[..name_len];
+        if name_len > 0 && after[name_len..].starts_with("}}") {
+            if !BRAND_PLACEHOLDERS.contains(&name) && !unknown.iter().any(|seen| seen == name) {
+                unknown.push(name.to_string());
+            }
+            rest = &after[name_len + 2..];
+        } else {
+            // `{{{name}}`: the placeholder may start at the next brace.
+            rest = &rest[start + 1..];
+        }
+    }
+    unknown
+}
+
 /// Fills the brand placeholders. Done in one pass over the text, so that a
 /// brand value containing `{{product}}` is not itself expanded.
 pub fn apply_brand(text: &str, brand: &Brand) -> String {
@@ -53,6 +82,13 @@ pub fn apply_brand(text: &str, brand: &Brand) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unknown_placeholders_are_the_brace_names_no_brand_fills() {
+        let text = "{{assistant}} {{assitant}} {{ product }} {{Product}} {{x_y}}{{assitant}} {{";
+        assert_eq!(unknown_placeholders(text), ["assitant", "x_y"]);
+        assert!(unknown_placeholders("{{product}} and {{pronunciation}}").is_empty());
+    }
 
     fn brand() -> Brand {
         Brand {

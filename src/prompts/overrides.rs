@@ -197,12 +197,34 @@ impl fmt::Display for IgnoredOverride {
     }
 }
 
+/// An applied override that uses a `{{name}}` no brand fills: it is still
+/// applied as written (the usable rule and the fingerprint stay
+/// browser-identical), but the model will read the braces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UnknownPlaceholder {
+    pub id: String,
+    pub placeholder: String,
+}
+
+impl fmt::Display for UnknownPlaceholder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "override `{}` uses `{{{{{}}}}}`, which no brand fills (it reaches the model as written; \
+             the brand placeholders are {{{{assistant}}}}, {{{{product}}}} and {{{{pronunciation}}}})",
+            self.id, self.placeholder
+        )
+    }
+}
+
 /// Overrides split by the usable rule (SPEC §1.2).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ResolvedOverrides {
     /// Usable overrides, by id: these are applied and fingerprinted.
     pub applied: BTreeMap<String, String>,
     pub ignored: Vec<IgnoredOverride>,
+    /// Applied overrides with a placeholder no brand fills.
+    pub unknown_placeholders: Vec<UnknownPlaceholder>,
 }
 
 /// Why `text` cannot override prompt `id`, or `None` when it is usable.
@@ -230,6 +252,12 @@ pub fn resolve_overrides(
     for (id, text) in overrides {
         match unusable_reason(id, text, registry) {
             None => {
+                for placeholder in super::brands::unknown_placeholders(text) {
+                    resolved.unknown_placeholders.push(UnknownPlaceholder {
+                        id: id.clone(),
+                        placeholder,
+                    });
+                }
                 resolved.applied.insert(id.clone(), text.clone());
             }
             Some(reason) => resolved.ignored.push(IgnoredOverride {

@@ -16,7 +16,7 @@ use crate::chat::request::{ChatMessage, ChatRequest, ClaimInput, Locale, Thinkin
 use crate::chat::service::{ModelCallRecord, RemoteTurn};
 use crate::chat::system::PromptBlock;
 use crate::judge::RubricVerdict;
-use crate::prompts::overrides::IgnoredOverride;
+use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
 use crate::tools::ToolDeclaration;
 
 /// Bumped when a record changes incompatibly.
@@ -60,6 +60,10 @@ pub struct RunHeader {
     pub overridden: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ignored_overrides: Vec<IgnoredOverride>,
+    /// Applied overrides using a `{{name}}` no brand fills (they reach the
+    /// model as written).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_placeholders: Vec<UnknownPlaceholder>,
     /// The level the model was called with (a quick action's own, or the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<ThinkingLevel>,

@@ -247,6 +247,7 @@ impl RunRecorder {
                 fingerprint: start.fingerprint.clone(),
                 overridden: start.applied_overrides.keys().cloned().collect(),
                 ignored_overrides: start.ignored_overrides.clone(),
+                unknown_placeholders: start.unknown_placeholders.clone(),
                 thinking_level: None,
                 locale: None,
                 brand: None,

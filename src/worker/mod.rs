@@ -178,6 +178,7 @@ impl WorkerClient {
                 fingerprint: fingerprint(&resolved.applied),
                 applied_overrides: resolved.applied,
                 ignored_overrides: resolved.ignored,
+                unknown_placeholders: resolved.unknown_placeholders,
                 remote: Some(RemoteTurn {
                     endpoint: client.endpoint().to_string(),
                     claim_sent: matches!(request.claim, ClaimInput::Document(_)),

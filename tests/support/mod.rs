@@ -143,3 +143,24 @@ pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     found.sort();
     found
 }
+
+/// Every run log (`*.ndjson`, sidecars aside) under a runs folder, sorted.
+pub fn run_logs_under(runs: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![runs.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "ndjson") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}

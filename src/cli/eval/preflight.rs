@@ -97,20 +97,16 @@ pub fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
     }
 }
 
-/// Unusable overrides in any variant: a warning each, or exit 2 with `--strict`.
+/// Unusable overrides, or applied ones with a placeholder no brand fills, in
+/// any variant: a warning each, or exit 2 with `--strict`.
 pub fn check_overrides(args: &EvalArgs, plan: &EvalPlan) -> Result<(), CliError> {
-    let mut problems = Vec::new();
-    for variant in &plan.matrix.variants {
-        for ignored in &variant.ignored {
-            problems.push(format!("variant `{}`: {ignored}", variant.name));
-        }
-    }
+    let problems = override_warnings(plan);
     if problems.is_empty() {
         return Ok(());
     }
     if args.strict {
         return Err(CliError::usage(format!(
-            "unusable overrides (--strict):\n  {}",
+            "override problems (--strict):\n  {}",
             problems.join("\n  ")
         )));
     }
@@ -118,6 +114,21 @@ pub fn check_overrides(args: &EvalArgs, plan: &EvalPlan) -> Result<(), CliError>
         eprintln!("warning: {problem}");
     }
     Ok(())
+}
+
+/// One line per ignored override and per unknown placeholder, by variant:
+/// what `--strict` refuses, and what the NDJSON summary's `warnings` keep.
+pub fn override_warnings(plan: &EvalPlan) -> Vec<String> {
+    let mut problems = Vec::new();
+    for variant in &plan.matrix.variants {
+        for ignored in &variant.ignored {
+            problems.push(format!("variant `{}`: {ignored}", variant.name));
+        }
+        for unknown in &variant.unknown_placeholders {
+            problems.push(format!("variant `{}`: {unknown}", variant.name));
+        }
+    }
+    problems
 }
 
 /// Where the suite's turns get their model answers; a provider that cannot

@@ -242,7 +242,9 @@ impl EvalEnd<'_> {
 
 fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
-    if !args.report.is_empty() || args.resume {
+    // Turns judged from their logs (merged, resumed, re-scored) were not
+    // streamed while running: their records come here, before the folds.
+    if !args.report.is_empty() || args.resume || args.rescore {
         for result in outcome.results.iter().filter(|r| r.from_log) {
             write_record(
                 &mut out,
@@ -270,6 +272,7 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
             spent_usd: b.spent_usd(),
         }),
         variants: outcome.summaries.clone(),
+        warnings: super::preflight::override_warnings(plan),
         exit: outcome.exit.number(),
     };
     write_record(&mut out, &EvalRecord::Summary(summary))?;
