@@ -181,6 +181,7 @@ fn a_failed_log_write_removes_its_partial_file() {
             fingerprint: "default".into(),
             applied_overrides: Default::default(),
             ignored_overrides: Vec::new(),
+            unknown_placeholders: Vec::new(),
             remote: None,
         })))
         .unwrap();

@@ -97,6 +97,15 @@ pub fn run(
     let cache = args.cache.then_some(stores.cache_dir.as_path());
     let (runner, replay) = args.model.turn_runner(registry, store, cache)?;
     let claim = args.model.claim_to_send(claim, store)?;
+    // A local turn looks its claim id up here; a deployment, in its own store.
+    if matches!(claim, ClaimInput::Id(_))
+        && matches!(runner, promptlab::worker::TurnRunner::Local(_))
+    {
+        super::folders::claims_folder(store)?;
+    }
+    if !args.no_record {
+        super::folders::runs_folder_writable(runs_dir)?;
+    }
     let base = TurnSettings {
         record_in: (!args.no_record).then(|| runs_dir.to_path_buf()),
         provider_name: runner.provider_name(),

@@ -41,7 +41,10 @@ impl ClaimArgs {
     pub fn load(self, store: &ClaimStore) -> Result<LoadedClaim, CliError> {
         match self.into_input()? {
             ClaimInput::Document(claim) => Ok(*claim),
-            ClaimInput::Id(id) => Ok(store.load(&id)?),
+            ClaimInput::Id(id) => {
+                super::folders::claims_folder(store)?;
+                Ok(store.load(&id)?)
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ pub mod compare;
 pub mod context;
 pub mod error;
 pub mod eval;
+pub mod folders;
 pub mod init;
 pub mod judge;
 pub mod model;

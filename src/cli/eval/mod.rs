@@ -185,6 +185,9 @@ fn run_once(
         list::print_list(&plan, args.format)?;
         return Ok((Exit::Success, Vec::new()));
     }
+    if args.report.is_empty() && !args.rescore {
+        crate::cli::folders::runs_folder_writable(runs_dir)?;
+    }
     let finish = |plan: &EvalPlan, results: Vec<TurnResult>, stop, budget: Option<&Budget>| {
         let snapshot = watch::snapshot(plan, &results);
         summary::finish(args, plan, results, stop, started_at, budget).map(|exit| (exit, snapshot))

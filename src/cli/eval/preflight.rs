@@ -35,7 +35,7 @@ pub fn check_args(args: &EvalArgs, store: &ClaimStore) -> Result<(), CliError> {
             "--max-concurrent caps requests to a deployment: it is for --provider worker (-j sets how many turns run at once)",
         ));
     }
-    folder("--claims-dir", store.dir())?;
+    crate::cli::folders::claims_folder(store)?;
     for dir in &args.report {
         folder("--report", dir)?;
     }

@@ -1,0 +1,63 @@
+//! The folders a command needs, checked before it does anything (exit 2):
+//! the claim store a claim id is looked up in, and the runs folder turns are
+//! recorded into — so that a missing store is not reported as a missing
+//! claim, and an unwritable runs folder is not found after every paid turn.
+
+use std::path::Path;
+
+use promptlab::claims::ClaimStore;
+
+use super::error::CliError;
+
+/// The claim store exists (a claim id is looked up in it).
+pub fn claims_folder(store: &ClaimStore) -> Result<(), CliError> {
+    if store.dir().is_dir() {
+        return Ok(());
+    }
+    Err(CliError::usage(format!(
+        "the claim store `{}` is not a folder: run where the claims/ folder is, or point \
+         --claims-dir (or PROMPTLAB_CLAIMS_DIR) at one",
+        store.dir().display()
+    )))
+}
+
+/// Run logs can be written under `runs_dir`: it, or the nearest folder
+/// above it that exists (where it would be created), takes a new file —
+/// checked by creating and removing one.
+pub fn runs_folder_writable(runs_dir: &Path) -> Result<(), CliError> {
+    let mut existing = runs_dir;
+    while !existing.exists() {
+        match existing.parent() {
+            Some(parent) if !parent.as_os_str().is_empty() => existing = parent,
+            _ => {
+                existing = Path::new(".");
+                break;
+            }
+        }
+    }
+    let refused = |why: String| {
+        CliError::usage(format!(
+            "cannot record run logs in `{}` (--runs-dir, PROMPTLAB_RUNS_DIR): {why}; \
+             nothing was run",
+            runs_dir.display()
+        ))
+    };
+    if !existing.is_dir() {
+        return Err(refused(format!("`{}` is not a folder", existing.display())));
+    }
+    let probe = existing.join(format!(".promptlab-write-check-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(error) => Err(refused(format!(
+            "`{}` does not take new files: {error}",
+            existing.display()
+        ))),
+    }
+}

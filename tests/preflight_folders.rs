@@ -1,0 +1,147 @@
+//! Folders checked before any turn (exit 2, nothing run): a runs folder that
+//! cannot take run logs is found before the first paid call, not after the
+//! last; a claim store that is not there is said to be missing, not every
+//! claim in it. (Run as root in CI, so "unwritable" is a path through a file.)
+
+mod support;
+
+use std::path::Path;
+
+use support::{promptlab, run_command, write};
+
+fn unwritable_runs_dir(dir: &Path) -> std::path::PathBuf {
+    write(dir, "not-a-folder", "a file where a folder should be");
+    dir.join("not-a-folder").join("runs")
+}
+
+#[test]
+fn eval_refuses_a_runs_folder_it_cannot_write_before_any_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = unwritable_runs_dir(dir.path());
+    let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &runs).args([
+        "eval",
+        "suites/smoke.yaml",
+        "--provider",
+        "script",
+    ]));
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains(&format!(
+            "cannot record run logs in `{}` (--runs-dir, PROMPTLAB_RUNS_DIR): `{}` is not a folder; nothing was run",
+            runs.display(),
+            dir.path().join("not-a-folder").display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("pass"), "no turn ran: {}", out.stderr);
+    // --list records nothing, so it does not need the folder.
+    let listed = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &runs).args([
+        "eval",
+        "suites/smoke.yaml",
+        "--provider",
+        "script",
+        "--list",
+    ]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+}
+
+#[test]
+fn chat_refuses_an_unwritable_runs_folder_unless_it_does_not_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = unwritable_runs_dir(dir.path());
+    let chat = |extra: &[&str]| {
+        run_command(
+            promptlab()
+                .env("PROMPTLAB_RUNS_DIR", &runs)
+                .args([
+                    "chat",
+                    "--claim-id",
+                    "CLM-HH-0001",
+                    "--provider",
+                    "script",
+                    "--script",
+                    "tests/data/scripts/excess.yaml",
+                    "--format",
+                    "ndjson",
+                ])
+                .args(extra)
+                .arg("Excess?"),
+        )
+    };
+    let out = chat(&[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stdout.is_empty(),
+        "no event before the check: {}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains("cannot record run logs in"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(chat(&["--no-record"]).code, 0);
+}
+
+#[test]
+fn a_missing_claim_store_is_a_usage_error_naming_the_flag_and_the_variable() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("claims");
+    let expected = format!(
+        "error: the claim store `{}` is not a folder: run where the claims/ folder is, or point --claims-dir (or PROMPTLAB_CLAIMS_DIR) at one",
+        missing.display()
+    );
+    for args in [
+        &[
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--script",
+            "tests/data/scripts/excess.yaml",
+            "--no-record",
+            "Excess?",
+        ][..],
+        &["prompts", "show", "--claim-id", "CLM-HH-0001"][..],
+        &[
+            "eval",
+            "suites/smoke.yaml",
+            "--provider",
+            "script",
+            "--list",
+        ][..],
+    ] {
+        let out = run_command(promptlab().arg("--claims-dir").arg(&missing).args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}{}", out.stdout, out.stderr);
+        assert!(out.stdout.is_empty(), "{args:?}: {}", out.stdout);
+        assert!(
+            out.stderr.starts_with(&expected),
+            "{args:?}: {}",
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn a_missing_id_in_an_existing_store_keeps_the_exact_error_event() {
+    let out = support::run(&[
+        "chat",
+        "--claim-id",
+        "CLM-NOPE-9999",
+        "--provider",
+        "script",
+        "--script",
+        "tests/data/scripts/excess.yaml",
+        "--no-record",
+        "--format",
+        "ndjson",
+        "Excess?",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stdout.lines().last().unwrap(),
+        r#"{"type":"error","message":"Claim CLM-NOPE-9999 not found."}"#
+    );
+}
