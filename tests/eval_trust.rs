@@ -92,7 +92,7 @@ fn missing_folders_and_unwritable_reports_are_named_before_running() {
         ),
         (
             &["--claims-dir", "/no/such/claims"],
-            "--claims-dir `/no/such/claims`: no such folder",
+            "the claim store `/no/such/claims` is not a folder: run where the claims/ folder is, or point --claims-dir (or PROMPTLAB_CLAIMS_DIR) at one",
         ),
     ];
     for (args, message) in cases {
@@ -242,8 +242,11 @@ fn an_errored_turn_is_an_error_carrying_its_error_alone() {
 #[test]
 fn lost_run_logs_are_errors_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
-    // A file where the runs folder should be: no log can be written.
-    let runs = write(dir.path(), "not-a-folder", "");
+    // The runs folder takes files (so preflight passes), but a file stands
+    // where the prompt version's folder should be: no log can be written.
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    write(&runs, "default", "not-a-folder");
     let suite = suite(dir.path(), "", ONE_CASE);
     let out = run_command(scripted(&runs).arg(&suite));
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
@@ -254,7 +257,7 @@ fn lost_run_logs_are_errors_and_exit_1() {
         out.stdout
     );
     assert!(out.stdout.contains("run log not written"), "{}", out.stdout);
-    assert!(out.stderr.contains("not-a-folder"), "{}", out.stderr);
+    assert!(out.stderr.contains("default"), "{}", out.stderr);
 }
 
 #[test]

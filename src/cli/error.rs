@@ -132,6 +132,7 @@ impl CliError {
             | CliError::Claim(ClaimError::Invalid { .. })
             | CliError::RunLog(
                 RunLogError::Invalid { .. }
+                | RunLogError::Refused { .. }
                 | RunLogError::NotFound(_)
                 | RunLogError::Ambiguous { .. },
             )

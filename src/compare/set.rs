@@ -14,7 +14,7 @@ use crate::chat::request::Role;
 use crate::prompts::fingerprint::looks_like_fingerprint;
 use crate::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 use crate::runs::record::RecordedVerdict;
-use crate::runs::store::run_log_paths;
+use crate::runs::store::{RunLogError, RunLogListing, list_run_logs, run_log_paths};
 use crate::runs::{RunLog, read_run_log};
 use crate::text::one_line;
 
@@ -292,8 +292,16 @@ pub fn load_set(
         not_selected: Vec::new(),
         unreadable: Vec::new(),
     };
+    for refused in files.refused {
+        if let RunLogError::Refused { path, reason } = refused {
+            set.unreadable.push(UnreadableLog {
+                path: PathBuf::from(path),
+                error: reason,
+            });
+        }
+    }
     let mut found = Vec::new();
-    for file in files {
+    for file in files.paths {
         let log = match read_run_log(&file) {
             Ok(log) => log,
             Err(error) => {
@@ -365,7 +373,7 @@ fn resolve_spec(
     spec: &str,
     runs_dir: &Path,
     registry: &PromptRegistry,
-) -> Result<(String, Vec<PathBuf>, Option<String>), CompareError> {
+) -> Result<(String, RunLogListing, Option<String>), CompareError> {
     let path = Path::new(spec);
     let holds_logs = |dir: &Path| run_log_paths(dir).is_ok_and(|paths| !paths.is_empty());
     if path.is_dir() && holds_logs(path) {
@@ -391,8 +399,8 @@ fn resolve_spec(
     ))
 }
 
-fn list(dir: &Path) -> Result<Vec<PathBuf>, CompareError> {
-    run_log_paths(dir).map_err(|source| CompareError::Read {
+fn list(dir: &Path) -> Result<RunLogListing, CompareError> {
+    list_run_logs(dir).map_err(|source| CompareError::Read {
         path: dir.display().to_string(),
         source,
     })

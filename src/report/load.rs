@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::runs::read_run_log;
-use crate::runs::store::run_log_paths;
+use crate::runs::store::{RunLogError, RunLogListing, list_run_logs};
 
 use super::turn::{ReportTurn, SharedText};
 use super::{ReportError, list_dirs};
@@ -31,14 +31,22 @@ pub struct LoadedRuns {
 /// runs of `suite` when given.
 pub fn load_runs(dirs: &[PathBuf], suite: Option<&str>) -> Result<LoadedRuns, ReportError> {
     let mut paths = Vec::new();
+    let mut refused: Unreadable = Vec::new();
     for dir in dirs {
-        paths.extend(paths_in(dir)?);
+        let listing = paths_in(dir)?;
+        paths.extend(listing.paths);
+        for error in listing.refused {
+            if let RunLogError::Refused { path, reason } = error {
+                refused.push((PathBuf::from(path), reason));
+            }
+        }
     }
     if paths.is_empty() {
         return Err(ReportError::NoRunLogs(list_dirs(dirs)));
     }
     let total = paths.len();
-    let (turns, unreadable) = read_all(paths);
+    let (turns, mut unreadable) = read_all(paths);
+    unreadable.extend(refused);
     if turns.is_empty() {
         let first = unreadable
             .first()
@@ -81,14 +89,14 @@ pub fn load_runs(dirs: &[PathBuf], suite: Option<&str>) -> Result<LoadedRuns, Re
     })
 }
 
-fn paths_in(dir: &Path) -> Result<Vec<PathBuf>, ReportError> {
+fn paths_in(dir: &Path) -> Result<RunLogListing, ReportError> {
     if !dir.exists() {
         return Err(ReportError::MissingFolder(dir.display().to_string()));
     }
     if !dir.is_dir() {
         return Err(ReportError::NotAFolder(dir.display().to_string()));
     }
-    run_log_paths(dir).map_err(|source| ReportError::Read {
+    list_run_logs(dir).map_err(|source| ReportError::Read {
         path: dir.display().to_string(),
         source,
     })

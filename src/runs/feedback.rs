@@ -36,17 +36,35 @@ pub fn feedback_path(log: &Path) -> PathBuf {
     super::naming::sidecar_path(log, "feedback.jsonl")
 }
 
-/// Appends `record` beside `log` (one `write` of one line).
+/// Appends `record` beside `log` (one `write` of one line). A link planted
+/// at the sidecar's name is never followed: the open fails instead.
 pub fn append_feedback(log: &Path, record: &FeedbackRecord) -> io::Result<PathBuf> {
+    use std::os::unix::fs::OpenOptionsExt;
     let path = feedback_path(log);
     let mut line = serde_json::to_vec(record).map_err(io::Error::other)?;
     line.push(b'\n');
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)?;
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|error| refused_link(&path, error))?;
     file.write_all(&line)?;
     Ok(path)
+}
+
+/// O_NOFOLLOW on a link fails with ELOOP: say what was there.
+fn refused_link(path: &Path, error: io::Error) -> io::Error {
+    if error.raw_os_error() == Some(libc::ELOOP) {
+        return io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "`{}` is a link: sidecar files are never written through one",
+                path.display()
+            ),
+        );
+    }
+    error
 }
 
 /// The votes recorded beside `log`, oldest first; none when there is no

@@ -5,7 +5,7 @@
 //! `eval --report`, `eval --resume` and `compare` read the re-score when
 //! there is one for the same turn.
 
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -70,8 +70,14 @@ pub fn write_rescore(log: &Path, record: &RescoreRecord) -> io::Result<PathBuf> 
     let mut text = serde_json::to_string_pretty(record).map_err(io::Error::other)?;
     text.push('\n');
     let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
-    let written =
-        std::fs::write(&temporary, text).and_then(|()| std::fs::rename(&temporary, &path));
+    // `create_new` (O_EXCL) never follows a link planted at the temporary
+    // name, and the rename replaces a link at the final name, not its target.
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
+        .and_then(|mut file| file.write_all(text.as_bytes()))
+        .and_then(|()| std::fs::rename(&temporary, &path));
     if let Err(error) = written {
         let _ = std::fs::remove_file(&temporary);
         return Err(error);

@@ -34,6 +34,9 @@ pub enum RunLogError {
         line: usize,
         message: String,
     },
+    /// Not read: a link out of the runs folder, or not a regular file.
+    #[error("refused run log `{path}`: {reason}")]
+    Refused { path: String, reason: String },
     #[error("no run log matches `{0}` (give a path, or a prefix of a turn id)")]
     NotFound(String),
     #[error("`{prefix}` matches {count} run logs; give more of the turn id")]
@@ -84,31 +87,118 @@ impl RunLog {
     }
 }
 
+/// The run logs of a runs folder, and the entries named like run logs that
+/// were refused: a link that resolves outside the folder (to `/etc/shadow`,
+/// `/proc/self/environ`), or anything that is not a regular file (a FIFO
+/// would hang every reader), as the claim store refuses such links.
+#[derive(Debug, Default)]
+pub struct RunLogListing {
+    /// Sorted by path.
+    pub paths: Vec<PathBuf>,
+    pub refused: Vec<RunLogError>,
+}
+
 /// Every run-log file under `dir` (one level of fingerprint folders, and
-/// the folder itself), sorted by path.
-/// Errors name the folder that could not be read.
+/// the folder itself), sorted by path; refused entries left out (see
+/// `list_run_logs` for them).
 pub fn run_log_paths(dir: &Path) -> io::Result<Vec<PathBuf>> {
-    let mut paths = Vec::new();
+    list_run_logs(dir).map(|listing| listing.paths)
+}
+
+/// Every run-log file under `dir`, with the entries refused and why.
+/// Errors name the folder that could not be read.
+pub fn list_run_logs(dir: &Path) -> io::Result<RunLogListing> {
+    let mut listing = RunLogListing::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(paths),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => return Ok(listing),
         Err(error) => return Err(naming(dir, error)),
     };
+    // Links are resolved against the folder's real place.
+    let root = dir.canonicalize().map_err(|error| naming(dir, error))?;
     for entry in entries {
-        let path = entry.map_err(|error| naming(dir, error))?.path();
-        if path.is_dir() {
+        let entry = entry.map_err(|error| naming(dir, error))?;
+        let path = entry.path();
+        // A fingerprint folder is a real folder: a link to one is not followed.
+        if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
             for inner in std::fs::read_dir(&path).map_err(|error| naming(&path, error))? {
                 let inner = inner.map_err(|error| naming(&path, error))?.path();
                 if is_run_log(&inner) {
-                    paths.push(inner);
+                    listing.admit(inner, &root);
                 }
             }
         } else if is_run_log(&path) {
-            paths.push(path);
+            listing.admit(path, &root);
         }
     }
-    paths.sort();
-    Ok(paths)
+    listing.paths.sort();
+    Ok(listing)
+}
+
+impl RunLogListing {
+    fn admit(&mut self, path: PathBuf, root: &Path) {
+        match refusal(&path, root) {
+            None => self.paths.push(path),
+            Some(reason) => self.refused.push(RunLogError::Refused {
+                path: path.display().to_string(),
+                reason,
+            }),
+        }
+    }
+}
+
+/// Why a listed entry is not read as a run log, or `None` when it may be.
+fn refusal(path: &Path, root: &Path) -> Option<String> {
+    let Ok(link) = std::fs::symlink_metadata(path) else {
+        return None; // gone since listing: the reader reports it
+    };
+    if link.file_type().is_symlink() {
+        let Ok(target) = path.canonicalize() else {
+            return Some("it is a link to nothing".to_string());
+        };
+        if !target.starts_with(root) {
+            return Some(format!(
+                "it is a link to `{}`, outside the runs folder",
+                target.display()
+            ));
+        }
+    }
+    not_a_regular_file(path)
+}
+
+/// Opening anything but a regular file can block (a FIFO) or never end (a
+/// device): readers refuse it up front, also when named directly.
+fn not_a_regular_file(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::metadata(path).ok()?.file_type();
+    let what = if kind.is_file() {
+        return None;
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_dir() {
+        "a folder"
+    } else {
+        "not a file"
+    };
+    Some(format!("it is {what}, not a regular file"))
+}
+
+/// Opens a run log for reading, refusing what is not a regular file.
+fn open_log(path: &Path) -> Result<File, RunLogError> {
+    if let Some(reason) = not_a_regular_file(path) {
+        return Err(RunLogError::Refused {
+            path: path.display().to_string(),
+            reason,
+        });
+    }
+    File::open(path).map_err(|source| RunLogError::Read {
+        path: path.display().to_string(),
+        source,
+    })
 }
 
 /// An io error whose message names the runs folder it is about.
@@ -128,7 +218,9 @@ pub fn scan_runs(dirs: &[PathBuf]) -> io::Result<(Vec<RunSummary>, Vec<RunLogErr
     // summarized under its final one, once.
     let mut seen = std::collections::HashSet::new();
     for dir in dirs {
-        for path in run_log_paths(dir)? {
+        let listing = list_run_logs(dir)?;
+        problems.extend(listing.refused);
+        for path in listing.paths {
             match summarize(&path) {
                 Ok(summary) if seen.insert(summary.path.clone()) => summaries.push(summary),
                 Ok(_) => {}
@@ -158,7 +250,7 @@ fn summarize_at(path: &Path) -> Result<RunSummary, RunLogError> {
         path: path.display().to_string(),
         source,
     };
-    let mut file = File::open(path).map_err(read_error)?;
+    let mut file = open_log(path)?;
     let mut first = Vec::new();
     BufReader::new((&mut file).take(MAX_RECORD_BYTES))
         .read_until(b'\n', &mut first)
@@ -250,7 +342,7 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
         path: path.display().to_string(),
         source,
     };
-    let file = File::open(path).map_err(read_error)?;
+    let file = open_log(path)?;
     let partial = is_partial(path);
     // Bounded like every input: `--replay /dev/zero` is refused, not read
     // into memory forever.
@@ -292,7 +384,9 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
 /// A run log named by its path, or by a prefix of its turn id.
 pub fn find_run(dirs: &[PathBuf], spec: &str) -> Result<PathBuf, RunLogError> {
     let as_path = Path::new(spec);
-    if as_path.is_file() {
+    // Anything there but a folder is the run named: a FIFO or a device is
+    // then refused by the reader, by name, rather than "not found".
+    if std::fs::metadata(as_path).is_ok_and(|meta| !meta.is_dir()) {
         return Ok(as_path.to_path_buf());
     }
     let valid_prefix = !spec.is_empty() && spec.bytes().all(|b| b.is_ascii_hexdigit() || b == b'-');
