@@ -323,7 +323,7 @@ fn chat_turns_are_reported_by_fingerprint_without_a_verdict() {
     let out = dir.path().join("report.html");
     report(&runs, &out);
     let data = embedded(&html_of(&out));
-    assert_eq!(data["variants"][0]["variant"], "default");
+    assert_eq!(data["variants"][0]["variant"], "chat · default");
     assert_eq!(data["variants"][0]["turns"], 2);
     assert_eq!(data["variants"][0]["judged"], 0);
     assert_eq!(data["variants"][0]["passRate"], Value::Null);
@@ -339,4 +339,44 @@ fn chat_turns_are_reported_by_fingerprint_without_a_verdict() {
         data["cases"],
         serde_json::json!(["“What is the excess?”", "“Who handles it?”"])
     );
+}
+
+#[test]
+fn chat_turns_beside_an_eval_keep_their_own_section_and_the_eval_its_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let summary = record(
+        &suite(dir.path(), &answer_script("I could not find it.")),
+        &runs,
+    );
+    let script = write(dir.path(), "chat.yaml", OK_SCRIPT);
+    let chat = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .args(["chat", "--claim-id", "CLM-HH-0001", "--provider", "script"])
+            .args(["--format", "ndjson", "--script"])
+            .arg(&script)
+            .arg("A chat question?"),
+    );
+    assert_eq!(chat.code, 0, "{}", chat.stderr);
+    let out = dir.path().join("report.html");
+    report(&runs, &out);
+    let data = embedded(&html_of(&out));
+    let variants = data["variants"].as_array().unwrap();
+    let eval_default = summary["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["variant"] == "default")
+        .unwrap();
+    let page_default = variants.iter().find(|v| v["variant"] == "default").unwrap();
+    for key in ["turns", "passed", "errors", "passRate", "passRateInterval"] {
+        assert_eq!(page_default[key], eval_default[key], "{key}: the chat turn is not counted in");
+    }
+    let chat_section = variants
+        .iter()
+        .find(|v| v["variant"] == "chat · default")
+        .expect("the chat turn has its own section");
+    assert_eq!(chat_section["turns"], 1);
+    assert_eq!(chat_section["passRate"], Value::Null);
 }

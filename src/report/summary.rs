@@ -1,6 +1,8 @@
 //! Per-variant numbers of a report, computed from the recorded turns by the
 //! same rules as `eval`'s summary (`eval::report::summarize`): the pass rate
-//! over every turn with its 95% Wilson interval, errors apart, tokens summed,
+//! over the turns with a verdict (every turn of an eval variant; chat turns,
+//! which have none, are their own `chat · <fingerprint>` sections with no
+//! pass rate) with its 95% Wilson interval, errors apart, tokens summed,
 //! the cache-read share, and latency at p50/p95 (nearest rank) over the turns
 //! that did not error — so a report of an eval's runs shows exactly the
 //! numbers of `eval --format ndjson`.
@@ -28,7 +30,7 @@ pub struct VariantStats {
     pub failed: usize,
     /// Turns that errored, were cancelled or never finished.
     pub errors: usize,
-    /// passed / turns, when any turn has a verdict.
+    /// passed / judged, when any turn has a verdict.
     pub pass_rate: Option<f64>,
     pub pass_rate_interval: Option<(f64, f64)>,
     pub input_tokens: u64,
@@ -84,9 +86,9 @@ fn stats_of(version: &str, mine: &[&ReportTurn]) -> VariantStats {
         passed,
         failed: count(Outcome::Fail),
         errors: mine.iter().filter(|t| is_error(t)).count(),
-        pass_rate: (judged > 0).then(|| passed as f64 / mine.len() as f64),
+        pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
         pass_rate_interval: if judged > 0 {
-            wilson_interval(passed, mine.len())
+            wilson_interval(passed, judged)
         } else {
             None
         },

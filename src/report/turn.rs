@@ -38,7 +38,9 @@ pub struct ReportTurn {
     pub turn_id: String,
     pub started_at: DateTime<Utc>,
     pub suite: Option<String>,
-    /// The prompt version: the eval variant, or the fingerprint of a chat turn.
+    /// The prompt version: the eval variant, or `chat · <fingerprint>` for a
+    /// chat turn — never an eval variant's name (those are labels without
+    /// spaces), so chat turns are never counted into a variant.
     pub version: String,
     pub fingerprint: String,
     pub claim: String,
@@ -90,7 +92,10 @@ impl ReportTurn {
             turn_id: header.turn_id.clone(),
             started_at: header.started_at,
             suite: labels.map(|l| l.suite.clone()),
-            version: labels.map_or_else(|| header.fingerprint.clone(), |l| l.variant.clone()),
+            version: labels.map_or_else(
+                || chat_version(&header.fingerprint),
+                |l| l.variant.clone(),
+            ),
             fingerprint: header.fingerprint.clone(),
             claim: header.claim.as_ref().map_or_else(
                 || header.request.claim_label().to_string(),
@@ -262,3 +267,9 @@ fn source_name(source: &BlockSource) -> String {
     }
     .to_string()
 }
+
+/// The section a chat turn (no eval labels) is reported in.
+pub fn chat_version(fingerprint: &str) -> String {
+    format!("chat · {fingerprint}")
+}
+
