@@ -590,3 +590,40 @@ fn votes_from_serve_are_shown_beside_verdicts() {
         text.stdout
     );
 }
+
+#[test]
+fn an_all_errored_side_cannot_be_judged_on_tokens_or_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record(dir.path(), &a, "[CLM-HH-0001, CLM-MTR-0002]", OK);
+    record(
+        dir.path(),
+        &b,
+        "[CLM-HH-0001, CLM-MTR-0002]",
+        "turns:\n  - error: upstream unavailable\n    usage: {inputTokens: 5, outputTokens: 1}\n",
+    );
+    let report = compare_json(&a, &b);
+    assert_eq!(report["b"]["erroredRuns"], 2);
+    assert_eq!(report["b"]["inputTokens"]["median"], Value::Null);
+    assert_eq!(report["b"]["latencyMs"]["median"], Value::Null);
+    let table = run_command(
+        promptlab()
+            .env("COLUMNS", "200")
+            .arg("compare")
+            .arg(&a)
+            .arg(&b),
+    );
+    assert!(!table.stdout.contains("▼ better"), "{}", table.stdout);
+    let rows: Vec<&str> = table
+        .stdout
+        .lines()
+        .filter(|line| line.contains("tokens (median") || line.contains("latency (median"))
+        .collect();
+    assert_eq!(rows.len(), 3, "{}", table.stdout);
+    for row in rows {
+        assert!(
+            row.contains("cannot be judged: every run of B errored"),
+            "{row}"
+        );
+    }
+}

@@ -371,7 +371,10 @@ fn chat_turns_beside_an_eval_keep_their_own_section_and_the_eval_its_numbers() {
         .unwrap();
     let page_default = variants.iter().find(|v| v["variant"] == "default").unwrap();
     for key in ["turns", "passed", "errors", "passRate", "passRateInterval"] {
-        assert_eq!(page_default[key], eval_default[key], "{key}: the chat turn is not counted in");
+        assert_eq!(
+            page_default[key], eval_default[key],
+            "{key}: the chat turn is not counted in"
+        );
     }
     let chat_section = variants
         .iter()

@@ -76,6 +76,10 @@ pub struct SideSummary {
     pub runs: usize,
     /// Runs with a verdict (eval runs).
     pub judged: usize,
+    /// Runs that errored, were cancelled or never finished: left out of the
+    /// token and latency figures, which would otherwise read an error's
+    /// few tokens as "better".
+    pub errored_runs: usize,
     pub passed: usize,
     pub pass_rate: Option<f64>,
     /// 95% Wilson interval of the pass rate.
@@ -453,6 +457,15 @@ fn rank(pair: &Pair) -> u8 {
     }
 }
 
+/// A run that did not end `done`, or whose verdict is an error.
+fn errored(run: &RunEntry) -> bool {
+    run.status != "done"
+        || run
+            .verdict
+            .as_ref()
+            .is_some_and(|v| v.outcome == Outcome::Error)
+}
+
 fn side(set: &RunSet) -> SideSummary {
     let judged: Vec<&RunEntry> = set.runs.iter().filter(|r| r.verdict.is_some()).collect();
     let passed = judged
@@ -474,6 +487,7 @@ fn side(set: &RunSet) -> SideSummary {
             total
         },
     );
+    let finished = || set.runs.iter().filter(|r| !errored(r));
     SideSummary {
         label: set.label.clone(),
         source: set.source.clone(),
@@ -490,11 +504,11 @@ fn side(set: &RunSet) -> SideSummary {
         passed,
         pass_rate: (!judged.is_empty()).then(|| passed as f64 / judged.len() as f64),
         pass_rate_interval: wilson_interval(passed, judged.len()),
-        input_tokens: Distribution::of(set.runs.iter().map(|r| r.usage.input_tokens).collect()),
-        output_tokens: Distribution::of(set.runs.iter().map(|r| r.usage.output_tokens).collect()),
+        errored_runs: set.runs.iter().filter(|r| errored(r)).count(),
+        input_tokens: Distribution::of(finished().map(|r| r.usage.input_tokens).collect()),
+        output_tokens: Distribution::of(finished().map(|r| r.usage.output_tokens).collect()),
         latency_ms: Distribution::of(
-            set.runs
-                .iter()
+            finished()
                 .filter(|r| r.cached_calls == 0)
                 .filter_map(|r| r.latency_ms)
                 .collect(),

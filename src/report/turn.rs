@@ -92,10 +92,8 @@ impl ReportTurn {
             turn_id: header.turn_id.clone(),
             started_at: header.started_at,
             suite: labels.map(|l| l.suite.clone()),
-            version: labels.map_or_else(
-                || chat_version(&header.fingerprint),
-                |l| l.variant.clone(),
-            ),
+            version: labels
+                .map_or_else(|| chat_version(&header.fingerprint), |l| l.variant.clone()),
             fingerprint: header.fingerprint.clone(),
             claim: header.claim.as_ref().map_or_else(
                 || header.request.claim_label().to_string(),
@@ -272,4 +270,3 @@ fn source_name(source: &BlockSource) -> String {
 pub fn chat_version(fingerprint: &str) -> String {
     format!("chat · {fingerprint}")
 }
-

@@ -178,6 +178,19 @@ fn distribution(d: Distribution, unit: &str) -> String {
     format!("{} / {}", show(d.median), show(d.p95))
 }
 
+/// A side whose every run errored has no tokens or latency to compare.
+fn cannot_be_judged(c: &Comparison) -> Option<String> {
+    [("A", &c.a), ("B", &c.b)]
+        .into_iter()
+        .find(|(_, side)| side.runs > 0 && side.errored_runs == side.runs)
+        .map(|(name, _)| format!("cannot be judged: every run of {name} errored"))
+}
+
+/// The change column of a token or latency row.
+fn metric_trend(c: &Comparison, a: Distribution, b: Distribution) -> String {
+    cannot_be_judged(c).unwrap_or_else(|| trend(a, b).to_string())
+}
+
 /// "▲ worse" when B's median is more than 10% above A's.
 fn trend(a: Distribution, b: Distribution) -> &'static str {
     match (a.median, b.median) {
@@ -233,19 +246,19 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
             "input tokens (median / p95)".into(),
             distribution(c.a.input_tokens, ""),
             distribution(c.b.input_tokens, ""),
-            trend(c.a.input_tokens, c.b.input_tokens).into(),
+            metric_trend(c, c.a.input_tokens, c.b.input_tokens),
         ],
         [
             "output tokens (median / p95)".into(),
             distribution(c.a.output_tokens, ""),
             distribution(c.b.output_tokens, ""),
-            trend(c.a.output_tokens, c.b.output_tokens).into(),
+            metric_trend(c, c.a.output_tokens, c.b.output_tokens),
         ],
         [
             "latency (median / p95)".into(),
             distribution(c.a.latency_ms, " ms"),
             distribution(c.b.latency_ms, " ms"),
-            trend(c.a.latency_ms, c.b.latency_ms).into(),
+            metric_trend(c, c.a.latency_ms, c.b.latency_ms),
         ],
         [
             "cache-read share".into(),
