@@ -239,3 +239,33 @@ fn a_failed_call_costs_unknown_not_zero() {
         "a failed call may have been billed: {variant}"
     );
 }
+
+#[test]
+fn a_budget_stop_leaves_every_variant_with_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "suite.yaml",
+        "name: cost\nclaims: {ids: [CLM-HH-0001]}\nrepeats: 3\ndefaults: {today: 2026-11-30}\n\
+         variants:\n  - name: default\n  - name: terse\n    prompts: {system.base: Answer in one line.}\n\
+         cases:\n  - name: excess\n    message: What is the excess?\n    expect: {answerContains: excess}\n",
+    );
+    let server = TestServer::start((0..6).map(|_| answer(10, 3, 2)).collect());
+    // $0.017 a turn: the budget is reached after two turns.
+    let out = eval(
+        dir.path(),
+        &server,
+        &["--model", "priced-model", "--max-cost", "0.03"],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let turns = records(&out.stdout, "turn");
+    let variants: Vec<&str> = turns
+        .iter()
+        .map(|t| t["variant"].as_str().unwrap())
+        .collect();
+    assert_eq!(variants, ["default", "terse"], "variants take turns");
+    let summary = &records(&out.stdout, "summary")[0];
+    for variant in summary["variants"].as_array().unwrap() {
+        assert_eq!(variant["turns"], 1, "{variant}");
+    }
+}

@@ -77,20 +77,60 @@ impl EvalPlan {
     }
 
     fn filtered(&self, shard: Option<Shard>) -> impl Iterator<Item = TurnSpec> + '_ {
-        let wanted = |patterns: &[String], value: &str| {
-            patterns.is_empty() || patterns.iter().any(|p| glob_match(p, value))
-        };
         self.matrix
             .turns()
-            .filter(move |spec| {
-                wanted(
-                    &self.selection.cases,
-                    &self.suite.suite.cases[spec.case].name,
-                ) && wanted(&self.selection.claims, &spec.claim_id)
-            })
+            .filter(move |spec| self.wanted(spec))
             .enumerate()
             .filter(move |(position, _)| shard.is_none_or(|s| s.takes(*position)))
             .map(|(_, spec)| spec)
+    }
+
+    /// The `--case` and `--claim` filters (the same for every variant).
+    fn wanted(&self, spec: &TurnSpec) -> bool {
+        let wanted = |patterns: &[String], value: &str| {
+            patterns.is_empty() || patterns.iter().any(|p| glob_match(p, value))
+        };
+        wanted(
+            &self.selection.cases,
+            &self.suite.suite.cases[spec.case].name,
+        ) && wanted(&self.selection.claims, &spec.claim_id)
+    }
+
+    /// The selected turns still to run, variants taken in turn (the first
+    /// turn of each variant, then the second of each, …), so that a run
+    /// stopped part-way (`--max-cost`) has run every variant about equally.
+    /// The same turns as `to_run`, each with its own matrix index and shard
+    /// position: only the order differs.
+    pub fn to_run_round_robin(&self) -> impl Iterator<Item = TurnSpec> + '_ {
+        let variants = self.matrix.variants.len().max(1);
+        let per_variant = self.matrix.planned / variants;
+        // The filters do not depend on the variant, so variant 0's selected
+        // turns say which turns every variant has; a turn's shard position
+        // is its variant's offset plus its place among them.
+        let selected_per_variant = self
+            .matrix
+            .turns()
+            .take(per_variant)
+            .filter(|spec| self.wanted(spec))
+            .count();
+        let shard = self.selection.shard;
+        self.matrix
+            .turns()
+            .take(per_variant)
+            .filter(move |spec| self.wanted(spec))
+            .enumerate()
+            .flat_map(move |(place, first)| {
+                (0..variants).filter_map(move |variant| {
+                    let position = variant * selected_per_variant + place;
+                    let spec = TurnSpec {
+                        index: variant * per_variant + first.index,
+                        variant,
+                        ..first.clone()
+                    };
+                    shard.is_none_or(|s| s.takes(position)).then_some(spec)
+                })
+            })
+            .filter(|spec| !self.done.contains(&spec.index))
     }
 
     /// How many turns the filters select before sharding: the whole that a

@@ -172,7 +172,13 @@ pub async fn run_turns(
     cancel: CancellationToken,
     messages: UnboundedSender<EvalMessage>,
 ) -> Vec<TurnResult> {
-    let jobs = plan.to_run().map(|spec| {
+    // With a budget, variants take turns, so a stop leaves none with no runs.
+    let order: Box<dyn Iterator<Item = TurnSpec> + Send + '_> = if settings.budget.is_some() {
+        Box::new(plan.to_run_round_robin())
+    } else {
+        Box::new(plan.to_run())
+    };
+    let jobs = order.map(|spec| {
         let cancel = cancel.clone();
         let messages = messages.clone();
         async move {
