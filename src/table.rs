@@ -2,7 +2,10 @@
 //! `COLUMNS`, else 80 (a pty with no size, a pipe, a CI log). A value that
 //! must be read whole — an id, a fingerprint, a time, a number — is never
 //! broken; free text is cut short with `…`; and when even that is not enough,
-//! the least needed columns are dropped and named, so the caller can say so.
+//! columns are dropped: first those whose value is the same in every row
+//! (said once above the table: `all rows: model gemini-3.1-flash-lite`),
+//! since a column that tells rows apart matters more than one that does
+//! not; then the least needed, named under the table.
 //!
 //! A leaf of the library (only comfy-table below it), so that the binary's
 //! lists and the library's renderers (`compare`) share one width rule.
@@ -23,7 +26,56 @@ pub enum Fit {
 /// A table ready to print, and the headers of the columns left out.
 pub struct Fitted {
     pub table: Table,
+    /// Left out, and not said anywhere: the caller names them.
     pub hidden: Vec<String>,
+    /// Left out because every row has the same value: (header, value),
+    /// said once above the table by `Display`.
+    pub common: Vec<(String, String)>,
+    /// The width fitted to, which the line above the table keeps to too.
+    width: usize,
+}
+
+impl std::fmt::Display for Fitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if !self.common.is_empty() {
+            let said: Vec<String> = self
+                .common
+                .iter()
+                .map(|(header, value)| format!("{header} {value}"))
+                .collect();
+            for line in pack_common(&said, self.width) {
+                writeln!(f, "{line}")?;
+            }
+        }
+        write!(f, "{}", self.table)
+    }
+}
+
+/// `all rows: a · b · c` in lines of at most `width` characters: the items
+/// packed greedily, a continuation indented under the first item, and an
+/// item that alone is too wide cut short.
+fn pack_common(items: &[String], width: usize) -> Vec<String> {
+    const LEAD: &str = "all rows: ";
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for item in items {
+        let joined = format!("{current} · {item}");
+        if !current.is_empty() && chars(&joined) <= width {
+            current = joined;
+            continue;
+        }
+        if !current.is_empty() {
+            lines.push(current);
+        }
+        let lead = if lines.is_empty() {
+            LEAD.to_string()
+        } else {
+            " ".repeat(LEAD.len())
+        };
+        current = truncate(&format!("{lead}{item}"), width);
+    }
+    lines.push(current);
+    lines
 }
 
 /// The narrowest a free-text column is cut to.
@@ -109,11 +161,25 @@ pub fn fit_table<const N: usize>(
     // A column that may give way and is empty in every row says nothing:
     // it is left out without a note (a list of chat turns has no eval case).
     let says_nothing = |i: usize| fits[i] != Fit::Keep && rows.iter().all(|row| row[i].is_empty());
+    // A column with one value in every row of two or more can be said once
+    // above the table instead: the first to go when the table must narrow.
+    let same_everywhere = |i: usize| rows.len() >= 2 && rows.iter().all(|row| row[i] == rows[0][i]);
     let mut shown: Vec<usize> = (0..N).filter(|&i| !says_nothing(i)).collect();
+    let mut common = Vec::new();
     let width_of = |shown: &[usize], each: &dyn Fn(usize) -> usize| {
         table_width(&shown.iter().map(|&i| each(i)).collect::<Vec<_>>())
     };
     while width_of(&shown, &comfortable) > width {
+        // The widest column that tells no row apart, whatever its fit.
+        if let Some(&same) = shown
+            .iter()
+            .filter(|&&i| same_everywhere(i))
+            .max_by_key(|&&i| natural[i])
+        {
+            shown.retain(|&i| i != same);
+            common.push(same);
+            continue;
+        }
         let droppable = shown
             .iter()
             .filter_map(|&i| match fits[i] {
@@ -157,10 +223,20 @@ pub fn fit_table<const N: usize>(
         );
     }
     let hidden = (0..N)
-        .filter(|&i| !shown.contains(&i) && !says_nothing(i))
+        .filter(|&i| !shown.contains(&i) && !says_nothing(i) && !common.contains(&i))
         .map(|i| header[i].to_string())
         .collect();
-    Fitted { table, hidden }
+    common.sort_unstable();
+    let common = common
+        .into_iter()
+        .map(|i| (header[i].to_string(), rows[0][i].clone()))
+        .collect();
+    Fitted {
+        table,
+        hidden,
+        common,
+        width,
+    }
 }
 
 /// Each shown column's width: whole for kept ones, and what is left shared
@@ -225,6 +301,50 @@ mod tests {
             .lines()
             .map(str::to_string)
             .collect()
+    }
+
+    /// Rows told apart by id and model, alike in fingerprint and status.
+    fn variant_rows() -> Vec<[String; 5]> {
+        ["flash", "pro", "flash-lite"]
+            .iter()
+            .enumerate()
+            .map(|(n, model)| {
+                [
+                    format!("variant-{n}"),
+                    "default".to_string(),
+                    format!("gemini-3.1-{model}-preview · thinking low"),
+                    format!("{} passed of 42, 0 errors", 40 + n),
+                    "done".to_string(),
+                ]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn columns_alike_in_every_row_go_first_and_are_said_once_above() {
+        const HEADER: [&str; 5] = ["variant", "fingerprint", "model", "tally", "status"];
+        const FITS: [Fit; 5] = [Fit::Keep, Fit::Keep, Fit::Drop(2), Fit::Drop(1), Fit::Keep];
+        let rows = variant_rows();
+        let wide = fit_table(HEADER, FITS, &rows, 200);
+        assert!(wide.common.is_empty(), "nothing needs to go at 200");
+        for width in [80, 60] {
+            let fitted = fit_table(HEADER, FITS, &rows, width);
+            let text = fitted.to_string();
+            assert_eq!(
+                text.lines().next().unwrap(),
+                "all rows: fingerprint default · status done",
+                "{text}"
+            );
+            assert!(
+                text.contains("gemini-3.1-pro-preview · thinking low"),
+                "the model tells rows apart: {text}"
+            );
+            assert!(text.lines().all(|line| chars(line) <= width), "{text}");
+        }
+        // Narrower still: the differing columns give way by their rank.
+        let narrow = fit_table(HEADER, FITS, &rows, 50);
+        assert_eq!(narrow.hidden, ["model", "tally"]);
+        assert_eq!(narrow.common.len(), 2);
     }
 
     #[test]

@@ -412,6 +412,17 @@ fn rescore_judges_recorded_turns_again_without_the_chat_model() {
         .map(|l| std::fs::read_to_string(l).unwrap())
         .collect();
     assert_eq!(before, after, "the recorded logs are never altered");
+    // Its NDJSON has a `turn` record per re-scored turn, as --report's has.
+    let mut as_ndjson = scripted.to_vec();
+    as_ndjson.extend(["--format", "ndjson"]);
+    let records = rescore(dir.path(), &suite, &as_ndjson);
+    let turns = ndjson(&records.stdout, "turn");
+    assert_eq!(turns.len(), 2, "{}", records.stdout);
+    assert!(
+        turns[0]["failures"]
+            .to_string()
+            .contains("no policy number")
+    );
     let sidecars: Vec<PathBuf> = support::files_under(&dir.path().join("runs"))
         .into_iter()
         .filter(|p| p.to_string_lossy().ends_with(".verdict.json"))

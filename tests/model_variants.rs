@@ -221,3 +221,48 @@ fn two_variants_of_one_run_compare_with_the_model_difference_named() {
         report["warnings"]
     );
 }
+
+/// At 80 columns (every CI log) and 120, the eval summary of variants that
+/// differ only in model keeps the model column — the one that tells them
+/// apart — and says the columns alike in every row once above the table.
+#[test]
+fn the_model_column_survives_80_columns_and_alike_columns_are_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    for width in [80usize, 120] {
+        let out = run_command(
+            promptlab()
+                .env(
+                    "PROMPTLAB_RUNS_DIR",
+                    dir.path().join(format!("runs-{width}")),
+                )
+                .env("COLUMNS", width.to_string())
+                .args([
+                    "eval",
+                    "suites/models.yaml",
+                    "--provider",
+                    "script",
+                    "--quiet",
+                ]),
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let table: Vec<&str> = out
+            .stdout
+            .lines()
+            .skip_while(|line| !line.starts_with("Suite models"))
+            .skip(1)
+            .take_while(|line| !line.contains(": cost"))
+            .collect();
+        assert!(
+            table[0].starts_with("all rows: fingerprint default"),
+            "{width}: {}",
+            out.stdout
+        );
+        let text = table.join("\n");
+        for model in ["gemini-3.1-flash-lite · low", "gemini-3-pro-preview · high"] {
+            assert!(text.contains(model), "{width}: {text}");
+        }
+        for line in &table {
+            assert!(line.chars().count() <= width, "{width}: {line}");
+        }
+    }
+}

@@ -134,7 +134,7 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         .map(|row| row.cells().map(|cell| printable(&cell)))
         .collect();
     let fitted = fit_table(TABLE_HEADER, TABLE_FITS, &cells, terminal_width());
-    writeln!(out, "{}", fitted.table)?;
+    writeln!(out, "{fitted}")?;
     write_hidden(&mut out, &fitted.hidden, "--json")?;
     let summary = match invalid {
         0 => format!(

@@ -28,10 +28,10 @@ pub fn list(args: ListArgs) -> Result<Exit, CliError> {
     }
     let width = terminal_width();
     let prompts = fit_table(PROMPT_HEADER, PROMPT_FITS, &prompt_rows(registry), width);
-    writeln!(out, "{}", prompts.table)?;
+    writeln!(out, "{prompts}")?;
     write_hidden(&mut out, &prompts.hidden, "--json")?;
     let brands = fit_table(BRAND_HEADER, BRAND_FITS, &brand_rows(registry), width);
-    writeln!(out, "{}", brands.table)?;
+    writeln!(out, "{brands}")?;
     write_hidden(&mut out, &brands.hidden, "--json")?;
     Ok(Exit::Success)
 }

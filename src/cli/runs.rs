@@ -203,7 +203,7 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         .collect();
     if !cells.is_empty() {
         let fitted = fit_table(TABLE_HEADER, TABLE_FITS, &cells, terminal_width());
-        writeln!(out, "{}", fitted.table)?;
+        writeln!(out, "{fitted}")?;
         write_hidden(&mut out, &fitted.hidden, "--json")?;
     }
     let shown = if runs.len() < total {

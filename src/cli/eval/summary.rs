@@ -288,7 +288,7 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
         out,
         "{}\n{}",
         style.bold(&format!("Suite {}", plan.suite.name)),
-        fitted.table
+        fitted
     )?;
     write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;
     for line in judging_lines(&outcome.summaries, plan) {

@@ -141,7 +141,7 @@ fn pairs_table(changed: &[&Pair], style: Style, width: usize) -> String {
         })
         .collect();
     let fitted = fit_table(PAIR_HEADER, PAIR_FITS, &rows, width);
-    let mut out = format!("{}\n", fitted.table);
+    let mut out = format!("{fitted}\n");
     if let Some(note) = hidden_note(&fitted.hidden, "--format json") {
         let _ = writeln!(out, "{}", style.dim(&note));
     }
