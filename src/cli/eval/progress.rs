@@ -9,11 +9,59 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
 use promptlab::eval::report::{EvalRecord, TurnPlace, TurnRecord, turn_label};
-use promptlab::eval::{EvalMessage, EvalPlan, RunSettings, TurnResult, run_turns};
+use promptlab::eval::{EvalMessage, EvalPlan, Outcome, RunSettings, TurnResult, run_turns};
 
 use super::{EvalArgs, EvalFormat};
 use crate::cli::error::{CliError, Exit};
 use crate::cli::signals::cancel_on_signals;
+
+/// The running count shown beside the bar: verdicts so far, and the turn
+/// times an ETA is estimated from (the most recent ones: a bound on memory
+/// however long the suite).
+#[derive(Debug, Default)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+    errored: usize,
+    recent_ms: std::collections::VecDeque<u64>,
+}
+
+/// How many recent turn times the ETA's median is taken over.
+const RECENT_TURNS: usize = 256;
+
+impl Tally {
+    fn add(&mut self, result: &TurnResult) {
+        match result.verdict.outcome {
+            Outcome::Pass => self.passed += 1,
+            Outcome::Fail => self.failed += 1,
+            Outcome::Error => self.errored += 1,
+        }
+        if self.recent_ms.len() == RECENT_TURNS {
+            self.recent_ms.pop_front();
+        }
+        self.recent_ms.push_back(result.observation.latency_ms);
+    }
+
+    /// `12 pass · 1 fail · 0 error · ETA 40s`: the ETA is the median turn
+    /// time so far × the turns left ÷ the turns run at once.
+    fn line(&self, remaining: usize, jobs: usize) -> String {
+        let mut line = format!(
+            "{} pass · {} fail · {} error",
+            self.passed, self.failed, self.errored
+        );
+        let mut times: Vec<u64> = self.recent_ms.iter().copied().collect();
+        times.sort_unstable();
+        if let Some(median) = promptlab::stats::percentile(&times, 50)
+            && remaining > 0
+        {
+            let rounds = remaining.div_ceil(jobs.max(1)) as u64;
+            let eta = std::time::Duration::from_millis(median.saturating_mul(rounds));
+            let eta = std::time::Duration::from_secs(eta.as_secs().max(1));
+            line.push_str(&format!(" · ETA {}", humantime::format_duration(eta)));
+        }
+        line
+    }
+}
 
 /// How the turns' progress is shown.
 struct Feedback<'a> {
@@ -25,6 +73,9 @@ struct Feedback<'a> {
     total: usize,
     /// Set when stdout is gone: the run is cancelled.
     stdout_closed: bool,
+    tally: Tally,
+    /// Turns run at once (`-j`), for the ETA.
+    jobs: usize,
 }
 
 /// Runs the plan's remaining turns; returns their results and the exit a
@@ -45,6 +96,8 @@ pub fn run_with_progress(
         finished: already,
         total,
         stdout_closed: false,
+        tally: Tally::default(),
+        jobs: settings.concurrency,
     };
     let cancel = CancellationToken::new();
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -124,10 +177,15 @@ impl Feedback<'_> {
             turn_label(self.plan, result),
             result.observation.latency_ms as f64 / 1000.0
         );
+        self.tally.add(result);
         match &self.bar {
             Some(bar) => {
                 bar.set_position(self.finished as u64);
-                bar.set_message(line);
+                let remaining = self.total.saturating_sub(self.finished);
+                bar.set_message(format!(
+                    "{} · {line}",
+                    self.tally.line(remaining, self.jobs)
+                ));
             }
             None if !self.ndjson && !self.quiet => eprintln!(
                 "[{:>width$}/{}] {line}",
@@ -145,4 +203,35 @@ pub fn write_record(out: &mut impl Write, record: &EvalRecord) -> std::io::Resul
     let line = serde_json::to_string(record).map_err(std::io::Error::other)?;
     writeln!(out, "{line}")?;
     out.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tally;
+
+    fn tally(passed: usize, failed: usize, errored: usize, times: &[u64]) -> Tally {
+        Tally {
+            passed,
+            failed,
+            errored,
+            recent_ms: times.iter().copied().collect(),
+        }
+    }
+
+    #[test]
+    fn the_tally_counts_verdicts_and_estimates_from_the_median_and_jobs() {
+        // Median 2 s; 10 turns left at 4 at once: 3 rounds, 6 s.
+        let line = tally(5, 2, 1, &[1_000, 2_000, 2_000, 9_000, 2_500]).line(10, 4);
+        assert_eq!(line, "5 pass · 2 fail · 1 error · ETA 6s");
+        assert_eq!(
+            tally(1, 0, 0, &[400]).line(0, 1),
+            "1 pass · 0 fail · 0 error"
+        );
+        assert_eq!(tally(0, 0, 0, &[]).line(5, 1), "0 pass · 0 fail · 0 error");
+        // Never "0s" while turns remain.
+        assert_eq!(
+            tally(1, 0, 0, &[10]).line(1, 8),
+            "1 pass · 0 fail · 0 error · ETA 1s"
+        );
+    }
 }
