@@ -383,3 +383,60 @@ fn chat_turns_beside_an_eval_keep_their_own_section_and_the_eval_its_numbers() {
     assert_eq!(chat_section["turns"], 1);
     assert_eq!(chat_section["passRate"], Value::Null);
 }
+
+#[test]
+fn without_o_the_page_is_report_html_here_and_open_starts_browser_on_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = support::repo_root().join("runs/examples");
+    let here = dir.path().join("here");
+    std::fs::create_dir(&here).unwrap();
+    let opened = dir.path().join("opened.txt");
+    let stub = write(
+        dir.path(),
+        "browser.sh",
+        &format!("#!/bin/sh\necho \"$@\" > {}\n", opened.display()),
+    );
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&stub)
+        .status()
+        .unwrap();
+    let out = run_command(
+        promptlab()
+            .current_dir(&here)
+            .env("BROWSER", format!("{} --new-tab", stub.display()))
+            .arg("report")
+            .arg(&runs)
+            .arg("--open"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stderr.contains("wrote report.html"), "{}", out.stderr);
+    assert!(html_of(&here.join("report.html")).contains("64011163"));
+    // The stub runs on its own: wait for what it wrote, with a deadline.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let args = loop {
+        if let Ok(text) = std::fs::read_to_string(&opened)
+            && !text.is_empty()
+        {
+            break text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the browser was not started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(args.trim(), "--new-tab report.html");
+    // No browser at all: the page is still written, and it says what to set.
+    let none = run_command(
+        promptlab()
+            .current_dir(&here)
+            .env_remove("BROWSER")
+            .env("PATH", "/nonexistent")
+            .arg("report")
+            .arg(&runs)
+            .arg("--open"),
+    );
+    assert_eq!(none.code, 1, "{}", none.stderr);
+    assert!(none.stderr.contains("set BROWSER"), "{}", none.stderr);
+}

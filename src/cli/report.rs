@@ -1,4 +1,4 @@
-//! `promptlab report [DIR…] -o FILE`: one self-contained HTML file of the
+//! `promptlab report [DIR…] [-o FILE] [--open]`: one self-contained HTML file of the
 //! recorded turns in run-log folders — eval runs or chat turns — to open
 //! anywhere, attach to a CI run, or send to a reviewer.
 
@@ -23,8 +23,13 @@ the CSS, the script and the data are inside the file.
 The newest run of each turn counts (suite, variant, claim, case, sample); older runs are counted as
 superseded. Unreadable run logs are named on the page and on stderr.
 
+Without -o the page is report.html in the current folder. --open opens it with $BROWSER (a
+command, its arguments split on spaces; the first of a colon-separated list), else the system's
+opener (xdg-open, or open on macOS).
+
 Examples:
-  promptlab eval suites/smoke.yaml --provider script; promptlab report -o smoke.html
+  promptlab eval suites/smoke.yaml --provider script; promptlab report --open
+  promptlab report -o smoke.html
   promptlab report runs/base --suite regression -o regression.html
   promptlab report shard1 shard2 shard3 -o all-shards.html";
 
@@ -38,8 +43,12 @@ pub struct ReportArgs {
     #[arg(long, value_name = "NAME")]
     pub suite: Option<String>,
     /// The HTML file to write; its folder must exist.
-    #[arg(short, long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE", default_value = "report.html")]
     pub output: PathBuf,
+    /// Open the page when it is written: with $BROWSER, else xdg-open (open
+    /// on macOS).
+    #[arg(long)]
+    pub open: bool,
     /// The page's title (default: the suite, or "chat turns").
     #[arg(long, value_name = "TEXT")]
     pub title: Option<String>,
@@ -79,7 +88,54 @@ pub fn run(args: ReportArgs, runs_dir: &Path) -> Result<Exit, CliError> {
         super::output::plural(runs.turns.len(), "turn", "turns"),
         page.len()
     );
+    if args.open {
+        open_in_browser(&args.output)?;
+    }
     Ok(Exit::Success)
+}
+
+/// Starts the user's browser on `page` and leaves it running.
+fn open_in_browser(page: &Path) -> Result<(), CliError> {
+    let (program, mut arguments) = opener().ok_or_else(|| {
+        CliError::failed(format!(
+            "wrote `{}` but found nothing to open it with: set BROWSER (e.g. BROWSER=firefox)",
+            page.display()
+        ))
+    })?;
+    arguments.push(page.as_os_str().to_owned());
+    std::process::Command::new(&program)
+        .args(&arguments)
+        .stdin(std::process::Stdio::null())
+        .spawn()
+        .map(drop)
+        .map_err(|error| {
+            CliError::failed(format!(
+                "wrote `{}` but could not start `{}` to open it: {error}",
+                page.display(),
+                program.to_string_lossy()
+            ))
+        })
+}
+
+/// What opens a page: `$BROWSER` (the first of a `:`-separated list, its
+/// words split on spaces), else the system's opener if it is on PATH.
+fn opener() -> Option<(std::ffi::OsString, Vec<std::ffi::OsString>)> {
+    if let Some(browser) = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty())
+    {
+        let first = browser.split(':').find(|b| !b.trim().is_empty())?;
+        let mut words = first.split_whitespace().map(std::ffi::OsString::from);
+        return Some((words.next()?, words.collect()));
+    }
+    let system = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(system).is_file()));
+    on_path.then(|| (system.into(), Vec::new()))
 }
 
 /// Writes the page whole or not at all; a failure exits 1 naming the file.
