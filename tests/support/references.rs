@@ -20,7 +20,7 @@ fn present(path: PathBuf, what: &str) -> Option<PathBuf> {
         return Some(path);
     }
     let message = format!(
-        "{what} is not installed ({} is missing): run .ci/install-references",
+        "{what}: not installed ({} is missing); run .ci/install-references",
         path.display()
     );
     if std::env::var("CI").is_ok_and(|value| value == "true") {
