@@ -19,10 +19,12 @@ fn main() -> ExitCode {
         Ok(exit) => exit.code(),
         Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", error.report());
+            // Messages quote their input, which may hold control characters.
+            let report = promptlab::text::printable(&error.report());
+            eprintln!("error: {report}");
             let registry = PromptRegistry::embedded();
             if let Some(hint) = cli::suggest::for_error(&error, &store, &runs_dir, registry) {
-                eprintln!("hint: {hint}");
+                eprintln!("hint: {}", promptlab::text::printable(&hint));
             }
             error.code()
         }

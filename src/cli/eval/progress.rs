@@ -141,6 +141,6 @@ impl Feedback<'_> {
 
 pub fn write_record(out: &mut impl Write, record: &EvalRecord) -> std::io::Result<()> {
     let line = serde_json::to_string(record).map_err(std::io::Error::other)?;
-    writeln!(out, "{line}")?;
+    writeln!(out, "{}", promptlab::text::json_for_terminal(line))?;
     out.flush()
 }
