@@ -177,11 +177,29 @@ fn claims_show_keeps_c0_and_c1_controls_from_the_terminal_losslessly() {
         "a JSON reader gets the text back"
     );
 
-    let brief = run(&["claims", "--claims-dir", claims_dir, "brief", "C-1"]);
-    assert_eq!(brief.code, 0, "{}", brief.stderr);
-    assert!(
-        !brief.stdout.chars().any(|c| c.is_control() && c != '\n'),
-        "{:?}",
-        brief.stdout
-    );
+    // The brief and the assembled prompt carry the claim's text too.
+    for args in [
+        &["claims", "--claims-dir", claims_dir, "brief", "C-1"][..],
+        &[
+            "prompts",
+            "--claims-dir",
+            claims_dir,
+            "show",
+            "--claim-id",
+            "C-1",
+        ],
+    ] {
+        let shown = run(args);
+        assert_eq!(shown.code, 0, "{args:?}: {}", shown.stderr);
+        assert!(
+            shown.stdout.contains("Leak2J]0;title in the loft"),
+            "{}",
+            shown.stdout
+        );
+        assert!(
+            !shown.stdout.chars().any(|c| c.is_control() && c != '\n'),
+            "{args:?}: {:?}",
+            shown.stdout
+        );
+    }
 }

@@ -98,6 +98,7 @@ impl Feedback<'_> {
             EvalMessage::Event(..) => Ok(()),
             EvalMessage::Finished(result) => self.finished(result, out),
             EvalMessage::Warning(warning) => {
+                let warning = promptlab::text::printable(&warning.to_string());
                 match &self.bar {
                     Some(bar) => bar.println(format!("warning: {warning}")),
                     None => eprintln!("warning: {warning}"),
@@ -116,12 +117,12 @@ impl Feedback<'_> {
         if self.ndjson {
             write_record(out, &EvalRecord::Turn(TurnRecord::of(self.plan, result)))?;
         }
-        let line = format!(
+        let line = promptlab::text::printable(&format!(
             "{} {} ({:.2} s)",
             result.verdict.outcome.as_str(),
             turn_label(self.plan, result),
             result.observation.latency_ms as f64 / 1000.0
-        );
+        ));
         match &self.bar {
             Some(bar) => {
                 bar.set_position(self.finished as u64);

@@ -114,7 +114,7 @@ pub fn finish(
         EvalFormat::Pretty => print_pretty(args, &outcome)?,
     }
     for error in &outcome.write_errors {
-        eprintln!("error: {error}");
+        eprintln!("error: {}", printable(error));
     }
     Ok(outcome.exit)
 }
