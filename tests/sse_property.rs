@@ -220,6 +220,28 @@ fn random_streams_give_the_events_eventsource_parser_reads() {
 }
 
 #[test]
+fn random_text_gives_the_events_eventsource_parser_reads() {
+    // No grammar: any mix of field names, colons, spaces, line ends and BOMs.
+    let Some(script) = support::references::node_script("sse-events.mjs", "eventsource-parser")
+    else {
+        return;
+    };
+    let reference = RefCell::new(Reference::start(&script));
+    let text = "(data|event|id|retry|[a-z0-9: é\u{feff}\\x00\r\n]){0,80}";
+    let cuts = proptest::collection::vec(any::<usize>(), 0..12);
+    let mut runner = TestRunner::new(Config::with_cases(400));
+    runner
+        .run(&(text, cuts), |(text, cuts)| {
+            let bytes = format!("{text}\n").into_bytes();
+            let pieces = cut(&bytes, cuts);
+            let theirs = reference.borrow_mut().events(&pieces);
+            prop_assert_eq!(ours(&pieces), theirs, "stream {:?}", text);
+            Ok(())
+        })
+        .unwrap();
+}
+
+#[test]
 fn the_differential_test_can_fail() {
     // The two bugs of issue #27, as the reference reads them.
     let Some(script) = support::references::node_script("sse-events.mjs", "eventsource-parser")
