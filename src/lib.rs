@@ -16,6 +16,7 @@ pub mod event;
 pub mod input;
 pub mod judge;
 pub mod keyed_files;
+pub mod markdown;
 pub mod prompts;
 pub mod provider;
 pub mod report;

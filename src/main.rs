@@ -25,10 +25,12 @@ fn main() -> ExitCode {
             error.code()
         }
         Err(error) => {
-            eprintln!("error: {}", error.report());
+            // Messages quote their input, which may hold control characters.
+            let report = promptlab::text::printable(&error.report());
+            eprintln!("error: {report}");
             let registry = PromptRegistry::embedded();
             if let Some(hint) = cli::suggest::for_error(&error, &store, &runs_dir, registry) {
-                eprintln!("hint: {hint}");
+                eprintln!("hint: {}", promptlab::text::printable(&hint));
             }
             error.code()
         }

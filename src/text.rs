@@ -1,6 +1,7 @@
 //! Text helpers shared by every layer: quoting input in messages, the
-//! nearest known name for a "did you mean", and
-//! counting the way the production (TypeScript) server counts.
+//! nearest known name for a "did you mean", keeping control characters from
+//! a terminal, and counting the way the production (TypeScript) server
+//! counts.
 //!
 //! Production limits (60 × 20,000-character messages, 32,000-character
 //! overrides, the 400-character `tool_result` cut) are JavaScript
@@ -123,6 +124,35 @@ pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -
         .map(|(_, candidate)| candidate)
 }
 
+/// Removes control characters (C0, DEL and C1: Unicode's `Cc`) from text
+/// that came from a claim, a model or a file, keeping newlines and tabs, so
+/// that hostile text cannot move the cursor, retitle the window or hide
+/// output. The one rule for text bound for a terminal (`sink` re-exports it).
+pub fn printable(text: &str) -> String {
+    text.chars()
+        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
+        .collect()
+}
+
+/// JSON text with DEL and the C1 controls (U+007F–U+009F) written as `\u`
+/// escapes. serde_json escapes C0 only, and a raw U+009B is a terminal's CSI;
+/// escaped, a JSON reader still gets the very same string. (Outside strings
+/// JSON text is ASCII, so every such character is inside one.)
+pub fn json_for_terminal(json: String) -> String {
+    if !json.chars().any(|c| c.is_control()) {
+        return json;
+    }
+    let mut escaped = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if (c.is_control() && !c.is_ascii()) || c == '\u{7f}' {
+            escaped.push_str(&format!("\\u{:04x}", u32::from(c)));
+        } else {
+            escaped.push(c);
+        }
+    }
+    escaped
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,5 +202,23 @@ mod tests {
         assert!(!is_js_blank("\u{0085}"));
         assert!(!is_js_blank("\u{200B}"));
         assert!(is_js_blank(""));
+    }
+
+    #[test]
+    fn printable_drops_c0_del_and_c1_but_keeps_lines_and_tabs() {
+        assert_eq!(
+            printable("a\u{1b}[2Jb\u{7f}\u{9b}31mc\n\td\r"),
+            "a[2Jb31mc\n\td"
+        );
+    }
+
+    #[test]
+    fn json_for_terminal_escapes_c1_losslessly() {
+        let json = serde_json::to_string("a\u{9b}31m\u{7f}\u{1}é").unwrap();
+        let shown = json_for_terminal(json);
+        assert_eq!(shown, "\"a\\u009b31m\\u007f\\u0001é\"");
+        assert!(!shown.chars().any(char::is_control));
+        let back: String = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back, "a\u{9b}31m\u{7f}\u{1}é");
     }
 }

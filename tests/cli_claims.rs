@@ -154,3 +154,52 @@ fn list_shows_every_claim() {
         .count();
     assert_eq!(rows.len(), store_files);
 }
+
+#[test]
+fn claims_show_keeps_c0_and_c1_controls_from_the_terminal_losslessly() {
+    // Issue #27: U+009B (a CSI) in a claim reached the terminal raw.
+    let dir = tempfile::tempdir().unwrap();
+    let hostile = "Leak\u{9b}2J\u{1b}]0;title\u{7}\u{7f} in the loft";
+    let json = minimal_claim_json("C-1", hostile);
+    write(dir.path(), "C-1.json", &json);
+    let claims_dir = dir.path().to_str().unwrap();
+    let shown = run(&["claims", "--claims-dir", claims_dir, "show", "C-1"]);
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(
+        !shown.stdout.chars().any(|c| c.is_control() && c != '\n'),
+        "{:?}",
+        shown.stdout
+    );
+    assert!(shown.stdout.contains("\\u009b2J"), "{}", shown.stdout);
+    let claim: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+    assert_eq!(
+        claim["incident"]["description"], hostile,
+        "a JSON reader gets the text back"
+    );
+
+    // The brief and the assembled prompt carry the claim's text too.
+    for args in [
+        &["claims", "--claims-dir", claims_dir, "brief", "C-1"][..],
+        &[
+            "prompts",
+            "--claims-dir",
+            claims_dir,
+            "show",
+            "--claim-id",
+            "C-1",
+        ],
+    ] {
+        let shown = run(args);
+        assert_eq!(shown.code, 0, "{args:?}: {}", shown.stderr);
+        assert!(
+            shown.stdout.contains("Leak2J]0;title in the loft"),
+            "{}",
+            shown.stdout
+        );
+        assert!(
+            !shown.stdout.chars().any(|c| c.is_control() && c != '\n'),
+            "{args:?}: {:?}",
+            shown.stdout
+        );
+    }
+}

@@ -132,16 +132,21 @@ fn a_failing_suite_exits_1_and_says_what_was_seen() {
         .filter(|n| n.has_tag_name("failure"))
         .collect();
     assert_eq!(failures.len(), 2);
+    // The message CI widgets headline names the unmet expectation.
     assert_eq!(
         failures[0].attribute("message"),
-        Some("0 of 1 samples passed (pass rate 0%); 1 needed (threshold: 100% of samples)")
+        Some(
+            "answer does not contain \"deductible\" (answer: \"The excess is recorded in the policy.\")"
+        )
     );
+    let body = failures[0].text().unwrap();
     assert!(
-        failures[0]
-            .text()
-            .unwrap()
-            .contains("answer does not contain \"deductible\"")
+        body.starts_with(
+            "0 of 1 samples passed (pass rate 0%); 1 needed (threshold: 100% of samples)\n"
+        ),
+        "{body}"
     );
+    assert!(body.contains("answer does not contain \"deductible\""));
 }
 
 #[test]

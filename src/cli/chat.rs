@@ -140,10 +140,11 @@ pub fn run(
     };
     if let Some(replay) = replay {
         for divergence in replay.divergences() {
-            eprintln!(
+            let line = format!(
                 "replay: model call {}: {}",
                 divergence.model_call, divergence.message
             );
+            eprintln!("{}", promptlab::text::printable(&line));
         }
     }
     Ok(exit)

@@ -119,7 +119,7 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             Ok(loaded) => claims.push(loaded.claim),
             Err(error) => {
                 invalid += 1;
-                eprintln!("warning: skipped {error}");
+                eprintln!("warning: skipped {}", printable(&error.to_string()));
             }
         }
     }
@@ -211,7 +211,7 @@ fn validate(args: ValidateArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         };
         if let Some(problem) = problem {
             invalid += 1;
-            println!("{problem}");
+            println!("{}", printable(&problem));
         }
     }
     let style = Style::for_stdout();

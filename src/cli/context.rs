@@ -126,12 +126,13 @@ impl PromptArgs {
                 .get(&ignored.id)
                 .map(|file| format!(" (from `{file}`)"))
                 .unwrap_or_default();
-            eprintln!(
+            let warning = format!(
                 "warning: override `{}`{source} ignored: {}{}",
                 ignored.id,
                 ignored.reason,
                 super::suggest::prompt_id_suffix(&ignored.id, registry)
             );
+            eprintln!("{}", promptlab::text::printable(&warning));
         }
         for unknown in &resolved.unknown_placeholders {
             eprintln!("warning: {unknown}");

@@ -14,10 +14,11 @@ pub fn write_hidden(out: &mut impl Write, hidden: &[String], machine_flag: &str)
     Ok(())
 }
 
-/// `value` as pretty JSON and a newline.
+/// `value` as pretty JSON and a newline, C1 controls escaped
+/// (`text::json_for_terminal`).
 pub fn write_json(out: &mut impl Write, value: &impl Serialize) -> io::Result<()> {
     let text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
-    writeln!(out, "{text}")
+    writeln!(out, "{}", promptlab::text::json_for_terminal(text))
 }
 
 /// `one` for a count of 1, else `many`: "1 run", "2 runs".

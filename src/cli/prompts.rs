@@ -18,6 +18,7 @@ use super::error::{CliError, Exit};
 use super::output::write_json;
 use super::prompt_tools::{tool_declarations, write_tools};
 use promptlab::sink::Style;
+use promptlab::text::printable;
 
 #[derive(Debug, Subcommand)]
 #[command(
@@ -183,7 +184,8 @@ pub fn write_blocks(
         }
         let header = format!("── {} · {} · {source} ", index + 1, block.id);
         writeln!(out, "{}", style.cyan(&style.bold(&header)))?;
-        writeln!(out, "{}\n", block.text)?;
+        // The text holds claim values and override files.
+        writeln!(out, "{}\n", printable(&block.text))?;
     }
     Ok(())
 }
@@ -206,11 +208,12 @@ fn fingerprint_command(args: FingerprintArgs) -> Result<Exit, CliError> {
     }
     writeln!(out, "{fingerprint}")?;
     for id in resolved.applied.keys() {
-        writeln!(out, "applied  {id}")?;
+        writeln!(out, "applied  {}", printable(id))?;
     }
     for ignored in &resolved.ignored {
         let hint = super::suggest::prompt_id_suffix(&ignored.id, PromptRegistry::embedded());
-        writeln!(out, "ignored  {}: {}{hint}", ignored.id, ignored.reason)?;
+        let line = format!("ignored  {}: {}{hint}", ignored.id, ignored.reason);
+        writeln!(out, "{}", printable(&line))?;
     }
     Ok(Exit::Success)
 }

@@ -153,7 +153,7 @@ fn fingerprint_of(spec: &str) -> Result<String, CliError> {
 fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     let (mut runs, problems) = scan_runs(std::slice::from_ref(runs_dir))?;
     for problem in problems {
-        eprintln!("warning: skipped {problem}");
+        eprintln!("warning: skipped {}", printable(&problem.to_string()));
     }
     let fingerprint = args
         .fingerprint

@@ -83,10 +83,14 @@ pub async fn drive_turn(
         None => drive(turn, &mut [&mut run, &mut writer], &cancel).await,
     };
     for failure in &delivery.recorder_failures {
+        let failure = promptlab::text::printable(&failure.to_string());
         eprintln!("warning: could not record this run: {failure}");
     }
     if let Some(warning) = fingerprint_warning(runner, &run) {
-        eprintln!("warning: {warning}");
+        eprintln!(
+            "warning: {}",
+            promptlab::text::printable(&warning.to_string())
+        );
     }
     match delivery.writer_error {
         // The reader went before the turn ended: its verdict was never reached.

@@ -1,15 +1,24 @@
-//! JUnit XML for CI (via `quick-junit`): one testsuite per variant, one
-//! testcase per claim × case with its repeats folded into a pass rate.
-//! A testcase that did not pass is a `<failure>` when a sample failed its
-//! expectations, an `<error>` when samples only errored (nothing could be
-//! judged), and `<skipped>` when none of its samples ran.
+//! JUnit XML for CI, valid against `junit-10.xsd` (the schema Jenkins'
+//! xUnit plugin validates with; GitLab and GitHub read the same shape): one
+//! testsuite per variant, one testcase per claim × case with its repeats
+//! folded into a pass rate. A testcase that did not pass is a `<failure>`
+//! when a sample failed its expectations, an `<error>` when samples only
+//! errored (nothing could be judged), and `<skipped>` when none of its
+//! samples ran; its `message` (what CI widgets headline) is the first unmet
+//! expectation, the rest is in its body.
+//!
+//! Written by the small typed writer in `junit/xml.rs`: `quick-junit` always
+//! writes `skipped` and `timestamp` on `<testsuites>`, which that schema
+//! does not allow.
+
+mod xml;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use quick_junit::{NonSuccessKind, Property, Report, TestCase, TestCaseStatus, TestSuite};
 
+use self::xml::{Report, Status, Suite, TestCase};
 use super::expect::Outcome;
 use super::fold::{Threshold, threshold_of};
 use super::matrix::TurnSpec;
@@ -45,56 +54,79 @@ pub fn junit_xml(
     plan: &EvalPlan,
     results: &[TurnResult],
     context: &JunitContext,
-) -> Result<String, quick_junit::SerializeError> {
-    let mut report = Report::new(plan.suite.name.as_str());
-    report.set_timestamp(context.started_at);
-    for (index, variant) in plan.matrix.variants.iter().enumerate() {
-        let mut cases: BTreeMap<(usize, String), CaseSamples> = BTreeMap::new();
-        for spec in context.not_run.iter().filter(|s| s.variant == index) {
-            let samples = cases.entry(place(plan, spec)).or_default();
-            samples.case = spec.case;
-            samples.not_run += 1;
-        }
-        for result in results.iter().filter(|r| r.spec.variant == index) {
-            let samples = cases.entry(place(plan, &result.spec)).or_default();
-            samples.case = result.spec.case;
-            samples.ran.push(result);
-        }
-        let mut suite = TestSuite::new(format!("{} / {}", plan.suite.name, variant.name));
-        suite.set_timestamp(context.started_at);
-        suite.add_property(Property::new("fingerprint", variant.fingerprint.as_str()));
-        suite.add_property(Property::new("model", variant.model.model.as_str()));
-        let level = variant.model.thinking_level.as_str();
-        suite.add_property(Property::new("thinking-level", level));
-        if variant.model.forced {
-            suite.add_property(Property::new("force-thinking-level", "true"));
-        }
-        if let Some(shard) = &context.shard {
-            suite.add_property(Property::new("shard", shard.as_str()));
-        }
-        for ignored in &variant.ignored {
-            suite.add_property(Property::new("ignored-override", ignored.to_string()));
-        }
-        let classname = format!("{}.{}", plan.suite.name, variant.name);
-        let mut time = Duration::ZERO;
-        for ((_, name), samples) in &cases {
+) -> Result<String, std::io::Error> {
+    let suites = (0..plan.matrix.variants.len())
+        .map(|index| test_suite(plan, results, context, index))
+        .collect();
+    Report {
+        name: plan.suite.name.clone(),
+        suites,
+    }
+    .to_xml()
+}
+
+/// The testsuite of variant `index`: its properties and one testcase per
+/// claim × case.
+fn test_suite(
+    plan: &EvalPlan,
+    results: &[TurnResult],
+    context: &JunitContext,
+    index: usize,
+) -> Suite {
+    let variant = &plan.matrix.variants[index];
+    let mut cases: BTreeMap<(usize, String), CaseSamples> = BTreeMap::new();
+    for spec in context.not_run.iter().filter(|s| s.variant == index) {
+        let samples = cases.entry(place(plan, spec)).or_default();
+        samples.case = spec.case;
+        samples.not_run += 1;
+    }
+    for result in results.iter().filter(|r| r.spec.variant == index) {
+        let samples = cases.entry(place(plan, &result.spec)).or_default();
+        samples.case = result.spec.case;
+        samples.ran.push(result);
+    }
+    let mut properties = vec![
+        ("fingerprint", variant.fingerprint.to_string()),
+        ("model", variant.model.model.to_string()),
+        (
+            "thinking-level",
+            variant.model.thinking_level.as_str().to_string(),
+        ),
+    ];
+    if variant.model.forced {
+        properties.push(("force-thinking-level", "true".to_string()));
+    }
+    if let Some(shard) = &context.shard {
+        properties.push(("shard", shard.clone()));
+    }
+    for ignored in &variant.ignored {
+        properties.push(("ignored-override", ignored.to_string()));
+    }
+    let classname = format!("{}.{}", plan.suite.name, variant.name);
+    let cases = cases
+        .iter()
+        .map(|((_, name), samples)| {
             let threshold = threshold_of(plan, samples.case, context.threshold);
             let total = (samples.ran.len() + samples.not_run) as u32;
             let required = threshold.required(total, plan.suite.repeats());
-            let case = test_case(
+            test_case(
                 name,
                 &classname,
                 samples,
                 (threshold, required),
                 context.not_run_reason,
-            );
-            time += case.time.unwrap_or_default();
-            suite.add_test_case(case);
-        }
-        suite.set_time(time);
-        report.add_test_suite(suite);
+            )
+        })
+        .collect();
+    Suite {
+        name: format!("{} / {}", plan.suite.name, variant.name),
+        timestamp: context.started_at,
+        properties: properties
+            .into_iter()
+            .map(|(name, value)| (name.to_string(), value))
+            .collect(),
+        cases,
     }
-    report.to_string()
 }
 
 /// Sorts testcases in matrix order; names them `claim · case`.
@@ -121,37 +153,58 @@ fn test_case(
         .filter(|r| r.verdict.outcome == Outcome::Pass)
         .count();
     let status = if ran.is_empty() {
-        let mut skipped = TestCaseStatus::skipped();
-        skipped.set_message(format!("not run: {not_run_reason}"));
-        skipped
+        Status::Skipped {
+            message: format!("not run: {not_run_reason}"),
+        }
     } else if passed as u32 >= required {
-        TestCaseStatus::success()
+        Status::Passed
     } else {
-        let failed = ran.iter().any(|r| r.verdict.outcome == Outcome::Fail);
-        let kind = if failed {
-            NonSuccessKind::Failure
-        } else {
-            NonSuccessKind::Error
-        };
-        let mut status = TestCaseStatus::non_success(kind);
-        status.set_message(format!(
+        let counts = format!(
             "{passed} of {} samples passed (pass rate {:.0}%); {required} needed (threshold: {})",
             ran.len(),
             passed as f64 * 100.0 / ran.len() as f64,
             threshold.describe()
-        ));
-        status.set_description(problems(ran));
-        status
+        );
+        let failed = ran.iter().any(|r| r.verdict.outcome == Outcome::Fail);
+        let first = first_problem(ran, failed).unwrap_or_else(|| counts.clone());
+        let body = format!("{counts}\n{}", problems(ran));
+        if failed {
+            Status::Failed {
+                message: first,
+                body,
+            }
+        } else {
+            Status::Errored {
+                message: first,
+                body,
+            }
+        }
     };
-    let mut case = TestCase::new(name, status);
-    case.set_classname(classname);
-    let seconds = ran
+    let millis = ran
         .iter()
         .map(|r| r.observation.latency_ms)
         .fold(0u64, u64::saturating_add);
-    case.set_time(Duration::from_millis(seconds));
-    case.set_system_out(system_out(ran, samples.not_run, not_run_reason));
-    case
+    TestCase {
+        name: name.to_string(),
+        classname: classname.to_string(),
+        time: Duration::from_millis(millis),
+        status,
+        system_out: system_out(ran, samples.not_run, not_run_reason),
+    }
+}
+
+/// The first unmet expectation of the first failed sample (of the first
+/// errored one when none failed): what a CI widget headlines.
+fn first_problem(ran: &[&TurnResult], failed: bool) -> Option<String> {
+    let wanted = if failed {
+        Outcome::Fail
+    } else {
+        Outcome::Error
+    };
+    ran.iter()
+        .filter(|r| r.verdict.outcome == wanted)
+        .find_map(|r| r.verdict.failures.first())
+        .map(|failure| crate::text::one_line(failure, crate::text::QUOTE_CHARS))
 }
 
 /// Each sample that did not pass, and why.
@@ -164,7 +217,7 @@ fn problems(ran: &[&TurnResult]) -> String {
             sample.verdict.outcome.as_str()
         ));
         for failure in &sample.verdict.failures {
-            text.push_str(&format!("  - {}\n", xml_safe(failure)));
+            text.push_str(&format!("  - {}\n", failure));
         }
     }
     text
@@ -193,18 +246,11 @@ fn system_out(ran: &[&TurnResult], not_run: usize, not_run_reason: &str) -> Stri
             "sample {}: {}\nrun log: {log}\nanswer: {}{cut}\n\n",
             sample.spec.sample,
             sample.verdict.outcome.as_str(),
-            xml_safe(&answer)
+            answer
         ));
     }
     if not_run > 0 {
         text.push_str(&format!("{not_run} samples not run: {not_run_reason}\n"));
     }
     text
-}
-
-/// Characters XML 1.0 cannot carry are dropped (model text may hold them).
-fn xml_safe(text: &str) -> String {
-    text.chars()
-        .filter(|c| matches!(c, '\n' | '\t' | '\r') || !c.is_control())
-        .collect()
 }

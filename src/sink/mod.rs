@@ -12,8 +12,10 @@ use std::time::Instant;
 
 use crate::chat::event::ChatEvent;
 
+use crate::text::json_for_terminal;
+pub use crate::text::printable;
 pub use pretty::PrettyWriter;
-pub use style::{ColorChoice, Style, printable, set_color_choice};
+pub use style::{ColorChoice, Style, set_color_choice};
 
 /// How events are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,12 +67,13 @@ impl<W: Write> EventWriter<W> {
     pub fn write(&mut self, event: &ChatEvent) -> io::Result<()> {
         match self {
             EventWriter::Pretty(pretty) => pretty.write(event),
+            // C1 controls escaped: NDJSON and SSE reach terminals too.
             EventWriter::Ndjson(out) => {
-                writeln!(out, "{}", event.to_json())?;
+                writeln!(out, "{}", json_for_terminal(event.to_json()))?;
                 out.flush()
             }
             EventWriter::Sse(out) => {
-                write!(out, "data: {}\n\n", event.to_json())?;
+                write!(out, "data: {}\n\n", json_for_terminal(event.to_json()))?;
                 out.flush()
             }
         }

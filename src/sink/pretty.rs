@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
-use super::style::{Style, printable};
+use super::style::Style;
 use crate::chat::event::{ChatEvent, ClientAction, Done};
 use crate::claims::money::format_amount;
 use crate::provider::gemini::NO_KEY_MESSAGE;
+use crate::text::printable;
 
 /// Shown under the missing-key error in this view only: the event's text is
 /// fixed by the wire format, so the way forward is said here.

@@ -1,7 +1,8 @@
 //! Terminal styling: ANSI colours by `--color auto|always|never` (auto:
 //! `NO_COLOR` off, `CLICOLOR_FORCE` on, `TERM=dumb` off, else only when stdout
 //! is a terminal; https://no-color.org, https://bixense.com/clicolors), plain
-//! text otherwise; and stripping control characters from text we did not write.
+//! text otherwise. Control characters are kept from the terminal by
+//! `text::printable` (re-exported as `sink::printable`).
 
 use std::io::{self, IsTerminal};
 use std::sync::OnceLock;
@@ -115,15 +116,6 @@ impl Style {
     pub fn cyan(self, text: &str) -> String {
         self.paint("36", text)
     }
-}
-
-/// Removes control characters from text that came from a claim or a model,
-/// keeping newlines and tabs, so that hostile text cannot move the cursor,
-/// retitle the window or hide output.
-pub fn printable(text: &str) -> String {
-    text.chars()
-        .filter(|c| !c.is_control() || *c == '\n' || *c == '\t')
-        .collect()
 }
 
 #[cfg(test)]

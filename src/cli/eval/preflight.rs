@@ -111,7 +111,10 @@ pub fn check_overrides(args: &EvalArgs, plan: &EvalPlan) -> Result<(), CliError>
         )));
     }
     for problem in problems {
-        eprintln!("warning: {problem}");
+        eprintln!(
+            "warning: {}",
+            promptlab::text::printable(&problem.to_string())
+        );
     }
     Ok(())
 }
@@ -153,7 +156,10 @@ pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoic
                 Some(args.max_concurrent.unwrap_or(args.jobs)),
             )?;
             for warning in unseen_on_the_wire(plan) {
-                eprintln!("warning: {warning}");
+                eprintln!(
+                    "warning: {}",
+                    promptlab::text::printable(&warning.to_string())
+                );
             }
             Ok(ProviderChoice::Worker(client))
         }

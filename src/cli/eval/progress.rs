@@ -153,6 +153,7 @@ impl Feedback<'_> {
             EvalMessage::Event(..) => Ok(()),
             EvalMessage::Finished(result) => self.finished(result, out),
             EvalMessage::Warning(warning) => {
+                let warning = promptlab::text::printable(&warning.to_string());
                 match &self.bar {
                     Some(bar) => bar.println(format!("warning: {warning}")),
                     None => eprintln!("warning: {warning}"),
@@ -171,12 +172,12 @@ impl Feedback<'_> {
         if self.ndjson {
             write_record(out, &EvalRecord::Turn(TurnRecord::of(self.plan, result)))?;
         }
-        let line = format!(
+        let line = promptlab::text::printable(&format!(
             "{} {} ({:.2} s)",
             result.verdict.outcome.as_str(),
             turn_label(self.plan, result),
             result.observation.latency_ms as f64 / 1000.0
-        );
+        ));
         self.tally.add(result);
         match &self.bar {
             Some(bar) => {
@@ -201,7 +202,7 @@ impl Feedback<'_> {
 
 pub fn write_record(out: &mut impl Write, record: &EvalRecord) -> std::io::Result<()> {
     let line = serde_json::to_string(record).map_err(std::io::Error::other)?;
-    writeln!(out, "{line}")?;
+    writeln!(out, "{}", promptlab::text::json_for_terminal(line))?;
     out.flush()
 }
 

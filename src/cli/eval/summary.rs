@@ -16,6 +16,7 @@ use promptlab::eval::report::{
     in_matrix_order, not_run, shard_line, summarize, turn_label,
 };
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
+use promptlab::markdown::{CELL_CHARS, code, code_in_table, inline};
 use promptlab::sink::{Style, printable};
 use promptlab::table::terminal_width;
 
@@ -113,7 +114,7 @@ pub fn finish(
         EvalFormat::Pretty => print_pretty(args, &outcome)?,
     }
     for error in &outcome.write_errors {
-        eprintln!("error: {error}");
+        eprintln!("error: {}", printable(error));
     }
     Ok(outcome.exit)
 }
@@ -342,7 +343,11 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
     } else {
         "❌"
     };
-    let _ = writeln!(md, "## {mark} Eval `{}`\n", plan.suite.name);
+    let _ = writeln!(
+        md,
+        "## {mark} Eval {}\n",
+        code(&plan.suite.name, CELL_CHARS)
+    );
     let _ = writeln!(
         md,
         "| variant | fingerprint | model | turns | passed | failed | errors | pass rate (95% CI) | tokens in/out | latency p50/p95 |\n|---|---|---|---|---|---|---|---|---|---|"
@@ -353,9 +358,9 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
         });
         let _ = writeln!(
             md,
-            "| {} | `{}` | {} | {} | {} | {} | {} | {:.1}%{interval} | {}/{} | {} / {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1}%{interval} | {}/{} | {} / {} |",
             md_cell(&s.variant),
-            s.fingerprint,
+            code_in_table(&s.fingerprint, CELL_CHARS),
             md_cell(&model_text(s)),
             s.turns,
             s.passed,
@@ -377,7 +382,12 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
     }
     for s in &outcome.summaries {
         for ignored in &s.ignored_overrides {
-            let _ = writeln!(md, "\n> ⚠️ variant `{}`: {}", s.variant, md_cell(ignored));
+            let _ = writeln!(
+                md,
+                "\n> ⚠️ variant {}: {}",
+                code(&s.variant, CELL_CHARS),
+                md_cell(ignored)
+            );
         }
     }
     let failing = outcome.failing();
@@ -386,10 +396,10 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
         for result in failing.iter().take(show_failures) {
             let _ = writeln!(
                 md,
-                "- **{}** `{}`: {}",
+                "- **{}** {}: {}",
                 result.verdict.outcome.as_str(),
-                md_cell(&turn_label(plan, result)),
-                md_cell(&result.verdict.failures.join("; "))
+                code(&turn_label(plan, result), CELL_CHARS),
+                inline(&result.verdict.failures.join("; "), FAILURE_CHARS)
             );
         }
         if failing.len() > show_failures {
@@ -402,8 +412,11 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
     md
 }
 
+/// How much of a turn's failures the Markdown summary shows.
+const FAILURE_CHARS: usize = 1_000;
+
 fn md_cell(text: &str) -> String {
-    printable(text).replace('|', "\\|").replace('\n', " ")
+    inline(text, CELL_CHARS)
 }
 
 /// Writes a whole file or nothing: a temporary beside it, then a rename;

@@ -1,5 +1,6 @@
 //! The comparison as Markdown, fit to paste into a pull request or a CI
-//! step summary.
+//! step summary. Every piece of text from the runs (labels, paths, tool
+//! names, failures, answers) goes through `crate::markdown`'s escaping.
 
 use std::fmt::Write as _;
 
@@ -9,7 +10,10 @@ use super::{
 };
 use crate::compare::gate::GateResult;
 use crate::compare::{Comparison, Pair};
-use crate::sink::printable;
+use crate::markdown::{CELL_CHARS, code, code_in_table, html, inline};
+
+/// How much of an answer's word diff is shown.
+const DIFF_CHARS: usize = 2_000;
 
 pub fn markdown(c: &Comparison, gate: &GateResult) -> String {
     let mut md = summary(c, gate);
@@ -42,19 +46,27 @@ fn summary(c: &Comparison, gate: &GateResult) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
-        "## Prompt comparison: `{}` → `{}`\n",
-        c.a.label, c.b.label
+        "## Prompt comparison: {} → {}\n",
+        code(&c.a.label, CELL_CHARS),
+        code(&c.b.label, CELL_CHARS)
     );
     let _ = writeln!(
         md,
-        "| | A: `{}` | B: `{}` | |\n|---|---|---|---|",
-        c.a.label, c.b.label
+        "| | A: {} | B: {} | |\n|---|---|---|---|",
+        code_in_table(&c.a.label, CELL_CHARS),
+        code_in_table(&c.b.label, CELL_CHARS)
     );
-    let _ = writeln!(md, "| source | {} | {} | |", c.a.source, c.b.source);
-    for [name, a, b, change] in metric_rows(c) {
+    let _ = writeln!(
+        md,
+        "| source | {} | {} | |",
+        md_cell(&c.a.source.to_string()),
+        md_cell(&c.b.source.to_string())
+    );
+    for row in metric_rows(c) {
+        let [name, a, b, change] = row.map(|cell| md_cell(&cell));
         let _ = writeln!(md, "| {name} | {a} | {b} | {change} |");
     }
-    let _ = writeln!(md, "\n**{}**\n", conclusion_sentence(c));
+    let _ = writeln!(md, "\n**{}**\n", md_cell(&conclusion_sentence(c)));
     for line in accounting_lines(c) {
         let _ = writeln!(md, "- {}", md_cell(&line));
     }
@@ -74,11 +86,11 @@ fn pairs_table(changed: &[&Pair]) -> String {
             md,
             "| {} | {} | {} | {} | {} | {} |",
             md_cell(&pair_label(pair)),
-            change_text(pair),
-            tools_text(&pair.a),
-            tools_text(&pair.b),
-            usage_text(pair),
-            latency_text(pair)
+            md_cell(&change_text(pair)),
+            md_cell(&tools_text(&pair.a)),
+            md_cell(&tools_text(&pair.b)),
+            md_cell(&usage_text(pair)),
+            md_cell(&latency_text(pair))
         );
     }
     md
@@ -86,9 +98,10 @@ fn pairs_table(changed: &[&Pair]) -> String {
 
 /// A changed pair's failures and answer diff, folded.
 fn pair_details(pair: &Pair) -> String {
+    // `<summary>` is in an HTML block, where only HTML escaping holds.
     let mut md = format!(
         "\n<details><summary>{}</summary>\n\n",
-        md_cell(&pair_label(pair))
+        html(&pair_label(pair), CELL_CHARS)
     );
     let failures = failures_of(pair);
     if !failures.is_empty() {
@@ -102,7 +115,7 @@ fn pair_details(pair: &Pair) -> String {
         let _ = writeln!(
             md,
             "Answer (word diff, `[-A-]{{+B+}}`):\n\n> {}\n",
-            md_cell(&word_diff(&pair.a.answer, &pair.b.answer))
+            inline(&word_diff(&pair.a.answer, &pair.b.answer), DIFF_CHARS)
         );
     }
     if let Some(line) = super::judged_line(pair) {
@@ -113,5 +126,5 @@ fn pair_details(pair: &Pair) -> String {
 }
 
 fn md_cell(text: &str) -> String {
-    printable(text).replace('|', "\\|").replace('\n', " ")
+    inline(text, CELL_CHARS)
 }

@@ -35,7 +35,9 @@ pub struct CompareReport<'a> {
 }
 
 pub fn json(comparison: &Comparison, gate: &GateResult) -> String {
-    serde_json::to_string_pretty(&CompareReport { comparison, gate }).unwrap_or_default()
+    let text =
+        serde_json::to_string_pretty(&CompareReport { comparison, gate }).unwrap_or_default();
+    crate::text::json_for_terminal(text)
 }
 
 /// One sentence on the outcome.

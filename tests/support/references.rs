@@ -1,0 +1,94 @@
+//! The readers nobody here wrote that conformance tests put real output
+//! through (`.ci/install-references` installs them, pinned): where they are,
+//! and the one rule for a missing one — outside CI the test says it skipped,
+//! and why; in CI (`CI=true`) it fails.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// `$PROMPTLAB_REFERENCES`, else the repository's `.ci` folder.
+pub fn references_dir() -> PathBuf {
+    std::env::var_os("PROMPTLAB_REFERENCES")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| super::repo_root().join(".ci"))
+}
+
+/// `None` (and a printed skip) when `path` is missing outside CI; a panic in CI.
+fn present(path: PathBuf, what: &str) -> Option<PathBuf> {
+    if path.exists() {
+        return Some(path);
+    }
+    let message = format!(
+        "{what}: not installed ({} is missing); run .ci/install-references",
+        path.display()
+    );
+    if std::env::var("CI").is_ok_and(|value| value == "true") {
+        panic!("{message} (CI=true: a missing reference is a failure)");
+    }
+    eprintln!("skipped: {message}");
+    None
+}
+
+/// The venv's python, with `xmlschema` and `junitparser`.
+pub fn python() -> Option<PathBuf> {
+    present(
+        references_dir().join("venv/bin/python"),
+        "the Python references (xmlschema, junitparser)",
+    )
+}
+
+/// `junit-10.xsd`, from pytest's source distribution.
+pub fn junit_xsd() -> Option<PathBuf> {
+    present(
+        references_dir().join("references/junit-10.xsd"),
+        "junit-10.xsd (from pytest's sdist)",
+    )
+}
+
+/// A driver script in `.ci/references/`, once its npm package is installed.
+pub fn node_script(script: &str, package: &str) -> Option<PathBuf> {
+    let dir = references_dir().join("references");
+    present(
+        dir.join("node_modules").join(package).join("package.json"),
+        &format!("npm {package}"),
+    )?;
+    Some(dir.join(script))
+}
+
+/// What a reference said.
+pub struct Said {
+    pub ok: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `program args…` with `stdin`, waiting for it to finish.
+pub fn run_reference(program: &Path, args: &[&std::ffi::OsStr], stdin: &[u8]) -> Said {
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
+    child
+        .stdin
+        .take()
+        .expect("stdin is piped")
+        .write_all(stdin)
+        .expect("the reference reads its input");
+    let output = child.wait_with_output().expect("the reference finishes");
+    Said {
+        ok: output.status.success(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// Runs a `.ci/references/*.mjs` driver under node.
+pub fn run_node(script: &Path, args: &[&std::ffi::OsStr], stdin: &[u8]) -> Said {
+    let mut all: Vec<&std::ffi::OsStr> = vec![script.as_os_str()];
+    all.extend_from_slice(args);
+    run_reference(Path::new("node"), &all, stdin)
+}
