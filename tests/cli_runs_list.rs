@@ -67,7 +67,8 @@ fn a_fingerprint_that_is_neither_hex_nor_a_file_is_a_usage_error() {
     );
     assert_eq!(out.code, 2);
     assert!(
-        out.stderr.contains("neither a fingerprint"),
+        out.stderr
+            .contains("is neither an override file, a fingerprint"),
         "{}",
         out.stderr
     );
@@ -146,4 +147,64 @@ fn the_message_preview_is_one_line_and_cut_short() {
     {
         assert!(line.chars().count() <= 110, "{line}");
     }
+}
+
+/// The fingerprint of overrides/plain-spoken.yaml, as `prompts fingerprint` prints it.
+fn plain_spoken() -> String {
+    let out = support::run(&["prompts", "fingerprint", "overrides/plain-spoken.yaml"]);
+    out.stdout
+        .split_whitespace()
+        .find(|word| word.len() == 12 && word.bytes().all(|b| b.is_ascii_hexdigit()))
+        .expect("a fingerprint")
+        .to_string()
+}
+
+#[test]
+fn a_unique_fingerprint_prefix_works_in_runs_list_and_compare_and_others_are_named_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    two_runs(dir.path());
+    let fingerprint = plain_spoken();
+    let prefix = &fingerprint[..6];
+    let listed = in_runs(
+        dir.path(),
+        &["runs", "list", "--fingerprint", prefix, "--json"],
+    );
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let rows: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(rows.as_array().unwrap().len(), 1, "{rows}");
+    assert_eq!(rows[0]["fingerprint"], fingerprint.as_str());
+    let compared = in_runs(
+        dir.path(),
+        &["compare", "default", prefix, "--format", "json"],
+    );
+    assert_eq!(compared.code, 0, "{}", compared.stderr);
+    assert!(
+        compared.stdout.contains(&fingerprint),
+        "{}",
+        compared.stdout
+    );
+    // A prefix of no recorded version: named, with the nearest one.
+    let mut near = fingerprint[..6].to_string();
+    let last = near.pop().unwrap();
+    near.push(if last == '0' { '1' } else { '0' });
+    let missing = in_runs(dir.path(), &["compare", "default", &near]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains(&format!("no prompt version recorded in `{}` starts with `{near}`; did you mean `{fingerprint}`?", dir.path().display())),
+        "{}",
+        missing.stderr
+    );
+    // Two recorded versions sharing the prefix: both named.
+    let twin = format!("{}ffffff", &fingerprint[..6]);
+    std::fs::create_dir(dir.path().join(&twin)).unwrap();
+    let ambiguous = in_runs(dir.path(), &["runs", "list", "--fingerprint", prefix]);
+    assert_eq!(ambiguous.code, 2, "{}", ambiguous.stderr);
+    assert!(
+        ambiguous
+            .stderr
+            .contains(&format!("matches 2 recorded prompt versions: "))
+            && ambiguous.stderr.contains(&twin),
+        "{}",
+        ambiguous.stderr
+    );
 }

@@ -55,9 +55,10 @@ pub enum CompareFormat {
 #[derive(Debug, Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct CompareArgs {
-    /// The baseline: a prompt fingerprint, an override file or folder (compared by its
-    /// fingerprint, looked up in --runs-dir), or a folder of run logs; `@VARIANT` after it
-    /// takes one variant (`runs/models@lite-low`).
+    /// The baseline: a folder of run logs, an override file or folder (compared by its
+    /// fingerprint, looked up in --runs-dir), or a prompt fingerprint — whole, or a unique
+    /// prefix of 6 hex characters or more of one recorded in --runs-dir — in that order;
+    /// `@VARIANT` after it takes one variant (`runs/models@lite-low`).
     pub a: String,
     /// The candidate, of the same kinds.
     pub b: String,

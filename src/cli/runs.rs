@@ -13,7 +13,7 @@ use promptlab::runs::{RunLog, find_run, read_run_log, scan_runs};
 use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable};
 
 use super::error::{CliError, Exit};
-use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
+use promptlab::prompts::PromptRegistry;
 
 use super::output::{plural, write_hidden, write_json};
 use promptlab::table::{Fit, fit_table, terminal_width};
@@ -84,8 +84,9 @@ pub enum RunsCommand {
     after_help = "Examples:\n  promptlab runs list --since 2h --status error\n  promptlab runs list --claim CLM-HH-0001 --limit 5\n  promptlab runs list --fingerprint default --json | jq ."
 )]
 pub struct ListArgs {
-    /// Only turns with this prompt fingerprint: `default`, 12 hex characters,
-    /// or an override file (or folder) whose fingerprint is meant.
+    /// Only turns with this prompt fingerprint: an override file (or folder)
+    /// whose fingerprint is meant, `default`, 12 hex characters, or a unique
+    /// prefix (6 or more) of a recorded one.
     #[arg(long, value_name = "FP|FILE")]
     pub fingerprint: Option<String>,
     /// Only turns made by this provider: gemini, script, replay or worker.
@@ -129,25 +130,17 @@ pub fn run(command: RunsCommand, runs_dir: &PathBuf) -> Result<Exit, CliError> {
 
 /// `--fingerprint`: an existing override file or folder stands for its
 /// fingerprint, as in `compare`; anything else is taken as a fingerprint.
-fn fingerprint_of(spec: &str) -> Result<String, CliError> {
-    let is_fingerprint = spec == "default"
-        || (spec.len() == 12
-            && spec
-                .bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)));
-    if is_fingerprint {
-        return Ok(spec.to_string());
-    }
-    if !Path::new(spec).exists() {
-        return Err(CliError::usage(format!(
-            "--fingerprint `{spec}` is neither a fingerprint (`default` or 12 hex characters) nor an override file"
-        )));
-    }
-    let registry = PromptRegistry::embedded();
-    let set = OverrideSet::load(&[PathBuf::from(spec)])?;
-    Ok(fingerprint(
-        &resolve_overrides(&set.prompts, registry).applied,
-    ))
+/// `--fingerprint`: an override file or folder, a fingerprint, or a unique
+/// prefix of a recorded one — the rule a `compare` side follows.
+fn fingerprint_of(spec: &str, runs_dir: &Path) -> Result<String, CliError> {
+    promptlab::runs::version::fingerprint_for(spec, runs_dir, PromptRegistry::embedded())
+        .map_err(CliError::usage)?
+        .ok_or_else(|| {
+            CliError::usage(format!(
+                "--fingerprint `{spec}` is neither an override file, a fingerprint (`default` or 12 hex \
+                 characters) nor a prefix of a recorded one (6 hex characters or more)"
+            ))
+        })
 }
 
 fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
@@ -158,7 +151,7 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     let fingerprint = args
         .fingerprint
         .as_deref()
-        .map(fingerprint_of)
+        .map(|spec| fingerprint_of(spec, runs_dir))
         .transpose()?;
     runs.retain(|run| {
         fingerprint

@@ -11,10 +11,10 @@ use serde::Serialize;
 
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::Role;
-use crate::prompts::fingerprint::looks_like_fingerprint;
-use crate::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
+use crate::prompts::PromptRegistry;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::store::{RunLogError, RunLogListing, list_run_logs, run_log_paths};
+use crate::runs::version::fingerprint_for;
 use crate::runs::{RunLog, read_run_log};
 use crate::text::one_line;
 
@@ -249,7 +249,7 @@ pub enum CompareError {
     #[error("`{0}` is not a prompt fingerprint, an override file or a folder of run logs")]
     Unknown(String),
     #[error("{0}")]
-    Overrides(#[from] crate::prompts::overrides::OverrideError),
+    Version(#[from] crate::runs::version::VersionError),
     #[error("failed to read run logs in `{path}`: {source}")]
     Read {
         path: String,
@@ -379,14 +379,9 @@ fn resolve_spec(
     if path.is_dir() && holds_logs(path) {
         return Ok((format!("run logs in {}", path.display()), list(path)?, None));
     }
-    let fingerprint = if path.is_file() || path.is_dir() {
-        let set = OverrideSet::load(&[path.to_path_buf()])?;
-        fingerprint(&resolve_overrides(&set.prompts, registry).applied)
-    } else if looks_like_fingerprint(spec) {
-        spec.to_string()
-    } else {
-        return Err(CompareError::Unknown(spec.to_string()));
-    };
+    // Paths, then fingerprints and their prefixes (runs::version's rule).
+    let fingerprint = fingerprint_for(spec, runs_dir, registry)?
+        .ok_or_else(|| CompareError::Unknown(spec.to_string()))?;
     let of = if fingerprint == spec {
         String::new()
     } else {
