@@ -202,7 +202,7 @@ fn a_unique_fingerprint_prefix_works_in_runs_list_and_compare_and_others_are_nam
     assert!(
         ambiguous
             .stderr
-            .contains(&format!("matches 2 recorded prompt versions: "))
+            .contains("matches 2 recorded prompt versions: ")
             && ambiguous.stderr.contains(&twin),
         "{}",
         ambiguous.stderr
