@@ -340,3 +340,86 @@ fn an_unusable_history_file_is_warned_about_and_the_session_goes_on() {
     tmux.keys(&["C-d"]);
     assert_eq!(exit_code(&tmux, &done), "0");
 }
+
+/// `/capability`, `/claim` and `/save`, piped: the turns after each command
+/// run with it (as their run logs record), a bad id changes nothing, and
+/// the transcript goes to a new file only — never over a file or a link.
+#[test]
+fn claim_capability_and_save_commands_apply_from_the_next_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let saved = dir.path().join("session.md");
+    let victim = dir.path().join("victim.txt");
+    std::fs::write(&victim, "untouched\n").unwrap();
+    let link = dir.path().join("link.md");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    let input = format!(
+        "First <b>question</b>?\n/capability summarise\nSecond?\n/capability nosuch\n/claim CLM-NOPE-1\n/claim CLM-MTR-0002\n/capability none\nThird?\n/save {saved}\n/save {saved}\n/save {link}\n",
+        saved = saved.display(),
+        link = link.display()
+    );
+    let out = session(dir.path(), &runs, &input);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for said in [
+        "(capability summarise)",
+        "error: unknown capability `nosuch`",
+        "error: no claim `CLM-NOPE-1` in the store",
+        "(claim CLM-MTR-0002; history cleared: a new claim starts a new conversation)",
+        "(capability none: free chat)",
+        "(saved 3 turns to ",
+        "already exists (a file or a link): /save writes a new file only",
+    ] {
+        assert!(out.stderr.contains(said), "{said}: {}", out.stderr);
+    }
+    let rows = recorded(&runs);
+    let seen: Vec<(String, String)> = rows
+        .iter()
+        .map(|row| {
+            (
+                row["claim"].as_str().unwrap_or_default().to_string(),
+                row["capability"].as_str().unwrap_or("-").to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("CLM-HH-0001".to_string(), "-".to_string()),
+            ("CLM-HH-0001".to_string(), "summarise".to_string()),
+            ("CLM-MTR-0002".to_string(), "-".to_string()),
+        ],
+        "{rows:?}"
+    );
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(text.starts_with("# promptlab chat session\n"), "{text}");
+    assert!(text.contains("## Turn 3 · CLM-MTR-0002"), "{text}");
+    assert!(text.contains("Third answer."), "{text}");
+    assert!(
+        text.contains("&lt;b&gt;question&lt;/b&gt;"),
+        "HTML escaped: {text}"
+    );
+    assert!(text.contains("fingerprint default · turn "), "{text}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
+}
+
+/// On a terminal, /help lists the session's commands and /capability
+/// answers at the prompt. Needs tmux (`.ci/run` installs it).
+#[test]
+fn on_a_terminal_help_lists_the_session_commands() {
+    if !have_tmux() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let done = dir.path().join("commands");
+    let tmux = terminal_session(dir.path(), &dir.path().join("history"), &done);
+    tmux.keys(&["/help", "Enter"]);
+    for command in ["/claim ID", "/capability ID", "/save FILE"] {
+        tmux.wait_for(command);
+    }
+    tmux.wait_for_prompt();
+    tmux.keys(&["/capability summarise", "Enter"]);
+    tmux.wait_for("(capability summarise)");
+    tmux.wait_for_prompt();
+    tmux.keys(&["C-d"]);
+    assert_eq!(exit_code(&tmux, &done), "0");
+}

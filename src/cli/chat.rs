@@ -32,7 +32,8 @@ pub struct ChatArgs {
     pub message: Option<String>,
     /// An interactive session that keeps text history between turns, like the
     /// browser: Ctrl-C stops the current answer, Ctrl-D leaves; /help lists
-    /// its commands (/reset, /overrides FILE, //text to send `/text`).
+    /// its commands (/reset, /overrides FILE, /claim ID, /capability ID|none,
+    /// /save FILE for a Markdown transcript, //text to send `/text`).
     ///
     /// On a terminal it opens with a banner (claim, capability, fingerprint,
     /// model) and reads lines with a line editor (arrows, Ctrl-R); the lines

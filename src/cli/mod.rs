@@ -24,6 +24,7 @@ pub mod runs;
 pub mod serve;
 pub mod session;
 pub mod session_input;
+pub mod session_save;
 pub mod shell;
 pub mod signals;
 pub mod suggest;

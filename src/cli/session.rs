@@ -1,6 +1,7 @@
 //! `promptlab chat -i`: a session of turns, one per line, keeping the text
 //! history between them as the browser does; `/` lines are commands to the
-//! session (`/help`, `/reset`, `/overrides FILE`), never sent to the model.
+//! session (`/help`, `/reset`, `/overrides FILE`, `/claim ID`,
+//! `/capability ID`, `/save FILE`), never sent to the model.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -15,6 +16,7 @@ use promptlab::worker::TurnRunner;
 use super::chat::{Lookup, TurnSettings, hint_after_error, report_recording};
 use super::error::{CliError, Exit};
 use super::session_input::{Line, SessionInput};
+use super::session_save::{SavedTurn, save_new, transcript};
 use super::suggest;
 use super::turn::drive_turn;
 
@@ -25,6 +27,10 @@ Type a message and press Enter; the answer streams, and the session keeps the te
   /overrides FILE   use the overrides in FILE (a file or folder) from the next turn on
   /overrides none   back to the code defaults
   /overrides        the overrides in use and their fingerprint
+  /claim ID         talk about another claim (a new conversation: the history is cleared)
+  /capability ID    run the next turns as that quick action (`promptlab prompts list`)
+  /capability none  back to free chat
+  /save FILE        write the session so far as Markdown (a new file; never overwrites)
   //text            send `/text` (a message that starts with /)
 Ctrl-C stops an answer; Ctrl-D leaves. On a terminal, ↑/↓ and Ctrl-R recall earlier lines.";
 
@@ -50,10 +56,7 @@ fn classify(line: &str) -> Input<'_> {
 
 /// The session's first line: what every turn will run with.
 fn banner(ctx: Lookup<'_>, settings: &TurnSettings) -> String {
-    let claim = match &settings.claim {
-        ClaimInput::Id(id) => id.clone(),
-        ClaimInput::Document(loaded) => loaded.claim.id.clone(),
-    };
+    let claim = claim_label(&settings.claim);
     let applied = resolve_overrides(&settings.prompt.overrides, ctx.registry);
     format!(
         "claim {claim} · capability {} · fingerprint {} · model {} ({}) · /help for commands",
@@ -64,11 +67,20 @@ fn banner(ctx: Lookup<'_>, settings: &TurnSettings) -> String {
     )
 }
 
+/// What a session keeps besides its settings: the text history the model
+/// is sent, and every turn for `/save`.
+struct SessionState {
+    history: Vec<ChatMessage>,
+    saved: Vec<SavedTurn>,
+    /// Turns run here (not on a deployment): a claim id must be in the store.
+    local: bool,
+}
+
 /// A `/command` line of a session: answered on stderr, never sent to the
 /// model; a mistake in it is reported and the session goes on.
 fn session_command(
     command: &str,
-    history: &mut Vec<ChatMessage>,
+    state: &mut SessionState,
     settings: &mut TurnSettings,
     ctx: Lookup<'_>,
     input: &SessionInput,
@@ -84,14 +96,93 @@ fn session_command(
             }
         }
         "reset" => {
-            history.clear();
+            state.history.clear();
             eprintln!("(history cleared)");
         }
         "overrides" => overrides_command(argument, settings, ctx),
+        "claim" => claim_command(argument, state, settings, ctx),
+        "capability" => capability_command(argument, settings, ctx),
+        "save" => save_command(argument, state),
         other => eprintln!(
             "unknown command /{}: /help lists them (//text sends `/text`)",
             promptlab::text::quote(other)
         ),
+    }
+}
+
+/// `/claim ID`: later turns are about another claim, in a new conversation.
+fn claim_command(id: &str, state: &mut SessionState, settings: &mut TurnSettings, ctx: Lookup<'_>) {
+    if id.is_empty() {
+        eprintln!("(claim {})", claim_label(&settings.claim));
+        return;
+    }
+    if state.local && ctx.store.locate(id).is_none() {
+        let hint = suggest::claim_id(id, ctx.store)
+            .map(|hint| format!("; {hint}"))
+            .unwrap_or_default();
+        eprintln!(
+            "error: no claim `{}` in the store{hint} (the claim is unchanged)",
+            promptlab::text::quote(id)
+        );
+        return;
+    }
+    settings.claim = ClaimInput::Id(id.to_string());
+    state.history.clear();
+    eprintln!("(claim {id}; history cleared: a new claim starts a new conversation)");
+}
+
+/// `/capability ID|none`: the quick action later turns run as.
+fn capability_command(id: &str, settings: &mut TurnSettings, ctx: Lookup<'_>) {
+    match id {
+        "" => {}
+        "none" => settings.prompt.capability = None,
+        id if ctx.registry.capability(id).is_some() => {
+            settings.prompt.capability = Some(id.to_string());
+        }
+        unknown => {
+            let hint = suggest::capability(unknown, ctx.registry)
+                .map(|hint| format!("; {hint}"))
+                .unwrap_or_default();
+            eprintln!(
+                "error: unknown capability `{}`{hint} (the capability is unchanged)",
+                promptlab::text::quote(unknown)
+            );
+            return;
+        }
+    }
+    eprintln!(
+        "(capability {})",
+        settings
+            .prompt
+            .capability
+            .as_deref()
+            .unwrap_or("none: free chat")
+    );
+}
+
+/// `/save FILE`: the transcript so far, into a file that must be new.
+fn save_command(path: &str, state: &SessionState) {
+    if path.is_empty() {
+        eprintln!("error: /save needs a file name: /save session.md");
+        return;
+    }
+    match save_new(std::path::Path::new(path), &transcript(&state.saved)) {
+        Ok(()) => eprintln!("(saved {} turns to {path})", state.saved.len()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => eprintln!(
+            "error: `{}` already exists (a file or a link): /save writes a new file only",
+            promptlab::text::quote(path)
+        ),
+        Err(error) => eprintln!(
+            "error: cannot save to `{}`: {error}",
+            promptlab::text::quote(path)
+        ),
+    }
+}
+
+fn claim_label(claim: &ClaimInput) -> String {
+    match claim {
+        ClaimInput::Id(id) => id.clone(),
+        ClaimInput::Document(loaded) => loaded.claim.id.clone(),
     }
 }
 
@@ -126,7 +217,7 @@ pub async fn interactive(
     runner: &TurnRunner,
     ctx: Lookup<'_>,
     mut settings: TurnSettings,
-    mut history: Vec<ChatMessage>,
+    history: Vec<ChatMessage>,
 ) -> Result<Exit, CliError> {
     let current: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
     let on_signal = Arc::clone(&current);
@@ -144,6 +235,11 @@ pub async fn interactive(
     }
     let mut input = SessionInput::new(terminal);
     let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
+    let mut state = SessionState {
+        history,
+        saved: Vec::new(),
+        local: matches!(runner, TurnRunner::Local(_)),
+    };
     let mut failed = false;
     loop {
         if !pending {
@@ -161,44 +257,68 @@ pub async fn interactive(
                 Input::Blank => continue,
                 Input::Command(command) => {
                     input.remember(&line);
-                    session_command(command, &mut history, &mut settings, ctx, &input);
+                    session_command(command, &mut state, &mut settings, ctx, &input);
                     continue;
                 }
                 Input::Message(message) => {
                     input.remember(&line);
-                    history.push(ChatMessage::user(message));
+                    state.history.push(ChatMessage::user(message));
                 }
             }
         }
         pending = false;
-        let request = settings.request(history.clone());
-        if let Err(error) = request.validate(ctx.registry) {
-            eprintln!("error: {error}");
-            history.pop();
-            continue;
-        }
-        let token = CancellationToken::new();
-        set_current(&current, Some(token.clone()))?;
-        let recorder = settings.recorder(&request);
-        let end = drive_turn(runner, request, settings.format, token, recorder).await;
-        set_current(&current, None)?;
-        let end = end?;
-        report_recording(&end, settings.format);
-        hint_after_error(&end, &settings, ctx);
-        failed |= end.exit == Exit::Failure;
-        match end.exit {
-            Exit::Success => history.push(ChatMessage::assistant(end.answer)),
-            Exit::Cancelled if !end.answer.trim().is_empty() => {
-                history.push(ChatMessage::assistant(end.answer));
-            }
-            _ => {
-                history.pop();
-            }
-        }
+        failed |=
+            session_turn(runner, ctx, &settings, &mut state, &current).await? == Exit::Failure;
         if terminal {
             eprintln!();
         }
     }
+}
+
+/// Runs the turn the history's last message asks for; keeps its answer in
+/// the history (a failed turn's message is taken back) and the turn for
+/// `/save`.
+async fn session_turn(
+    runner: &TurnRunner,
+    ctx: Lookup<'_>,
+    settings: &TurnSettings,
+    state: &mut SessionState,
+    current: &Mutex<Option<CancellationToken>>,
+) -> Result<Exit, CliError> {
+    let request = settings.request(state.history.clone());
+    if let Err(error) = request.validate(ctx.registry) {
+        eprintln!("error: {error}");
+        state.history.pop();
+        return Ok(Exit::Success);
+    }
+    let token = CancellationToken::new();
+    set_current(current, Some(token.clone()))?;
+    let recorder = settings.recorder(&request);
+    let end = drive_turn(runner, request, settings.format, token, recorder).await;
+    set_current(current, None)?;
+    let end = end?;
+    report_recording(&end, settings.format);
+    hint_after_error(&end, settings, ctx);
+    state.saved.push(SavedTurn {
+        claim: claim_label(&settings.claim),
+        message: state
+            .history
+            .last()
+            .map(|m| m.text.clone())
+            .unwrap_or_default(),
+        events: end.events.clone(),
+        cancelled: end.exit == Exit::Cancelled,
+    });
+    match end.exit {
+        Exit::Success => state.history.push(ChatMessage::assistant(end.answer)),
+        Exit::Cancelled if !end.answer.trim().is_empty() => {
+            state.history.push(ChatMessage::assistant(end.answer));
+        }
+        _ => {
+            state.history.pop();
+        }
+    }
+    Ok(end.exit)
 }
 
 /// The turn Ctrl-C stops, if one is running.
