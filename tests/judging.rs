@@ -423,6 +423,13 @@ fn rescore_judges_recorded_turns_again_without_the_chat_model() {
             .to_string()
             .contains("no policy number")
     );
+    let summary = &ndjson(&records.stdout, "summary")[0];
+    assert_eq!(summary["runKind"], "rescore", "{summary}");
+    assert_eq!(summary["fromRuns"][0]["turns"], 2, "{summary}");
+    assert_ne!(
+        summary["evalRun"], turns[0]["evalRun"],
+        "a re-score is a run of its own"
+    );
     let sidecars: Vec<PathBuf> = support::files_under(&dir.path().join("runs"))
         .into_iter()
         .filter(|p| p.to_string_lossy().ends_with(".verdict.json"))

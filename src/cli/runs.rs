@@ -14,6 +14,7 @@ use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable}
 
 use super::error::{CliError, Exit};
 use promptlab::prompts::PromptRegistry;
+use promptlab::runs::record::Outcome;
 
 use super::output::{plural, write_hidden, write_json};
 use promptlab::table::{Fit, fit_table, terminal_width};
@@ -22,7 +23,7 @@ use promptlab::table::{Fit, fit_table, terminal_width};
 /// model, provider, status, tokens, cost, latency: the model goes first on
 /// a narrow terminal, then tokens, capability, latency, provider, the eval
 /// case, the cost; the message preview is cut short, and goes last.
-const TABLE_FITS: [Fit; 13] = [
+const TABLE_FITS: [Fit; 14] = [
     Fit::Keep,
     Fit::Keep,
     Fit::Keep,
@@ -33,6 +34,8 @@ const TABLE_FITS: [Fit; 13] = [
     Fit::Drop(1),
     Fit::Drop(5),
     Fit::Keep,
+    // Empty for chat turns, so left out of a list of them.
+    Fit::Drop(8),
     Fit::Drop(2),
     Fit::Drop(7),
     Fit::Drop(4),
@@ -57,6 +60,37 @@ impl StatusFilter {
             StatusFilter::Partial => "partial",
         }
     }
+}
+
+/// `runs list --verdict`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum VerdictFilter {
+    Pass,
+    Fail,
+    Error,
+}
+
+impl VerdictFilter {
+    fn outcome(self) -> Outcome {
+        match self {
+            VerdictFilter::Pass => Outcome::Pass,
+            VerdictFilter::Fail => Outcome::Fail,
+            VerdictFilter::Error => Outcome::Error,
+        }
+    }
+}
+
+/// Whether a row passes the eval filters (`--verdict`, `--suite`, `--case`, `--eval`).
+fn eval_filters_keep(args: &ListArgs, row: &RunRow) -> bool {
+    let labels = row.labels.as_ref();
+    let wanted = |filter: &Option<String>, value: Option<&str>| {
+        filter.as_deref().is_none_or(|want| value == Some(want))
+    };
+    args.verdict
+        .is_none_or(|v| row.verdict == Some(v.outcome()))
+        && wanted(&args.suite, labels.map(|l| l.suite.as_str()))
+        && wanted(&args.case, labels.map(|l| l.case.as_str()))
+        && wanted(&args.eval_run, labels.and_then(|l| l.eval_run.as_deref()))
 }
 
 /// `runs show --format`.
@@ -101,6 +135,18 @@ pub struct ListArgs {
     /// Only turns that ended so: done, error, cancelled, or partial (never finished).
     #[arg(long, value_enum)]
     pub status: Option<StatusFilter>,
+    /// Only eval turns with this verdict: pass, fail or error.
+    #[arg(long, value_enum)]
+    pub verdict: Option<VerdictFilter>,
+    /// Only turns of this eval suite.
+    #[arg(long, value_name = "NAME")]
+    pub suite: Option<String>,
+    /// Only turns of this eval case.
+    #[arg(long, value_name = "NAME")]
+    pub case: Option<String>,
+    /// Only turns recorded by this eval run (`ev-…`, as the eval summary names it).
+    #[arg(long = "eval", value_name = "ID")]
+    pub eval_run: Option<String>,
     /// Show at most this many (0 = all).
     #[arg(long, value_name = "N", default_value_t = 50)]
     pub limit: usize,
@@ -173,19 +219,29 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
                 .is_none_or(|status| status_of(run) == status.as_str())
     });
     runs.sort_by_key(|run| std::cmp::Reverse(run.header.started_at));
+    let (runs, rows): (Vec<_>, Vec<RunRow>) = runs
+        .into_iter()
+        .map(|run| {
+            let row = RunRow::of(&run);
+            (run, row)
+        })
+        .filter(|(_, row)| eval_filters_keep(&args, row))
+        .unzip();
     let total = runs.len();
-    if args.limit > 0 {
-        runs.truncate(args.limit);
-    }
-    let rows: Vec<RunRow> = runs.iter().map(RunRow::of).collect();
+    let limit = if args.limit > 0 {
+        args.limit
+    } else {
+        usize::MAX
+    };
+    let (runs, rows) = (&runs[..total.min(limit)], &rows[..total.min(limit)]);
     let mut out = std::io::stdout().lock();
     if args.json {
         write_json(&mut out, &rows)?;
         return Ok(Exit::Success);
     }
-    let cells: Vec<[String; 13]> = rows
+    let cells: Vec<[String; 14]> = rows
         .iter()
-        .zip(&runs)
+        .zip(runs)
         .map(|(row, run)| {
             let label = row
                 .claim
@@ -332,6 +388,7 @@ fn write_header(log: &RunLog, style: Style, out: &mut impl Write) -> Result<(), 
     ] {
         writeln!(out, "{}", style.dim(&printable(&line)))?;
     }
+    write_eval_place(log, style, out)?;
     for ignored in &header.ignored_overrides {
         writeln!(out, "{}", style.yellow(&format!("{ignored}")))?;
     }
@@ -340,6 +397,37 @@ fn write_header(log: &RunLog, style: Style, out: &mut impl Write) -> Result<(), 
         writeln!(out, "{} {}", style.bold(&role), printable(&message.text))?;
     }
     writeln!(out)?;
+    Ok(())
+}
+
+/// An eval turn's place (suite, case, variant, sample, eval run) and its
+/// standing verdict with the failures; nothing for a chat turn.
+fn write_eval_place(log: &RunLog, style: Style, out: &mut impl Write) -> Result<(), CliError> {
+    let Some(labels) = &log.header.labels else {
+        return Ok(());
+    };
+    let run = labels
+        .eval_run
+        .as_deref()
+        .map(|id| format!(" · eval run {id}"))
+        .unwrap_or_default();
+    let place = format!(
+        "eval suite {} · case {} · variant {} · sample {}{run}",
+        labels.suite, labels.case, labels.variant, labels.sample
+    );
+    writeln!(out, "{}", style.dim(&printable(&place)))?;
+    let Some(verdict) = promptlab::runs::rescore::current_verdict(log, &log.path) else {
+        return Ok(());
+    };
+    let outcome = verdict.outcome.as_str();
+    let shown = match verdict.outcome {
+        Outcome::Pass => style.green(&format!("verdict {outcome}")),
+        _ => style.red(&format!("verdict {outcome}")),
+    };
+    writeln!(out, "{shown}")?;
+    for failure in &verdict.failures {
+        writeln!(out, "  - {}", printable(failure))?;
+    }
     Ok(())
 }
 

@@ -42,6 +42,13 @@ pub struct Observation {
     /// name, from `activity` events, and its rounds not at all.
     #[serde(skip)]
     pub remote: bool,
+    /// The turn's id, from its start (or its log's header).
+    #[serde(skip)]
+    pub turn_id: Option<String>,
+    /// The eval run that recorded it, for a turn read from a log; a live
+    /// turn belongs to the running one.
+    #[serde(skip)]
+    pub eval_run: Option<String>,
 }
 
 /// The last user message of a conversation.
@@ -61,7 +68,10 @@ impl Observation {
             TurnOutput::Event(event) => self.observe_event(event),
             TurnOutput::ModelCall(call) => self.observe_call(call),
             TurnOutput::Cancelled => self.cancelled = true,
-            TurnOutput::Started(start) => self.remote = start.remote.is_some(),
+            TurnOutput::Started(start) => {
+                self.remote = start.remote.is_some();
+                self.turn_id = Some(start.turn_id.clone());
+            }
             TurnOutput::Prepared(_) => {}
         }
     }
@@ -105,6 +115,8 @@ impl Observation {
         let mut observation = Observation {
             message: last_user_message(&log.header.request.messages),
             remote: log.header.remote.is_some(),
+            turn_id: Some(log.header.turn_id.clone()),
+            eval_run: log.header.labels.as_ref().and_then(|l| l.eval_run.clone()),
             ..Observation::default()
         };
         for event in log.events() {

@@ -86,6 +86,7 @@ fn test_suite(
         samples.ran.push(result);
     }
     let mut properties = vec![
+        ("eval-run", plan.eval_run.clone()),
         ("fingerprint", variant.fingerprint.to_string()),
         ("model", variant.model.model.to_string()),
         (

@@ -10,6 +10,7 @@ pub mod matrix;
 pub mod plan;
 pub mod report;
 pub mod rescore;
+pub mod run_id;
 pub mod runner;
 pub mod shard;
 pub mod suite;

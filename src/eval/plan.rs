@@ -59,6 +59,9 @@ pub struct EvalPlan {
     pub selection: Selection,
     /// Matrix indexes already done (`--resume`): selected, not run again.
     pub done: HashSet<usize>,
+    /// This invocation's eval run id (`ev-…`), recorded in every turn's
+    /// run log: fresh, unless `--eval-run` gave the shards one to share.
+    pub eval_run: String,
 }
 
 impl EvalPlan {
@@ -68,6 +71,7 @@ impl EvalPlan {
             matrix,
             selection,
             done: HashSet::new(),
+            eval_run: super::run_id::new_eval_run_id(),
         }
     }
 
@@ -162,6 +166,7 @@ impl EvalPlan {
             variant: self.matrix.variants[spec.variant].name.clone(),
             case: self.suite.suite.cases[spec.case].name.clone(),
             sample: spec.sample,
+            eval_run: Some(self.eval_run.clone()),
         }
     }
 

@@ -11,6 +11,7 @@ use super::expect::Outcome;
 use super::fold::{CaseFold, CaseOutcome, fold_cases};
 use super::matrix::{Shard, TurnSpec};
 use super::plan::EvalPlan;
+use super::run_id::EvalRunKind;
 use super::runner::TurnResult;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ThinkingLevel;
@@ -279,6 +280,17 @@ pub struct TurnRecord {
     pub usage: Usage,
     pub rounds: u32,
     pub latency_ms: u64,
+    /// The turn id (its run log's name and header): absent only when the
+    /// turn never started.
+    pub turn_id: Option<String>,
+    /// The eval run that recorded the turn: this run's, or — for a turn
+    /// merged, resumed or re-scored from a log — the one in its header
+    /// (absent in logs written before eval runs had ids).
+    pub eval_run: Option<String>,
+    /// The model the turn asked for.
+    pub model: String,
+    /// What its model calls cost in USD; absent: unknown.
+    pub cost_usd: Option<f64>,
     pub run_log: Option<PathBuf>,
     /// Why the run log could not be written (the turn is then an error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -299,6 +311,17 @@ impl TurnRecord {
             usage: result.observation.usage,
             rounds: result.observation.rounds,
             latency_ms: result.observation.latency_ms,
+            turn_id: result.observation.turn_id.clone(),
+            eval_run: if result.from_log {
+                result.observation.eval_run.clone()
+            } else {
+                Some(plan.eval_run.clone())
+            },
+            model: plan.matrix.variants[result.spec.variant]
+                .model
+                .model
+                .clone(),
+            cost_usd: result.observation.cost_usd,
             run_log: result.run_log.clone(),
             log_error: result.log_error.clone(),
             from_log: result.from_log,
@@ -346,6 +369,15 @@ impl CaseRecord {
 #[serde(rename_all = "camelCase")]
 pub struct SummaryRecord {
     pub suite: String,
+    /// This invocation's eval run id (`ev-…`).
+    pub eval_run: String,
+    /// What it did: ran turns (`run`, also with `--resume`), merged recorded
+    /// ones (`merge`, `--report`) or judged them again (`rescore`).
+    pub run_kind: EvalRunKind,
+    /// Turns taken from run logs (resumed, merged, re-scored), by the eval
+    /// run that recorded them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from_runs: Vec<TurnsFromRun>,
     /// `I/N` when this run is one shard.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
@@ -365,6 +397,35 @@ pub struct SummaryRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
     pub exit: u8,
+}
+
+/// How many of the summary's turns came from one earlier eval run's logs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnsFromRun {
+    /// Absent for logs written before eval runs had ids.
+    pub eval_run: Option<String>,
+    pub turns: usize,
+}
+
+/// The turns of `results` read from logs, counted by the run that
+/// recorded them, in id order (unknown last).
+pub fn turns_from_runs(results: &[TurnResult]) -> Vec<TurnsFromRun> {
+    let mut counts: std::collections::BTreeMap<Option<&str>, usize> = Default::default();
+    for result in results.iter().filter(|r| r.from_log) {
+        *counts
+            .entry(result.observation.eval_run.as_deref())
+            .or_default() += 1;
+    }
+    let mut runs: Vec<TurnsFromRun> = counts
+        .into_iter()
+        .map(|(eval_run, turns)| TurnsFromRun {
+            eval_run: eval_run.map(str::to_string),
+            turns,
+        })
+        .collect();
+    runs.sort_by_key(|run| run.eval_run.is_none());
+    runs
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

@@ -19,8 +19,9 @@ use crate::judge::RubricVerdict;
 use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
 use crate::tools::ToolDeclaration;
 
-/// Bumped when a record changes incompatibly.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Bumped when a record changes. 2: eval turns name their eval run
+/// (`labels.evalRun`). Older logs read as before: what they lack is absent.
+pub const SCHEMA_VERSION: u32 = 2;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
@@ -155,6 +156,10 @@ pub struct RunLabels {
     pub variant: String,
     pub case: String,
     pub sample: u32,
+    /// The eval run (`ev-…`) that recorded the turn; absent in logs of
+    /// schema 1, written before eval runs had ids.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_run: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

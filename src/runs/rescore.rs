@@ -89,9 +89,18 @@ pub fn write_rescore(log: &Path, record: &RescoreRecord) -> io::Result<PathBuf> 
 /// is one, else its footer's. A re-score that cannot be read is an `error`
 /// verdict naming it — never silently the older verdict.
 pub fn current_verdict(log: &RunLog, path: &Path) -> Option<RecordedVerdict> {
-    match read_rescore(path, &log.header.turn_id) {
+    standing_verdict(path, &log.header.turn_id, log.footer.as_ref())
+}
+
+/// `current_verdict` from what a listing reads (the footer, not the log).
+pub fn standing_verdict(
+    path: &Path,
+    turn_id: &str,
+    footer: Option<&super::record::RunFooter>,
+) -> Option<RecordedVerdict> {
+    match read_rescore(path, turn_id) {
         Ok(Some(record)) => Some(record.verdict),
-        Ok(None) => log.footer.as_ref().and_then(|f| f.verdict.clone()),
+        Ok(None) => footer.and_then(|f| f.verdict.clone()),
         Err(error) => Some(RecordedVerdict {
             outcome: super::record::Outcome::Error,
             failures: vec![unreadable(path, &error)],

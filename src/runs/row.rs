@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use chrono::{DateTime, Local, Utc};
 use serde::Serialize;
 
-use super::record::RunLabels;
+use super::record::{Outcome, RunLabels};
 use super::store::RunSummary;
 use crate::chat::Role;
 use crate::event::Usage;
@@ -36,6 +36,11 @@ pub struct RunRow {
     pub total_ms: Option<u64>,
     pub time_to_first_token_ms: Option<u64>,
     pub labels: Option<RunLabels>,
+    /// An eval turn's standing verdict (its re-score's, else its footer's).
+    pub verdict: Option<Outcome>,
+    /// Its unmet expectations, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
     /// The last user message on one line, cut to `MESSAGE_PREVIEW_CHARS`
     /// characters with `…`; absent when the request has none.
     pub message_preview: Option<String>,
@@ -57,6 +62,11 @@ impl RunRow {
     pub fn of(run: &RunSummary) -> RunRow {
         let header = &run.header;
         let footer = run.footer.as_ref();
+        // Only eval turns have verdicts: a chat turn's sidecar is not looked for.
+        let verdict = header
+            .labels
+            .as_ref()
+            .and_then(|_| super::rescore::standing_verdict(&run.path, &header.turn_id, footer));
         RunRow {
             path: run.path.clone(),
             turn_id: header.turn_id.clone(),
@@ -78,6 +88,8 @@ impl RunRow {
             total_ms: footer.map(|f| f.total_ms),
             time_to_first_token_ms: footer.and_then(|f| f.time_to_first_token_ms),
             labels: header.labels.clone(),
+            verdict: verdict.as_ref().map(|v| v.outcome),
+            failures: verdict.map(|v| v.failures).unwrap_or_default(),
             message_preview: header
                 .request
                 .messages
@@ -89,7 +101,7 @@ impl RunRow {
     }
 
     /// The table's cells, in the order of `TABLE_HEADER`.
-    pub fn cells(&self, claim_label: &str) -> [String; 13] {
+    pub fn cells(&self, claim_label: &str) -> [String; 14] {
         let model = match self.thinking_level {
             Some(level) => format!("{} · {level}", self.model),
             None => self.model.clone(),
@@ -111,6 +123,9 @@ impl RunRow {
             model,
             self.provider.clone(),
             self.status.clone(),
+            self.verdict
+                .map(|v| v.as_str().to_string())
+                .unwrap_or_default(),
             self.usage
                 .map(|u| format!("{}/{}", u.input_tokens, u.output_tokens))
                 .unwrap_or_default(),
@@ -133,7 +148,7 @@ impl RunRow {
     }
 }
 
-pub const TABLE_HEADER: [&str; 13] = [
+pub const TABLE_HEADER: [&str; 14] = [
     "when",
     "turn",
     "claim",
@@ -144,6 +159,7 @@ pub const TABLE_HEADER: [&str; 13] = [
     "model",
     "provider",
     "status",
+    "verdict",
     "tokens in/out",
     "cost",
     "latency",

@@ -3,6 +3,7 @@
 //! bar, a summary per variant, the failures, NDJSON for machines, JUnit and
 //! Markdown for CI, shards and their merge, and resume.
 
+mod eval_run;
 mod list;
 mod preflight;
 mod progress;
@@ -85,6 +86,10 @@ pub struct EvalArgs {
     /// suite; `auto` reads GitLab, CircleCI, Buildkite or Kubernetes Indexed Job variables.
     #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
+    /// The eval run id to record (`ev-` + 10 hex), so that the shards of one CI run share
+    /// one: e.g. `--eval-run ev-$(printf %010x "$GITHUB_RUN_ID")`. Default: a fresh id.
+    #[arg(long, value_name = "ID")]
+    pub eval_run: Option<String>,
     /// Only this variant (repeat for several).
     #[arg(long, value_name = "NAME")]
     pub variant: Vec<String>,
@@ -179,7 +184,8 @@ fn run_once(
     let started_at = Utc::now();
     preflight::check_args(args, store)?;
     let shard = resolve_shard(args.shard.as_deref())?;
-    let plan = plan(args, store, shard)?;
+    let mut plan = plan(args, store, shard)?;
+    eval_run::adopt_id(args, &mut plan)?;
     preflight::check_overrides(args, &plan)?;
     if args.list {
         list::print_list(&plan, args.format)?;

@@ -13,7 +13,7 @@ use promptlab::eval::fold::{CaseFold, CaseOutcome, fold_cases};
 use promptlab::eval::junit::{JunitContext, junit_xml};
 use promptlab::eval::report::{
     BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnRecord, VariantSummary,
-    in_matrix_order, not_run, shard_line, summarize, turn_label,
+    in_matrix_order, not_run, shard_line, summarize, turn_label, turns_from_runs,
 };
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::markdown::{CELL_CHARS, code, code_in_table, inline};
@@ -259,6 +259,9 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     }
     let summary = SummaryRecord {
         suite: plan.suite.name.clone(),
+        eval_run: plan.eval_run.clone(),
+        run_kind: super::eval_run::run_kind(args),
+        from_runs: turns_from_runs(&outcome.results),
         shard: plan
             .selection
             .shard
@@ -290,6 +293,15 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
         "{}\n{}",
         style.bold(&format!("Suite {}", plan.suite.name)),
         fitted
+    )?;
+    writeln!(
+        out,
+        "{}",
+        style.dim(&super::eval_run::eval_run_line(
+            args,
+            plan,
+            &outcome.results
+        ))
     )?;
     write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;
     for line in judging_lines(&outcome.summaries, plan) {

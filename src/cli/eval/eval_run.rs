@@ -1,0 +1,52 @@
+//! The eval run an invocation is: its id (`--eval-run` or fresh), what it
+//! did, and the line the summary gives it.
+
+use promptlab::eval::EvalPlan;
+use promptlab::eval::TurnResult;
+use promptlab::eval::report::turns_from_runs;
+use promptlab::eval::run_id::{EvalRunKind, parse_eval_run_id};
+
+use super::EvalArgs;
+use crate::cli::error::CliError;
+
+/// `run`, `merge` (`--report`) or `rescore`.
+pub fn run_kind(args: &EvalArgs) -> EvalRunKind {
+    if args.rescore {
+        EvalRunKind::Rescore
+    } else if !args.report.is_empty() {
+        EvalRunKind::Merge
+    } else {
+        EvalRunKind::Run
+    }
+}
+
+/// Gives the plan the id `--eval-run` names, if any (the shards of one CI
+/// run share it); else it keeps its fresh one.
+pub fn adopt_id(args: &EvalArgs, plan: &mut EvalPlan) -> Result<(), CliError> {
+    if let Some(id) = &args.eval_run {
+        plan.eval_run =
+            parse_eval_run_id(id).map_err(|e| CliError::usage(format!("--eval-run: {e}")))?;
+    }
+    Ok(())
+}
+
+/// `eval run ev-0123456789 (merge) · 12 turns from ev-aaaaaaaaaa, 3 from logs without an id`
+pub fn eval_run_line(args: &EvalArgs, plan: &EvalPlan, results: &[TurnResult]) -> String {
+    let kind = match run_kind(args) {
+        EvalRunKind::Run => "",
+        EvalRunKind::Merge => " (merge)",
+        EvalRunKind::Rescore => " (rescore)",
+    };
+    let mut line = format!("eval run {}{kind}", plan.eval_run);
+    let from: Vec<String> = turns_from_runs(results)
+        .iter()
+        .map(|run| match &run.eval_run {
+            Some(id) => format!("{} from {id}", run.turns),
+            None => format!("{} from logs without an eval run id", run.turns),
+        })
+        .collect();
+    if !from.is_empty() {
+        line.push_str(&format!(" · turns read: {}", from.join(", ")));
+    }
+    line
+}
