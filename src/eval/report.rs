@@ -17,7 +17,7 @@ use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ThinkingLevel;
 use crate::cost::Cost;
 use crate::judge::{JudgeSpend, RubricVerdict};
-use crate::stats::{percentile, wilson_interval};
+use crate::runs::tally::tally;
 
 /// One variant's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -101,25 +101,14 @@ pub fn summarize(
         .map(|(index, variant)| {
             let mine: Vec<&TurnResult> =
                 results.iter().filter(|r| r.spec.variant == index).collect();
-            let count = |outcome| mine.iter().filter(|r| r.verdict.outcome == outcome).count();
-            // Saturating: a hand-edited log may hold any u64.
+            let numbers = tally(mine.iter().map(|r| r.numbers()));
             let sum = |f: fn(&TurnResult) -> u64| {
                 mine.iter().map(|r| f(r)).fold(0u64, u64::saturating_add)
             };
-            let input = sum(|r| r.observation.usage.input_tokens);
-            let cache = sum(|r| r.observation.usage.cache_read_tokens);
-            // A cached call takes no time: its turn says nothing of latency.
-            let mut latencies: Vec<u64> = mine
-                .iter()
-                .filter(|r| r.verdict.outcome != Outcome::Error && r.observation.cached_calls == 0)
-                .map(|r| r.observation.latency_ms)
-                .collect();
             let cost: Cost = mine
                 .iter()
                 .map(|r| Cost::from(r.observation.cost_usd))
                 .sum();
-            latencies.sort_unstable();
-            let passed = count(Outcome::Pass);
             let groups: Vec<&CaseFold> = folds
                 .iter()
                 .filter(|f| f.variant == index && f.outcome != CaseOutcome::NotRun)
@@ -141,20 +130,20 @@ pub fn summarize(
                 thinking_level: variant.model.thinking_level,
                 force_thinking_level: variant.model.forced,
                 planned: planned[index],
-                turns: mine.len(),
-                passed,
-                failed: count(Outcome::Fail),
-                errors: count(Outcome::Error),
+                turns: numbers.turns,
+                passed: numbers.passed,
+                failed: numbers.failed,
+                errors: numbers.errors,
                 not_run: planned[index].saturating_sub(mine.len()),
                 logs_lost: mine.iter().filter(|r| r.log_error.is_some()).count(),
-                pass_rate: ratio(passed as u64, mine.len() as u64),
-                pass_rate_interval: wilson_interval(passed, mine.len()),
-                input_tokens: input,
-                output_tokens: sum(|r| r.observation.usage.output_tokens),
-                cache_read_tokens: cache,
-                cache_read_share: ratio(cache, input),
-                latency_p50_ms: percentile(&latencies, 50),
-                latency_p95_ms: percentile(&latencies, 95),
+                pass_rate: numbers.pass_rate.unwrap_or(0.0),
+                pass_rate_interval: numbers.pass_rate_interval,
+                input_tokens: numbers.input_tokens,
+                output_tokens: numbers.output_tokens,
+                cache_read_tokens: numbers.cache_read_tokens,
+                cache_read_share: numbers.cache_read_share,
+                latency_p50_ms: numbers.latency_p50_ms,
+                latency_p95_ms: numbers.latency_p95_ms,
                 ignored_overrides: variant.ignored.iter().map(ToString::to_string).collect(),
                 cases: groups.len(),
                 cases_met: groups

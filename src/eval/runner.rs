@@ -143,6 +143,17 @@ pub struct TurnResult {
 }
 
 impl TurnResult {
+    /// What the turn adds to its variant's numbers (`runs::tally`).
+    pub fn numbers(&self) -> crate::runs::tally::TurnNumbers {
+        crate::runs::tally::TurnNumbers {
+            outcome: Some(self.verdict.outcome),
+            errored: self.verdict.outcome == Outcome::Error,
+            usage: self.observation.usage,
+            latency_ms: Some(self.observation.latency_ms),
+            cached: self.observation.cached_calls > 0,
+        }
+    }
+
     pub fn new(spec: &TurnSpec, observation: Observation, verdict: Verdict) -> TurnResult {
         TurnResult {
             spec: spec.clone(),

@@ -1,18 +1,15 @@
 //! Per-variant numbers of a report, computed from the recorded turns by the
-//! same rules as `eval`'s summary (`eval::report::summarize`): the pass rate
-//! over the turns with a verdict (every turn of an eval variant; chat turns,
-//! which have none, are their own `chat · <fingerprint>` sections with no
-//! pass rate) with its 95% Wilson interval, errors apart, tokens summed,
-//! the cache-read share, and latency at p50/p95 (nearest rank) over the turns
-//! that did not error — so a report of an eval's runs shows exactly the
-//! numbers of `eval --format ndjson`.
+//! one tally `eval`'s summary uses too (`runs::tally`, which states the
+//! rules), so a report of an eval's runs shows exactly the numbers of `eval
+//! --format ndjson`. Chat turns, which have no verdict, are their own
+//! `chat · <fingerprint>` sections with no pass rate.
 
 use std::collections::BTreeSet;
 
 use serde::Serialize;
 
 use crate::runs::record::Outcome;
-use crate::stats::{percentile, wilson_interval};
+use crate::runs::tally::{TurnNumbers, tally};
 
 use super::turn::ReportTurn;
 
@@ -65,43 +62,30 @@ pub fn is_error(turn: &ReportTurn) -> bool {
 }
 
 fn stats_of(version: &str, mine: &[&ReportTurn]) -> VariantStats {
-    let count = |outcome| mine.iter().filter(|t| t.outcome == Some(outcome)).count();
-    let sum = |f: fn(&ReportTurn) -> u64| mine.iter().map(|t| f(t)).sum::<u64>();
-    let input = sum(|t| t.usage.input_tokens);
-    let cache = sum(|t| t.usage.cache_read_tokens);
-    let mut latencies: Vec<u64> = mine
-        .iter()
-        .filter(|t| !is_error(t))
-        .filter_map(|t| t.latency_ms)
-        .collect();
-    latencies.sort_unstable();
-    let judged = mine.iter().filter(|t| t.outcome.is_some()).count();
-    let passed = count(Outcome::Pass);
+    let numbers = tally(mine.iter().map(|t| TurnNumbers {
+        outcome: t.outcome,
+        errored: is_error(t),
+        usage: t.usage,
+        latency_ms: t.latency_ms,
+        cached: t.cached_calls > 0,
+    }));
     let fingerprints: BTreeSet<String> = mine.iter().map(|t| t.fingerprint.clone()).collect();
     VariantStats {
         variant: version.to_string(),
         fingerprints: fingerprints.into_iter().collect(),
-        turns: mine.len(),
-        judged,
-        passed,
-        failed: count(Outcome::Fail),
-        errors: mine.iter().filter(|t| is_error(t)).count(),
-        pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
-        pass_rate_interval: if judged > 0 {
-            wilson_interval(passed, judged)
-        } else {
-            None
-        },
-        input_tokens: input,
-        output_tokens: sum(|t| t.usage.output_tokens),
-        cache_read_tokens: cache,
-        cache_read_share: if input == 0 {
-            0.0
-        } else {
-            cache as f64 / input as f64
-        },
-        latency_p50_ms: percentile(&latencies, 50),
-        latency_p95_ms: percentile(&latencies, 95),
+        turns: numbers.turns,
+        judged: numbers.judged,
+        passed: numbers.passed,
+        failed: numbers.failed,
+        errors: numbers.errors,
+        pass_rate: numbers.pass_rate,
+        pass_rate_interval: numbers.pass_rate_interval,
+        input_tokens: numbers.input_tokens,
+        output_tokens: numbers.output_tokens,
+        cache_read_tokens: numbers.cache_read_tokens,
+        cache_read_share: numbers.cache_read_share,
+        latency_p50_ms: numbers.latency_p50_ms,
+        latency_p95_ms: numbers.latency_p95_ms,
         offline: mine
             .iter()
             .filter(|t| crate::compare::set::OFFLINE_PROVIDERS.contains(&t.provider.as_str()))

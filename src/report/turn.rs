@@ -57,6 +57,9 @@ pub struct ReportTurn {
     pub usage: Usage,
     pub latency_ms: Option<u64>,
     pub first_token_ms: Option<u64>,
+    /// Model calls answered from the model-call cache (its latency says
+    /// nothing, `runs::tally`).
+    pub cached_calls: u32,
     pub rounds: u32,
     /// The conversation sent: (role, text).
     pub messages: Vec<(String, String)>,
@@ -112,6 +115,7 @@ impl ReportTurn {
             usage: footer.map(|f| f.usage).unwrap_or_default(),
             latency_ms: footer.map(|f| f.total_ms),
             first_token_ms: footer.and_then(|f| f.time_to_first_token_ms),
+            cached_calls: footer.map_or(0, |f| f.cached_calls),
             rounds: log.model_calls().count() as u32,
             messages,
             chips: Vec::new(),

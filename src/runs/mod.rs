@@ -8,6 +8,7 @@ pub mod replay;
 pub mod rescore;
 pub mod row;
 pub mod store;
+pub mod tally;
 pub mod version;
 
 pub use record::{RunFooter, RunHeader, RunLabels, RunRecord, RunStatus};

@@ -1,0 +1,118 @@
+//! One tally of turns' numbers, the one rule behind every per-variant
+//! figure: `eval`'s summary (`eval::report::summarize`) and the HTML
+//! report's (`report::summary`) both fold their turns through `tally`, so
+//! they cannot disagree. The rules: the pass rate over the turns with a
+//! verdict, with its 95% Wilson interval; errors apart; tokens summed
+//! (saturating: a hand-edited log may hold any count); the cache-read share
+//! of input tokens; latency p50/p95 (nearest rank) over the turns that
+//! neither errored nor had a model call answered from the cache (which takes
+//! no time).
+
+use crate::event::Usage;
+use crate::runs::record::Outcome;
+use crate::stats::{percentile, wilson_interval};
+
+/// What one turn contributes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TurnNumbers {
+    /// Its verdict; `None` for a chat turn.
+    pub outcome: Option<Outcome>,
+    /// It errored, was cancelled or never finished.
+    pub errored: bool,
+    pub usage: Usage,
+    pub latency_ms: Option<u64>,
+    /// A model call was answered from the model-call cache.
+    pub cached: bool,
+}
+
+/// The numbers of a set of turns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    pub turns: usize,
+    /// Turns with a verdict.
+    pub judged: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    /// passed / judged; `None` without a verdict.
+    pub pass_rate: Option<f64>,
+    pub pass_rate_interval: Option<(f64, f64)>,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_read_share: f64,
+    pub latency_p50_ms: Option<u64>,
+    pub latency_p95_ms: Option<u64>,
+}
+
+pub fn tally(turns: impl IntoIterator<Item = TurnNumbers>) -> Tally {
+    let mut total = Tally::default();
+    let mut latencies = Vec::new();
+    for turn in turns {
+        total.turns += 1;
+        match turn.outcome {
+            Some(Outcome::Pass) => total.passed += 1,
+            Some(Outcome::Fail) => total.failed += 1,
+            Some(Outcome::Error) | None => {}
+        }
+        total.judged += usize::from(turn.outcome.is_some());
+        total.errors += usize::from(turn.errored);
+        total.input_tokens = total.input_tokens.saturating_add(turn.usage.input_tokens);
+        total.output_tokens = total.output_tokens.saturating_add(turn.usage.output_tokens);
+        total.cache_read_tokens = total
+            .cache_read_tokens
+            .saturating_add(turn.usage.cache_read_tokens);
+        if let Some(latency) = turn.latency_ms.filter(|_| !turn.errored && !turn.cached) {
+            latencies.push(latency);
+        }
+    }
+    latencies.sort_unstable();
+    total.pass_rate = (total.judged > 0).then(|| total.passed as f64 / total.judged as f64);
+    total.pass_rate_interval = wilson_interval(total.passed, total.judged);
+    total.cache_read_share = if total.input_tokens == 0 {
+        0.0
+    } else {
+        total.cache_read_tokens as f64 / total.input_tokens as f64
+    };
+    total.latency_p50_ms = percentile(&latencies, 50);
+    total.latency_p95_ms = percentile(&latencies, 95);
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(outcome: Option<Outcome>, latency: u64, cached: bool) -> TurnNumbers {
+        TurnNumbers {
+            outcome,
+            errored: outcome == Some(Outcome::Error),
+            usage: Usage {
+                input_tokens: 100,
+                output_tokens: 10,
+                cache_read_tokens: 40,
+            },
+            latency_ms: Some(latency),
+            cached,
+        }
+    }
+
+    #[test]
+    fn errors_and_cached_turns_stay_out_of_latency_and_chat_turns_out_of_the_rate() {
+        let numbers = tally([
+            turn(Some(Outcome::Pass), 100, false),
+            turn(Some(Outcome::Fail), 300, false),
+            turn(Some(Outcome::Error), 9_000, false),
+            turn(Some(Outcome::Pass), 1, true),
+            turn(None, 200, false),
+        ]);
+        assert_eq!((numbers.turns, numbers.judged, numbers.passed), (5, 4, 2));
+        assert_eq!((numbers.failed, numbers.errors), (1, 1));
+        assert_eq!(numbers.pass_rate, Some(0.5));
+        assert_eq!(numbers.latency_p50_ms, Some(200));
+        assert_eq!(numbers.latency_p95_ms, Some(300));
+        assert_eq!(numbers.input_tokens, 500);
+        assert!((numbers.cache_read_share - 0.4).abs() < 1e-12);
+        assert_eq!(tally([turn(None, 5, false)]).pass_rate, None);
+    }
+}
