@@ -7,14 +7,13 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Local, NaiveDate, Utc};
 use clap::{Args, Subcommand};
 
-use promptlab::runs::naming::is_partial;
 use promptlab::runs::row::{RunRow, TABLE_HEADER, status_of};
 use promptlab::runs::{RunLog, find_run, read_run_log, scan_runs};
 use promptlab::sink::{EventWriter, OutputFormat, PrettyWriter, Style, printable};
 
 use super::error::{CliError, Exit};
 use promptlab::prompts::PromptRegistry;
-use promptlab::runs::record::Outcome;
+use promptlab::runs::record::{LogState, Outcome};
 
 use super::output::{plural, write_hidden, write_json};
 use promptlab::table::{Fit, fit_table, terminal_width};
@@ -353,9 +352,9 @@ fn write_header(log: &RunLog, style: Style, out: &mut impl Write) -> Result<(), 
     } else {
         header.overridden.join(", ")
     };
-    let status = match (&log.footer, is_partial(&log.path)) {
-        (Some(footer), false) => footer.status.as_str().to_string(),
-        _ => "partial (the turn never finished)".to_string(),
+    let status = match LogState::of(log.footer.as_ref(), &log.path) {
+        LogState::Partial => "partial (the turn never finished)".to_string(),
+        ended => ended.as_str().to_string(),
     };
     let when = header.started_at.with_timezone(&Local);
     for line in [

@@ -15,7 +15,7 @@ use crate::chat::context::one_line;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::Role;
 use crate::chat::system::BlockSource;
-use crate::runs::record::Outcome;
+use crate::runs::record::{LogState, Outcome};
 use crate::runs::{RunLog, RunStatus};
 
 /// A tool call and what it returned.
@@ -83,6 +83,7 @@ impl ReportTurn {
     pub fn from_log(log: &RunLog, shared: &mut SharedText) -> ReportTurn {
         let header = &log.header;
         let footer = log.footer.as_ref();
+        let verdict = crate::runs::rescore::current_verdict(log, &log.path);
         let labels = header.labels.as_ref();
         let messages: Vec<(String, String)> = header
             .request
@@ -106,10 +107,11 @@ impl ReportTurn {
             sample: labels.map_or(0, |l| l.sample),
             provider: header.provider.clone(),
             model: header.model.clone(),
-            status: footer.map_or("partial", |f| f.status.as_str()).to_string(),
-            outcome: footer.and_then(|f| f.verdict.as_ref()).map(|v| v.outcome),
-            failures: footer
-                .and_then(|f| f.verdict.as_ref())
+            status: LogState::of(footer, &log.path).as_str().to_string(),
+            // A re-score (`eval --rescore`) stands over the verdict of the run.
+            outcome: verdict.as_ref().map(|v| v.outcome),
+            failures: verdict
+                .as_ref()
                 .map(|v| v.failures.clone())
                 .unwrap_or_default(),
             usage: footer.map(|f| f.usage).unwrap_or_default(),

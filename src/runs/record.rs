@@ -179,6 +179,32 @@ pub enum RunStatus {
     Cancelled,
 }
 
+/// How a recorded turn stands, the one rule every reader uses: its footer's
+/// status, or `partial` — still being written, or abandoned by a process
+/// that died — when it has no footer or still has its `.partial` name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogState {
+    Ended(RunStatus),
+    Partial,
+}
+
+impl LogState {
+    pub fn of(footer: Option<&RunFooter>, path: &std::path::Path) -> LogState {
+        match footer {
+            Some(footer) if !super::naming::is_partial(path) => LogState::Ended(footer.status),
+            _ => LogState::Partial,
+        }
+    }
+
+    /// `done`, `error`, `cancelled` or `partial`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogState::Ended(status) => status.as_str(),
+            LogState::Partial => "partial",
+        }
+    }
+}
+
 impl RunStatus {
     pub fn as_str(self) -> &'static str {
         match self {

@@ -53,8 +53,8 @@ pub const MESSAGE_PREVIEW_CHARS: usize = 80;
 /// `done`, `error` or `cancelled` from the footer; `partial` without one.
 pub fn status_of(summary: &RunSummary) -> &'static str {
     match (&summary.footer, summary.partial) {
-        (Some(footer), false) => footer.status.as_str(),
-        _ => "partial",
+        (Some(footer), false) => super::record::LogState::Ended(footer.status).as_str(),
+        _ => super::record::LogState::Partial.as_str(),
     }
 }
 
