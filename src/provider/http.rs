@@ -1,6 +1,18 @@
-//! HTTP helpers shared by the clients that stream from a server — Gemini
-//! and a deployed chat API (`worker`): how long the server asks us to wait,
-//! and an error response's body read under a cap.
+//! The HTTP rules shared by the clients that stream from a server — Gemini
+//! and a deployed chat API (`worker`) — each built once here: the client
+//! and its no-redirect policy, safe URLs and transport errors (`client.rs`),
+//! redaction of known secrets (`redact.rs`), the bounds on one call
+//! (`bounds.rs`), how long the server asks us to wait, and an error
+//! response's body read under a cap. The providers issue grows this into
+//! the one shared transport (SPEC §10).
+
+pub mod bounds;
+pub mod client;
+pub mod redact;
+
+pub use bounds::{CallBudget, CallLimits};
+pub use client::{client, error_chain, redirect_message, shown, shown_url};
+pub use redact::{Redactor, Secret};
 
 use std::time::Duration;
 

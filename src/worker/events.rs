@@ -18,8 +18,8 @@ use crate::provider::sse::{SseItem, SseParser};
 /// The most one event may hold. The largest real event is a `text_delta`
 /// of one model chunk or an `error` message: far below this.
 pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
-/// The most a whole turn's stream may hold.
-pub const MAX_STREAM_BYTES: u64 = 64 * 1024 * 1024;
+/// The most a whole turn's stream may hold: the bound every model client shares.
+pub const MAX_STREAM_BYTES: u64 = crate::provider::http::bounds::MAX_STREAM_BYTES;
 
 /// What reading the next event came to.
 #[derive(Debug, PartialEq)]
@@ -167,7 +167,7 @@ impl EventReader {
                 Ok(Some(Err(error))) => {
                     return Read::Fault(format!(
                         "the connection to the deployment dropped mid-stream: {}",
-                        super::transport::error_chain(error)
+                        crate::provider::http::error_chain(error)
                     ));
                 }
                 Ok(Some(Ok(chunk))) => self.decoder.push(&chunk),

@@ -1,7 +1,9 @@
 //! Sending a turn's request to the deployment: the in-flight cap, retries
 //! only before the stream starts (a refused connection, 429 or a 5xx —
 //! nothing of the turn has been shown yet, so trying again is invisible),
-//! and error statuses turned into messages that say what to do.
+//! and error statuses turned into messages that say what to do. A redirect
+//! is never followed (`provider::http`): the claim and the token stay with
+//! the deployment they were meant for.
 
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::WorkerClient;
 use crate::chat::wire::ErrorBody;
+use crate::provider::http;
 
 /// Why no stream came back.
 #[derive(Debug)]
@@ -115,7 +118,7 @@ impl WorkerClient {
                 return Err(Attempt {
                     message: format!(
                         "could not reach the deployment at {shown}: {}",
-                        error_chain(error)
+                        http::error_chain(error)
                     ),
                     retryable,
                     retry_after: None,
@@ -127,8 +130,13 @@ impl WorkerClient {
         if status.is_success() {
             return check_event_stream(response, shown);
         }
-        let retry_after = crate::provider::http::retry_after(response.headers());
-        let body = crate::provider::http::read_error_body(response, self.config.idle_timeout).await;
+        if let Some(message) =
+            http::redirect_message(&format!("the deployment at {shown}"), &response)
+        {
+            return Err(Attempt::final_(message));
+        }
+        let retry_after = http::retry_after(response.headers());
+        let body = http::read_error_body(response, self.config.idle_timeout).await;
         Err(Attempt {
             message: status_message(status, &body, shown),
             retryable: status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error(),
@@ -221,22 +229,4 @@ pub fn headers(token: Option<&str>) -> Result<HeaderMap, &'static str> {
         headers.insert(reqwest::header::AUTHORIZATION, value);
     }
     Ok(headers)
-}
-
-/// An error and its causes, as one line, without the URL reqwest attaches
-/// (it would show the endpoint's query and password; every message names
-/// the endpoint's safe form instead).
-pub fn error_chain(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

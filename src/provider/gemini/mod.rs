@@ -7,6 +7,12 @@
 //! `Retry-After` and `RetryInfo`) only while nothing of the call has been
 //! forwarded. A stream that stalls past the idle timeout, drops, or sends
 //! something malformed ends the call with an error, never a hang.
+//!
+//! The rules every model client shares come from `provider::http`: no
+//! redirect is followed (the key stays with the host it was meant for),
+//! every error message passes one redaction step (the key and the base
+//! URL's userinfo become `[redacted]`), the base URL is shown without
+//! userinfo or query, and one call is bounded in text, body and time.
 
 mod accumulate;
 pub mod errors;
@@ -21,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use self::accumulate::{CallAccumulator, StreamFault};
 use self::errors::{is_retryable, parse_error_body};
 use self::wire::build_request;
+use super::http::{CallBudget, CallLimits, Redactor, Secret};
 use super::sse::{SseItem, SseParser};
 use super::{ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError};
 
@@ -41,6 +48,8 @@ pub struct GeminiConfig {
     pub backoff: Duration,
     /// A server asking for a longer wait than this is not retried.
     pub max_retry_wait: Duration,
+    /// The most text, body and time one call may take (`--max-call-time`).
+    pub limits: CallLimits,
 }
 
 impl std::fmt::Debug for GeminiConfig {
@@ -51,6 +60,7 @@ impl std::fmt::Debug for GeminiConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_attempts", &self.max_attempts)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -65,6 +75,7 @@ impl Default for GeminiConfig {
             max_attempts: 3,
             backoff: Duration::from_secs(1),
             max_retry_wait: Duration::from_secs(60),
+            limits: CallLimits::default(),
         }
     }
 }
@@ -84,18 +95,42 @@ impl GeminiConfig {
 pub struct GeminiProvider {
     config: GeminiConfig,
     client: reqwest::Client,
+    redactor: Redactor,
+    /// Secrets too short to redact, named for one warning.
+    unredactable: Vec<String>,
 }
 
 impl GeminiProvider {
     pub fn new(config: GeminiConfig) -> Result<GeminiProvider, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .user_agent(concat!("promptlab/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|error| {
-                ProviderError::new(format!("could not set up the HTTP client: {error}"))
-            })?;
-        Ok(GeminiProvider { config, client })
+        let client = super::http::client(config.connect_timeout).map_err(|error| {
+            ProviderError::new(format!(
+                "could not set up the HTTP client: {}",
+                super::http::error_chain(error)
+            ))
+        })?;
+        let userinfo = reqwest::Url::parse(config.base_url.trim())
+            .map(|url| super::http::redact::url_userinfo(&url))
+            .unwrap_or_default();
+        let key = config.api_key.iter().map(|key| Secret {
+            name: "GEMINI_API_KEY",
+            value: key,
+        });
+        let url = userinfo.iter().map(|value| Secret {
+            name: "the userinfo of GEMINI_BASE_URL",
+            value,
+        });
+        let (redactor, unredactable) = Redactor::new(key.chain(url));
+        Ok(GeminiProvider {
+            config,
+            client,
+            redactor,
+            unredactable,
+        })
+    }
+
+    /// A warning for each secret too short to be redacted from messages.
+    pub fn unredactable(&self) -> &[String] {
+        &self.unredactable
     }
 
     fn url(&self, model: &str) -> Result<String, ProviderError> {
@@ -173,12 +208,13 @@ impl ModelProvider for GeminiProvider {
             Ok(Call {
                 client: self.client.clone(),
                 config: self.config.clone(),
+                base_shown: super::http::shown_url(&self.config.base_url),
                 url,
                 headers: self.headers()?,
                 body,
             })
         });
-        Box::pin(async_stream::stream! {
+        let calls = async_stream::stream! {
             let call = match prepared {
                 Ok(call) => call,
                 Err(error) => {
@@ -186,18 +222,27 @@ impl ModelProvider for GeminiProvider {
                     return;
                 }
             };
+            let mut budget = CallBudget::start(call.config.limits);
             let mut retries = 0;
             'attempts: loop {
-                let response = match call.send_with_retries(&mut retries, &cancel).await {
-                    Ok(response) => response,
-                    Err(error) => {
+                let sent = tokio::time::timeout_at(
+                    budget.deadline(),
+                    call.send_with_retries(&mut retries, &cancel),
+                );
+                let response = match sent.await {
+                    Ok(Ok(response)) => response,
+                    Ok(Err(error)) => {
                         yield Err(error);
+                        return;
+                    }
+                    Err(_) => {
+                        yield Err(ProviderError::new(budget.timed_out(WHO)));
                         return;
                     }
                 };
                 let mut reader = StreamReader::new(response);
                 loop {
-                    let (events, end) = reader.next(&call, &cancel).await;
+                    let (events, end) = reader.next(&call, &mut budget, &cancel).await;
                     for event in events {
                         yield Ok(event);
                     }
@@ -231,9 +276,18 @@ impl ModelProvider for GeminiProvider {
                     }
                 }
             }
-        })
+        };
+        // The one redaction step: every message a server could have
+        // shaped passes here before anything shows or records it.
+        let redactor = self.redactor.clone();
+        Box::pin(calls.map(move |item| {
+            item.map_err(|error| ProviderError::new(redactor.redact(&error.message)))
+        }))
     }
 }
+
+/// How messages name the server.
+const WHO: &str = "Gemini";
 
 /// How reading a response's stream ended, when it did.
 enum ReadEnd {
@@ -263,23 +317,40 @@ impl StreamReader {
     }
 
     /// Reads the next chunk: the events it completes, then how the stream
-    /// ended if it did. The idle timeout bounds the wait for each chunk.
+    /// ended if it did. The idle timeout bounds the wait for each chunk;
+    /// `budget` bounds the call's body, text and time.
     async fn next(
         &mut self,
         call: &Call,
+        budget: &mut CallBudget,
         cancel: &CancellationToken,
     ) -> (Vec<ModelEvent>, Option<ReadEnd>) {
+        let bound = |message| {
+            (
+                Vec::new(),
+                Some(ReadEnd::Fault(StreamFault {
+                    message,
+                    retryable: false,
+                })),
+            )
+        };
         let next = tokio::select! {
             _ = cancel.cancelled() => return (Vec::new(), Some(ReadEnd::Cancelled)),
+            () = tokio::time::sleep_until(budget.deadline()) => return bound(budget.timed_out(WHO)),
             next = tokio::time::timeout(call.config.idle_timeout, self.body.next()) => next,
         };
+        if let Ok(Some(Ok(bytes))) = &next
+            && let Err(message) = budget.received(WHO, bytes.len())
+        {
+            return bound(message);
+        }
         let (items, finished) = match next {
             Err(_) => (Err(call.idle_fault()), false),
             Ok(Some(Err(error))) => (
                 Err(StreamFault {
                     message: format!(
                         "the connection to Gemini dropped mid-stream: {}",
-                        error_chain(&error)
+                        super::http::error_chain(error)
                     ),
                     retryable: false,
                 }),
@@ -297,13 +368,28 @@ impl StreamReader {
         };
         let mut events = Vec::new();
         for item in items {
-            match self.accumulator.accept(item) {
-                Ok(more) => events.extend(more),
-                Err(fault) => {
-                    self.forwarded |= !events.is_empty();
-                    return (events, Some(ReadEnd::Fault(fault)));
+            let fault = match self.accumulator.accept(item) {
+                Ok(more) => {
+                    let text: usize = more
+                        .iter()
+                        .map(|event| match event {
+                            ModelEvent::TextDelta(text) => text.len(),
+                            _ => 0,
+                        })
+                        .sum();
+                    events.extend(more);
+                    match budget.text(WHO, text) {
+                        Ok(()) => continue,
+                        Err(message) => StreamFault {
+                            message,
+                            retryable: false,
+                        },
+                    }
                 }
-            }
+                Err(fault) => fault,
+            };
+            self.forwarded |= !events.is_empty();
+            return (events, Some(ReadEnd::Fault(fault)));
         }
         self.forwarded |= !events.is_empty();
         (events, finished.then_some(ReadEnd::Finished))
@@ -314,6 +400,8 @@ impl StreamReader {
 struct Call {
     client: reqwest::Client,
     config: GeminiConfig,
+    /// The base URL as messages show it: no userinfo, no query.
+    base_shown: String,
     url: String,
     headers: HeaderMap,
     body: Vec<u8>,
@@ -374,8 +462,8 @@ impl Call {
             Ok(Err(error)) => {
                 return Err(self.fail(format!(
                     "could not reach Gemini at {}: {}",
-                    self.config.base_url,
-                    error_chain(&error)
+                    self.base_shown,
+                    super::http::error_chain(error)
                 )));
             }
             Ok(Ok(response)) => response,
@@ -383,6 +471,9 @@ impl Call {
         let status = response.status();
         if status.is_success() {
             return Ok(response);
+        }
+        if let Some(message) = super::http::redirect_message(WHO, &response) {
+            return Err(self.fail(message));
         }
         let header_delay = super::http::retry_after(response.headers());
         let body = super::http::read_error_body(response, self.config.idle_timeout).await;
@@ -503,21 +594,6 @@ fn excerpt(body: &str) -> String {
     } else {
         cut
     }
-}
-
-/// An error and its causes, as one line.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]
