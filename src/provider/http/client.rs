@@ -23,11 +23,12 @@ pub fn client(connect_timeout: Duration) -> reqwest::Result<reqwest::Client> {
 }
 
 /// `url` as it may be shown and recorded: no userinfo, query or fragment.
-/// Text that is not a URL is not shown at all (it may be a secret).
+/// Text that is not a URL with a host is not shown at all (it may be a secret).
 pub fn shown_url(text: &str) -> String {
     match Url::parse(text.trim()) {
-        Ok(url) => shown(&url),
-        Err(_) => "(a base URL that does not parse)".to_string(),
+        Ok(url) if url.has_host() => shown(&url),
+        // `user:secret` parses as a URL of scheme `user`: not shown either.
+        _ => "(a base URL without a host)".to_string(),
     }
 }
 
