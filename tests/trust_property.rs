@@ -80,8 +80,8 @@ proptest! {
     fn any_flag_text_is_accepted_or_refused_without_panicking(
         text in "\\PC{0,60}",
     ) {
-        let _ = Trust::new("0.0.0.0".parse().unwrap(), &[text.clone()], &[]);
-        let _ = Trust::new("::1".parse().unwrap(), &[], &[text.clone()]);
+        let _ = Trust::new("0.0.0.0".parse().unwrap(), std::slice::from_ref(&text), &[]);
+        let _ = Trust::new("::1".parse().unwrap(), &[], std::slice::from_ref(&text));
         if let Ok(duration) = parse_max_call_time(&text) {
             prop_assert!(!duration.is_zero() && duration.as_secs() <= 86_400);
         }

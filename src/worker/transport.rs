@@ -84,7 +84,7 @@ impl WorkerClient {
                     )));
                 }
                 Some(delay) => delay,
-                None => backoff_delay(self.config.backoff, retries + 1),
+                None => http::backoff_delay(self.config.backoff, retries + 1),
             };
             tokio::select! {
                 biased;
@@ -202,12 +202,6 @@ pub fn status_message(status: StatusCode, body: &str, shown: &str) -> String {
 
 fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// `base × 2^(attempt−1)`, times a random factor in [0.5, 1.5).
-fn backoff_delay(base: Duration, attempt: u32) -> Duration {
-    let exponential = base.saturating_mul(1 << attempt.saturating_sub(1).min(10));
-    exponential.mul_f64(0.5 + fastrand::f64())
 }
 
 /// The headers every request carries; the token is marked sensitive so

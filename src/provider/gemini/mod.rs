@@ -16,6 +16,7 @@
 
 mod accumulate;
 pub mod errors;
+mod read;
 pub mod wire;
 
 use std::time::Duration;
@@ -24,11 +25,11 @@ use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use self::accumulate::{CallAccumulator, StreamFault};
+use self::accumulate::StreamFault;
 use self::errors::{is_retryable, parse_error_body};
+use self::read::{ReadEnd, StreamReader};
 use self::wire::build_request;
 use super::http::{CallBudget, CallLimits, Redactor, Secret};
-use super::sse::{SseItem, SseParser};
 use super::{ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError};
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -287,119 +288,12 @@ impl ModelProvider for GeminiProvider {
 }
 
 /// How messages name the server.
-const WHO: &str = "Gemini";
-
-/// How reading a response's stream ended, when it did.
-enum ReadEnd {
-    /// The body ended: the call's summary follows.
-    Finished,
-    Fault(StreamFault),
-    Cancelled,
-}
-
-/// One response body, read chunk by chunk into model events.
-struct StreamReader {
-    body: futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    parser: SseParser,
-    accumulator: CallAccumulator,
-    /// Something of this call reached the caller: no retry from here on.
-    forwarded: bool,
-}
-
-impl StreamReader {
-    fn new(response: reqwest::Response) -> StreamReader {
-        StreamReader {
-            body: response.bytes_stream().boxed(),
-            parser: SseParser::new(),
-            accumulator: CallAccumulator::new(),
-            forwarded: false,
-        }
-    }
-
-    /// Reads the next chunk: the events it completes, then how the stream
-    /// ended if it did. The idle timeout bounds the wait for each chunk;
-    /// `budget` bounds the call's body, text and time.
-    async fn next(
-        &mut self,
-        call: &Call,
-        budget: &mut CallBudget,
-        cancel: &CancellationToken,
-    ) -> (Vec<ModelEvent>, Option<ReadEnd>) {
-        let bound = |message| {
-            (
-                Vec::new(),
-                Some(ReadEnd::Fault(StreamFault {
-                    message,
-                    retryable: false,
-                })),
-            )
-        };
-        let next = tokio::select! {
-            _ = cancel.cancelled() => return (Vec::new(), Some(ReadEnd::Cancelled)),
-            () = tokio::time::sleep_until(budget.deadline()) => return bound(budget.timed_out(WHO)),
-            next = tokio::time::timeout(call.config.idle_timeout, self.body.next()) => next,
-        };
-        if let Ok(Some(Ok(bytes))) = &next
-            && let Err(message) = budget.received(WHO, bytes.len())
-        {
-            return bound(message);
-        }
-        let (items, finished) = match next {
-            Err(_) => (Err(call.idle_fault()), false),
-            Ok(Some(Err(error))) => (
-                Err(StreamFault {
-                    message: format!(
-                        "the connection to Gemini dropped mid-stream: {}",
-                        super::http::error_chain(error)
-                    ),
-                    retryable: false,
-                }),
-                false,
-            ),
-            Ok(Some(Ok(bytes))) => {
-                self.parser.push(&bytes);
-                (drain(&mut self.parser, false), false)
-            }
-            Ok(None) => (drain(&mut self.parser, true), true),
-        };
-        let items = match items {
-            Ok(items) => items,
-            Err(fault) => return (Vec::new(), Some(ReadEnd::Fault(fault))),
-        };
-        let mut events = Vec::new();
-        for item in items {
-            let fault = match self.accumulator.accept(item) {
-                Ok(more) => {
-                    let text: usize = more
-                        .iter()
-                        .map(|event| match event {
-                            ModelEvent::TextDelta(text) => text.len(),
-                            _ => 0,
-                        })
-                        .sum();
-                    events.extend(more);
-                    match budget.text(WHO, text) {
-                        Ok(()) => continue,
-                        Err(message) => StreamFault {
-                            message,
-                            retryable: false,
-                        },
-                    }
-                }
-                Err(fault) => fault,
-            };
-            self.forwarded |= !events.is_empty();
-            return (events, Some(ReadEnd::Fault(fault)));
-        }
-        self.forwarded |= !events.is_empty();
-        (events, finished.then_some(ReadEnd::Finished))
-    }
-}
+pub(super) const WHO: &str = "Gemini";
 
 /// Everything one model call needs, moved into its stream.
 struct Call {
     client: reqwest::Client,
-    config: GeminiConfig,
+    pub(super) config: GeminiConfig,
     /// The base URL as messages show it: no userinfo, no query.
     base_shown: String,
     url: String,
@@ -505,7 +399,7 @@ impl Call {
         }
     }
 
-    fn idle_fault(&self) -> StreamFault {
+    pub(super) fn idle_fault(&self) -> StreamFault {
         StreamFault {
             message: format!(
                 "Gemini's stream stalled: nothing arrived for {} s (the idle timeout)",
@@ -531,7 +425,7 @@ impl Call {
                 )));
             }
             Some(delay) => delay,
-            None => backoff_delay(self.config.backoff, attempt),
+            None => super::http::backoff_delay(self.config.backoff, attempt),
         };
         tokio::select! {
             _ = cancel.cancelled() => Err(RetryRefused::Cancelled),
@@ -564,28 +458,6 @@ fn too_long_to_wait(delay: Duration, cap: Duration) -> String {
     )
 }
 
-/// `base × 2^(attempt−1)`, times a random factor in [0.5, 1.5).
-fn backoff_delay(base: Duration, attempt: u32) -> Duration {
-    let exponential = base.saturating_mul(1 << attempt.saturating_sub(1).min(10));
-    let random = fastrand::f64();
-    exponential.mul_f64(0.5 + random)
-}
-
-fn drain(parser: &mut SseParser, at_end: bool) -> Result<Vec<SseItem>, StreamFault> {
-    let malformed = |error| StreamFault {
-        message: format!("Gemini sent a malformed stream: {error}"),
-        retryable: false,
-    };
-    let mut items = Vec::new();
-    while let Some(item) = parser.next_item().map_err(malformed)? {
-        items.push(item);
-    }
-    if at_end {
-        items.extend(parser.finish().map_err(malformed)?);
-    }
-    Ok(items)
-}
-
 fn excerpt(body: &str) -> String {
     let text: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
     let cut: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
@@ -599,18 +471,6 @@ fn excerpt(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_grows_and_jitters_within_bounds() {
-        for attempt in 1..=3 {
-            let delay = backoff_delay(Duration::from_secs(1), attempt);
-            let base = f64::from(1u32 << (attempt - 1));
-            assert!(
-                delay.as_secs_f64() >= base * 0.5 && delay.as_secs_f64() < base * 1.5,
-                "{delay:?}"
-            );
-        }
-    }
 
     #[test]
     fn the_key_is_redacted_from_debug_output() {
