@@ -105,6 +105,34 @@ fn a_redirect_to_another_origin_is_not_followed_and_re_sends_nothing() {
 }
 
 #[test]
+fn a_relative_redirect_or_one_with_userinfo_is_named_without_secrets() {
+    for (location, shown) in [
+        ("/v2/steal?key=1".to_string(), "/v2/steal".to_string()),
+        (
+            "http://user:pa55word@127.0.0.1:9/x?token=t".to_string(),
+            "http://127.0.0.1:9/x".to_string(),
+        ),
+    ] {
+        let target = location.clone();
+        let server = TestServer::start(vec![Box::new(move |_| Reply::Status {
+            code: 302,
+            headers: vec![("Location".into(), target.clone())],
+            body: String::new(),
+        })]);
+        let shown = if shown.starts_with('/') {
+            format!("{}{shown}", server.base_url)
+        } else {
+            shown
+        };
+        let runs = tempfile::tempdir().unwrap();
+        let out = chat(&server.base_url, runs.path(), &[]);
+        let message = format!("Gemini answered 302 to {shown}: redirects are not followed");
+        assert_eq!(last_error(&out.stdout), message);
+        assert!(!out.stdout.contains("pa55word") && !out.stdout.contains("key=1"));
+    }
+}
+
+#[test]
 fn an_error_body_echoing_the_key_is_redacted_in_stdout_stderr_and_the_log() {
     let encoded = "AIzaSy-hostile%2Btest%2FKEY-0123456789";
     let body = serde_json::json!({"error": {
