@@ -24,7 +24,7 @@ const AFTER_HELP: &str = "\
 Examples:
   promptlab serve --provider script --script tests/data/scripts/excess.yaml
   promptlab serve --port 0 --max-concurrent 16      # a free port, named on stdout
-  promptlab serve --host 0.0.0.0 --allowed-host lab.example.internal   # see docs/serve.md, \"Security\"
+  promptlab serve --host 0.0.0.0 --allowed-host lab.internal   # docs/serve.md: Security
   curl -N localhost:8787/api/chat -H 'content-type: application/json' \\
     -d '{\"claimId\":\"CLM-HH-0001\",\"messages\":[{\"role\":\"user\",\"text\":\"What is the excess?\"}]}'";
 
