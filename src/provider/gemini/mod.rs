@@ -202,88 +202,107 @@ impl ModelProvider for GeminiProvider {
     }
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let prepared = self.url(&request.model).and_then(|url| {
-            let body = serde_json::to_vec(&build_request(&request)).map_err(|error| {
-                ProviderError::new(format!("could not encode the request: {error}"))
-            })?;
-            Ok(Call {
-                client: self.client.clone(),
-                config: self.config.clone(),
-                base_shown: super::http::shown_url(&self.config.base_url),
-                url,
-                headers: self.headers()?,
-                body,
-            })
-        });
-        let calls = async_stream::stream! {
-            let call = match prepared {
-                Ok(call) => call,
-                Err(error) => {
-                    yield Err(error);
-                    return;
-                }
-            };
-            let mut budget = CallBudget::start(call.config.limits);
-            let mut retries = 0;
-            'attempts: loop {
-                let sent = tokio::time::timeout_at(
-                    budget.deadline(),
-                    call.send_with_retries(&mut retries, &cancel),
-                );
-                let response = match sent.await {
-                    Ok(Ok(response)) => response,
-                    Ok(Err(error)) => {
-                        yield Err(error);
-                        return;
-                    }
-                    Err(_) => {
-                        yield Err(ProviderError::new(budget.timed_out(WHO)));
-                        return;
-                    }
-                };
-                let mut reader = StreamReader::new(response);
-                loop {
-                    let (events, end) = reader.next(&call, &mut budget, &cancel).await;
-                    for event in events {
-                        yield Ok(event);
-                    }
-                    match end {
-                        None => {}
-                        Some(ReadEnd::Cancelled) => return,
-                        Some(ReadEnd::Finished) => {
-                            yield std::mem::take(&mut reader.accumulator)
-                                .finish(retries)
-                                .map(ModelEvent::Done)
-                                .map_err(|fault| ProviderError::new(fault.message));
-                            return;
-                        }
-                        Some(ReadEnd::Fault(fault)) => {
-                            // Retried only while nothing of this call was shown.
-                            if fault.retryable && !reader.forwarded && retries + 1 < call.config.max_attempts {
-                                match call.wait_before_retry(retries + 1, None, &cancel).await {
-                                    Ok(()) => {
-                                        retries += 1;
-                                        continue 'attempts;
-                                    }
-                                    Err(refused) => {
-                                        yield Err(ProviderError::new(format!("{} ({refused})", fault.message)));
-                                        return;
-                                    }
-                                }
-                            }
-                            yield Err(ProviderError::new(fault.message));
-                            return;
-                        }
-                    }
-                }
-            }
-        };
+        let calls = call_stream(self.prepare(&request), cancel);
         // The one redaction step: every message a server could have
         // shaped passes here before anything shows or records it.
         let redactor = self.redactor.clone();
         Box::pin(calls.map(move |item| {
             item.map_err(|error| ProviderError::new(redactor.redact(&error.message)))
         }))
+    }
+}
+
+impl GeminiProvider {
+    /// Everything one call sends, checked before anything is.
+    fn prepare(&self, request: &ModelRequest) -> Result<Call, ProviderError> {
+        let url = self.url(&request.model)?;
+        let body = serde_json::to_vec(&build_request(request)).map_err(|error| {
+            ProviderError::new(format!("could not encode the request: {error}"))
+        })?;
+        Ok(Call {
+            client: self.client.clone(),
+            config: self.config.clone(),
+            base_shown: super::http::shown_url(&self.config.base_url),
+            url,
+            headers: self.headers()?,
+            body,
+        })
+    }
+}
+
+/// One model call as a stream: sent (with retries while nothing was
+/// forwarded), read, and ended by its budget's deadline if it runs long.
+fn call_stream(
+    prepared: Result<Call, ProviderError>,
+    cancel: CancellationToken,
+) -> impl futures_util::Stream<Item = Result<ModelEvent, ProviderError>> {
+    async_stream::stream! {
+        let call = match prepared {
+            Ok(call) => call,
+            Err(error) => {
+                yield Err(error);
+                return;
+            }
+        };
+        let mut budget = CallBudget::start(call.config.limits);
+        let timed_out = |budget: &CallBudget| Err(ProviderError::new(budget.timed_out(WHO)));
+        let mut retries = 0;
+        'attempts: loop {
+            let sent = tokio::time::timeout_at(
+                budget.deadline(),
+                call.send_with_retries(&mut retries, &cancel),
+            );
+            let response = match sent.await {
+                Ok(Ok(response)) => response,
+                Ok(Err(error)) => {
+                    yield Err(error);
+                    return;
+                }
+                Err(_) => {
+                    yield timed_out(&budget);
+                    return;
+                }
+            };
+            let mut reader = StreamReader::new(response);
+            loop {
+                let (events, end) = reader.next(&call, &mut budget, &cancel).await;
+                for event in events {
+                    yield Ok(event);
+                }
+                let fault = match end {
+                    None => continue,
+                    Some(ReadEnd::Cancelled) => return,
+                    Some(ReadEnd::Finished) => {
+                        yield std::mem::take(&mut reader.accumulator)
+                            .finish(retries)
+                            .map(ModelEvent::Done)
+                            .map_err(|fault| ProviderError::new(fault.message));
+                        return;
+                    }
+                    Some(ReadEnd::Fault(fault)) => fault,
+                };
+                // Retried only while nothing of this call was shown.
+                if fault.retryable && !reader.forwarded && retries + 1 < call.config.max_attempts {
+                    let wait = call.wait_before_retry(retries + 1, None, &cancel);
+                    match tokio::time::timeout_at(budget.deadline(), wait).await {
+                        Ok(Ok(())) => {
+                            retries += 1;
+                            continue 'attempts;
+                        }
+                        Ok(Err(refused)) => {
+                            yield Err(ProviderError::new(format!("{} ({refused})", fault.message)));
+                            return;
+                        }
+                        Err(_) => {
+                            yield timed_out(&budget);
+                            return;
+                        }
+                    }
+                }
+                yield Err(ProviderError::new(fault.message));
+                return;
+            }
+        }
     }
 }
 
