@@ -1,15 +1,16 @@
 //! Never-panics properties for the new input paths of issue #24: any
 //! `Host`, `Origin` and `Content-Type` a client sends to `serve`, any
-//! `--allowed-host` / `--cors-origin` / `--max-call-time` text, and any
-//! text and secrets through the redaction step — with the rule each must
-//! keep (only trusted hosts pass; no secret survives redaction).
+//! `--allowed-host` / `--cors-origin` / `--max-call-time` text, any
+//! redirect `Location` and base URL, and any text and secrets through the
+//! redaction step — with the rule each must keep (only trusted hosts pass;
+//! a shown URL has no userinfo or query; no secret survives redaction).
 
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use proptest::prelude::*;
 
 use promptlab::provider::http::bounds::parse_max_call_time;
 use promptlab::provider::http::redact::{MIN_SECRET_CHARS, REDACTED};
-use promptlab::provider::http::{Redactor, Secret};
+use promptlab::provider::http::{Redactor, Secret, redirect_message, shown_url};
 use promptlab::serve::Trust;
 
 fn trust() -> Trust {
@@ -113,6 +114,33 @@ proptest! {
         }
         if !redactor.is_empty() && text.contains(secrets.iter().find(|s| s.len() >= MIN_SECRET_CHARS).map_or("\u{0}", |s| s.as_str())) {
             prop_assert!(redacted.contains(REDACTED));
+        }
+    }
+
+    #[test]
+    fn any_location_or_base_url_is_shown_without_userinfo_or_query(
+        location in prop_oneof![
+            "[ -~]{0,60}",
+            "(https?://)?([a-z]{1,8}(:[a-z0-9]{1,12})?@)?[a-z.]{1,12}(:[0-9]{1,5})?/[a-z/]{0,12}(\\?[a-z=&]{0,12})?",
+        ],
+        status in 300u16..400,
+    ) {
+        let mut builder = axum::http::Response::builder().status(status);
+        if let Ok(value) = HeaderValue::from_str(&location) {
+            builder = builder.header(header::LOCATION, value);
+        }
+        let response = reqwest::Response::from(builder.body(Vec::<u8>::new()).unwrap());
+        let message = redirect_message("Gemini", &response).expect("a 3xx is an error");
+        prop_assert!(message.ends_with(": redirects are not followed"), "{message}");
+        let target = message
+            .strip_prefix(&format!("Gemini answered {status} to "))
+            .and_then(|rest| rest.strip_suffix(": redirects are not followed"));
+        let shown = shown_url(&location);
+        for url in target.into_iter().chain([shown.as_str()]) {
+            if let Ok(url) = reqwest::Url::parse(url) {
+                prop_assert!(url.username().is_empty() && url.password().is_none(), "{url}");
+                prop_assert!(url.query().is_none() && url.fragment().is_none(), "{url}");
+            }
         }
     }
 }
