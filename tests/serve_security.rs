@@ -427,18 +427,29 @@ fn answers_name_files_relative_to_their_folders_never_absolute_or_link_targets()
             "{body}"
         );
     }
-    let chat = chat_body("What is the excess?").to_string();
     let json = [
         ("host", host.as_str()),
         ("content-type", "application/json"),
     ];
+    let mut broken = chat_body("Is it covered?");
+    broken["claimId"] = "CLM-BAD-0001".into();
+    let (status, stream) = send(&server, "POST", "/api/chat", &json, &broken.to_string());
+    assert_eq!(status, 200);
+    assert!(stream.contains(r#""type":"error""#), "{stream}");
+    assert!(
+        stream.contains("CLM-BAD-0001.json") && !stream.contains(root),
+        "{stream}"
+    );
+    let chat = chat_body("What is the excess?").to_string();
     assert_eq!(send(&server, "POST", "/api/chat", &json, &chat).0, 200);
-    server.wait_for_logs(1, WAIT);
+    server.wait_for_logs(2, WAIT);
     let (_, runs) = send(&server, "GET", "/api/runs", &[("host", &host)], "");
     let runs: serde_json::Value = serde_json::from_str(&runs).unwrap();
-    let path = runs[0]["path"].as_str().unwrap();
-    assert!(
-        !path.starts_with('/') && path.ends_with(".ndjson"),
-        "{path}"
-    );
+    for run in runs.as_array().unwrap() {
+        let path = run["path"].as_str().unwrap();
+        assert!(
+            !path.starts_with('/') && path.ends_with(".ndjson"),
+            "{path}"
+        );
+    }
 }
