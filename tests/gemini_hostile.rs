@@ -179,6 +179,19 @@ fn an_error_body_echoing_the_key_is_redacted_in_stdout_stderr_and_the_log() {
 }
 
 #[test]
+fn a_key_where_the_excerpt_would_cut_it_is_redacted_whole() {
+    // Not Google's error shape: the message is an excerpt of 200 characters,
+    // which would end in the middle of the key.
+    let body = format!("{}{KEY} trailing text", "p".repeat(190));
+    let server = TestServer::start(vec![Box::new(move |_| Reply::status(418, body.clone()))]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    let message = last_error(&out.stdout);
+    assert!(message.contains("[redacted]"), "{message}");
+    assert!(!out.stdout.contains(&KEY[..8]), "{}", out.stdout);
+}
+
+#[test]
 fn a_password_in_the_base_url_is_never_shown_or_recorded() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = closed.local_addr().unwrap();

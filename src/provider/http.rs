@@ -50,8 +50,14 @@ pub fn backoff_delay(base: Duration, attempt: u32) -> Duration {
 }
 
 /// At most `ERROR_BODY_LIMIT` bytes of an error response, each read
-/// within `idle`; what does not arrive in time is left out.
-pub async fn read_error_body(response: reqwest::Response, idle: Duration) -> String {
+/// within `idle`; what does not arrive in time is left out. Redacted here,
+/// before any message quotes and cuts it: a secret cut in half by a
+/// 200-character excerpt would no longer be recognised.
+pub async fn read_error_body(
+    response: reqwest::Response,
+    idle: Duration,
+    redactor: &Redactor,
+) -> String {
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Ok(Some(Ok(bytes))) = tokio::time::timeout(idle, stream.next()).await {
@@ -61,7 +67,9 @@ pub async fn read_error_body(response: reqwest::Response, idle: Duration) -> Str
             break;
         }
     }
-    String::from_utf8_lossy(&body).into_owned()
+    redactor
+        .redact(&String::from_utf8_lossy(&body))
+        .into_owned()
 }
 
 #[cfg(test)]

@@ -136,7 +136,7 @@ impl WorkerClient {
             return Err(Attempt::final_(message));
         }
         let retry_after = http::retry_after(response.headers());
-        let body = http::read_error_body(response, self.config.idle_timeout).await;
+        let body = http::read_error_body(response, self.config.idle_timeout, &self.redactor).await;
         Err(Attempt {
             message: status_message(status, &body, shown),
             retryable: status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error(),

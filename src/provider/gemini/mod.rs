@@ -223,6 +223,7 @@ impl GeminiProvider {
             client: self.client.clone(),
             config: self.config.clone(),
             base_shown: super::http::shown_url(&self.config.base_url),
+            redactor: self.redactor.clone(),
             url,
             headers: self.headers()?,
             body,
@@ -315,6 +316,8 @@ struct Call {
     pub(super) config: GeminiConfig,
     /// The base URL as messages show it: no userinfo, no query.
     base_shown: String,
+    /// Applied to error bodies as they arrive, before they are quoted.
+    redactor: Redactor,
     url: String,
     headers: HeaderMap,
     body: Vec<u8>,
@@ -389,7 +392,8 @@ impl Call {
             return Err(self.fail(message));
         }
         let header_delay = super::http::retry_after(response.headers());
-        let body = super::http::read_error_body(response, self.config.idle_timeout).await;
+        let body =
+            super::http::read_error_body(response, self.config.idle_timeout, &self.redactor).await;
         let error = parse_error_body(&body);
         let message = match &error {
             Some(error) => error.describe(Some(status.as_u16())),
