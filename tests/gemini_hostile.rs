@@ -192,6 +192,29 @@ fn a_key_where_the_excerpt_would_cut_it_is_redacted_whole() {
 }
 
 #[test]
+fn a_key_echoed_in_the_streamed_answer_is_redacted_in_stdout_and_the_log() {
+    let stream = format!(
+        "{}{}data: {}\r\n\r\n",
+        text_chunk("Your key is "),
+        text_chunk(&format!("{KEY}, and it is valid.")),
+        serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]})
+    );
+    let server = TestServer::start(vec![Box::new(move |_| Reply::stream(stream.clone()))]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("[redacted], and it is valid."),
+        "{}",
+        out.stdout
+    );
+    let (_, log) = the_log(runs.path());
+    for text in [&out.stdout, &out.stderr, &log] {
+        assert!(!text.contains(KEY), "{text}");
+    }
+}
+
+#[test]
 fn a_password_in_the_base_url_is_never_shown_or_recorded() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = closed.local_addr().unwrap();

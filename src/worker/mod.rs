@@ -248,7 +248,11 @@ impl WorkerClient {
             };
             // Held until the stream is read to its end or dropped.
             let _permit = accepted.permit;
-            let mut reader = EventReader::new(accepted.response, client.config.idle_timeout);
+            let mut reader = EventReader::new(
+                accepted.response,
+                client.config.idle_timeout,
+                client.redactor.clone(),
+            );
             loop {
                 let read = tokio::time::timeout_at(budget.deadline(), reader.next(&cancel));
                 let Ok(read) = read.await else {

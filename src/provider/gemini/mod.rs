@@ -316,8 +316,9 @@ struct Call {
     pub(super) config: GeminiConfig,
     /// The base URL as messages show it: no userinfo, no query.
     base_shown: String,
-    /// Applied to error bodies as they arrive, before they are quoted.
-    redactor: Redactor,
+    /// Applied to error bodies and stream events as they arrive, before
+    /// anything quotes or cuts them.
+    pub(super) redactor: Redactor,
     url: String,
     headers: HeaderMap,
     body: Vec<u8>,

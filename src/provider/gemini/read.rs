@@ -86,7 +86,12 @@ impl StreamReader {
             Ok(None) => (drain(&mut self.parser, true), true),
         };
         let items = match items {
-            Ok(items) => items,
+            // Whole events, so that no secret is split: redacted before the
+            // accumulator quotes or cuts anything of them.
+            Ok(items) => items.into_iter().map(|item| match item {
+                SseItem::Data(data) => SseItem::Data(call.redactor.redact_owned(data)),
+                SseItem::Other(text) => SseItem::Other(call.redactor.redact_owned(text)),
+            }),
             Err(fault) => return (Vec::new(), Some(ReadEnd::Fault(fault))),
         };
         let mut events = Vec::new();

@@ -83,6 +83,15 @@ impl Redactor {
         Cow::Owned(redacted)
     }
 
+    /// `redact` for an owned string, which is returned as is (no copy)
+    /// when it holds no secret.
+    pub fn redact_owned(&self, text: String) -> String {
+        match self.redact(&text) {
+            Cow::Borrowed(_) => text,
+            Cow::Owned(redacted) => redacted,
+        }
+    }
+
     /// Whether anything is redacted at all.
     pub fn is_empty(&self) -> bool {
         self.needles.is_empty()
