@@ -22,7 +22,12 @@ struct Turn {
 
 async fn one_turn(client: &reqwest::Client, url: &str) -> Result<Turn, reqwest::Error> {
     let started = Instant::now();
-    let response = client.post(url).body(BODY).send().await?;
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .body(BODY)
+        .send()
+        .await?;
     let mut body = response.bytes_stream();
     let mut first_byte = None;
     let mut tail = Vec::new();

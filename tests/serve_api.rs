@@ -23,6 +23,7 @@ async fn get(server: &Server, path: &str) -> (u16, Value) {
 async fn post(server: &Server, path: &str, body: &str) -> (u16, String) {
     let response = reqwest::Client::new()
         .post(server.at(path))
+        .header("content-type", "application/json")
         .body(body.to_string())
         .send()
         .await

@@ -46,6 +46,7 @@ async fn the_stream_is_byte_identical_to_chat_format_sse_and_is_recorded() {
 async fn one_turn_like_chat(server: &Server) {
     let response = reqwest::Client::new()
         .post(server.at("/api/chat"))
+        .header("content-type", "application/json")
         .body(chat_body("What is the excess?").to_string())
         .send()
         .await
@@ -146,6 +147,7 @@ async fn bad_bodies_are_400s_naming_the_field_before_any_event() {
     );
     let response = client
         .post(server.at("/api/chat"))
+        .header("content-type", "application/json")
         .body(too_long)
         .send()
         .await
@@ -161,6 +163,7 @@ async fn later_errors_are_error_events_in_the_stream() {
     body["claimId"] = "CLM-NOPE".into();
     let response = reqwest::Client::new()
         .post(server.at("/api/chat"))
+        .header("content-type", "application/json")
         .body(body.to_string())
         .send()
         .await
@@ -177,6 +180,7 @@ async fn a_body_over_the_cap_is_413() {
     let server = Server::start(&excess(), &[]);
     let response = reqwest::Client::new()
         .post(server.at("/api/chat"))
+        .header("content-type", "application/json")
         .body(vec![b' '; 8 * 1024 * 1024 + 1])
         .send()
         .await
@@ -236,6 +240,7 @@ async fn past_the_concurrency_cap_a_request_gets_503_with_retry_after() {
     let client = reqwest::Client::new();
     let first = client
         .post(server.at("/api/chat"))
+        .header("content-type", "application/json")
         .body(chat_body("a").to_string())
         .send()
         .await
@@ -247,6 +252,7 @@ async fn past_the_concurrency_cap_a_request_gets_503_with_retry_after() {
     );
     let second = client
         .post(server.at("/api/chat"))
+        .header("content-type", "application/json")
         .body(chat_body("b").to_string())
         .send()
         .await
@@ -259,6 +265,7 @@ async fn past_the_concurrency_cap_a_request_gets_503_with_retry_after() {
     loop {
         let third = client
             .post(server.at("/api/chat"))
+            .header("content-type", "application/json")
             .body(chat_body("c").to_string())
             .send()
             .await
@@ -281,6 +288,7 @@ async fn sigterm_cancels_running_turns_marks_their_logs_and_exits_0() {
     let server = Server::start(&slow_script(dir.path()), &[]);
     let response = reqwest::Client::new()
         .post(server.at("/api/chat"))
+        .header("content-type", "application/json")
         .body(chat_body("count").to_string())
         .send()
         .await
@@ -338,6 +346,7 @@ async fn the_api_key_never_appears_in_a_response() {
     let server = Server::start_with(command, &["--provider", "gemini"]);
     let response = reqwest::Client::new()
         .post(server.at("/api/chat"))
+        .header("content-type", "application/json")
         .body(chat_body("hi").to_string())
         .send()
         .await

@@ -147,14 +147,18 @@ impl TurnLoop {
             CallEnd::Finished(summary) => *summary,
         };
         self.usage += summary.usage;
-        record.summary = Some(summary.clone());
         let calls = record.tool_calls.clone();
-        self.messages.push(AiMessage::Assistant {
-            text: record.text.clone(),
-            tool_calls: calls.clone(),
-            provider_state: summary.provider_state,
-        });
         let step = next_step(record.round, calls.len());
+        // The history is read only by a further call: the last call's text
+        // and provider state (up to 16 MiB each) are kept once, in the trace.
+        if step != NextStep::Finish {
+            self.messages.push(AiMessage::Assistant {
+                text: record.text.clone(),
+                tool_calls: calls.clone(),
+                provider_state: summary.provider_state.clone(),
+            });
+        }
+        record.summary = Some(summary);
         let after = match step {
             NextStep::Finish => AfterCall::Finish,
             step => AfterCall::Tools(calls, step),

@@ -125,8 +125,11 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     let judge = criterion
         .as_ref()
         .map(|_| {
-            args.judge_args
-                .build(&SuiteJudge::default(), &stores.cache_dir)
+            args.judge_args.build(
+                &SuiteJudge::default(),
+                &stores.cache_dir,
+                super::model::limits_from_env()?,
+            )
         })
         .transpose()?;
     let mut comparison = compare(a, b)?;

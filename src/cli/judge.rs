@@ -12,6 +12,7 @@ use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::judge::script::ScriptJudge;
 use promptlab::judge::{Judge, JudgeCache, JudgeModel, JudgePrompts, JudgeSettings, ProviderJudge};
 use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
+use promptlab::provider::http::CallLimits;
 
 use super::error::CliError;
 
@@ -69,7 +70,13 @@ pub struct SuiteJudge {
 impl JudgeArgs {
     /// The judge these flags (over the suite's `judge:`) choose. Fails, as
     /// a usage error, when it cannot work: no key, no script, bad prompts.
-    pub fn build(&self, suite: &SuiteJudge, cache_dir: &Path) -> Result<Judge, CliError> {
+    /// `limits` bound each judge call as they bound the chat model's.
+    pub fn build(
+        &self,
+        suite: &SuiteJudge,
+        cache_dir: &Path,
+        limits: CallLimits,
+    ) -> Result<Judge, CliError> {
         let settings = JudgeSettings {
             model: self
                 .judge_model
@@ -100,7 +107,10 @@ impl JudgeArgs {
                 Arc::new(ScriptJudge::load(path).map_err(CliError::usage)?)
             }
             JudgeProviderKind::Gemini => {
-                let config = GeminiConfig::from_env();
+                let config = GeminiConfig {
+                    limits,
+                    ..GeminiConfig::from_env()
+                };
                 if config.api_key.is_none() {
                     return Err(CliError::usage(
                         "GEMINI_API_KEY is not set: the judge (--judge-provider gemini) needs it \
@@ -108,7 +118,9 @@ impl JudgeArgs {
                          --judge-script FILE",
                     ));
                 }
-                Arc::new(ProviderJudge(Arc::new(GeminiProvider::new(config)?)))
+                let gemini = GeminiProvider::new(config)?;
+                super::model::warn_unredactable(gemini.unredactable());
+                Arc::new(ProviderJudge(Arc::new(gemini)))
             }
         };
         let cache = (!self.no_judge_cache).then(|| JudgeCache::new(cache_dir.join("judge")));

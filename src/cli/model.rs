@@ -12,6 +12,8 @@ use std::time::Duration;
 
 use promptlab::provider::ModelProvider;
 use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
+use promptlab::provider::http::CallLimits;
+use promptlab::provider::http::bounds::parse_max_call_time;
 use promptlab::provider::replay::ReplayProvider;
 use promptlab::provider::script::ScriptProvider;
 use promptlab::runs::read_run_log;
@@ -86,6 +88,16 @@ pub struct ModelArgs {
         default_value_t = 120.0
     )]
     pub idle_timeout: f64,
+    /// Gemini (chat, eval, judge) and worker: the longest one model call or one deployment turn
+    /// may take, request to last byte, however steadily it streams: 90s, 10m or seconds.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "PROMPTLAB_MAX_CALL_TIME",
+        default_value = "10m",
+        value_parser = parse_max_call_time
+    )]
+    pub max_call_time: Duration,
 }
 
 /// The chosen provider, and the replay provider's own handle when it is one
@@ -120,9 +132,12 @@ impl ModelArgs {
                 let config = GeminiConfig {
                     connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
                     idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+                    limits: self.limits(),
                     ..GeminiConfig::from_env()
                 };
-                let provider: Arc<dyn ModelProvider> = Arc::new(GeminiProvider::new(config)?);
+                let gemini = GeminiProvider::new(config)?;
+                warn_unredactable(gemini.unredactable());
+                let provider: Arc<dyn ModelProvider> = Arc::new(gemini);
                 Ok(provider.into())
             }
             ProviderKind::Worker => Err(CliError::usage(
@@ -167,10 +182,21 @@ impl ModelArgs {
             .filter(|token| !token.trim().is_empty());
         config.connect_timeout = seconds("--connect-timeout", self.connect_timeout)?;
         config.idle_timeout = seconds("--idle-timeout", self.idle_timeout)?;
+        config.limits = self.limits();
         if let Some(max) = max_concurrent {
             config.max_concurrent = usize::from(max);
         }
-        Ok(WorkerClient::new(config, registry)?)
+        let client = WorkerClient::new(config, registry)?;
+        warn_unredactable(client.unredactable());
+        Ok(client)
+    }
+
+    /// The bounds on one model call or deployment turn.
+    pub fn limits(&self) -> CallLimits {
+        CallLimits {
+            max_call_time: self.max_call_time,
+            ..CallLimits::default()
+        }
     }
 
     /// Where the turns run: the engine with the chosen model provider, or a
@@ -222,6 +248,36 @@ impl ModelArgs {
         match claim {
             ClaimInput::Id(id) => Ok(ClaimInput::Document(Box::new(store.load(&id)?))),
             document => Ok(document),
+        }
+    }
+}
+
+/// The bounds on one call for a command without model flags (`compare
+/// --judge`): `PROMPTLAB_MAX_CALL_TIME`, else the default.
+pub fn limits_from_env() -> Result<CallLimits, CliError> {
+    let mut limits = CallLimits::default();
+    if let Some(text) = std::env::var("PROMPTLAB_MAX_CALL_TIME")
+        .ok()
+        .filter(|text| !text.trim().is_empty())
+    {
+        limits.max_call_time = parse_max_call_time(&text)
+            .map_err(|error| CliError::usage(format!("PROMPTLAB_MAX_CALL_TIME: {error}")))?;
+    }
+    Ok(limits)
+}
+
+/// Says once per process that a secret is too short to redact (the chat
+/// model and the judge may share a key).
+pub fn warn_unredactable(warnings: &[String]) {
+    static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    for warning in warnings {
+        let first = SAID
+            .lock()
+            .map(|mut said| said.insert(warning.clone()))
+            .unwrap_or(true);
+        if first {
+            eprintln!("{warning}");
         }
     }
 }

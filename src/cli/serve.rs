@@ -14,7 +14,7 @@ use promptlab::chat::TurnContext;
 use promptlab::claims::ClaimStore;
 use promptlab::prompts::PromptRegistry;
 use promptlab::provider::script::ScriptProvider;
-use promptlab::serve::{RequestDefaults, ServeOptions, ServeState, TurnProvider};
+use promptlab::serve::{ConnectionLimits, RequestDefaults, ServeState, Trust, TurnProvider};
 
 use super::context::parse_today;
 use super::error::{CliError, Exit};
@@ -24,6 +24,7 @@ const AFTER_HELP: &str = "\
 Examples:
   promptlab serve --provider script --script tests/data/scripts/excess.yaml
   promptlab serve --port 0 --max-concurrent 16      # a free port, named on stdout
+  promptlab serve --host 0.0.0.0 --allowed-host lab.internal   # docs/serve.md: Security
   curl -N localhost:8787/api/chat -H 'content-type: application/json' \\
     -d '{\"claimId\":\"CLM-HH-0001\",\"messages\":[{\"role\":\"user\",\"text\":\"What is the excess?\"}]}'";
 
@@ -31,18 +32,26 @@ Examples:
 #[command(after_help = AFTER_HELP)]
 pub struct ServeArgs {
     /// The address to listen on. Anything but a loopback address exposes
-    /// the API (and your model key's quota) to the network.
+    /// the API (and your model key's quota) to the network; see docs/serve.md, "Security".
     #[arg(long, value_name = "IP", default_value = "127.0.0.1")]
     pub host: IpAddr,
+    /// Also answer requests whose Host header names NAME (any port); repeatable. Without it only
+    /// localhost, 127.0.0.1, [::1] and the address bound are answered (DNS-rebinding defence).
+    #[arg(long, value_name = "NAME")]
+    pub allowed_host: Vec<String>,
     /// The port; 0 picks a free one (the first line on stdout names it).
     #[arg(long, value_name = "PORT", default_value_t = 8787)]
     pub port: u16,
     /// At most this many turns at once; more get 503 with Retry-After.
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub max_concurrent: u16,
-    /// Allow browser calls from this origin (e.g. http://localhost:5173); repeatable. CORS is off without it.
+    /// Allow browser calls, reads and posts, from this origin: scheme://host[:port], e.g.
+    /// http://localhost:5173; repeatable; `*` is refused. CORS is off without it.
     #[arg(long, value_name = "ORIGIN")]
     pub cors_origin: Vec<String>,
+    /// At most this many open connections; one more gets 503 and is closed.
+    #[arg(long, value_name = "N", default_value_t = 256, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_connections: u16,
     #[command(flatten)]
     pub model: ModelArgs,
     /// The date the claim brief gives as today (default: the local date).
@@ -63,6 +72,8 @@ pub fn run(
     stores: &super::StoreArgs,
 ) -> Result<Exit, CliError> {
     let runs_dir = stores.runs_dir.as_path();
+    let trust = Trust::new(args.host, &args.allowed_host, &args.cors_origin)
+        .map_err(|error| CliError::usage(error.to_string()))?;
     let registry = PromptRegistry::embedded();
     let mut built = args.model.build_provider()?;
     built.provider = super::model::with_cache(built.provider, args.cache, &stores.cache_dir);
@@ -87,11 +98,11 @@ pub fn run(
         state.provider = TurnProvider::ScriptPerTurn(Arc::new(ScriptProvider::load(path)?));
     }
     let state = Arc::new(state);
-    let options = ServeOptions {
-        cors_origins: args.cors_origin.clone(),
+    let router = promptlab::serve::router(state.clone(), Arc::new(trust));
+    let limits = ConnectionLimits {
+        max_connections: usize::from(args.max_connections),
+        ..ConnectionLimits::default()
     };
-    let router = promptlab::serve::router(state.clone(), &options)
-        .map_err(|error| CliError::usage(error.to_string()))?;
     let address = SocketAddr::new(args.host, args.port);
     let runtime = tokio::runtime::Runtime::new()?;
     runtime.block_on(async move {
@@ -100,8 +111,8 @@ pub fn run(
             .map_err(|error| CliError::failed(format!("cannot listen on {address}: {error}")))?;
         let bound = listener.local_addr()?;
         stop_on_signals(state.shutdown.clone())?;
-        announce(bound)?;
-        promptlab::serve::serve(listener, router, state.shutdown.clone()).await?;
+        announce(bound, &args.allowed_host)?;
+        promptlab::serve::serve(listener, router, state.shutdown.clone(), limits).await?;
         Ok::<(), CliError>(())
     })?;
     // Turns run on blocking threads; wait for them to finish their logs.
@@ -110,8 +121,8 @@ pub fn run(
 }
 
 /// The first line on stdout, then a warning on stderr when the address is
-/// not loopback.
-fn announce(bound: SocketAddr) -> Result<(), CliError> {
+/// not loopback, and which names are answered when it is a wildcard.
+fn announce(bound: SocketAddr, allowed_hosts: &[String]) -> Result<(), CliError> {
     let mut stdout = std::io::stdout().lock();
     writeln!(stdout, "listening on http://{bound}")?;
     stdout.flush()?;
@@ -119,6 +130,15 @@ fn announce(bound: SocketAddr) -> Result<(), CliError> {
         eprintln!(
             "warning: listening on {}, not a loopback address: anyone who can reach it can run turns on your model key",
             bound.ip()
+        );
+    }
+    if bound.ip().is_unspecified() {
+        let mut names = vec!["localhost", "127.0.0.1", "[::1]"];
+        names.extend(allowed_hosts.iter().map(String::as_str));
+        eprintln!(
+            "note: {} is every address, not a name: only requests for Host {} are answered (add names with --allowed-host)",
+            bound.ip(),
+            names.join(", ")
         );
     }
     Ok(())

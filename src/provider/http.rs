@@ -1,6 +1,18 @@
-//! HTTP helpers shared by the clients that stream from a server — Gemini
-//! and a deployed chat API (`worker`): how long the server asks us to wait,
-//! and an error response's body read under a cap.
+//! The HTTP rules shared by the clients that stream from a server — Gemini
+//! and a deployed chat API (`worker`) — each built once here: the client
+//! and its no-redirect policy, safe URLs and transport errors (`client.rs`),
+//! redaction of known secrets (`redact.rs`), the bounds on one call
+//! (`bounds.rs`), how long the server asks us to wait, the backoff between
+//! retries, and an error response's body read under a cap. The providers
+//! issue grows this into the one shared transport (SPEC §10).
+
+pub mod bounds;
+pub mod client;
+pub mod redact;
+
+pub use bounds::{CallBudget, CallLimits};
+pub use client::{client, error_chain, redirect_message, shown, shown_url};
+pub use redact::{Redactor, Secret};
 
 use std::time::Duration;
 
@@ -30,9 +42,22 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         .ok()
 }
 
+/// The wait before retry `attempt`: `base × 2^(attempt−1)`, times a random
+/// factor in [0.5, 1.5) so that clients retrying together spread out.
+pub fn backoff_delay(base: Duration, attempt: u32) -> Duration {
+    let exponential = base.saturating_mul(1 << attempt.saturating_sub(1).min(10));
+    exponential.mul_f64(0.5 + fastrand::f64())
+}
+
 /// At most `ERROR_BODY_LIMIT` bytes of an error response, each read
-/// within `idle`; what does not arrive in time is left out.
-pub async fn read_error_body(response: reqwest::Response, idle: Duration) -> String {
+/// within `idle`; what does not arrive in time is left out. Redacted here,
+/// before any message quotes and cuts it: a secret cut in half by a
+/// 200-character excerpt would no longer be recognised.
+pub async fn read_error_body(
+    response: reqwest::Response,
+    idle: Duration,
+    redactor: &Redactor,
+) -> String {
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Ok(Some(Ok(bytes))) = tokio::time::timeout(idle, stream.next()).await {
@@ -42,13 +67,27 @@ pub async fn read_error_body(response: reqwest::Response, idle: Duration) -> Str
             break;
         }
     }
-    String::from_utf8_lossy(&body).into_owned()
+    redactor
+        .redact(&String::from_utf8_lossy(&body))
+        .into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+
+    #[test]
+    fn backoff_grows_and_jitters_within_bounds() {
+        for attempt in 1..=3 {
+            let delay = backoff_delay(Duration::from_secs(1), attempt);
+            let base = f64::from(1u32 << (attempt - 1));
+            assert!(
+                delay.as_secs_f64() >= base * 0.5 && delay.as_secs_f64() < base * 1.5,
+                "{delay:?}"
+            );
+        }
+    }
 
     #[test]
     fn retry_after_reads_seconds_and_dates_and_saturates() {

@@ -2,13 +2,14 @@
 //! the prompt registry (ids, default texts, quick actions, brands), the
 //! fingerprint of a set of overrides, recent runs, and thumbs votes.
 //! Errors are `{"error": …}` with a status; no handler panics on input.
+//! Files are named relative to the claims and runs folders (`PublicPaths`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Json;
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
+use axum::extract::rejection::{BytesRejection, PathRejection, QueryRejection};
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -37,7 +38,7 @@ pub async fn claims(State(state): State<Arc<ServeState>>) -> Response {
     let store: ClaimStore = state.ctx.store.clone();
     let entries = match store.entries() {
         Ok(entries) => entries,
-        Err(error) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+        Err(error) => return state.error(StatusCode::INTERNAL_SERVER_ERROR, &error),
     };
     let mut list = ClaimList {
         claims: Vec::new(),
@@ -46,21 +47,28 @@ pub async fn claims(State(state): State<Arc<ServeState>>) -> Response {
     for entry in &entries {
         match store.load_entry(entry) {
             Ok(loaded) => list.claims.push(ClaimRow::of(&loaded.claim)),
-            Err(error) => list.problems.push(error.to_string()),
+            Err(error) => list.problems.push(state.paths.message(&error.to_string())),
         }
     }
     Json(list).into_response()
 }
 
 /// `GET /api/claims/{id}`: the claim document, or 404.
-pub async fn claim(State(state): State<Arc<ServeState>>, Path(id): Path<String>) -> Response {
+pub async fn claim(
+    State(state): State<Arc<ServeState>>,
+    id: Result<Path<String>, PathRejection>,
+) -> Response {
+    let id = match id {
+        Ok(Path(id)) => id,
+        Err(rejection) => return json_error(rejection.status(), rejection.body_text()),
+    };
     let not_found = || json_error(StatusCode::NOT_FOUND, format!("Claim {id} not found."));
     if !is_valid_claim_id(&id) || state.ctx.store.locate(&id).is_none() {
         return not_found();
     }
     match state.ctx.store.load(&id) {
         Ok(loaded) => Json(loaded.claim).into_response(),
-        Err(error) => json_error(StatusCode::UNPROCESSABLE_ENTITY, error.to_string()),
+        Err(error) => state.error(StatusCode::UNPROCESSABLE_ENTITY, &error),
     }
 }
 
@@ -144,20 +152,32 @@ pub struct RunsQuery {
 
 pub async fn runs(
     State(state): State<Arc<ServeState>>,
-    Query(query): Query<RunsQuery>,
+    query: Result<Query<RunsQuery>, QueryRejection>,
 ) -> Response {
+    let query = match query {
+        Ok(Query(query)) => query,
+        Err(rejection) => return json_error(rejection.status(), rejection.body_text()),
+    };
     let Some(dir) = state.runs_dir.clone() else {
         return Json(Vec::<RunRow>::new()).into_response();
     };
     let scanned = tokio::task::spawn_blocking(move || scan_runs(&[dir])).await;
     let (mut runs, _problems) = match scanned {
         Ok(Ok(found)) => found,
-        Ok(Err(error)) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
-        Err(error) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+        Ok(Err(error)) => return state.error(StatusCode::INTERNAL_SERVER_ERROR, &error),
+        Err(error) => return state.error(StatusCode::INTERNAL_SERVER_ERROR, &error),
     };
     runs.sort_by_key(|run| std::cmp::Reverse(run.header.started_at));
     runs.truncate(query.limit.unwrap_or(50));
-    Json(runs.iter().map(RunRow::of).collect::<Vec<_>>()).into_response()
+    let rows = runs
+        .iter()
+        .map(|run| {
+            let mut row = RunRow::of(run);
+            row.path = state.paths.run_path(&row.path);
+            row
+        })
+        .collect::<Vec<_>>();
+    Json(rows).into_response()
 }
 
 /// `POST /api/feedback` `{turnId, vote: "up"|"down", comment?}`.
@@ -198,16 +218,17 @@ pub async fn feedback(
         comment: body.comment,
         at: chrono::Utc::now(),
     };
-    match tokio::task::spawn_blocking(move || record_vote(&dir, &record)).await {
+    let voting = state.clone();
+    match tokio::task::spawn_blocking(move || record_vote(&voting, &dir, &record)).await {
         Ok(response) => response,
-        Err(error) => json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+        Err(error) => state.error(StatusCode::INTERNAL_SERVER_ERROR, &error),
     }
 }
 
-fn record_vote(dir: &std::path::Path, record: &FeedbackRecord) -> Response {
+fn record_vote(state: &ServeState, dir: &std::path::Path, record: &FeedbackRecord) -> Response {
     let (runs, _problems) = match scan_runs(&[dir.to_path_buf()]) {
         Ok(found) => found,
-        Err(error) => return json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+        Err(error) => return state.error(StatusCode::INTERNAL_SERVER_ERROR, &error),
     };
     let Some(run) = runs.iter().find(|run| run.header.turn_id == record.turn_id) else {
         let message = format!(
@@ -218,7 +239,14 @@ fn record_vote(dir: &std::path::Path, record: &FeedbackRecord) -> Response {
     };
     match append_feedback(&run.path, record) {
         Ok(_) => (StatusCode::CREATED, Json(record.clone())).into_response(),
-        Err(error) => json_error(StatusCode::INTERNAL_SERVER_ERROR, error.to_string()),
+        Err(error) => state.error(StatusCode::INTERNAL_SERVER_ERROR, &error),
+    }
+}
+
+impl ServeState {
+    /// `{"error": …}` for an error that may name files: relative to their folders.
+    fn error(&self, status: StatusCode, error: &dyn std::fmt::Display) -> Response {
+        json_error(status, self.paths.message(&error.to_string()))
     }
 }
 

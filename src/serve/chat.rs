@@ -18,14 +18,14 @@ use axum::response::{IntoResponse, Response};
 use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio_util::sync::CancellationToken;
 
-use crate::chat::{ChatRequest, run_chat_turn};
+use crate::chat::{ChatEvent, ChatRequest, TurnOutput, run_chat_turn};
 use crate::runs::RunStatus;
-use crate::sink::driver::{TurnSink, drive};
+use crate::sink::driver::{SinkRole, TurnSink, drive};
 use crate::sink::run_log::RunRecorder;
 use crate::sink::{EventWriter, OutputFormat, Style};
 
 use super::body::parse_chat_body;
-use super::{ServeState, json_error};
+use super::{PublicPaths, ServeState, json_error};
 
 /// How long a client is told to wait when every turn slot is taken.
 pub const RETRY_AFTER_SECS: u64 = 1;
@@ -102,12 +102,15 @@ async fn run_turn(
 ) {
     let done = CancellationToken::new();
     watch_disconnect(sender.clone(), cancel.clone(), done.clone());
-    let mut writer = EventWriter::new(
-        OutputFormat::Sse,
-        ChannelOut::new(sender),
-        Style::plain(),
-        Instant::now(),
-    );
+    let mut writer = PublicErrors {
+        inner: EventWriter::new(
+            OutputFormat::Sse,
+            ChannelOut::new(sender),
+            Style::plain(),
+            Instant::now(),
+        ),
+        paths: &state.paths,
+    };
     let recorder = state
         .runs_dir
         .as_ref()
@@ -150,6 +153,34 @@ fn watch_disconnect(
             () = done.cancelled() => {}
         }
     });
+}
+
+/// The response's writer: an `error` event names files as every answer
+/// must, relative to their folders (the run log keeps the message whole).
+struct PublicErrors<'a, S> {
+    inner: S,
+    paths: &'a PublicPaths,
+}
+
+impl<S: TurnSink> TurnSink for PublicErrors<'_, S> {
+    fn role(&self) -> SinkRole {
+        self.inner.role()
+    }
+
+    fn accept(&mut self, output: &TurnOutput) -> io::Result<()> {
+        if let TurnOutput::Event(ChatEvent::Error { message }) = output {
+            let public = self.paths.message(message);
+            if public != *message {
+                let event = ChatEvent::Error { message: public };
+                return self.inner.accept(&TurnOutput::Event(event));
+            }
+        }
+        self.inner.accept(output)
+    }
+
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
 }
 
 /// An `io::Write` that sends what is written, at each flush, as one frame

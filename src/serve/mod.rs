@@ -4,14 +4,20 @@
 //!
 //! - `POST /api/chat` (`chat.rs`): the request body (`body.rs`) checked before
 //!   any event, then the turn as Server-Sent Events through the one driver;
+//! - trust (`guard.rs`, before any route): the `Host`, and for writes the
+//!   content type and `Origin`; CORS only for the origins given;
 //! - limits: a body cap (413), at most `max_concurrent` turns (503 with
-//!   `Retry-After`), CORS only for the origins given;
+//!   `Retry-After`), open connections and the time to send a request's head
+//!   (`listen.rs`); answers name files relative to their folders (`public.rs`);
 //! - shutdown: cancelling `ServeState::shutdown` cancels every running turn
 //!   (their logs are marked cancelled) and stops accepting connections.
 
 pub mod api;
 pub mod body;
 pub mod chat;
+pub mod guard;
+pub mod listen;
+pub mod public;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,6 +25,7 @@ use std::sync::Arc;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, Method, StatusCode, header};
+use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::sync::Semaphore;
@@ -29,6 +36,9 @@ use crate::chat::TurnContext;
 use crate::provider::script::ScriptProvider;
 
 pub use body::{BodyError, RequestDefaults, parse_chat_body};
+pub use guard::{Trust, TrustError};
+pub use listen::{ConnectionLimits, serve};
+pub use public::PublicPaths;
 
 /// The largest request body taken; a larger one is a 413.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -58,19 +68,9 @@ pub struct ServeState {
     pub max_concurrent: usize,
     /// Cancelled on Ctrl-C / SIGTERM; every turn's token is its child.
     pub shutdown: CancellationToken,
+    /// How answers name files.
+    pub paths: PublicPaths,
 }
-
-/// How the server is set up, beyond what the handlers share.
-#[derive(Debug, Clone, Default)]
-pub struct ServeOptions {
-    /// Origins allowed to call the API from a browser; empty: CORS is off.
-    pub cors_origins: Vec<String>,
-}
-
-/// A `--cors-origin` that is not a header value.
-#[derive(Debug, thiserror::Error)]
-#[error("--cors-origin: `{}` is not a valid origin", crate::text::quote(.0))]
-pub struct BadOrigin(pub String);
 
 impl ServeState {
     /// A state allowing `max_concurrent` turns at once (at least one).
@@ -82,7 +82,9 @@ impl ServeState {
         max_concurrent: usize,
     ) -> ServeState {
         let max_concurrent = max_concurrent.max(1);
+        let paths = PublicPaths::new(ctx.store.dir(), runs_dir.as_deref());
         ServeState {
+            paths,
             ctx,
             provider: TurnProvider::Shared,
             provider_name,
@@ -106,8 +108,9 @@ impl ServeState {
     }
 }
 
-/// Every route, with the body cap and, when origins are given, CORS.
-pub fn router(state: Arc<ServeState>, options: &ServeOptions) -> Result<Router, BadOrigin> {
+/// Every route behind the trust checks, with the body cap and, when
+/// origins are given, CORS.
+pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
     let router = Router::new()
         .route("/", get(page))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
@@ -121,37 +124,24 @@ pub fn router(state: Arc<ServeState>, options: &ServeOptions) -> Result<Router, 
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state);
-    if options.cors_origins.is_empty() {
-        return Ok(router);
-    }
-    let origins = options
-        .cors_origins
-        .iter()
-        .map(|origin| HeaderValue::from_str(origin).map_err(|_| BadOrigin(origin.clone())))
-        .collect::<Result<Vec<_>, _>>()?;
-    let cors = CorsLayer::new()
-        .allow_origin(AllowOrigin::list(origins))
-        .allow_methods([Method::GET, Method::POST])
-        .allow_headers([header::CONTENT_TYPE]);
-    Ok(router.layer(cors))
-}
-
-/// Serves until `shutdown` is cancelled, then waits for running turns to
-/// end (they are cancelled by the same token) and returns.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    router: Router,
-    shutdown: CancellationToken,
-) -> std::io::Result<()> {
-    use axum::serve::ListenerExt;
-    // Frames are small and must go out at once: without TCP_NODELAY, Nagle
-    // and the client's delayed ACK hold the first frame back ~40 ms.
-    let listener = listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    axum::serve(listener, router)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+    let router = if trust.cors_origins().is_empty() {
+        router
+    } else {
+        // Validated origins (`Trust::new`) are header values.
+        let origins = trust
+            .cors_origins()
+            .iter()
+            .filter_map(|origin| HeaderValue::from_str(origin).ok())
+            .collect::<Vec<_>>();
+        router.layer(
+            CorsLayer::new()
+                .allow_origin(AllowOrigin::list(origins))
+                .allow_methods([Method::GET, Method::POST])
+                .allow_headers([header::CONTENT_TYPE]),
+        )
+    };
+    // Outermost: nothing, CORS preflights included, runs before the checks.
+    router.layer(from_fn_with_state(trust, guard::guard))
 }
 
 /// The Prompt Lab page: one file of HTML, CSS and JavaScript embedded in

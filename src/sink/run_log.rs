@@ -162,10 +162,9 @@ impl RunRecorder {
                 }
                 log.cost = log.cost + cost;
                 let t = log.elapsed_ms();
-                log.write(&RunRecord::ModelCall {
-                    t,
-                    call: call.clone(),
-                })
+                // Borrowed, not cloned: a call's text and provider state
+                // may be 16 MiB each (the bound on one call).
+                log.write(&ModelCallLine { t, call })
             }
             TurnOutput::Cancelled => {
                 self.open_log()?.status = Some(RunStatus::Cancelled);
@@ -334,7 +333,7 @@ impl OpenLog {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
-    fn write(&mut self, record: &RunRecord) -> io::Result<()> {
+    fn write(&mut self, record: &impl serde::Serialize) -> io::Result<()> {
         serde_json::to_writer(&mut self.out, record)?;
         self.out.write_all(b"\n")?;
         self.out.flush()
@@ -374,4 +373,12 @@ impl OpenLog {
             event: event.clone(),
         })
     }
+}
+
+/// `RunRecord::ModelCall` as written, borrowing the call: the same JSON.
+#[derive(serde::Serialize)]
+#[serde(tag = "record", rename = "model_call")]
+struct ModelCallLine<'a> {
+    t: u64,
+    call: &'a crate::chat::service::ModelCallRecord,
 }

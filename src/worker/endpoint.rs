@@ -39,7 +39,7 @@ impl Endpoint {
         if url.path() == "/" || url.path().is_empty() {
             url.set_path("/api/chat");
         }
-        let shown = shown(&url);
+        let shown = crate::provider::http::shown(&url);
         Ok(Endpoint { url, shown })
     }
 
@@ -58,16 +58,6 @@ impl std::fmt::Debug for Endpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("Endpoint").field(&self.shown).finish()
     }
-}
-
-fn shown(url: &Url) -> String {
-    let mut safe = url.clone();
-    // Cannot fail for http(s) URLs with a host, which `parse` ensured.
-    let _ = safe.set_username("");
-    let _ = safe.set_password(None);
-    safe.set_query(None);
-    safe.set_fragment(None);
-    safe.to_string()
 }
 
 #[cfg(test)]

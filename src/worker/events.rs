@@ -13,13 +13,14 @@ use futures_util::stream::BoxStream;
 use tokio_util::sync::CancellationToken;
 
 use crate::event::ChatEvent;
+use crate::provider::http::Redactor;
 use crate::provider::sse::{SseItem, SseParser};
 
 /// The most one event may hold. The largest real event is a `text_delta`
 /// of one model chunk or an `error` message: far below this.
 pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
-/// The most a whole turn's stream may hold.
-pub const MAX_STREAM_BYTES: u64 = 64 * 1024 * 1024;
+/// The most a whole turn's stream may hold: the bound every model client shares.
+pub const MAX_STREAM_BYTES: u64 = crate::provider::http::bounds::MAX_STREAM_BYTES;
 
 /// What reading the next event came to.
 #[derive(Debug, PartialEq)]
@@ -33,6 +34,8 @@ pub enum Read {
 /// Turns body chunks into events, one at a time.
 pub struct EventDecoder {
     parser: SseParser,
+    /// Applied to each whole event before it is decoded or quoted.
+    redactor: Redactor,
     ready: VecDeque<ChatEvent>,
     received: u64,
     events: u64,
@@ -46,8 +49,14 @@ impl Default for EventDecoder {
 
 impl EventDecoder {
     pub fn new() -> EventDecoder {
+        EventDecoder::with_redactor(Redactor::default())
+    }
+
+    /// A decoder that takes `redactor`'s secrets out of every event.
+    pub fn with_redactor(redactor: Redactor) -> EventDecoder {
         EventDecoder {
             parser: SseParser::with_max_event_bytes(MAX_EVENT_BYTES),
+            redactor,
             ready: VecDeque::new(),
             received: 0,
             events: 0,
@@ -91,8 +100,9 @@ impl EventDecoder {
 
     fn accept(&mut self, item: SseItem) -> Result<(), String> {
         let data = match item {
-            SseItem::Data(data) => data,
+            SseItem::Data(data) => self.redactor.redact_owned(data),
             SseItem::Other(text) => {
+                let text = self.redactor.redact_owned(text);
                 return Err(format!(
                     "the deployment sent a line that is not part of an SSE event: {}",
                     crate::text::quote(&text)
@@ -128,10 +138,14 @@ pub struct EventReader {
 }
 
 impl EventReader {
-    pub fn new(response: reqwest::Response, idle_timeout: Duration) -> EventReader {
+    pub fn new(
+        response: reqwest::Response,
+        idle_timeout: Duration,
+        redactor: Redactor,
+    ) -> EventReader {
         EventReader {
             body: response.bytes_stream().boxed(),
-            decoder: EventDecoder::new(),
+            decoder: EventDecoder::with_redactor(redactor),
             ended: false,
             idle_timeout,
         }
@@ -167,7 +181,7 @@ impl EventReader {
                 Ok(Some(Err(error))) => {
                     return Read::Fault(format!(
                         "the connection to the deployment dropped mid-stream: {}",
-                        super::transport::error_chain(error)
+                        crate::provider::http::error_chain(error)
                     ));
                 }
                 Ok(Some(Ok(chunk))) => self.decoder.push(&chunk),

@@ -32,6 +32,7 @@ use crate::chat::{
     run_chat_turn,
 };
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
+use crate::provider::http::{CallBudget, CallLimits, Redactor, Secret};
 
 pub use endpoint::{Endpoint, EndpointError};
 
@@ -53,6 +54,8 @@ pub struct WorkerConfig {
     pub max_retry_wait: Duration,
     /// The most requests in flight at once, over every turn of this client.
     pub max_concurrent: usize,
+    /// The most text, body and time one turn may take (`--max-call-time`).
+    pub limits: CallLimits,
 }
 
 impl WorkerConfig {
@@ -66,6 +69,7 @@ impl WorkerConfig {
             backoff: Duration::from_millis(500),
             max_retry_wait: Duration::from_secs(30),
             max_concurrent: 64,
+            limits: CallLimits::default(),
         }
     }
 }
@@ -102,6 +106,10 @@ pub struct WorkerClient {
     http: reqwest::Client,
     headers: reqwest::header::HeaderMap,
     in_flight: Arc<Semaphore>,
+    /// The token and the endpoint's userinfo, taken out of every message.
+    redactor: Redactor,
+    /// Secrets too short to redact, named for one warning.
+    unredactable: Vec<String>,
     /// Fingerprint pairs (local, reported) already warned about.
     mismatches: Arc<Mutex<HashSet<(String, String)>>>,
 }
@@ -121,20 +129,34 @@ impl WorkerClient {
         registry: &'static PromptRegistry,
     ) -> Result<WorkerClient, WorkerError> {
         let headers = transport::headers(config.token.as_deref()).map_err(WorkerError::Token)?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .user_agent(concat!("promptlab/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|error| WorkerError::Client(transport::error_chain(error)))?;
+        let http = crate::provider::http::client(config.connect_timeout)
+            .map_err(|error| WorkerError::Client(crate::provider::http::error_chain(error)))?;
         let in_flight = Arc::new(Semaphore::new(config.max_concurrent.max(1)));
+        let userinfo = crate::provider::http::redact::url_userinfo(config.endpoint.url());
+        let token = config.token.iter().map(|value| Secret {
+            name: "PROMPTLAB_ENDPOINT_TOKEN",
+            value,
+        });
+        let url = userinfo.iter().map(|value| Secret {
+            name: "the userinfo of --endpoint",
+            value,
+        });
+        let (redactor, unredactable) = Redactor::new(token.chain(url));
         Ok(WorkerClient {
             config: Arc::new(config),
             registry,
             http,
             headers,
             in_flight,
+            redactor,
+            unredactable,
             mismatches: Arc::default(),
         })
+    }
+
+    /// A warning for each secret too short to be redacted from messages.
+    pub fn unredactable(&self) -> &[String] {
+        &self.unredactable
     }
 
     /// The endpoint as it may be shown.
@@ -169,8 +191,20 @@ impl WorkerClient {
         request: ChatRequest,
         cancel: CancellationToken,
     ) -> impl futures_util::Stream<Item = TurnOutput> + Send + 'static {
+        let redactor = self.redactor.clone();
+        self.turn_outputs(request, cancel)
+            .map(move |output| redact_output(&redactor, output))
+    }
+
+    /// The turn's outputs before redaction.
+    fn turn_outputs(
+        &self,
+        request: ChatRequest,
+        cancel: CancellationToken,
+    ) -> impl futures_util::Stream<Item = TurnOutput> + Send + 'static {
         let client = self.clone();
         async_stream::stream! {
+            let mut budget = CallBudget::start(client.config.limits);
             let resolved = resolve_overrides(&request.prompt.overrides, client.registry);
             yield TurnOutput::Started(Box::new(TurnStart {
                 turn_id: uuid::Uuid::new_v4().to_string(),
@@ -194,7 +228,15 @@ impl WorkerClient {
                     return;
                 }
             };
-            let accepted = match client.send(&body, &cancel).await {
+            let sent = tokio::time::timeout_at(budget.deadline(), client.send(&body, &cancel));
+            let accepted = match sent.await {
+                Err(_) => {
+                    yield error_output(budget.timed_out(WHO));
+                    return;
+                }
+                Ok(sent) => sent,
+            };
+            let accepted = match accepted {
                 Ok(accepted) => accepted,
                 Err(SendFailure::Cancelled) => {
                     yield TurnOutput::Cancelled;
@@ -207,10 +249,25 @@ impl WorkerClient {
             };
             // Held until the stream is read to its end or dropped.
             let _permit = accepted.permit;
-            let mut reader = EventReader::new(accepted.response, client.config.idle_timeout);
+            let mut reader = EventReader::new(
+                accepted.response,
+                client.config.idle_timeout,
+                client.redactor.clone(),
+            );
             loop {
-                match reader.next(&cancel).await {
+                let read = tokio::time::timeout_at(budget.deadline(), reader.next(&cancel));
+                let Ok(read) = read.await else {
+                    yield error_output(budget.timed_out(WHO));
+                    return;
+                };
+                match read {
                     Read::Event(event) => {
+                        if let ChatEvent::TextDelta { text } = &event
+                            && let Err(message) = budget.text(WHO, text.len())
+                        {
+                            yield error_output(message);
+                            return;
+                        }
                         let last = matches!(event, ChatEvent::Done(_) | ChatEvent::Error { .. });
                         yield TurnOutput::Event(event);
                         if last {
@@ -231,8 +288,22 @@ impl WorkerClient {
     }
 }
 
+/// How messages name the server.
+const WHO: &str = "the deployment";
+
 fn error_output(message: String) -> TurnOutput {
     TurnOutput::Event(ChatEvent::Error { message })
+}
+
+/// The one redaction step for what the deployment could have shaped: our
+/// error messages (they quote its answers) and its own `error` events.
+fn redact_output(redactor: &Redactor, output: TurnOutput) -> TurnOutput {
+    match output {
+        TurnOutput::Event(ChatEvent::Error { message }) => TurnOutput::Event(ChatEvent::Error {
+            message: redactor.redact(&message).into_owned(),
+        }),
+        other => other,
+    }
 }
 
 /// Where a command's turns run: here, through the engine, or on a

@@ -1,7 +1,9 @@
 //! Sending a turn's request to the deployment: the in-flight cap, retries
 //! only before the stream starts (a refused connection, 429 or a 5xx —
 //! nothing of the turn has been shown yet, so trying again is invisible),
-//! and error statuses turned into messages that say what to do.
+//! and error statuses turned into messages that say what to do. A redirect
+//! is never followed (`provider::http`): the claim and the token stay with
+//! the deployment they were meant for.
 
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::WorkerClient;
 use crate::chat::wire::ErrorBody;
+use crate::provider::http;
 
 /// Why no stream came back.
 #[derive(Debug)]
@@ -81,7 +84,7 @@ impl WorkerClient {
                     )));
                 }
                 Some(delay) => delay,
-                None => backoff_delay(self.config.backoff, retries + 1),
+                None => http::backoff_delay(self.config.backoff, retries + 1),
             };
             tokio::select! {
                 biased;
@@ -115,7 +118,7 @@ impl WorkerClient {
                 return Err(Attempt {
                     message: format!(
                         "could not reach the deployment at {shown}: {}",
-                        error_chain(error)
+                        http::error_chain(error)
                     ),
                     retryable,
                     retry_after: None,
@@ -127,8 +130,13 @@ impl WorkerClient {
         if status.is_success() {
             return check_event_stream(response, shown);
         }
-        let retry_after = crate::provider::http::retry_after(response.headers());
-        let body = crate::provider::http::read_error_body(response, self.config.idle_timeout).await;
+        if let Some(message) =
+            http::redirect_message(&format!("the deployment at {shown}"), &response)
+        {
+            return Err(Attempt::final_(message));
+        }
+        let retry_after = http::retry_after(response.headers());
+        let body = http::read_error_body(response, self.config.idle_timeout, &self.redactor).await;
         Err(Attempt {
             message: status_message(status, &body, shown),
             retryable: status == StatusCode::TOO_MANY_REQUESTS || status.is_server_error(),
@@ -196,12 +204,6 @@ fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `base × 2^(attempt−1)`, times a random factor in [0.5, 1.5).
-fn backoff_delay(base: Duration, attempt: u32) -> Duration {
-    let exponential = base.saturating_mul(1 << attempt.saturating_sub(1).min(10));
-    exponential.mul_f64(0.5 + fastrand::f64())
-}
-
 /// The headers every request carries; the token is marked sensitive so
 /// that no debug output of the request shows it.
 pub fn headers(token: Option<&str>) -> Result<HeaderMap, &'static str> {
@@ -221,22 +223,4 @@ pub fn headers(token: Option<&str>) -> Result<HeaderMap, &'static str> {
         headers.insert(reqwest::header::AUTHORIZATION, value);
     }
     Ok(headers)
-}
-
-/// An error and its causes, as one line, without the URL reqwest attaches
-/// (it would show the endpoint's query and password; every message names
-/// the endpoint's safe form instead).
-pub fn error_chain(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }

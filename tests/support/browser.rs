@@ -51,6 +51,11 @@ fn chromium() -> PathBuf {
 impl Browser {
     /// Starts Chromium headless and attaches to a fresh page of `width` × `height`.
     pub fn launch(width: u32, height: u32) -> Browser {
+        Browser::launch_with(width, height, &[])
+    }
+
+    /// `launch` with more Chromium flags (e.g. `--host-resolver-rules=…`).
+    pub fn launch_with(width: u32, height: u32, extra: &[&str]) -> Browser {
         let profile = tempfile::tempdir().expect("a temp dir for the profile");
         let log = std::fs::File::create(profile.path().join("chromium.log")).expect("a log file");
         // The flags this machine needs (its network is closed; as root there is no sandbox).
@@ -68,6 +73,7 @@ impl Browser {
                 "--remote-debugging-port=0",
                 &format!("--window-size={width},{height}"),
             ])
+            .args(extra)
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg("about:blank")
             .stdout(Stdio::null())
@@ -138,6 +144,24 @@ impl Browser {
         self.wait_for(
             "document.body && document.body.dataset.ready === '1'",
             "the page to render",
+            timeout,
+        );
+    }
+
+    /// Opens `url` and waits (bounded) only until the document has loaded,
+    /// for pages that are not ours (an error answer, a test's own page).
+    pub fn navigate(&mut self, url: &str, timeout: Duration) {
+        let navigated = self.call("Page.navigate", json!({"url": url}));
+        assert!(
+            navigated.get("errorText").is_none(),
+            "navigation failed: {navigated}"
+        );
+        self.wait_for(
+            &format!(
+                "document.readyState === 'complete' && location.href === {}",
+                json!(url)
+            ),
+            "the document to load",
             timeout,
         );
     }

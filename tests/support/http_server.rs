@@ -1,6 +1,7 @@
 //! A real HTTP/1.1 server on 127.0.0.1 for provider tests: it records each
 //! request and answers with a scripted reply — a stream served in pieces of
-//! any size, an error status, a connection reset mid-body, or a stall.
+//! any size, an error status, a connection reset mid-body, a stall, or a
+//! stream that never ends.
 //! Runs on its own thread and runtime so that both async tests and tests of
 //! the binary can use it; it stops when dropped.
 
@@ -51,6 +52,13 @@ pub enum Reply {
     ResetAfter { body: Vec<u8> },
     /// 200, `body` is sent, then nothing for `hold`.
     StallAfter { body: Vec<u8>, hold: Duration },
+    /// 200, `head` once, then `chunk` again and again, with `pause` after
+    /// each, until the client goes away (a stream that never ends).
+    Endless {
+        head: Vec<u8>,
+        chunk: Vec<u8>,
+        pause: Duration,
+    },
 }
 
 impl Reply {
@@ -244,6 +252,18 @@ async fn answer(
             stream_head(socket).await?;
             write_chunk(socket, &body).await?;
             tokio::time::sleep(hold).await;
+        }
+        Reply::Endless { head, chunk, pause } => {
+            stream_head(socket).await?;
+            write_chunk(socket, &head).await?;
+            finished.now();
+            // Ends only with an error: the client closed the connection.
+            loop {
+                write_chunk(socket, &chunk).await?;
+                if !pause.is_zero() {
+                    tokio::time::sleep(pause).await;
+                }
+            }
         }
     }
     socket.flush().await?;

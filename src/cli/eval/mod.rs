@@ -277,6 +277,7 @@ fn build_judge(
             prompts: section.prompts,
         },
         cache_dir,
+        args.model.limits(),
     )?;
     let model = &judge.settings().model;
     if !args.quiet

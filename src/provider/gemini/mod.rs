@@ -7,9 +7,16 @@
 //! `Retry-After` and `RetryInfo`) only while nothing of the call has been
 //! forwarded. A stream that stalls past the idle timeout, drops, or sends
 //! something malformed ends the call with an error, never a hang.
+//!
+//! The rules every model client shares come from `provider::http`: no
+//! redirect is followed (the key stays with the host it was meant for),
+//! every error message passes one redaction step (the key and the base
+//! URL's userinfo become `[redacted]`), the base URL is shown without
+//! userinfo or query, and one call is bounded in text, body and time.
 
 mod accumulate;
 pub mod errors;
+mod read;
 pub mod wire;
 
 use std::time::Duration;
@@ -18,10 +25,11 @@ use futures_util::StreamExt;
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use self::accumulate::{CallAccumulator, StreamFault};
+use self::accumulate::StreamFault;
 use self::errors::{is_retryable, parse_error_body};
+use self::read::{ReadEnd, StreamReader};
 use self::wire::build_request;
-use super::sse::{SseItem, SseParser};
+use super::http::{CallBudget, CallLimits, Redactor, Secret};
 use super::{ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError};
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -41,6 +49,8 @@ pub struct GeminiConfig {
     pub backoff: Duration,
     /// A server asking for a longer wait than this is not retried.
     pub max_retry_wait: Duration,
+    /// The most text, body and time one call may take (`--max-call-time`).
+    pub limits: CallLimits,
 }
 
 impl std::fmt::Debug for GeminiConfig {
@@ -51,6 +61,7 @@ impl std::fmt::Debug for GeminiConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_attempts", &self.max_attempts)
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -65,6 +76,7 @@ impl Default for GeminiConfig {
             max_attempts: 3,
             backoff: Duration::from_secs(1),
             max_retry_wait: Duration::from_secs(60),
+            limits: CallLimits::default(),
         }
     }
 }
@@ -84,18 +96,42 @@ impl GeminiConfig {
 pub struct GeminiProvider {
     config: GeminiConfig,
     client: reqwest::Client,
+    redactor: Redactor,
+    /// Secrets too short to redact, named for one warning.
+    unredactable: Vec<String>,
 }
 
 impl GeminiProvider {
     pub fn new(config: GeminiConfig) -> Result<GeminiProvider, ProviderError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .user_agent(concat!("promptlab/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|error| {
-                ProviderError::new(format!("could not set up the HTTP client: {error}"))
-            })?;
-        Ok(GeminiProvider { config, client })
+        let client = super::http::client(config.connect_timeout).map_err(|error| {
+            ProviderError::new(format!(
+                "could not set up the HTTP client: {}",
+                super::http::error_chain(error)
+            ))
+        })?;
+        let userinfo = reqwest::Url::parse(config.base_url.trim())
+            .map(|url| super::http::redact::url_userinfo(&url))
+            .unwrap_or_default();
+        let key = config.api_key.iter().map(|key| Secret {
+            name: "GEMINI_API_KEY",
+            value: key,
+        });
+        let url = userinfo.iter().map(|value| Secret {
+            name: "the userinfo of GEMINI_BASE_URL",
+            value,
+        });
+        let (redactor, unredactable) = Redactor::new(key.chain(url));
+        Ok(GeminiProvider {
+            config,
+            client,
+            redactor,
+            unredactable,
+        })
+    }
+
+    /// A warning for each secret too short to be redacted from messages.
+    pub fn unredactable(&self) -> &[String] {
+        &self.unredactable
     }
 
     fn url(&self, model: &str) -> Result<String, ProviderError> {
@@ -166,154 +202,123 @@ impl ModelProvider for GeminiProvider {
     }
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let prepared = self.url(&request.model).and_then(|url| {
-            let body = serde_json::to_vec(&build_request(&request)).map_err(|error| {
-                ProviderError::new(format!("could not encode the request: {error}"))
-            })?;
-            Ok(Call {
-                client: self.client.clone(),
-                config: self.config.clone(),
-                url,
-                headers: self.headers()?,
-                body,
-            })
-        });
-        Box::pin(async_stream::stream! {
-            let call = match prepared {
-                Ok(call) => call,
-                Err(error) => {
-                    yield Err(error);
-                    return;
-                }
-            };
-            let mut retries = 0;
-            'attempts: loop {
-                let response = match call.send_with_retries(&mut retries, &cancel).await {
-                    Ok(response) => response,
-                    Err(error) => {
-                        yield Err(error);
-                        return;
-                    }
-                };
-                let mut reader = StreamReader::new(response);
-                loop {
-                    let (events, end) = reader.next(&call, &cancel).await;
-                    for event in events {
-                        yield Ok(event);
-                    }
-                    match end {
-                        None => {}
-                        Some(ReadEnd::Cancelled) => return,
-                        Some(ReadEnd::Finished) => {
-                            yield std::mem::take(&mut reader.accumulator)
-                                .finish(retries)
-                                .map(ModelEvent::Done)
-                                .map_err(|fault| ProviderError::new(fault.message));
-                            return;
-                        }
-                        Some(ReadEnd::Fault(fault)) => {
-                            // Retried only while nothing of this call was shown.
-                            if fault.retryable && !reader.forwarded && retries + 1 < call.config.max_attempts {
-                                match call.wait_before_retry(retries + 1, None, &cancel).await {
-                                    Ok(()) => {
-                                        retries += 1;
-                                        continue 'attempts;
-                                    }
-                                    Err(refused) => {
-                                        yield Err(ProviderError::new(format!("{} ({refused})", fault.message)));
-                                        return;
-                                    }
-                                }
-                            }
-                            yield Err(ProviderError::new(fault.message));
-                            return;
-                        }
-                    }
-                }
-            }
+        let calls = call_stream(self.prepare(&request), cancel);
+        // The one redaction step: every message a server could have
+        // shaped passes here before anything shows or records it.
+        let redactor = self.redactor.clone();
+        Box::pin(calls.map(move |item| {
+            item.map_err(|error| ProviderError::new(redactor.redact(&error.message)))
+        }))
+    }
+}
+
+impl GeminiProvider {
+    /// Everything one call sends, checked before anything is.
+    fn prepare(&self, request: &ModelRequest) -> Result<Call, ProviderError> {
+        let url = self.url(&request.model)?;
+        let body = serde_json::to_vec(&build_request(request)).map_err(|error| {
+            ProviderError::new(format!("could not encode the request: {error}"))
+        })?;
+        Ok(Call {
+            client: self.client.clone(),
+            config: self.config.clone(),
+            base_shown: super::http::shown_url(&self.config.base_url),
+            redactor: self.redactor.clone(),
+            url,
+            headers: self.headers()?,
+            body,
         })
     }
 }
 
-/// How reading a response's stream ended, when it did.
-enum ReadEnd {
-    /// The body ended: the call's summary follows.
-    Finished,
-    Fault(StreamFault),
-    Cancelled,
-}
-
-/// One response body, read chunk by chunk into model events.
-struct StreamReader {
-    body: futures_util::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    parser: SseParser,
-    accumulator: CallAccumulator,
-    /// Something of this call reached the caller: no retry from here on.
-    forwarded: bool,
-}
-
-impl StreamReader {
-    fn new(response: reqwest::Response) -> StreamReader {
-        StreamReader {
-            body: response.bytes_stream().boxed(),
-            parser: SseParser::new(),
-            accumulator: CallAccumulator::new(),
-            forwarded: false,
-        }
-    }
-
-    /// Reads the next chunk: the events it completes, then how the stream
-    /// ended if it did. The idle timeout bounds the wait for each chunk.
-    async fn next(
-        &mut self,
-        call: &Call,
-        cancel: &CancellationToken,
-    ) -> (Vec<ModelEvent>, Option<ReadEnd>) {
-        let next = tokio::select! {
-            _ = cancel.cancelled() => return (Vec::new(), Some(ReadEnd::Cancelled)),
-            next = tokio::time::timeout(call.config.idle_timeout, self.body.next()) => next,
-        };
-        let (items, finished) = match next {
-            Err(_) => (Err(call.idle_fault()), false),
-            Ok(Some(Err(error))) => (
-                Err(StreamFault {
-                    message: format!(
-                        "the connection to Gemini dropped mid-stream: {}",
-                        error_chain(&error)
-                    ),
-                    retryable: false,
-                }),
-                false,
-            ),
-            Ok(Some(Ok(bytes))) => {
-                self.parser.push(&bytes);
-                (drain(&mut self.parser, false), false)
+/// One model call as a stream: sent (with retries while nothing was
+/// forwarded), read, and ended by its budget's deadline if it runs long.
+fn call_stream(
+    prepared: Result<Call, ProviderError>,
+    cancel: CancellationToken,
+) -> impl futures_util::Stream<Item = Result<ModelEvent, ProviderError>> {
+    async_stream::stream! {
+        let call = match prepared {
+            Ok(call) => call,
+            Err(error) => {
+                yield Err(error);
+                return;
             }
-            Ok(None) => (drain(&mut self.parser, true), true),
         };
-        let items = match items {
-            Ok(items) => items,
-            Err(fault) => return (Vec::new(), Some(ReadEnd::Fault(fault))),
-        };
-        let mut events = Vec::new();
-        for item in items {
-            match self.accumulator.accept(item) {
-                Ok(more) => events.extend(more),
-                Err(fault) => {
-                    self.forwarded |= !events.is_empty();
-                    return (events, Some(ReadEnd::Fault(fault)));
+        let mut budget = CallBudget::start(call.config.limits);
+        let timed_out = |budget: &CallBudget| Err(ProviderError::new(budget.timed_out(WHO)));
+        let mut retries = 0;
+        'attempts: loop {
+            let sent = tokio::time::timeout_at(
+                budget.deadline(),
+                call.send_with_retries(&mut retries, &cancel),
+            );
+            let response = match sent.await {
+                Ok(Ok(response)) => response,
+                Ok(Err(error)) => {
+                    yield Err(error);
+                    return;
                 }
+                Err(_) => {
+                    yield timed_out(&budget);
+                    return;
+                }
+            };
+            let mut reader = StreamReader::new(response);
+            loop {
+                let (events, end) = reader.next(&call, &mut budget, &cancel).await;
+                for event in events {
+                    yield Ok(event);
+                }
+                let fault = match end {
+                    None => continue,
+                    Some(ReadEnd::Cancelled) => return,
+                    Some(ReadEnd::Finished) => {
+                        yield std::mem::take(&mut reader.accumulator)
+                            .finish(retries)
+                            .map(ModelEvent::Done)
+                            .map_err(|fault| ProviderError::new(fault.message));
+                        return;
+                    }
+                    Some(ReadEnd::Fault(fault)) => fault,
+                };
+                // Retried only while nothing of this call was shown.
+                if fault.retryable && !reader.forwarded && retries + 1 < call.config.max_attempts {
+                    let wait = call.wait_before_retry(retries + 1, None, &cancel);
+                    match tokio::time::timeout_at(budget.deadline(), wait).await {
+                        Ok(Ok(())) => {
+                            retries += 1;
+                            continue 'attempts;
+                        }
+                        Ok(Err(refused)) => {
+                            yield Err(ProviderError::new(format!("{} ({refused})", fault.message)));
+                            return;
+                        }
+                        Err(_) => {
+                            yield timed_out(&budget);
+                            return;
+                        }
+                    }
+                }
+                yield Err(ProviderError::new(fault.message));
+                return;
             }
         }
-        self.forwarded |= !events.is_empty();
-        (events, finished.then_some(ReadEnd::Finished))
     }
 }
+
+/// How messages name the server.
+pub(super) const WHO: &str = "Gemini";
 
 /// Everything one model call needs, moved into its stream.
 struct Call {
     client: reqwest::Client,
-    config: GeminiConfig,
+    pub(super) config: GeminiConfig,
+    /// The base URL as messages show it: no userinfo, no query.
+    base_shown: String,
+    /// Applied to error bodies and stream events as they arrive, before
+    /// anything quotes or cuts them.
+    pub(super) redactor: Redactor,
     url: String,
     headers: HeaderMap,
     body: Vec<u8>,
@@ -374,8 +379,8 @@ impl Call {
             Ok(Err(error)) => {
                 return Err(self.fail(format!(
                     "could not reach Gemini at {}: {}",
-                    self.config.base_url,
-                    error_chain(&error)
+                    self.base_shown,
+                    super::http::error_chain(error)
                 )));
             }
             Ok(Ok(response)) => response,
@@ -384,8 +389,12 @@ impl Call {
         if status.is_success() {
             return Ok(response);
         }
+        if let Some(message) = super::http::redirect_message(WHO, &response) {
+            return Err(self.fail(message));
+        }
         let header_delay = super::http::retry_after(response.headers());
-        let body = super::http::read_error_body(response, self.config.idle_timeout).await;
+        let body =
+            super::http::read_error_body(response, self.config.idle_timeout, &self.redactor).await;
         let error = parse_error_body(&body);
         let message = match &error {
             Some(error) => error.describe(Some(status.as_u16())),
@@ -414,7 +423,7 @@ impl Call {
         }
     }
 
-    fn idle_fault(&self) -> StreamFault {
+    pub(super) fn idle_fault(&self) -> StreamFault {
         StreamFault {
             message: format!(
                 "Gemini's stream stalled: nothing arrived for {} s (the idle timeout)",
@@ -440,7 +449,7 @@ impl Call {
                 )));
             }
             Some(delay) => delay,
-            None => backoff_delay(self.config.backoff, attempt),
+            None => super::http::backoff_delay(self.config.backoff, attempt),
         };
         tokio::select! {
             _ = cancel.cancelled() => Err(RetryRefused::Cancelled),
@@ -473,28 +482,6 @@ fn too_long_to_wait(delay: Duration, cap: Duration) -> String {
     )
 }
 
-/// `base × 2^(attempt−1)`, times a random factor in [0.5, 1.5).
-fn backoff_delay(base: Duration, attempt: u32) -> Duration {
-    let exponential = base.saturating_mul(1 << attempt.saturating_sub(1).min(10));
-    let random = fastrand::f64();
-    exponential.mul_f64(0.5 + random)
-}
-
-fn drain(parser: &mut SseParser, at_end: bool) -> Result<Vec<SseItem>, StreamFault> {
-    let malformed = |error| StreamFault {
-        message: format!("Gemini sent a malformed stream: {error}"),
-        retryable: false,
-    };
-    let mut items = Vec::new();
-    while let Some(item) = parser.next_item().map_err(malformed)? {
-        items.push(item);
-    }
-    if at_end {
-        items.extend(parser.finish().map_err(malformed)?);
-    }
-    Ok(items)
-}
-
 fn excerpt(body: &str) -> String {
     let text: String = body.split_whitespace().collect::<Vec<_>>().join(" ");
     let cut: String = text.chars().filter(|c| !c.is_control()).take(200).collect();
@@ -505,36 +492,9 @@ fn excerpt(body: &str) -> String {
     }
 }
 
-/// An error and its causes, as one line.
-fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_grows_and_jitters_within_bounds() {
-        for attempt in 1..=3 {
-            let delay = backoff_delay(Duration::from_secs(1), attempt);
-            let base = f64::from(1u32 << (attempt - 1));
-            assert!(
-                delay.as_secs_f64() >= base * 0.5 && delay.as_secs_f64() < base * 1.5,
-                "{delay:?}"
-            );
-        }
-    }
 
     #[test]
     fn the_key_is_redacted_from_debug_output() {

@@ -1,0 +1,330 @@
+//! Gemini behind hostile servers, through the real binary and real local
+//! HTTP servers, asserting on stdout, stderr and the run-log file: a
+//! redirect to another origin (the key and the body are not re-sent), an
+//! error body that echoes the key (redacted everywhere), a password in
+//! `GEMINI_BASE_URL` (never shown), a stream that never ends and a 50 MB
+//! reply (stopped at the text bound, the log complete), and a stream that
+//! trickles past `--max-call-time`.
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use promptlab::runs::{RunLog, RunStatus, read_run_log};
+use support::http_server::{Reply, TestServer};
+use support::{Run, promptlab, run_command};
+
+/// Long enough to be redacted; the `+` and `/` have URL-encoded forms.
+const KEY: &str = "AIzaSy-hostile+test/KEY-0123456789";
+
+fn text_chunk(text: &str) -> String {
+    let chunk = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}}]});
+    format!("data: {chunk}\r\n\r\n")
+}
+
+/// `chat` against `base`, recording into `runs`.
+fn chat(base: &str, runs: &Path, extra_env: &[(&str, &str)]) -> Run {
+    let mut command = promptlab();
+    command
+        .env("GEMINI_API_KEY", KEY)
+        .env("GEMINI_BASE_URL", base)
+        .env("PROMPTLAB_RUNS_DIR", runs)
+        .args([
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--format",
+            "ndjson",
+            "Is it covered?",
+        ]);
+    for (name, value) in extra_env {
+        command.env(name, value);
+    }
+    run_command(&mut command)
+}
+
+/// The one run log under `runs`, read back; its raw text too.
+fn the_log(runs: &Path) -> (RunLog, String) {
+    let mut found = Vec::new();
+    for version in std::fs::read_dir(runs).expect("a runs folder").flatten() {
+        for file in std::fs::read_dir(version.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if file.path().extension().is_some_and(|ext| ext == "ndjson") {
+                found.push(file.path());
+            }
+        }
+    }
+    assert_eq!(found.len(), 1, "one run log: {found:?}");
+    let text = std::fs::read_to_string(&found[0]).unwrap();
+    (read_run_log(&found[0]).expect("a readable log"), text)
+}
+
+/// The `error` event's message, which must be stdout's last line.
+fn last_error(stdout: &str) -> String {
+    let last: serde_json::Value = serde_json::from_str(stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "error", "{stdout:.300}");
+    last["message"].as_str().unwrap().to_string()
+}
+
+fn assert_complete_error_log(runs: &Path, message: &str) -> String {
+    let (log, text) = the_log(runs);
+    let footer = log.footer.expect("the log is complete");
+    assert_eq!(footer.status, RunStatus::Error);
+    assert_eq!(footer.error.as_deref(), Some(message));
+    assert_eq!(footer.cost_usd, None, "a stopped call's cost is unknown");
+    text
+}
+
+#[test]
+fn a_redirect_to_another_origin_is_not_followed_and_re_sends_nothing() {
+    let elsewhere = TestServer::start(vec![]);
+    let target = format!("{}/collect?key=leak#frag", elsewhere.base_url);
+    let redirecting = TestServer::start(vec![Box::new(move |_| Reply::Status {
+        code: 307,
+        headers: vec![("Location".into(), target.clone())],
+        body: String::new(),
+    })]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&redirecting.base_url, runs.path(), &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let message = format!(
+        "Gemini answered 307 to {}/collect: redirects are not followed",
+        elsewhere.base_url
+    );
+    assert_eq!(last_error(&out.stdout), message);
+    assert!(
+        elsewhere.requests().is_empty(),
+        "nothing reached the other origin"
+    );
+    assert_eq!(redirecting.requests().len(), 1, "not retried");
+    assert_complete_error_log(runs.path(), &message);
+}
+
+#[test]
+fn a_relative_redirect_or_one_with_userinfo_is_named_without_secrets() {
+    for (location, shown) in [
+        ("/v2/steal?key=1".to_string(), "/v2/steal".to_string()),
+        (
+            "http://user:pa55word@127.0.0.1:9/x?token=t".to_string(),
+            "http://127.0.0.1:9/x".to_string(),
+        ),
+    ] {
+        let target = location.clone();
+        let server = TestServer::start(vec![Box::new(move |_| Reply::Status {
+            code: 302,
+            headers: vec![("Location".into(), target.clone())],
+            body: String::new(),
+        })]);
+        let shown = if shown.starts_with('/') {
+            format!("{}{shown}", server.base_url)
+        } else {
+            shown
+        };
+        let runs = tempfile::tempdir().unwrap();
+        let out = chat(&server.base_url, runs.path(), &[]);
+        let message = format!("Gemini answered 302 to {shown}: redirects are not followed");
+        assert_eq!(last_error(&out.stdout), message);
+        assert!(!out.stdout.contains("pa55word") && !out.stdout.contains("key=1"));
+    }
+}
+
+#[test]
+fn an_error_body_echoing_the_key_is_redacted_in_stdout_stderr_and_the_log() {
+    let encoded = "AIzaSy-hostile%2Btest%2FKEY-0123456789";
+    let body = serde_json::json!({"error": {
+        "code": 400,
+        "message": format!("API key not valid: {KEY} (as sent: {encoded})"),
+        "status": "INVALID_ARGUMENT"
+    }})
+    .to_string();
+    let again = body.clone();
+    let server = TestServer::start(vec![
+        Box::new(move |_| Reply::status(400, body.clone())),
+        Box::new(move |_| Reply::status(400, again.clone())),
+    ]);
+    let runs = tempfile::tempdir().unwrap();
+    for format in ["ndjson", "pretty"] {
+        let mut command = promptlab();
+        command
+            .env("GEMINI_API_KEY", KEY)
+            .env("GEMINI_BASE_URL", &server.base_url)
+            .env("PROMPTLAB_RUNS_DIR", runs.path())
+            .args(["chat", "--claim-id", "CLM-HH-0001", "--format", format, "q"]);
+        let out = run_command(&mut command);
+        assert_eq!(out.code, 1);
+        for text in [&out.stdout, &out.stderr] {
+            assert!(
+                !text.contains(KEY) && !text.contains(encoded),
+                "{format}: {text}"
+            );
+        }
+        assert!(
+            out.stdout
+                .contains("API key not valid: [redacted] (as sent: [redacted])"),
+            "{}",
+            out.stdout
+        );
+    }
+    for version in std::fs::read_dir(runs.path()).unwrap().flatten() {
+        for file in std::fs::read_dir(version.path()).unwrap().flatten() {
+            let text = std::fs::read_to_string(file.path()).unwrap();
+            assert!(!text.contains(KEY) && !text.contains(encoded), "{text}");
+            assert!(text.contains("[redacted]"));
+        }
+    }
+}
+
+#[test]
+fn a_key_where_the_excerpt_would_cut_it_is_redacted_whole() {
+    // Not Google's error shape: the message is an excerpt of 200 characters,
+    // which would end in the middle of the key.
+    let body = format!("{}{KEY} trailing text", "p".repeat(190));
+    let server = TestServer::start(vec![Box::new(move |_| Reply::status(418, body.clone()))]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    let message = last_error(&out.stdout);
+    assert!(message.contains("[redacted]"), "{message}");
+    assert!(!out.stdout.contains(&KEY[..8]), "{}", out.stdout);
+}
+
+#[test]
+fn a_key_echoed_in_the_streamed_answer_is_redacted_in_stdout_and_the_log() {
+    let stream = format!(
+        "{}{}data: {}\r\n\r\n",
+        text_chunk("Your key is "),
+        text_chunk(&format!("{KEY}, and it is valid.")),
+        serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]})
+    );
+    let server = TestServer::start(vec![Box::new(move |_| Reply::stream(stream.clone()))]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("[redacted], and it is valid."),
+        "{}",
+        out.stdout
+    );
+    let (_, log) = the_log(runs.path());
+    for text in [&out.stdout, &out.stderr, &log] {
+        assert!(!text.contains(KEY), "{text}");
+    }
+}
+
+#[test]
+fn a_password_in_the_base_url_is_never_shown_or_recorded() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap();
+    drop(closed);
+    let base = format!("http://proxyuser:pa55word-0f-a-proxy@{address}/v?token=t0ken-in-query");
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&base, runs.path(), &[]);
+    assert_eq!(out.code, 1);
+    let message = last_error(&out.stdout);
+    assert!(
+        message.starts_with(&format!("could not reach Gemini at http://{address}/v: ")),
+        "{message}"
+    );
+    let log = assert_complete_error_log(runs.path(), &message);
+    for text in [&out.stdout, &out.stderr, &log] {
+        for secret in ["pa55word", "proxyuser", "t0ken-in-query"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+    }
+}
+
+#[test]
+fn a_short_key_is_said_once_to_be_unredactable() {
+    let mut command = promptlab();
+    command
+        .env("GEMINI_API_KEY", "short")
+        .env("GEMINI_BASE_URL", "http://127.0.0.1:9")
+        .args(["chat", "--claim-id", "CLM-HH-0001", "--no-record", "q"]);
+    let out = run_command(&mut command);
+    let warning =
+        "warning: GEMINI_API_KEY is shorter than 8 characters, too short to redact safely";
+    assert_eq!(out.stderr.matches(warning).count(), 1, "{}", out.stderr);
+}
+
+#[test]
+fn a_stream_that_never_ends_is_stopped_at_16_mib_of_text_and_logged_whole() {
+    let chunk = text_chunk(&"never ending ".repeat(5_000)).into_bytes();
+    let server = TestServer::start(vec![Box::new(move |_| Reply::Endless {
+        head: Vec::new(),
+        chunk: chunk.clone(),
+        pause: Duration::ZERO,
+    })]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let message = "Gemini's reply grew past 16 MiB of text in one call; the call was stopped";
+    assert_eq!(last_error(&out.stdout), message);
+    assert_complete_error_log(runs.path(), message);
+}
+
+#[test]
+fn a_50_mb_reply_is_stopped_at_the_text_bound() {
+    let piece = text_chunk(&"x".repeat(64 * 1024));
+    let body = piece
+        .repeat(50 * 1024 * 1024 / piece.len() + 1)
+        .into_bytes();
+    let server = TestServer::start(vec![Box::new(move |_| Reply::Stream {
+        body: body.clone(),
+        piece: 256 * 1024,
+        pause: Duration::ZERO,
+    })]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let message = "Gemini's reply grew past 16 MiB of text in one call; the call was stopped";
+    assert_eq!(last_error(&out.stdout), message);
+    assert_complete_error_log(runs.path(), message);
+}
+
+#[test]
+fn a_stream_that_trickles_past_max_call_time_is_stopped() {
+    let chunk = text_chunk("drip ").into_bytes();
+    let server = TestServer::start(vec![Box::new(move |_| Reply::Endless {
+        head: Vec::new(),
+        chunk: chunk.clone(),
+        pause: Duration::from_millis(50),
+    })]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(
+        &server.base_url,
+        runs.path(),
+        &[("PROMPTLAB_MAX_CALL_TIME", "1s")],
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let message = "Gemini's call took longer than 1s (--max-call-time); the call was stopped";
+    assert_eq!(last_error(&out.stdout), message);
+    assert!(
+        out.stdout.contains("drip"),
+        "text streamed before the bound"
+    );
+    assert_complete_error_log(runs.path(), message);
+}
+
+#[test]
+fn a_bad_max_call_time_is_a_usage_error() {
+    for bad in ["0", "soon", "-5s"] {
+        let flag = format!("--max-call-time={bad}");
+        let out = run_command(promptlab().args([
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--no-record",
+            &flag,
+            "q",
+        ]));
+        assert_eq!(out.code, 2, "{bad}: {}", out.stderr);
+        assert!(
+            out.stderr.contains("expected a duration above 0"),
+            "{}",
+            out.stderr
+        );
+    }
+}
