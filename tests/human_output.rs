@@ -11,6 +11,7 @@ use support::{promptlab, run_command, write};
 fn filters() -> Vec<(&'static str, &'static str)> {
     vec![
         (r"/tmp/[^\s│┆]+", "[path]"),
+        (r"ev-[0-9a-f]{10}", "[eval run]"),
         (r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}", "[time]"),
         (
             r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",

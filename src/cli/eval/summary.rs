@@ -288,21 +288,12 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     let plan = outcome.plan;
     let fitted = summary_table(&outcome.summaries, terminal_width());
-    writeln!(
-        out,
-        "{}\n{}",
-        style.bold(&format!("Suite {}", plan.suite.name)),
-        fitted
-    )?;
-    writeln!(
-        out,
-        "{}",
-        style.dim(&super::eval_run::eval_run_line(
-            args,
-            plan,
-            &outcome.results
-        ))
-    )?;
+    let title = format!(
+        "Suite {} · {}",
+        plan.suite.name,
+        super::eval_run::eval_run_line(args, plan, &outcome.results)
+    );
+    writeln!(out, "{}\n{}", style.bold(&printable(&title)), fitted)?;
     write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;
     for line in judging_lines(&outcome.summaries, plan) {
         writeln!(out, "{}", printable(&line))?;
