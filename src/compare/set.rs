@@ -143,11 +143,9 @@ impl RunEntry {
                 header.model, header.request.thinking_level
             ),
             provider: header.provider.clone(),
-            status: crate::runs::record::LogState::of(footer, &log.path)
-                .as_str()
-                .to_string(),
+            status: log.view().state().as_str().to_string(),
             // A re-score (`eval --rescore`) stands over the verdict of the run.
-            verdict: crate::runs::rescore::current_verdict(log, &log.path),
+            verdict: log.view().verdict(),
             answer,
             tools: log
                 .model_calls()

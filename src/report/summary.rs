@@ -8,8 +8,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::runs::record::Outcome;
-use crate::runs::tally::{TurnNumbers, tally};
+use crate::runs::tally::tally;
 
 use super::turn::ReportTurn;
 
@@ -55,20 +54,11 @@ pub fn summarize(turns: &[ReportTurn]) -> Vec<VariantStats> {
 /// Whether a turn counts as an error: its verdict says so, or (for a chat
 /// turn, which has no verdict) it did not end `done`.
 pub fn is_error(turn: &ReportTurn) -> bool {
-    match turn.outcome {
-        Some(outcome) => outcome == Outcome::Error,
-        None => turn.status != "done",
-    }
+    turn.numbers.errored
 }
 
 fn stats_of(version: &str, mine: &[&ReportTurn]) -> VariantStats {
-    let numbers = tally(mine.iter().map(|t| TurnNumbers {
-        outcome: t.outcome,
-        errored: is_error(t),
-        usage: t.usage,
-        latency_ms: t.latency_ms,
-        cached: t.cached_calls > 0,
-    }));
+    let numbers = tally(mine.iter().map(|t| t.numbers));
     let fingerprints: BTreeSet<String> = mine.iter().map(|t| t.fingerprint.clone()).collect();
     VariantStats {
         variant: version.to_string(),

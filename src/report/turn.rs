@@ -15,7 +15,8 @@ use crate::chat::context::one_line;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::Role;
 use crate::chat::system::BlockSource;
-use crate::runs::record::{LogState, Outcome};
+use crate::runs::record::Outcome;
+use crate::runs::tally::TurnNumbers;
 use crate::runs::{RunLog, RunStatus};
 
 /// A tool call and what it returned.
@@ -57,9 +58,8 @@ pub struct ReportTurn {
     pub usage: Usage,
     pub latency_ms: Option<u64>,
     pub first_token_ms: Option<u64>,
-    /// Model calls answered from the model-call cache (its latency says
-    /// nothing, `runs::tally`).
-    pub cached_calls: u32,
+    /// What it adds to its version's numbers (`runs::view`, `runs::tally`).
+    pub numbers: TurnNumbers,
     pub rounds: u32,
     /// The conversation sent: (role, text).
     pub messages: Vec<(String, String)>,
@@ -83,7 +83,8 @@ impl ReportTurn {
     pub fn from_log(log: &RunLog, shared: &mut SharedText) -> ReportTurn {
         let header = &log.header;
         let footer = log.footer.as_ref();
-        let verdict = crate::runs::rescore::current_verdict(log, &log.path);
+        let view = log.view();
+        let verdict = view.verdict();
         let labels = header.labels.as_ref();
         let messages: Vec<(String, String)> = header
             .request
@@ -107,7 +108,8 @@ impl ReportTurn {
             sample: labels.map_or(0, |l| l.sample),
             provider: header.provider.clone(),
             model: header.model.clone(),
-            status: LogState::of(footer, &log.path).as_str().to_string(),
+            status: view.state().as_str().to_string(),
+            numbers: view.numbers(verdict.as_ref()),
             // A re-score (`eval --rescore`) stands over the verdict of the run.
             outcome: verdict.as_ref().map(|v| v.outcome),
             failures: verdict
@@ -117,7 +119,6 @@ impl ReportTurn {
             usage: footer.map(|f| f.usage).unwrap_or_default(),
             latency_ms: footer.map(|f| f.total_ms),
             first_token_ms: footer.and_then(|f| f.time_to_first_token_ms),
-            cached_calls: footer.map_or(0, |f| f.cached_calls),
             rounds: log.model_calls().count() as u32,
             messages,
             chips: Vec::new(),

@@ -10,6 +10,7 @@ pub mod row;
 pub mod store;
 pub mod tally;
 pub mod version;
+pub mod view;
 
 pub use record::{RunFooter, RunHeader, RunLabels, RunRecord, RunStatus};
 pub use store::{

@@ -52,21 +52,14 @@ pub const MESSAGE_PREVIEW_CHARS: usize = 80;
 
 /// `done`, `error` or `cancelled` from the footer; `partial` without one.
 pub fn status_of(summary: &RunSummary) -> &'static str {
-    match (&summary.footer, summary.partial) {
-        (Some(footer), false) => super::record::LogState::Ended(footer.status).as_str(),
-        _ => super::record::LogState::Partial.as_str(),
-    }
+    summary.view().state().as_str()
 }
 
 impl RunRow {
     pub fn of(run: &RunSummary) -> RunRow {
         let header = &run.header;
         let footer = run.footer.as_ref();
-        // Only eval turns have verdicts: a chat turn's sidecar is not looked for.
-        let verdict = header
-            .labels
-            .as_ref()
-            .and_then(|_| super::rescore::standing_verdict(&run.path, &header.turn_id, footer));
+        let verdict = run.view().verdict();
         RunRow {
             path: run.path.clone(),
             turn_id: header.turn_id.clone(),

@@ -13,7 +13,7 @@ use crate::runs::record::Outcome;
 use crate::stats::{percentile, wilson_interval};
 
 /// What one turn contributes.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TurnNumbers {
     /// Its verdict; `None` for a chat turn.
     pub outcome: Option<Outcome>,
