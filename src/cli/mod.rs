@@ -21,6 +21,7 @@ pub mod prompts_list;
 pub mod replay;
 pub mod report;
 pub mod runs;
+pub mod runs_show;
 pub mod serve;
 pub mod session;
 pub mod session_input;
