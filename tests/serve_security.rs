@@ -453,3 +453,31 @@ fn answers_name_files_relative_to_their_folders_never_absolute_or_link_targets()
         );
     }
 }
+
+/// A body that trickles in (its head sent, then a few bytes, then nothing)
+/// is cut off after the body-read timeout (10 s) with a JSON error, and no
+/// turn starts.
+#[test]
+fn a_request_body_that_never_arrives_is_cut_off_with_a_json_error() {
+    let server = Server::start(&excess(), &[]);
+    let host = address(&server).to_string();
+    let mut tcp = TcpStream::connect(address(&server)).unwrap();
+    tcp.set_read_timeout(Some(WAIT)).unwrap();
+    let head = format!(
+        "POST /api/chat HTTP/1.1\r\nhost: {host}\r\ncontent-type: application/json\r\ncontent-length: 1000\r\nconnection: close\r\n\r\n{{\"claimId\""
+    );
+    tcp.write_all(head.as_bytes()).unwrap();
+    let started = Instant::now();
+    let mut answer = Vec::new();
+    let read = tcp.read_to_end(&mut answer);
+    assert!(
+        read.is_ok(),
+        "answered by the server, not our timeout: {read:?}"
+    );
+    assert!(started.elapsed() < WAIT);
+    let (status, body) = parse_answer(&answer);
+    assert_eq!(status, 400, "{body}");
+    let error: serde_json::Value = serde_json::from_str(&body).expect("a JSON error");
+    assert!(error["error"].is_string(), "{body}");
+    assert!(server.logs().is_empty(), "no turn started");
+}

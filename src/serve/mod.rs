@@ -31,6 +31,7 @@ use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower_http::cors::{AllowOrigin, CorsLayer};
+use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::chat::TurnContext;
 use crate::provider::script::ScriptProvider;
@@ -42,6 +43,10 @@ pub use public::PublicPaths;
 
 /// The largest request body taken; a larger one is a 413.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+/// How long a client has to send a request's body once its head is in (the
+/// head has `listen::HEADER_READ_TIMEOUT`): 8 MiB takes well under this on
+/// any link a browser on the same machine has.
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Where each turn's model answers come from.
 pub enum TurnProvider {
@@ -123,6 +128,9 @@ pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
         .route("/api/feedback", post(api::feedback))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // A body that trickles in is cut off: reading it fails, and the
+        // handler answers with its JSON 400 (a slow client holds no task).
+        .layer(RequestBodyTimeoutLayer::new(BODY_READ_TIMEOUT))
         .with_state(state);
     let router = if trust.cors_origins().is_empty() {
         router
