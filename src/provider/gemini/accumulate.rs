@@ -5,10 +5,11 @@
 use serde_json::{Value, json};
 
 use super::errors::{GoogleError, from_value, parse_error_body};
-use super::wire::{GenerateContentResponse, PartView, UsageMetadata, provider_state};
+use super::usage::read_usage;
+use super::wire::{GenerateContentResponse, PartView, provider_state};
 use crate::event::Usage;
 use crate::provider::sse::SseItem;
-use crate::provider::{CallSummary, ModelEvent, ToolCall};
+use crate::provider::{CallSummary, ModelEvent, ProviderError, ToolCall};
 
 /// A problem found in the stream. `retryable` errors may be retried when
 /// nothing of the call has been forwarded yet.
@@ -34,9 +35,25 @@ impl StreamFault {
     }
 }
 
+/// How a call ended that did not finish normally. A call that reached the
+/// model keeps its usage: Google bills a stopped answer too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndFault {
+    pub message: String,
+    pub summary: Option<CallSummary>,
+}
+
+impl From<EndFault> for ProviderError {
+    fn from(fault: EndFault) -> ProviderError {
+        ProviderError::new(fault.message).with_summary(fault.summary)
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct CallAccumulator {
     parts: Vec<Value>,
+    /// Parts skipped and usage fields left out, for the call's record.
+    warnings: Vec<String>,
     usage: Option<Value>,
     model_version: Option<String>,
     finish_reason: Option<String>,
@@ -102,10 +119,24 @@ impl CallAccumulator {
             StreamFault::fatal(format!("Gemini sent a malformed part ({error})"))
         })?;
         if let Some(call) = view.function_call {
+            let Some(name) = call.name.filter(|name| !name.is_empty()) else {
+                // Vertex streams a call's arguments in nameless parts
+                // (`partialArgs`, `willContinue`); the SDK skips them too.
+                if call.partial_args.is_some() || call.will_continue.is_some() {
+                    self.warnings.push(
+                        "skipped a functionCall part without a name (streamed arguments: partialArgs/willContinue)"
+                            .to_string(),
+                    );
+                    return Ok(None);
+                }
+                return Err(StreamFault::fatal(
+                    "Gemini sent a malformed part (a functionCall without a name)",
+                ));
+            };
             self.parts.push(part);
             return Ok(Some(ModelEvent::ToolCall(ToolCall {
                 id: call.id.filter(|id| !id.is_empty()),
-                name: call.name,
+                name,
                 args: call.args.unwrap_or_else(|| json!({})),
             })));
         }
@@ -141,50 +172,58 @@ impl CallAccumulator {
         self.parts.push(json!({"text": text}));
     }
 
-    /// The call's summary, or the reason it did not finish normally.
-    pub fn finish(self, retries: u32) -> Result<CallSummary, StreamFault> {
-        if let Some((reason, message)) = &self.block_reason {
-            let detail = message
-                .as_deref()
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default();
-            return Err(StreamFault::fatal(format!(
-                "Gemini blocked the prompt (block reason {reason}){detail}"
-            )));
-        }
-        let Some(reason) = self.finish_reason.as_deref() else {
-            return Err(StreamFault::fatal(
-                "Gemini's stream ended before the answer finished (no finish reason): the connection may have dropped",
-            ));
-        };
-        if reason != "STOP" {
-            return Err(StreamFault::fatal(finish_message(
-                reason,
-                self.finish_message.as_deref(),
-            )));
-        }
-        let metadata: UsageMetadata = self
-            .usage
-            .as_ref()
-            .and_then(|usage| serde_json::from_value(usage.clone()).ok())
-            .unwrap_or_default();
-        Ok(CallSummary {
+    /// The call's summary, or the reason it did not finish normally (with
+    /// the usage it reported, which is billed all the same). A token count
+    /// that cannot be true makes the call an error, never a count of 0.
+    pub fn finish(mut self, retries: u32) -> Result<CallSummary, EndFault> {
+        let counts =
+            read_usage(self.usage.as_ref(), &mut self.warnings).map_err(|message| EndFault {
+                message,
+                summary: None,
+            })?;
+        let reached_model = self.usage.is_some();
+        let failure = self.failure();
+        let summary = CallSummary {
             usage: Usage {
-                input_tokens: metadata.prompt_token_count,
-                // Counts come from the wire: saturate rather than overflow.
-                output_tokens: metadata
-                    .candidates_token_count
-                    .saturating_add(metadata.thoughts_token_count),
-                cache_read_tokens: metadata.cached_content_token_count,
+                input_tokens: counts.prompt,
+                // Counts are bounded by `read_usage`: this cannot overflow.
+                output_tokens: counts.candidates.saturating_add(counts.thoughts),
+                cache_read_tokens: counts.cached,
             },
             usage_detail: self.usage,
             provider_state: Some(provider_state(self.parts)),
             model_version: self.model_version,
             finish_reason: self.finish_reason,
             retries,
-            thinking_tokens: metadata.thoughts_token_count,
+            thinking_tokens: counts.thoughts,
             cached: false,
-        })
+            warnings: self.warnings,
+        };
+        match failure {
+            None => Ok(summary),
+            Some(message) => Err(EndFault {
+                message,
+                summary: reached_model.then_some(summary),
+            }),
+        }
+    }
+
+    /// Why the call did not finish normally, if it did not.
+    fn failure(&self) -> Option<String> {
+        if let Some((reason, message)) = &self.block_reason {
+            let detail = message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            return Some(format!(
+                "Gemini blocked the prompt (block reason {reason}){detail}"
+            ));
+        }
+        match self.finish_reason.as_deref() {
+            None => Some("Gemini's stream ended before the answer finished (no finish reason): the connection may have dropped".to_string()),
+            Some("STOP") => None,
+            Some(reason) => Some(finish_message(reason, self.finish_message.as_deref())),
+        }
     }
 }
 
@@ -343,5 +382,86 @@ mod tests {
             ))
             .unwrap_err();
         assert!(fault.retryable);
+    }
+
+    #[test]
+    fn an_early_stop_keeps_its_usage_and_ends_in_its_error() {
+        let mut acc = CallAccumulator::new();
+        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"Partial"}]},"finishReason":"MAX_TOKENS"}],"usageMetadata":{"promptTokenCount":900,"candidatesTokenCount":8000,"thoughtsTokenCount":50}}"#)).unwrap();
+        let fault = acc.finish(0).unwrap_err();
+        assert!(
+            fault.message.contains("finish reason MAX_TOKENS"),
+            "{}",
+            fault.message
+        );
+        let summary = fault.summary.expect("a billed call keeps its usage");
+        assert_eq!(
+            (summary.usage.input_tokens, summary.usage.output_tokens),
+            (900, 8050)
+        );
+        assert_eq!(summary.thinking_tokens, 50);
+        let error = ProviderError::from(EndFault {
+            message: "m".into(),
+            summary: Some(summary),
+        });
+        assert_eq!(error.summary.unwrap().usage.input_tokens, 900);
+    }
+
+    #[test]
+    fn an_impossible_count_fails_the_call_and_a_bad_field_is_a_warning() {
+        let mut acc = CallAccumulator::new();
+        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"ok"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":3,"candidatesTokenCount":1e30}}"#)).unwrap();
+        let fault = acc.finish(0).unwrap_err();
+        assert_eq!(
+            fault.message,
+            "Gemini reported an impossible token count: candidatesTokenCount 1e30"
+        );
+        assert!(fault.summary.is_none(), "no count is invented");
+        let mut acc = CallAccumulator::new();
+        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"ok"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":"12","candidatesTokenCount":{"n":1},"thoughtsTokenCount":4}}"#)).unwrap();
+        let summary = acc.finish(0).unwrap();
+        assert_eq!(
+            (summary.usage.input_tokens, summary.usage.output_tokens),
+            (12, 4)
+        );
+        assert_eq!(summary.warnings.len(), 1, "{:?}", summary.warnings);
+        assert!(
+            summary.warnings[0]
+                .starts_with("usageMetadata.candidatesTokenCount is not a token count")
+        );
+    }
+
+    #[test]
+    fn a_nameless_streamed_arguments_part_is_skipped_but_other_nameless_calls_fail() {
+        let mut acc = CallAccumulator::new();
+        let events = acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"functionCall":{"partialArgs":[{"jsonPath":"$.a","stringValue":"x"}],"willContinue":true}},{"functionCall":{"name":"get_claim_section","args":{"section":"policy"}}}]},"finishReason":"STOP"}]}"#)).unwrap();
+        assert_eq!(events.len(), 1);
+        assert!(
+            matches!(&events[0], ModelEvent::ToolCall(call) if call.name == "get_claim_section")
+        );
+        let summary = acc.finish(0).unwrap();
+        assert_eq!(
+            summary.warnings,
+            [
+                "skipped a functionCall part without a name (streamed arguments: partialArgs/willContinue)"
+            ]
+        );
+        assert_eq!(
+            summary.provider_state.unwrap()["gemini"]["parts"]
+                .as_array()
+                .unwrap()
+                .len(),
+            1
+        );
+        let mut acc = CallAccumulator::new();
+        let fault = acc
+            .accept(data(
+                r#"{"candidates":[{"content":{"parts":[{"functionCall":{"args":{}}}]}}]}"#,
+            ))
+            .unwrap_err();
+        assert_eq!(
+            fault.message,
+            "Gemini sent a malformed part (a functionCall without a name)"
+        );
     }
 }

@@ -10,6 +10,7 @@
 
 mod accumulate;
 pub mod errors;
+mod usage;
 pub mod wire;
 
 use std::time::Duration;
@@ -208,7 +209,7 @@ impl ModelProvider for GeminiProvider {
                             yield std::mem::take(&mut reader.accumulator)
                                 .finish(retries)
                                 .map(ModelEvent::Done)
-                                .map_err(|fault| ProviderError::new(fault.message));
+                                .map_err(ProviderError::from);
                             return;
                         }
                         Some(ReadEnd::Fault(fault)) => {
