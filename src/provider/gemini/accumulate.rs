@@ -40,12 +40,12 @@ impl StreamFault {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EndFault {
     pub message: String,
-    pub summary: Option<CallSummary>,
+    pub summary: Option<Box<CallSummary>>,
 }
 
 impl From<EndFault> for ProviderError {
     fn from(fault: EndFault) -> ProviderError {
-        ProviderError::new(fault.message).with_summary(fault.summary)
+        ProviderError::new(fault.message).with_summary(fault.summary.map(|summary| *summary))
     }
 }
 
@@ -203,7 +203,7 @@ impl CallAccumulator {
             None => Ok(summary),
             Some(message) => Err(EndFault {
                 message,
-                summary: reached_model.then_some(summary),
+                summary: reached_model.then(|| Box::new(summary)),
             }),
         }
     }

@@ -22,7 +22,7 @@ pub struct Counts {
 enum Count {
     Tokens(u64),
     Impossible,
-    NotACount,
+    Malformed,
 }
 
 /// The counts of the last `usageMetadata`; `Err` names an impossible one.
@@ -55,7 +55,7 @@ pub fn read_usage(raw: Option<&Value>, warnings: &mut Vec<String>) -> Result<Cou
                     shown(value)
                 ));
             }
-            Count::NotACount => warnings.push(format!(
+            Count::Malformed => warnings.push(format!(
                 "usageMetadata.{name} is not a token count (`{}`): left out",
                 shown(value)
             )),
@@ -70,14 +70,14 @@ fn count(value: &Value) -> Count {
             (Some(tokens), _, _) => bounded(tokens),
             (None, Some(_), _) => Count::Impossible,
             (None, None, Some(float)) => whole(float),
-            _ => Count::NotACount,
+            _ => Count::Malformed,
         },
         Value::String(text) => match (text.parse::<u64>(), text.parse::<i64>()) {
             (Ok(tokens), _) => bounded(tokens),
             (Err(_), Ok(_)) => Count::Impossible,
-            _ => Count::NotACount,
+            _ => Count::Malformed,
         },
-        _ => Count::NotACount,
+        _ => Count::Malformed,
     }
 }
 
@@ -92,7 +92,7 @@ fn bounded(tokens: u64) -> Count {
 /// A float that is a whole number (`1e3`) is a count; `1.5` is not.
 fn whole(float: f64) -> Count {
     if !float.is_finite() || float.fract() != 0.0 {
-        return Count::NotACount;
+        return Count::Malformed;
     }
     if !(0.0..=MAX_TOKENS as f64).contains(&float) {
         return Count::Impossible;
