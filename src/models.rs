@@ -83,7 +83,8 @@ pub enum ThinkingControl {
 pub struct Fitted {
     pub asked: ThinkingLevel,
     pub sent: ThinkingLevel,
-    /// Said once per run: the level was changed, or the model's rules are unknown.
+    /// A line said once per run: `note: …` when the level was changed,
+    /// `warning: …` when the model's rules are unknown.
     pub note: Option<String>,
 }
 
@@ -150,7 +151,7 @@ impl ModelTable {
                 asked,
                 sent: asked,
                 note: Some(format!(
-                    "model `{}` is not in the model table (models/gemini.yaml, --models): its thinking rules are unknown, so thinkingLevel {asked} is sent as asked",
+                    "warning: model `{}` is not in the model table (models/gemini.yaml, --models): its thinking rules are unknown, so thinkingLevel {asked} is sent as asked",
                     crate::text::quote(model)
                 )),
             };
@@ -161,7 +162,7 @@ impl ModelTable {
             sent,
             note: (sent != asked).then(|| {
                 format!(
-                    "{model} takes {}: {asked} sent as {sent}",
+                    "note: {model} takes {}: {asked} sent as {sent}",
                     rules.levels_text()
                 )
             }),
@@ -289,7 +290,7 @@ mod tests {
         assert_eq!(pro(Medium).sent, High);
         assert_eq!(
             pro(Medium).note.as_deref(),
-            Some("gemini-3-pro-preview takes low or high: medium sent as high")
+            Some("note: gemini-3-pro-preview takes low or high: medium sent as high")
         );
         assert_eq!(pro(High).note, None);
         assert_eq!(

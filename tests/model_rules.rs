@@ -119,7 +119,7 @@ fn a_2_5_model_gets_a_budget_and_an_unknown_model_the_level_with_a_warning() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
-        out.stderr.contains("note: model `gemini-9-ultra` is not in the model table (models/gemini.yaml, --models): its thinking rules are unknown, so thinkingLevel medium is sent as asked"),
+        out.stderr.contains("warning: model `gemini-9-ultra` is not in the model table (models/gemini.yaml, --models): its thinking rules are unknown, so thinkingLevel medium is sent as asked"),
         "{}",
         out.stderr
     );

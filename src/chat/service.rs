@@ -102,7 +102,7 @@ pub struct PreparedTurn {
     pub thinking_sent: ThinkingLevel,
     /// How the model is told (`thinkingLevel`, or a `thinkingBudget`).
     pub thinking_control: crate::models::ThinkingControl,
-    /// Said once per run: the level was changed, or the model's rules are unknown.
+    /// A line said once per run (`note: …` a level changed, `warning: …` rules unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_note: Option<String>,
     pub prompt: AssembledPrompt,

@@ -61,14 +61,14 @@ impl TurnSink for TurnRun {
     }
 }
 
-/// A note about the model's thinking rules, to stderr once per process
-/// (a `-i` session's turns do not repeat it).
+/// A note or warning about the model's thinking rules, to stderr once per
+/// process (a `-i` session's turns do not repeat it).
 fn say_once(note: &str) {
     static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> =
         std::sync::Mutex::new(std::collections::BTreeSet::new());
     let mut said = SAID.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if said.insert(note.to_string()) {
-        eprintln!("note: {}", promptlab::text::printable(note));
+        eprintln!("{}", promptlab::text::printable(note));
     }
 }
 

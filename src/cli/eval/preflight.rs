@@ -302,6 +302,6 @@ pub fn say_thinking_notes(plan: &EvalPlan, judge: Option<&promptlab::judge::Judg
         notes.extend(models.fit(&settings.model, settings.thinking_level).note);
     }
     for note in notes {
-        eprintln!("note: {}", promptlab::text::printable(&note));
+        eprintln!("{}", promptlab::text::printable(&note));
     }
 }
