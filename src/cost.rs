@@ -9,7 +9,6 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::document::{DocumentFormat, parse_document};
 use crate::event::Usage;
 
 /// The shipped prices, embedded at build time.
@@ -128,20 +127,18 @@ pub fn format_usd(usd: f64) -> String {
     }
 }
 
-static IN_FORCE: std::sync::OnceLock<std::sync::Arc<PriceTable>> = std::sync::OnceLock::new();
+static IN_FORCE: crate::document::InForce<PriceTable> = crate::document::InForce::new();
 
 /// The prices in force for this process: those installed at start-up
 /// (`--prices FILE`), else the shipped table, parsed once.
 pub fn prices_in_force() -> std::sync::Arc<PriceTable> {
-    IN_FORCE
-        .get_or_init(|| std::sync::Arc::new(PriceTable::embedded()))
-        .clone()
+    IN_FORCE.get(PriceTable::embedded)
 }
 
 /// Makes `table` the prices in force (a binary's `--prices`); only the
 /// first call counts, and only before any price was read.
 pub fn install_prices(table: PriceTable) {
-    let _ = IN_FORCE.set(std::sync::Arc::new(table));
+    IN_FORCE.install(table);
 }
 
 /// The prices in force: the shipped table with `--prices` files over it.
@@ -153,8 +150,7 @@ pub struct PriceTable {
 impl PriceTable {
     /// The shipped prices.
     pub fn embedded() -> PriceTable {
-        let file: PriceFile = parse_document(EMBEDDED, DocumentFormat::Yaml)
-            .unwrap_or_else(|problem| panic!("prices/gemini.yaml is invalid: {problem}"));
+        let file: PriceFile = crate::document::parse_shipped("prices/gemini.yaml", EMBEDDED);
         PriceTable {
             models: file.models,
         }
@@ -163,10 +159,7 @@ impl PriceTable {
     /// The shipped prices with `path`'s models added or replacing them.
     pub fn with_file(mut self, path: &Path) -> Result<PriceTable, String> {
         let shown = path.display();
-        let text =
-            crate::input::read_input_text(path).map_err(|e| format!("--prices `{shown}`: {e}"))?;
-        let file: PriceFile = parse_document(&text, DocumentFormat::detect(path, &text))
-            .map_err(|problem| format!("--prices `{shown}`: {problem}"))?;
+        let file: PriceFile = crate::document::read_table_file("--prices", path)?;
         if file.currency != "USD" {
             return Err(format!(
                 "--prices `{shown}`: currency `{}`: only USD is supported",

@@ -88,6 +88,55 @@ fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
     Ok(value)
 }
 
+/// A table file given to extend a shipped table (`--prices FILE`,
+/// `--models FILE`): read under the input cap and parsed as JSON or YAML by
+/// its name, every problem prefixed with the flag and the path. The one
+/// loader of both tables.
+pub fn read_table_file<T: DeserializeOwned>(flag: &str, path: &Path) -> Result<T, String> {
+    let shown = path.display();
+    let text = crate::input::read_input_text(path).map_err(|e| format!("{flag} `{shown}`: {e}"))?;
+    parse_document(&text, DocumentFormat::detect(path, &text))
+        .map_err(|problem| format!("{flag} `{shown}`: {problem}"))
+}
+
+/// A table embedded at build time (`prices/gemini.yaml`, `models/gemini.yaml`);
+/// a broken one is a bug of the build, caught by the modules' own tests.
+pub fn parse_shipped<T: DeserializeOwned>(name: &str, text: &str) -> T {
+    parse_document(text, DocumentFormat::Yaml)
+        .unwrap_or_else(|problem| panic!("{name} is invalid: {problem}"))
+}
+
+/// The table in force for this process: the one installed at start-up (a
+/// binary's `--prices`/`--models`), else the shipped one, built once.
+pub struct InForce<T> {
+    cell: std::sync::OnceLock<std::sync::Arc<T>>,
+}
+
+impl<T> InForce<T> {
+    pub const fn new() -> InForce<T> {
+        InForce {
+            cell: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn get(&self, shipped: impl FnOnce() -> T) -> std::sync::Arc<T> {
+        self.cell
+            .get_or_init(|| std::sync::Arc::new(shipped()))
+            .clone()
+    }
+
+    /// Only the first call counts, and only before the table was read.
+    pub fn install(&self, table: T) {
+        let _ = self.cell.set(std::sync::Arc::new(table));
+    }
+}
+
+impl<T> Default for InForce<T> {
+    fn default() -> InForce<T> {
+        InForce::new()
+    }
+}
+
 /// The limits every YAML document is parsed under: deep nesting and alias
 /// bombs are refused in linear time, before they cost seconds or memory.
 /// Duplicate keys are an error (not "later wins"), so that a mistyped

@@ -17,6 +17,7 @@ pub mod input;
 pub mod judge;
 pub mod keyed_files;
 pub mod markdown;
+pub mod models;
 pub mod prompts;
 pub mod provider;
 pub mod report;

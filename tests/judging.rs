@@ -224,6 +224,25 @@ fn a_judge_that_misbehaves_is_an_error_never_a_pass() {
 }
 
 #[test]
+fn a_judge_reply_cut_at_its_limit_is_an_error_that_keeps_its_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = rubric_suite(dir.path(), "", 1);
+    let cut = "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"{\\\"pass\\\": tr\"}]},\"finishReason\":\"MAX_TOKENS\"}],\"usageMetadata\":{\"promptTokenCount\":900,\"candidatesTokenCount\":2048}}\r\n\r\n";
+    let server = TestServer::start(vec![Box::new(move |_| Reply::stream(cut))]);
+    let out = eval(dir.path(), &suite, Some(&server), &["--format", "ndjson"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let turn = &ndjson(&out.stdout, "turn")[0];
+    assert_eq!(turn["verdict"], "error");
+    let call = &turn["rubric"][0]["call"];
+    assert_eq!(call["usage"]["inputTokens"], 900, "{turn}");
+    assert_eq!(call["usage"]["outputTokens"], 2048, "{turn}");
+    assert!(
+        call["costUsd"].as_f64().is_some_and(|usd| usd > 0.0),
+        "billed: {turn}"
+    );
+}
+
+#[test]
 fn a_429_on_the_judge_is_retried() {
     let dir = tempfile::tempdir().unwrap();
     let suite = rubric_suite(dir.path(), "", 1);

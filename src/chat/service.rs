@@ -96,7 +96,15 @@ pub struct PreparedTurn {
     pub capability: Option<String>,
     pub locale: Locale,
     pub brand: String,
+    /// The level asked for: a quick action's own, else the request's.
     pub thinking_level: ThinkingLevel,
+    /// The level sent: `thinking_level` fitted to the model (models/gemini.yaml).
+    pub thinking_sent: ThinkingLevel,
+    /// How the model is told (`thinkingLevel`, or a `thinkingBudget`).
+    pub thinking_control: crate::models::ThinkingControl,
+    /// A line said once per run (`note: …` a level changed, `warning: …` rules unknown).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_note: Option<String>,
     pub prompt: AssembledPrompt,
     pub system_sha256: String,
     pub tools: Vec<ToolDeclaration>,
@@ -224,8 +232,9 @@ async fn next_model_event(
         None if cancel.is_cancelled() => Err(CallEnd::Cancelled),
         None => Err(CallEnd::Failed(
             "the model's stream ended before the call finished".to_string(),
+            None,
         )),
-        Some(Err(error)) => Err(CallEnd::Failed(error.message)),
+        Some(Err(error)) => Err(CallEnd::Failed(error.message, error.summary)),
         Some(Ok(event)) => Ok(event),
     }
 }
@@ -269,11 +278,15 @@ fn prepare(
         .iter()
         .map(|tool| tool.declaration())
         .collect();
-    let thinking_level = settings
-        .capability
-        .and_then(|capability| capability.thinking_level)
-        .filter(|_| !request.force_thinking_level)
-        .unwrap_or(request.thinking_level);
+    let thinking_level = asked_thinking_level(
+        settings
+            .capability
+            .and_then(|capability| capability.thinking_level),
+        request.thinking_level,
+        request.force_thinking_level,
+    );
+    let models = crate::models::models_in_force();
+    let fitted = models.fit(&request.model, thinking_level);
     let brand = request
         .prompt
         .brand
@@ -287,6 +300,9 @@ fn prepare(
         locale: settings.locale,
         brand,
         thinking_level,
+        thinking_sent: fitted.sent,
+        thinking_control: models.control(&request.model, fitted.sent),
+        thinking_note: fitted.note,
         system_sha256: sha256_hex(prompt.system_text()),
         tools_sha256: sha256_hex(serde_json::to_string(&tools).unwrap_or_default()),
         prompt,
@@ -296,4 +312,14 @@ fn prepare(
         ignored_overrides: start.ignored_overrides,
     };
     Ok((prepared, claim))
+}
+
+/// The level a turn asks for: its quick action's own (`capability`), unless
+/// the request forces its own `requested` (an eval variant's `forceThinkingLevel`).
+pub fn asked_thinking_level(
+    capability: Option<ThinkingLevel>,
+    requested: ThinkingLevel,
+    forced: bool,
+) -> ThinkingLevel {
+    capability.filter(|_| !forced).unwrap_or(requested)
 }

@@ -23,7 +23,8 @@ use crate::tools::{
 /// How one model call ended.
 pub enum CallEnd {
     Finished(Box<CallSummary>),
-    Failed(String),
+    /// With the usage of a call that reached the model before it failed.
+    Failed(String, Option<Box<CallSummary>>),
     Cancelled,
 }
 
@@ -43,7 +44,8 @@ pub struct TurnLoop {
     model: String,
     turn_id: String,
     system: String,
-    thinking_level: ThinkingLevel,
+    /// The level the model takes (`models::ModelTable::fit`), as sent.
+    thinking_sent: ThinkingLevel,
     declarations: Vec<ToolDeclaration>,
     tools: Vec<&'static ToolSpec>,
     claim: Claim,
@@ -68,7 +70,7 @@ impl TurnLoop {
             model: request.model.clone(),
             turn_id,
             system: prepared.prompt.system_text(),
-            thinking_level: prepared.thinking_level,
+            thinking_sent: prepared.thinking_sent,
             declarations: prepared.tools.clone(),
             tools: all_tools(request.prompt.screen_actions),
             claim,
@@ -90,7 +92,7 @@ impl TurnLoop {
             system: self.system.clone(),
             messages: self.messages.clone(),
             tools: self.declarations.clone(),
-            thinking_level: self.thinking_level,
+            thinking_level: self.thinking_sent,
             max_output_tokens: MAX_OUTPUT_TOKENS,
             response_schema: None,
         };
@@ -136,7 +138,9 @@ impl TurnLoop {
                 ];
                 return (outputs, AfterCall::Stop);
             }
-            CallEnd::Failed(message) => {
+            CallEnd::Failed(message, summary) => {
+                // A stopped answer is billed: its usage stays on the record.
+                record.summary = summary.map(|summary| *summary);
                 record.error = Some(message.clone());
                 let outputs = vec![
                     TurnOutput::ModelCall(Box::new(record)),

@@ -114,6 +114,10 @@ pub struct StoreArgs {
     /// (prices/gemini.yaml); see docs/cache.md.
     #[arg(long, global = true, value_name = "FILE", env = "PROMPTLAB_PRICES")]
     pub prices: Option<PathBuf>,
+    /// Model rules (the thinking levels or budgets each model takes) to add to or replace
+    /// the shipped table (models/gemini.yaml); see docs/models.md.
+    #[arg(long, global = true, value_name = "FILE", env = "PROMPTLAB_MODELS")]
+    pub models: Option<PathBuf>,
 }
 
 /// `--color`: the clap face of `sink::ColorChoice`.
@@ -175,6 +179,12 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
             .with_file(path)
             .map_err(CliError::usage)?;
         promptlab::cost::install_prices(table);
+    }
+    if let Some(path) = &cli.stores.models {
+        let table = promptlab::models::ModelTable::embedded()
+            .with_file(path)
+            .map_err(CliError::usage)?;
+        promptlab::models::install_models(table);
     }
     let store = ClaimStore::new(&cli.stores.claims_dir);
     match cli.command {

@@ -46,6 +46,11 @@ impl TurnSink for TurnRun {
             }
             TurnOutput::Cancelled => self.exit = Exit::Cancelled,
             TurnOutput::Started(start) => self.fingerprint = Some(start.fingerprint.clone()),
+            TurnOutput::Prepared(prepared) => {
+                if let Some(note) = &prepared.thinking_note {
+                    say_once(note);
+                }
+            }
             _ => {}
         }
         Ok(())
@@ -53,6 +58,17 @@ impl TurnSink for TurnRun {
 
     fn describe(&self) -> String {
         "the turn's summary".to_string()
+    }
+}
+
+/// A note or warning about the model's thinking rules, to stderr once per
+/// process (a `-i` session's turns do not repeat it).
+fn say_once(note: &str) {
+    static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut said = SAID.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if said.insert(note.to_string()) {
+        eprintln!("{}", promptlab::text::printable(note));
     }
 }
 

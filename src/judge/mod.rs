@@ -386,12 +386,26 @@ impl Judge {
         let raw = match self.model.ask(query, cancel.clone()).await {
             Ok(raw) => raw,
             Err(error) => {
-                // A failed call may still have been billed (a reply cut at its
-                // token limit): its cost is unknown, never a guessed 0.
-                let mut call = record("", Usage::default(), 0, 0, false);
-                if !crate::cost::costs_nothing(provider) {
-                    call.cost_usd = None;
-                }
+                // A call that stopped early with its usage (a reply cut at its
+                // token limit) is billed on it; without usage, its cost is
+                // unknown, never a guessed 0.
+                let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+                let call = match &error.summary {
+                    Some(summary) => record(
+                        "",
+                        summary.usage,
+                        summary.thinking_tokens,
+                        latency_ms,
+                        false,
+                    ),
+                    None => {
+                        let mut call = record("", Usage::default(), 0, latency_ms, false);
+                        if !crate::cost::costs_nothing(provider) {
+                            call.cost_usd = None;
+                        }
+                        call
+                    }
+                };
                 return Err((format!("judge: {error}"), Some(call)));
             }
         };

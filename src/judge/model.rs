@@ -112,7 +112,10 @@ impl JudgeModel for ProviderJudge {
                     text: query.user.clone(),
                 }],
                 tools: Vec::new(),
-                thinking_level: query.thinking_level,
+                // Fitted to the judge model as a chat turn's level is.
+                thinking_level: crate::models::models_in_force()
+                    .fit(&query.model, query.thinking_level)
+                    .sent,
                 max_output_tokens: JUDGE_MAX_OUTPUT_TOKENS,
                 response_schema: Some(query.schema.clone()),
             };

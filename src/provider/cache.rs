@@ -86,7 +86,10 @@ pub fn request_key(provider: &str, request: &ModelRequest, sample: u32) -> Strin
         "system": request.system,
         "messages": request.messages,
         "tools": request.tools,
+        // The level as sent (already fitted), and how: a `--models` change of
+        // a budget is a different request.
         "thinkingLevel": request.thinking_level.as_str(),
+        "thinking": crate::models::models_in_force().control(&request.model, request.thinking_level),
         "maxOutputTokens": request.max_output_tokens,
         "responseSchema": request.response_schema,
         "sample": sample,

@@ -91,7 +91,7 @@ pub enum ModelEvent {
 }
 
 /// How a model call finished.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallSummary {
     pub usage: Usage,
@@ -115,6 +115,10 @@ pub struct CallSummary {
     /// Replayed from the model-call cache: no call was made, nothing billed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub cached: bool,
+    /// What the provider left out of this call and why (a usage field that
+    /// was not a count, a part it skipped), kept in the run log.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 fn is_zero(count: &u64) -> bool {
@@ -126,13 +130,23 @@ fn is_zero(count: &u64) -> bool {
 #[error("{message}")]
 pub struct ProviderError {
     pub message: String,
+    /// A call that reached the model and stopped early (its token limit, a
+    /// safety stop) was still billed: its usage, so that it is counted.
+    pub summary: Option<Box<CallSummary>>,
 }
 
 impl ProviderError {
     pub fn new(message: impl Into<String>) -> ProviderError {
         ProviderError {
             message: message.into(),
+            summary: None,
         }
+    }
+
+    /// This error, with the usage of the call that ended in it.
+    pub fn with_summary(mut self, summary: Option<CallSummary>) -> ProviderError {
+        self.summary = summary.map(Box::new);
+        self
     }
 }
 

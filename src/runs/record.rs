@@ -65,9 +65,13 @@ pub struct RunHeader {
     /// model as written).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown_placeholders: Vec<UnknownPlaceholder>,
-    /// The level the model was called with (a quick action's own, or the default).
+    /// The level asked for (a quick action's own, or the default).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking_level: Option<ThinkingLevel>,
+    /// What the model was sent for it (models/gemini.yaml): `{"level": …}`
+    /// (a level it lacks goes up) or `{"budget": tokens}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_sent: Option<crate::models::ThinkingControl>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub locale: Option<Locale>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

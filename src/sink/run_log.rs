@@ -248,6 +248,7 @@ impl RunRecorder {
                 ignored_overrides: start.ignored_overrides.clone(),
                 unknown_placeholders: start.unknown_placeholders.clone(),
                 thinking_level: None,
+                thinking_sent: None,
                 locale: None,
                 brand: None,
                 system_sha256: None,
@@ -309,6 +310,7 @@ impl RunHeader {
             origin: prepared.claim_origin.clone(),
         });
         self.thinking_level = Some(prepared.thinking_level);
+        self.thinking_sent = Some(prepared.thinking_control);
         self.locale = Some(prepared.locale);
         self.brand = Some(prepared.brand.clone());
         self.system_sha256 = Some(prepared.system_sha256.clone());

@@ -9,6 +9,7 @@ pub mod http_server;
 pub mod references;
 pub mod reports;
 pub mod serve;
+pub mod wire_compare;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -38,6 +38,29 @@ pub fn python() -> Option<PathBuf> {
     )
 }
 
+/// The venv's python once it can import `module` (a pip package installed
+/// there by `.ci/install-references`), with the driver `script` from
+/// `.ci/references/`.
+pub fn python_module(module: &str, package: &str, script: &str) -> Option<(PathBuf, PathBuf)> {
+    let python = present(
+        references_dir().join("venv/bin/python"),
+        &format!("the Python reference {package}"),
+    )?;
+    let imports = Command::new(&python)
+        .args(["-c", &format!("import {module}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    let marker = if imports {
+        python.clone()
+    } else {
+        references_dir().join(format!("venv/(no {module})"))
+    };
+    present(marker, &format!("PyPI {package}"))?;
+    Some((python, references_dir().join("references").join(script)))
+}
+
 /// `junit-10.xsd`, from pytest's source distribution.
 pub fn junit_xsd() -> Option<PathBuf> {
     present(

@@ -187,6 +187,7 @@ fn run_once(
     let mut plan = plan(args, store, shard)?;
     eval_run::adopt_id(args, &mut plan)?;
     preflight::check_overrides(args, &plan)?;
+    preflight::check_forced_levels(&plan)?;
     if args.list {
         list::print_list(&plan, args.format)?;
         return Ok((Exit::Success, Vec::new()));
@@ -226,6 +227,7 @@ fn run_once(
         return finish(&plan, results, None, None);
     }
     let provider = preflight::provider_choice(args, &plan)?;
+    preflight::say_thinking_notes(&plan, judge.as_deref());
     let mut plan = plan;
     let mut results = Vec::new();
     if args.resume {

@@ -254,3 +254,54 @@ fn unseen_on_the_wire(plan: &EvalPlan) -> Vec<String> {
     }
     warnings
 }
+
+/// A variant that forces a thinking level its model lacks (models/gemini.yaml)
+/// would get a 400 on every turn: refused before any turn runs.
+pub fn check_forced_levels(plan: &EvalPlan) -> Result<(), CliError> {
+    let models = promptlab::models::models_in_force();
+    for variant in &plan.matrix.variants {
+        let settings = &variant.model;
+        if settings.forced {
+            models
+                .check_forced(&settings.model, settings.thinking_level)
+                .map_err(|refused| {
+                    CliError::usage(format!(
+                        "variant `{}`: forceThinkingLevel: {refused}",
+                        variant.name
+                    ))
+                })?;
+        }
+    }
+    Ok(())
+}
+
+/// Each level the run sends other than asked (a model that lacks it), and
+/// each model whose rules are unknown, said once before the run.
+pub fn say_thinking_notes(plan: &EvalPlan, judge: Option<&promptlab::judge::Judge>) {
+    let models = promptlab::models::models_in_force();
+    let registry = promptlab::prompts::PromptRegistry::embedded();
+    let suite = &plan.suite.suite;
+    let mut notes = std::collections::BTreeSet::new();
+    for variant in &plan.matrix.variants {
+        let settings = &variant.model;
+        for case in &suite.cases {
+            let own = case
+                .settings(&suite.defaults)
+                .capability
+                .and_then(|id| registry.capability(&id).and_then(|c| c.thinking_level));
+            let asked = promptlab::chat::service::asked_thinking_level(
+                own,
+                settings.thinking_level,
+                settings.forced,
+            );
+            notes.extend(models.fit(&settings.model, asked).note);
+        }
+    }
+    if let Some(judge) = judge.filter(|j| j.provider_name() == "gemini") {
+        let settings = judge.settings();
+        notes.extend(models.fit(&settings.model, settings.thinking_level).note);
+    }
+    for note in notes {
+        eprintln!("{}", promptlab::text::printable(&note));
+    }
+}

@@ -5,10 +5,11 @@
 use serde_json::{Value, json};
 
 use super::errors::{GoogleError, from_value, parse_error_body};
-use super::wire::{GenerateContentResponse, PartView, UsageMetadata, provider_state};
+use super::usage::read_usage;
+use super::wire::{GenerateContentResponse, PartView, provider_state};
 use crate::event::Usage;
 use crate::provider::sse::SseItem;
-use crate::provider::{CallSummary, ModelEvent, ToolCall};
+use crate::provider::{CallSummary, ModelEvent, ProviderError, ToolCall};
 
 /// A problem found in the stream. `retryable` errors may be retried when
 /// nothing of the call has been forwarded yet.
@@ -34,9 +35,25 @@ impl StreamFault {
     }
 }
 
+/// How a call ended that did not finish normally. A call that reached the
+/// model keeps its usage: Google bills a stopped answer too.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EndFault {
+    pub message: String,
+    pub summary: Option<Box<CallSummary>>,
+}
+
+impl From<EndFault> for ProviderError {
+    fn from(fault: EndFault) -> ProviderError {
+        ProviderError::new(fault.message).with_summary(fault.summary.map(|summary| *summary))
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct CallAccumulator {
     parts: Vec<Value>,
+    /// Parts skipped and usage fields left out, for the call's record.
+    warnings: Vec<String>,
     usage: Option<Value>,
     model_version: Option<String>,
     finish_reason: Option<String>,
@@ -102,10 +119,24 @@ impl CallAccumulator {
             StreamFault::fatal(format!("Gemini sent a malformed part ({error})"))
         })?;
         if let Some(call) = view.function_call {
+            let Some(name) = call.name.filter(|name| !name.is_empty()) else {
+                // Vertex streams a call's arguments in nameless parts
+                // (`partialArgs`, `willContinue`); the SDK skips them too.
+                if call.partial_args.is_some() || call.will_continue.is_some() {
+                    self.warnings.push(
+                        "skipped a functionCall part without a name (streamed arguments: partialArgs/willContinue)"
+                            .to_string(),
+                    );
+                    return Ok(None);
+                }
+                return Err(StreamFault::fatal(
+                    "Gemini sent a malformed part (a functionCall without a name)",
+                ));
+            };
             self.parts.push(part);
             return Ok(Some(ModelEvent::ToolCall(ToolCall {
                 id: call.id.filter(|id| !id.is_empty()),
-                name: call.name,
+                name,
                 args: call.args.unwrap_or_else(|| json!({})),
             })));
         }
@@ -141,50 +172,58 @@ impl CallAccumulator {
         self.parts.push(json!({"text": text}));
     }
 
-    /// The call's summary, or the reason it did not finish normally.
-    pub fn finish(self, retries: u32) -> Result<CallSummary, StreamFault> {
-        if let Some((reason, message)) = &self.block_reason {
-            let detail = message
-                .as_deref()
-                .map(|m| format!(": {m}"))
-                .unwrap_or_default();
-            return Err(StreamFault::fatal(format!(
-                "Gemini blocked the prompt (block reason {reason}){detail}"
-            )));
-        }
-        let Some(reason) = self.finish_reason.as_deref() else {
-            return Err(StreamFault::fatal(
-                "Gemini's stream ended before the answer finished (no finish reason): the connection may have dropped",
-            ));
-        };
-        if reason != "STOP" {
-            return Err(StreamFault::fatal(finish_message(
-                reason,
-                self.finish_message.as_deref(),
-            )));
-        }
-        let metadata: UsageMetadata = self
-            .usage
-            .as_ref()
-            .and_then(|usage| serde_json::from_value(usage.clone()).ok())
-            .unwrap_or_default();
-        Ok(CallSummary {
+    /// The call's summary, or the reason it did not finish normally (with
+    /// the usage it reported, which is billed all the same). A token count
+    /// that cannot be true makes the call an error, never a count of 0.
+    pub fn finish(mut self, retries: u32) -> Result<CallSummary, EndFault> {
+        let counts =
+            read_usage(self.usage.as_ref(), &mut self.warnings).map_err(|message| EndFault {
+                message,
+                summary: None,
+            })?;
+        let reached_model = self.usage.is_some();
+        let failure = self.failure();
+        let summary = CallSummary {
             usage: Usage {
-                input_tokens: metadata.prompt_token_count,
-                // Counts come from the wire: saturate rather than overflow.
-                output_tokens: metadata
-                    .candidates_token_count
-                    .saturating_add(metadata.thoughts_token_count),
-                cache_read_tokens: metadata.cached_content_token_count,
+                input_tokens: counts.prompt,
+                // Counts are bounded by `read_usage`: this cannot overflow.
+                output_tokens: counts.candidates.saturating_add(counts.thoughts),
+                cache_read_tokens: counts.cached,
             },
             usage_detail: self.usage,
             provider_state: Some(provider_state(self.parts)),
             model_version: self.model_version,
             finish_reason: self.finish_reason,
             retries,
-            thinking_tokens: metadata.thoughts_token_count,
+            thinking_tokens: counts.thoughts,
             cached: false,
-        })
+            warnings: self.warnings,
+        };
+        match failure {
+            None => Ok(summary),
+            Some(message) => Err(EndFault {
+                message,
+                summary: reached_model.then(|| Box::new(summary)),
+            }),
+        }
+    }
+
+    /// Why the call did not finish normally, if it did not.
+    fn failure(&self) -> Option<String> {
+        if let Some((reason, message)) = &self.block_reason {
+            let detail = message
+                .as_deref()
+                .map(|m| format!(": {m}"))
+                .unwrap_or_default();
+            return Some(format!(
+                "Gemini blocked the prompt (block reason {reason}){detail}"
+            ));
+        }
+        match self.finish_reason.as_deref() {
+            None => Some("Gemini's stream ended before the answer finished (no finish reason): the connection may have dropped".to_string()),
+            Some("STOP") => None,
+            Some(reason) => Some(finish_message(reason, self.finish_message.as_deref())),
+        }
     }
 }
 
@@ -229,119 +268,5 @@ fn snippet(text: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn data(json: &str) -> SseItem {
-        SseItem::Data(json.to_string())
-    }
-
-    proptest::proptest! {
-        /// Frames from the wire: whatever a frame holds, the accumulator
-        /// answers with events or a fault, never a panic.
-        #[test]
-        fn no_frame_makes_it_panic(
-            frames in proptest::collection::vec(
-                "[{}\\[\\]:,\"a-zA-Z0-9 .-]{0,120}|\\{\"candidates\":\\[\\{\"content\":\\{\"parts\":\\[\\{\"(text|thoughtSignature|functionCall)\":[^}]{0,40}\\}\\]\\}(,\"finishReason\":\"[A-Z]{0,8}\")?\\}\\](,\"usageMetadata\":\\{\"promptTokenCount\":[0-9]{1,25}\\})?\\}",
-                0..6,
-            )
-        ) {
-            let mut acc = CallAccumulator::new();
-            for frame in frames {
-                if acc.accept(data(&frame)).is_err() {
-                    return Ok(());
-                }
-            }
-            let _ = acc.finish(0);
-        }
-    }
-
-    #[test]
-    fn text_is_forwarded_and_merged_but_signed_parts_stay_apart() {
-        let mut acc = CallAccumulator::new();
-        let a = acc
-            .accept(data(
-                r#"{"candidates":[{"content":{"parts":[{"text":"Hello "}]}}]}"#,
-            ))
-            .unwrap();
-        assert_eq!(a, [ModelEvent::TextDelta("Hello ".into())]);
-        acc.accept(data(
-            r#"{"candidates":[{"content":{"parts":[{"text":"there"}]}}]}"#,
-        ))
-        .unwrap();
-        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"","thoughtSignature":"c2ln"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":3,"thoughtsTokenCount":7,"cachedContentTokenCount":4}}"#)).unwrap();
-        let summary = acc.finish(0).unwrap();
-        assert_eq!(
-            summary.provider_state.unwrap(),
-            json!({"gemini": {"parts": [{"text": "Hello there"}, {"text": "", "thoughtSignature": "c2ln"}]}})
-        );
-        assert_eq!(
-            (
-                summary.usage.input_tokens,
-                summary.usage.output_tokens,
-                summary.usage.cache_read_tokens
-            ),
-            (10, 10, 4)
-        );
-    }
-
-    #[test]
-    fn thoughts_are_kept_but_never_forwarded() {
-        let mut acc = CallAccumulator::new();
-        let events = acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"**Thinking**","thought":true}]}}]}"#)).unwrap();
-        assert!(events.is_empty());
-        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"Answer","thoughtSignature":"AAA="}]},"finishReason":"STOP"}]}"#)).unwrap();
-        let state = acc.finish(0).unwrap().provider_state.unwrap();
-        assert_eq!(state["gemini"]["parts"][0]["thought"], true);
-        assert_eq!(state["gemini"]["parts"][1]["thoughtSignature"], "AAA=");
-    }
-
-    #[test]
-    fn abnormal_endings_are_clear_messages() {
-        let mut acc = CallAccumulator::new();
-        acc.accept(data(r#"{"candidates":[{"content":{"parts":[{"text":"Partial"}]},"finishReason":"MAX_TOKENS"}]}"#)).unwrap();
-        assert_eq!(
-            acc.finish(0).unwrap_err().message,
-            "Gemini stopped: the answer reached the output limit before it finished (finish reason MAX_TOKENS)"
-        );
-        let mut acc = CallAccumulator::new();
-        acc.accept(data(r#"{"promptFeedback":{"blockReason":"SAFETY"}}"#))
-            .unwrap();
-        assert_eq!(
-            acc.finish(0).unwrap_err().message,
-            "Gemini blocked the prompt (block reason SAFETY)"
-        );
-        assert!(
-            CallAccumulator::new()
-                .finish(0)
-                .unwrap_err()
-                .message
-                .contains("no finish reason")
-        );
-        let mut acc = CallAccumulator::new();
-        let fault = acc.accept(data("{not json")).unwrap_err();
-        assert!(
-            fault
-                .message
-                .starts_with("Gemini sent a malformed stream event"),
-            "{}",
-            fault.message
-        );
-    }
-
-    #[test]
-    fn an_error_event_mid_stream_is_a_fault() {
-        let mut acc = CallAccumulator::new();
-        let fault = acc.accept(SseItem::Other("{\n  \"error\": {\"code\": 499, \"message\": \"The operation was cancelled.\", \"status\": \"CANCELLED\"}\n}".into())).unwrap_err();
-        assert_eq!(
-            fault.message,
-            "Gemini API error 499 CANCELLED: The operation was cancelled."
-        );
-        let fault = acc
-            .accept(data(
-                r#"{"error":{"code":503,"message":"Overloaded","status":"UNAVAILABLE"}}"#,
-            ))
-            .unwrap_err();
-        assert!(fault.retryable);
-    }
-}
+#[path = "accumulate_tests.rs"]
+mod tests;

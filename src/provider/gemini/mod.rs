@@ -17,6 +17,7 @@
 mod accumulate;
 pub mod errors;
 mod read;
+mod usage;
 pub mod wire;
 
 use std::time::Duration;
@@ -207,7 +208,11 @@ impl ModelProvider for GeminiProvider {
         // shaped passes here before anything shows or records it.
         let redactor = self.redactor.clone();
         Box::pin(calls.map(move |item| {
-            item.map_err(|error| ProviderError::new(redactor.redact(&error.message)))
+            // The usage of a call that stopped early stays with its error.
+            item.map_err(|error| ProviderError {
+                message: redactor.redact(&error.message).into_owned(),
+                ..error
+            })
         }))
     }
 }
@@ -277,7 +282,7 @@ fn call_stream(
                         yield std::mem::take(&mut reader.accumulator)
                             .finish(retries)
                             .map(ModelEvent::Done)
-                            .map_err(|fault| ProviderError::new(fault.message));
+                            .map_err(ProviderError::from);
                         return;
                     }
                     Some(ReadEnd::Fault(fault)) => fault,

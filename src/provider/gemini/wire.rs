@@ -5,6 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
+use crate::models::{ModelTable, ThinkingControl};
 use crate::provider::{AiMessage, ModelRequest, ToolResultMessage};
 
 #[derive(Debug, Serialize)]
@@ -67,15 +68,26 @@ pub struct GenerationConfig {
     pub response_schema: Option<Value>,
 }
 
+/// `thinkingLevel` for the models that take it, `thinkingBudget` for those
+/// that take a budget (2.5): each answers 400 to the other.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ThinkingConfig {
-    pub thinking_level: &'static str,
+pub enum ThinkingConfig {
+    #[serde(rename = "thinkingLevel")]
+    Level(&'static str),
+    #[serde(rename = "thinkingBudget")]
+    Budget(u32),
+}
+
+/// Maps our request to Gemini's, with the model table in force.
+pub fn build_request(request: &ModelRequest) -> GenerateContentRequest {
+    build_request_with(request, &crate::models::models_in_force())
 }
 
 /// Maps our request to Gemini's: system prompt, history with the model's own
-/// parts replayed from provider_state, tools in the loop's order.
-pub fn build_request(request: &ModelRequest) -> GenerateContentRequest {
+/// parts replayed from provider_state, tools in the loop's order, thinking
+/// as `table` says the model takes it (the level is already fitted).
+pub fn build_request_with(request: &ModelRequest, table: &ModelTable) -> GenerateContentRequest {
     let has_tools = !request.tools.is_empty();
     GenerateContentRequest {
         contents: request.messages.iter().map(content_for).collect(),
@@ -102,8 +114,9 @@ pub fn build_request(request: &ModelRequest) -> GenerateContentRequest {
         }),
         generation_config: GenerationConfig {
             max_output_tokens: request.max_output_tokens,
-            thinking_config: ThinkingConfig {
-                thinking_level: request.thinking_level.as_str(),
+            thinking_config: match table.control(&request.model, request.thinking_level) {
+                ThinkingControl::Level(level) => ThinkingConfig::Level(level.as_str()),
+                ThinkingControl::Budget(tokens) => ThinkingConfig::Budget(tokens),
             },
             response_mime_type: request
                 .response_schema
@@ -240,26 +253,19 @@ pub struct PartView {
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct FunctionCallView {
     #[serde(default)]
     pub id: Option<String>,
-    pub name: String,
+    /// Absent in Vertex's streamed-arguments parts.
+    #[serde(default)]
+    pub name: Option<String>,
     #[serde(default)]
     pub args: Option<Value>,
-}
-
-/// `usageMetadata`: cumulative counts; the last chunk's win.
-#[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UsageMetadata {
     #[serde(default)]
-    pub prompt_token_count: u64,
+    pub partial_args: Option<Value>,
     #[serde(default)]
-    pub cached_content_token_count: u64,
-    #[serde(default)]
-    pub candidates_token_count: u64,
-    #[serde(default)]
-    pub thoughts_token_count: u64,
+    pub will_continue: Option<Value>,
 }
 
 #[cfg(test)]
@@ -305,6 +311,41 @@ mod tests {
         assert_eq!(
             judge["generationConfig"]["responseSchema"],
             json!({"type": "OBJECT"})
+        );
+    }
+
+    #[test]
+    fn each_model_gets_the_thinking_control_it_takes() {
+        let table = crate::models::ModelTable::embedded();
+        let body = |model: &str, level| {
+            let request = ModelRequest {
+                model: model.into(),
+                system: "s".into(),
+                messages: vec![],
+                tools: vec![],
+                thinking_level: level,
+                max_output_tokens: 100,
+                response_schema: None,
+            };
+            serde_json::to_value(build_request_with(&request, &table)).unwrap()["generationConfig"]
+                ["thinkingConfig"]
+                .clone()
+        };
+        assert_eq!(
+            body("gemini-2.5-flash", ThinkingLevel::Minimal),
+            json!({"thinkingBudget": 0})
+        );
+        assert_eq!(
+            body("gemini-2.5-pro", ThinkingLevel::High),
+            json!({"thinkingBudget": 32768})
+        );
+        assert_eq!(
+            body("gemini-3-pro-preview", ThinkingLevel::High),
+            json!({"thinkingLevel": "high"})
+        );
+        assert_eq!(
+            body("gemini-9-ultra", ThinkingLevel::Medium),
+            json!({"thinkingLevel": "medium"})
         );
     }
 }

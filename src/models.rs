@@ -1,0 +1,355 @@
+//! What each model accepts, as data (`models/gemini.yaml`, extendable with
+//! `--models FILE`): the thinking control it takes — `thinkingLevel` with the
+//! levels it has, or `thinkingBudget` with the tokens sent for each level —
+//! and the one rule that fits an asked-for level to it. The chat loop, the
+//! judge, the eval preflight and the Gemini wire format all go through here.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::document::{InForce, parse_shipped, read_table_file};
+use crate::prompts::thinking::ThinkingLevel;
+
+/// The shipped table, embedded at build time.
+const EMBEDDED: &str = include_str!("../models/gemini.yaml");
+
+/// The most tokens a `thinkingBudget` may name (Gemini's largest is 32,768).
+const MAX_BUDGET: u32 = 1_000_000;
+
+const ALL_LEVELS: [ThinkingLevel; 4] = [
+    ThinkingLevel::Minimal,
+    ThinkingLevel::Low,
+    ThinkingLevel::Medium,
+    ThinkingLevel::High,
+];
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelFile {
+    pub models: BTreeMap<String, ModelRules>,
+}
+
+/// One model's rules.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ModelRules {
+    /// Where the rules were taken from.
+    pub source: String,
+    /// When.
+    pub date: String,
+    /// The levels of `thinkingConfig.thinkingLevel` the model takes.
+    #[serde(default)]
+    pub thinking_level: Option<Vec<ThinkingLevel>>,
+    /// Or: the model takes `thinkingConfig.thinkingBudget`, this many tokens per level.
+    #[serde(default)]
+    pub thinking_budget: Option<Budgets>,
+}
+
+/// The `thinkingBudget` sent for each level.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Budgets {
+    pub minimal: u32,
+    pub low: u32,
+    pub medium: u32,
+    pub high: u32,
+}
+
+impl Budgets {
+    fn of(self, level: ThinkingLevel) -> u32 {
+        match level {
+            ThinkingLevel::Minimal => self.minimal,
+            ThinkingLevel::Low => self.low,
+            ThinkingLevel::Medium => self.medium,
+            ThinkingLevel::High => self.high,
+        }
+    }
+}
+
+/// What a request sends to control thinking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ThinkingControl {
+    /// `thinkingConfig.thinkingLevel`.
+    Level(ThinkingLevel),
+    /// `thinkingConfig.thinkingBudget`, in tokens.
+    Budget(u32),
+}
+
+/// An asked-for level fitted to a model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Fitted {
+    pub asked: ThinkingLevel,
+    pub sent: ThinkingLevel,
+    /// A line said once per run: `note: …` when the level was changed,
+    /// `warning: …` when the model's rules are unknown.
+    pub note: Option<String>,
+}
+
+static IN_FORCE: InForce<ModelTable> = InForce::new();
+
+/// The model table in force for this process: the one installed at start-up
+/// (`--models FILE`), else the shipped one.
+pub fn models_in_force() -> std::sync::Arc<ModelTable> {
+    IN_FORCE.get(ModelTable::embedded)
+}
+
+/// Makes `table` the model table in force (a binary's `--models`); only the
+/// first call counts, and only before the table was read.
+pub fn install_models(table: ModelTable) {
+    IN_FORCE.install(table);
+}
+
+/// The shipped rules with `--models` files over them.
+#[derive(Debug, Clone)]
+pub struct ModelTable {
+    models: BTreeMap<String, ModelRules>,
+}
+
+impl ModelTable {
+    /// The shipped table.
+    pub fn embedded() -> ModelTable {
+        let file: ModelFile = parse_shipped("models/gemini.yaml", EMBEDDED);
+        ModelTable {
+            models: file.models,
+        }
+    }
+
+    /// This table with `path`'s models added or replacing its own.
+    pub fn with_file(mut self, path: &Path) -> Result<ModelTable, String> {
+        let file: ModelFile = read_table_file("--models", path)?;
+        for (model, rules) in &file.models {
+            rules.check().map_err(|e| {
+                format!(
+                    "--models `{}`: model `{}`: {e}",
+                    path.display(),
+                    crate::text::quote(model)
+                )
+            })?;
+        }
+        self.models.extend(file.models);
+        Ok(self)
+    }
+
+    pub fn get(&self, model: &str) -> Option<&ModelRules> {
+        self.models
+            .get(model.strip_prefix("models/").unwrap_or(model))
+    }
+
+    pub fn models(&self) -> impl Iterator<Item = (&str, &ModelRules)> {
+        self.models.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// `asked` as `model` takes it: a level it lacks becomes the next one up
+    /// that it has, else its highest; a model not in the table gets it as
+    /// asked, with a note that its rules are unknown.
+    pub fn fit(&self, model: &str, asked: ThinkingLevel) -> Fitted {
+        let Some(rules) = self.get(model) else {
+            return Fitted {
+                asked,
+                sent: asked,
+                note: Some(format!(
+                    "warning: model `{}` is not in the model table (models/gemini.yaml, --models): its thinking rules are unknown, so thinkingLevel {asked} is sent as asked",
+                    crate::text::quote(model)
+                )),
+            };
+        };
+        let sent = rules.fit(asked);
+        Fitted {
+            asked,
+            sent,
+            note: (sent != asked).then(|| {
+                format!(
+                    "note: {model} takes {}: {asked} sent as {sent}",
+                    rules.levels_text()
+                )
+            }),
+        }
+    }
+
+    /// What goes on the wire for `sent` (already fitted) to `model`.
+    pub fn control(&self, model: &str, sent: ThinkingLevel) -> ThinkingControl {
+        match self.get(model).and_then(|rules| rules.thinking_budget) {
+            Some(budgets) => ThinkingControl::Budget(budgets.of(sent)),
+            None => ThinkingControl::Level(sent),
+        }
+    }
+
+    /// A level that must be sent as it is (`forceThinkingLevel`): refused,
+    /// naming the levels the model takes, when the model lacks it.
+    pub fn check_forced(&self, model: &str, level: ThinkingLevel) -> Result<(), String> {
+        match self.get(model) {
+            Some(rules) if rules.fit(level) != level => Err(format!(
+                "{model} takes {}, not {level}",
+                rules.levels_text()
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl ModelRules {
+    /// The levels this model takes, lowest first.
+    pub fn levels(&self) -> Vec<ThinkingLevel> {
+        match &self.thinking_level {
+            Some(levels) => ALL_LEVELS
+                .into_iter()
+                .filter(|level| levels.contains(level))
+                .collect(),
+            None => ALL_LEVELS.to_vec(),
+        }
+    }
+
+    fn fit(&self, asked: ThinkingLevel) -> ThinkingLevel {
+        let levels = self.levels();
+        levels
+            .iter()
+            .copied()
+            .find(|level| rank(*level) >= rank(asked))
+            .or_else(|| levels.last().copied())
+            .unwrap_or(asked)
+    }
+
+    /// `low or high`, `low, medium or high`.
+    fn levels_text(&self) -> String {
+        let names: Vec<&str> = self
+            .levels()
+            .into_iter()
+            .map(ThinkingLevel::as_str)
+            .collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            Some((last, _)) => format!("only {last}"),
+            None => "no level".to_string(),
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        match (&self.thinking_level, &self.thinking_budget) {
+            (Some(_), Some(_)) => Err("give thinkingLevel or thinkingBudget, not both".to_string()),
+            (None, None) => Err(
+                "needs thinkingLevel (the levels it takes) or thinkingBudget (tokens per level)"
+                    .to_string(),
+            ),
+            (Some(levels), None) if levels.is_empty() => {
+                Err("thinkingLevel lists no level".to_string())
+            }
+            (Some(_), None) => Ok(()),
+            (None, Some(budgets)) => {
+                let all = ALL_LEVELS.map(|level| budgets.of(level));
+                if all.iter().any(|budget| *budget > MAX_BUDGET) {
+                    return Err(format!("a thinkingBudget is at most {MAX_BUDGET} tokens"));
+                }
+                if all.windows(2).any(|pair| pair[0] > pair[1]) {
+                    return Err("thinkingBudget must not fall from minimal to high".to_string());
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+fn rank(level: ThinkingLevel) -> usize {
+    ALL_LEVELS
+        .iter()
+        .position(|l| *l == level)
+        .unwrap_or(ALL_LEVELS.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ThinkingLevel::{High, Low, Medium, Minimal};
+
+    #[test]
+    fn the_shipped_table_loads_with_a_source_and_date_and_valid_rules() {
+        let table = ModelTable::embedded();
+        for (model, rules) in table.models() {
+            assert!(
+                !rules.source.is_empty() && !rules.date.is_empty(),
+                "{model}"
+            );
+            rules.check().unwrap_or_else(|e| panic!("{model}: {e}"));
+        }
+        // Every priced model has rules.
+        for (model, _) in crate::cost::PriceTable::embedded().models() {
+            assert!(
+                table.get(model).is_some(),
+                "{model} is priced but has no rules"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_level_goes_up_else_to_the_highest() {
+        let table = ModelTable::embedded();
+        let pro = |asked| table.fit("gemini-3-pro-preview", asked);
+        assert_eq!(pro(Minimal).sent, Low);
+        assert_eq!(pro(Medium).sent, High);
+        assert_eq!(
+            pro(Medium).note.as_deref(),
+            Some("note: gemini-3-pro-preview takes low or high: medium sent as high")
+        );
+        assert_eq!(pro(High).note, None);
+        assert_eq!(
+            table.fit("models/gemini-3.1-pro-preview", Minimal).sent,
+            Low
+        );
+        let rules = ModelRules {
+            source: "s".into(),
+            date: "d".into(),
+            thinking_level: Some(vec![Low]),
+            thinking_budget: None,
+        };
+        assert_eq!(rules.fit(High), Low, "nothing higher: the highest it has");
+        let unknown = table.fit("gemini-9-ultra", Medium);
+        assert_eq!(unknown.sent, Medium);
+        assert!(
+            unknown
+                .note
+                .unwrap()
+                .contains("its thinking rules are unknown")
+        );
+    }
+
+    #[test]
+    fn budget_models_get_a_budget_and_level_models_a_level() {
+        let table = ModelTable::embedded();
+        assert_eq!(
+            table.control("gemini-2.5-pro", Minimal),
+            ThinkingControl::Budget(128)
+        );
+        assert_eq!(
+            table.control("gemini-2.5-flash", Minimal),
+            ThinkingControl::Budget(0)
+        );
+        assert_eq!(
+            table.control("gemini-2.5-flash", High),
+            ThinkingControl::Budget(24_576)
+        );
+        assert_eq!(
+            table.control("gemini-2.5-pro", Medium),
+            ThinkingControl::Budget(8_192)
+        );
+        assert_eq!(
+            table.control("gemini-3-pro-preview", High),
+            ThinkingControl::Level(High)
+        );
+        assert_eq!(table.fit("gemini-2.5-pro", Minimal).note, None);
+    }
+
+    #[test]
+    fn a_forced_level_the_model_lacks_is_refused_naming_its_levels() {
+        let table = ModelTable::embedded();
+        assert_eq!(
+            table
+                .check_forced("gemini-3-pro-preview", Minimal)
+                .unwrap_err(),
+            "gemini-3-pro-preview takes low or high, not minimal"
+        );
+        assert!(table.check_forced("gemini-3-pro-preview", Low).is_ok());
+        assert!(table.check_forced("gemini-9-ultra", Minimal).is_ok());
+    }
+}
