@@ -8,7 +8,7 @@ use chrono::{DateTime, Local, NaiveDate, Utc};
 use clap::{Args, Subcommand};
 
 use promptlab::runs::row::{RunRow, TABLE_HEADER, status_of};
-use promptlab::runs::scan_runs;
+use promptlab::runs::{RunSummary, scan_runs};
 use promptlab::sink::{Style, printable};
 
 use super::error::{CliError, Exit};
@@ -77,6 +77,25 @@ impl VerdictFilter {
             VerdictFilter::Error => Outcome::Error,
         }
     }
+}
+
+/// Whether a listed log passes the filters its header and footer answer
+/// (`--fingerprint`, `--provider`, `--claim`, `--since`, `--status`).
+fn header_filters_keep(args: &ListArgs, fingerprint: Option<&str>, run: &RunSummary) -> bool {
+    let header = &run.header;
+    fingerprint.is_none_or(|fp| header.fingerprint == fp)
+        && args
+            .provider
+            .as_ref()
+            .is_none_or(|provider| &header.provider == provider)
+        && args.claim.as_ref().is_none_or(|claim| {
+            header.claim.as_ref().map(|c| &c.id) == Some(claim)
+                || header.request.claim_id.as_ref() == Some(claim)
+        })
+        && args.since.is_none_or(|since| header.started_at >= since)
+        && args
+            .status
+            .is_none_or(|status| status_of(run) == status.as_str())
 }
 
 /// Whether a row passes the eval filters (`--verdict`, `--suite`, `--case`, `--eval`).
@@ -198,25 +217,7 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
         .as_deref()
         .map(|spec| fingerprint_of(spec, runs_dir))
         .transpose()?;
-    runs.retain(|run| {
-        fingerprint
-            .as_ref()
-            .is_none_or(|fp| &run.header.fingerprint == fp)
-            && args
-                .provider
-                .as_ref()
-                .is_none_or(|provider| &run.header.provider == provider)
-            && args.claim.as_ref().is_none_or(|claim| {
-                run.header.claim.as_ref().map(|c| &c.id) == Some(claim)
-                    || run.header.request.claim_id.as_ref() == Some(claim)
-            })
-            && args
-                .since
-                .is_none_or(|since| run.header.started_at >= since)
-            && args
-                .status
-                .is_none_or(|status| status_of(run) == status.as_str())
-    });
+    runs.retain(|run| header_filters_keep(&args, fingerprint.as_deref(), run));
     runs.sort_by_key(|run| std::cmp::Reverse(run.header.started_at));
     let (runs, rows): (Vec<_>, Vec<RunRow>) = runs
         .into_iter()
