@@ -118,6 +118,23 @@ proptest! {
     }
 
     #[test]
+    fn eval_run_ids_are_exactly_ev_and_ten_lowercase_hex(text in "(ev-)?[0-9a-fA-Fx-]{0,14}") {
+        let oracle = regex::Regex::new(r"^ev-[0-9a-f]{10}$").unwrap();
+        let parsed = promptlab::eval::run_id::parse_eval_run_id(&text);
+        prop_assert_eq!(parsed.is_ok(), oracle.is_match(&text));
+    }
+
+    #[test]
+    fn version_specs_never_panic(spec in "[0-9a-f]{0,14}|\\PC{0,20}") {
+        let runs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("runs/examples");
+        let registry = PromptRegistry::embedded();
+        if let Ok(Some(fingerprint)) = promptlab::runs::version::fingerprint_for(&spec, &runs, registry) {
+            // Whatever it names is a fingerprint: `default` or 12 hex.
+            prop_assert!(promptlab::prompts::fingerprint::looks_like_fingerprint(&fingerprint));
+        }
+    }
+
+    #[test]
     fn shards_never_panic(text in "[0-9/ -]{0,30}") {
         if let Ok(shard) = text.parse::<Shard>() {
             prop_assert!(shard.index >= 1 && shard.index <= shard.count);
