@@ -21,7 +21,7 @@ use super::error::{CliError, Exit};
 use super::model::ModelArgs;
 use super::signals::cancel_on_signals;
 use super::suggest;
-use super::turn::{TurnRun, drive_turn};
+use super::turn::{KeepText, TurnRun, drive_turn};
 
 #[derive(Debug, Args)]
 #[command(
@@ -128,7 +128,7 @@ pub fn run(
         let recorder = base.recorder(&request);
         let (run, stop) = runtime.block_on(async {
             let stop = cancel_on_signals(cancel.clone());
-            let run = drive_turn(&runner, request, format, cancel, recorder).await;
+            let run = drive_turn(&runner, request, format, cancel, recorder, KeepText::None).await;
             (run, stop.exit())
         });
         let run = run?;

@@ -18,7 +18,7 @@ use promptlab::sink::run_log::RunRecorder;
 use super::context::read_claim_file;
 use super::error::{CliError, Exit};
 use super::signals::cancel_on_signals;
-use super::turn::drive_turn;
+use super::turn::{KeepText, drive_turn};
 use promptlab::worker::TurnRunner;
 
 #[derive(Debug, Args)]
@@ -76,7 +76,15 @@ pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit
     let cancel = CancellationToken::new();
     let (run, stop) = runtime.block_on(async move {
         let stop = cancel_on_signals(cancel.clone());
-        let run = drive_turn(&TurnRunner::Local(ctx), request, format, cancel, recorder).await;
+        let run = drive_turn(
+            &TurnRunner::Local(ctx),
+            request,
+            format,
+            cancel,
+            recorder,
+            KeepText::Everything,
+        )
+        .await;
         (run, stop.exit())
     });
     let run = run?;

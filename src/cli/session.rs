@@ -18,7 +18,7 @@ use super::error::{CliError, Exit};
 use super::session_input::{Line, SessionInput};
 use super::session_save::{SavedTurn, save_new, transcript};
 use super::suggest;
-use super::turn::drive_turn;
+use super::turn::{KeepText, drive_turn};
 
 const SESSION_HELP: &str = "\
 Type a message and press Enter; the answer streams, and the session keeps the text history.
@@ -294,7 +294,15 @@ async fn session_turn(
     let token = CancellationToken::new();
     set_current(current, Some(token.clone()))?;
     let recorder = settings.recorder(&request);
-    let end = drive_turn(runner, request, settings.format, token, recorder).await;
+    let end = drive_turn(
+        runner,
+        request,
+        settings.format,
+        token,
+        recorder,
+        KeepText::Answer,
+    )
+    .await;
     set_current(current, None)?;
     let end = end?;
     report_recording(&end, settings.format);
@@ -306,6 +314,7 @@ async fn session_turn(
             .last()
             .map(|m| m.text.clone())
             .unwrap_or_default(),
+        answer: end.answer.clone(),
         events: end.events.clone(),
         cancelled: end.exit == Exit::Cancelled,
     });

@@ -16,6 +16,8 @@ use promptlab::markdown;
 pub struct SavedTurn {
     pub claim: String,
     pub message: String,
+    pub answer: String,
+    /// Its events other than `text_delta` (the answer is `answer`).
     pub events: Vec<ChatEvent>,
     pub cancelled: bool,
 }
@@ -48,15 +50,7 @@ pub fn transcript(turns: &[SavedTurn]) -> String {
         if !lookups.is_empty() {
             out.push_str(&format!("\nLookups:\n\n{}\n", lookups.join("\n")));
         }
-        let answer: String = turn
-            .events
-            .iter()
-            .filter_map(|event| match event {
-                ChatEvent::TextDelta { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        out.push_str(&format!("\n**Assistant:** {}\n", paragraph(&answer)));
+        out.push_str(&format!("\n**Assistant:** {}\n", paragraph(&turn.answer)));
         out.push_str(&format!("\n{}\n", footer(turn)));
     }
     out

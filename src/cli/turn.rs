@@ -17,12 +17,28 @@ use promptlab::worker::TurnRunner;
 
 use super::error::{CliError, Exit};
 
+/// How much of the answer a command needs kept once it is on stdout: a long
+/// answer is held again by every copy, so a one-off `chat` keeps none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepText {
+    /// Nothing of the text (`chat`): the events other than `text_delta`.
+    None,
+    /// The answer, as the history of a session needs it (`chat -i`).
+    Answer,
+    /// The answer and every `text_delta`, for an event-by-event
+    /// comparison (`replay`).
+    Everything,
+}
+
 /// What a finished turn leaves behind.
 pub struct TurnRun {
     pub exit: Exit,
-    /// The answer text, as the browser would keep it.
+    /// The answer text, as the browser would keep it (empty with
+    /// `KeepText::None`).
     pub answer: String,
+    /// The events (`text_delta`s only with `KeepText::Everything`).
     pub events: Vec<ChatEvent>,
+    keep: KeepText,
     /// The run log, if one was written.
     pub recorded: Option<PathBuf>,
     /// The prompt version computed here (from `Started`).
@@ -38,7 +54,14 @@ impl TurnSink for TurnRun {
         match output {
             TurnOutput::Event(event) => {
                 match event {
-                    ChatEvent::TextDelta { text } => self.answer.push_str(text),
+                    ChatEvent::TextDelta { text } => {
+                        if self.keep != KeepText::None {
+                            self.answer.push_str(text);
+                        }
+                        if self.keep != KeepText::Everything {
+                            return Ok(());
+                        }
+                    }
                     ChatEvent::Error { .. } => self.exit = Exit::Failure,
                     _ => {}
                 }
@@ -79,6 +102,7 @@ pub async fn drive_turn(
     format: OutputFormat,
     cancel: CancellationToken,
     recorder: Option<RunRecorder>,
+    keep: KeepText,
 ) -> Result<TurnRun, CliError> {
     let stdout = std::io::stdout();
     let mut writer = EventWriter::new(format, stdout.lock(), Style::for_stdout(), Instant::now());
@@ -88,6 +112,7 @@ pub async fn drive_turn(
         events: Vec::new(),
         recorded: None,
         fingerprint: None,
+        keep,
     };
     let turn = runner.run(request, cancel.clone());
     let delivery = match recorder {
