@@ -265,6 +265,41 @@ fn a_stream_that_never_ends_is_stopped_at_16_mib_of_text_and_logged_whole() {
     assert_complete_error_log(runs.path(), message);
 }
 
+/// A stream that reports its usage as it goes (as Gemini does, in every
+/// chunk) and never ends: the stopped call keeps the tokens reported so far,
+/// and its cost stays unknown, since what was billed is not known.
+#[test]
+fn a_stopped_call_keeps_the_usage_reported_so_far_with_its_cost_unknown() {
+    let chunk = serde_json::json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": "more ".repeat(5_000)}]}}],
+        "usageMetadata": {"promptTokenCount": 1234, "candidatesTokenCount": 777, "totalTokenCount": 2011}
+    });
+    let chunk = format!("data: {chunk}\r\n\r\n").into_bytes();
+    let server = TestServer::start(vec![Box::new(move |_| Reply::Endless {
+        head: Vec::new(),
+        chunk: chunk.clone(),
+        pause: Duration::ZERO,
+    })]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let message = "Gemini's reply grew past 16 MiB of text in one call; the call was stopped";
+    assert_eq!(last_error(&out.stdout), message);
+    assert_complete_error_log(runs.path(), message);
+    let (log, _) = the_log(runs.path());
+    let footer = log.footer.clone().unwrap();
+    assert_eq!(
+        footer.usage.input_tokens, 1234,
+        "the tokens reported so far are kept"
+    );
+    assert_eq!(footer.usage.output_tokens, 777);
+    let call = log.model_calls().next().unwrap();
+    assert!(
+        call.summary.as_ref().unwrap().partial,
+        "marked as cut short"
+    );
+}
+
 #[test]
 fn a_50_mb_reply_is_stopped_at_the_text_bound() {
     let piece = text_chunk(&"x".repeat(64 * 1024));

@@ -391,6 +391,18 @@ impl Judge {
                 // unknown, never a guessed 0.
                 let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
                 let call = match &error.summary {
+                    // Cut short by a bound: the tokens it reported, cost unknown.
+                    Some(summary) if summary.partial => {
+                        let mut call = record(
+                            "",
+                            summary.usage,
+                            summary.thinking_tokens,
+                            latency_ms,
+                            false,
+                        );
+                        call.cost_usd = None;
+                        call
+                    }
                     Some(summary) => record(
                         "",
                         summary.usage,

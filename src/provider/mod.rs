@@ -119,6 +119,11 @@ pub struct CallSummary {
     /// was not a count, a part it skipped), kept in the run log.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The call was cut short before its end (a bound, a broken stream): its
+    /// usage is what the stream had reported so far, and what was billed is
+    /// unknown — counted as tokens, never priced as if it were all.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 fn is_zero(count: &u64) -> bool {

@@ -140,6 +140,7 @@ impl RunRecorder {
                 // A call that failed may still have been billed (an answer
                 // cut at its token limit, a safety stop): unknown, not 0.
                 let cost = match &call.summary {
+                    Some(summary) if summary.partial => Cost::Unknown,
                     Some(summary) => self.prices.call_cost(
                         &self.provider,
                         &self.model,

@@ -198,6 +198,7 @@ impl CallAccumulator {
             thinking_tokens: counts.thoughts,
             cached: false,
             warnings: self.warnings,
+            partial: false,
         };
         match failure {
             None => Ok(summary),

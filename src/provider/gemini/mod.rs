@@ -305,7 +305,16 @@ fn call_stream(
                         }
                     }
                 }
-                yield Err(ProviderError::new(fault.message));
+                // The usage the stream reported before it was cut stays
+                // with the error; what was billed is unknown (`partial`).
+                let partial = match std::mem::take(&mut reader.accumulator).finish(retries) {
+                    Ok(summary) => Some(summary),
+                    Err(end) => end.summary.map(|summary| *summary),
+                };
+                yield Err(ProviderError::new(fault.message).with_summary(partial.map(|mut summary| {
+                    summary.partial = true;
+                    summary
+                })));
                 return;
             }
         }
