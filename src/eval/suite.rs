@@ -37,7 +37,12 @@ pub struct Suite {
     /// `--no-cache` overrides it).
     #[serde(default)]
     pub cache: bool,
+    #[serde(default)]
     pub cases: Vec<Case>,
+    /// More cases, one per row of a CSV or JSONL file (relative to the
+    /// suite file; `docs/suites.md`), after the inline ones.
+    #[serde(default)]
+    pub cases_from: Option<PathBuf>,
 }
 
 /// `judge:` in a suite: the judge model and its instructions.
@@ -155,6 +160,9 @@ pub struct Case {
     /// With `--provider script`: this case's script (relative to the suite file).
     #[serde(default)]
     pub script: Option<PathBuf>,
+    /// Labels for `eval --by tag` (e.g. an injection case's technique).
+    #[serde(default)]
+    pub tags: Vec<String>,
     // The case's own settings, the fields of `CaseSettings` written out
     // rather than `#[serde(flatten)]`ed: serde buffers flattened content,
     // which loses the line of any error inside a case, and suite errors
@@ -230,6 +238,10 @@ pub struct Expectations {
     /// Client actions that must be emitted: `{action: highlight_panel, panel: coverage}`.
     #[serde(default)]
     pub client_action: OneOrMany<Value>,
+    /// Client actions that must not be emitted, by kind and target:
+    /// `{action: navigate, to: documents/D-09}`.
+    #[serde(default)]
+    pub client_action_not: OneOrMany<Value>,
     /// The turn must not end in an error (default true).
     #[serde(default)]
     pub no_error: Option<bool>,
@@ -389,6 +401,13 @@ impl Expectations {
             client_action: OneOrMany(
                 [self.client_action.0.clone(), case.client_action.0.clone()].concat(),
             ),
+            client_action_not: OneOrMany(
+                [
+                    self.client_action_not.0.clone(),
+                    case.client_action_not.0.clone(),
+                ]
+                .concat(),
+            ),
             no_error: case.no_error.or(self.no_error),
             max_rounds: case.max_rounds.or(self.max_rounds),
             max_output_tokens: case.max_output_tokens.or(self.max_output_tokens),
@@ -449,13 +468,52 @@ impl LoadedSuite {
                 .unwrap_or("suite")
                 .to_string()
         });
-        let loaded = LoadedSuite {
+        let mut loaded = LoadedSuite {
             suite,
             path: path.to_path_buf(),
             name,
         };
+        loaded.add_cases_from()?;
         loaded.check_rules(registry)?;
         Ok(loaded)
+    }
+
+    /// Appends the cases of `casesFrom` (relative to the suite file), a
+    /// name already used being an error that names the row.
+    fn add_cases_from(&mut self) -> Result<(), SuiteError> {
+        let Some(file) = self.suite.cases_from.clone() else {
+            return Ok(());
+        };
+        let full = self.base_dir().join(&file);
+        let shown = crate::text::quote(&file.display().to_string());
+        let fail = |message: String| self.rule("casesFrom".into(), format!("`{shown}`: {message}"));
+        let text = crate::input::read_input_text(&full).map_err(|error| fail(error.to_string()))?;
+        let jsonl = matches!(
+            full.extension().and_then(|e| e.to_str()),
+            Some("jsonl" | "ndjson")
+        );
+        let rows = super::cases_from::parse_cases(&text, jsonl)
+            .map_err(|problem| fail(problem.to_string()))?;
+        let mut names: std::collections::BTreeSet<String> =
+            self.suite.cases.iter().map(|c| c.name.clone()).collect();
+        for (row, case) in &rows {
+            if !names.insert(case.name.clone()) {
+                let used = crate::text::quote(&case.name);
+                return Err(fail(format!(
+                    "row {row}, column `name`: `{used}` is used twice"
+                )));
+            }
+        }
+        if self.suite.cases.len() + rows.len() > super::matrix::MAX_PLANNED_TURNS {
+            return Err(fail(format!(
+                "more than {} cases in all (the most turns a suite may plan)",
+                super::matrix::MAX_PLANNED_TURNS
+            )));
+        }
+        self.suite
+            .cases
+            .extend(rows.into_iter().map(|(_, case)| case));
+        Ok(())
     }
 
     /// The folder that relative paths in the suite are taken from.
@@ -530,6 +588,15 @@ impl LoadedSuite {
             if !is_label(&case.name) {
                 return Err(self.rule(field("name"), "use letters, digits, `-`, `_` and `.` only"));
             }
+            if let Some(tag) = case.tags.iter().find(|tag| !is_label(tag)) {
+                return Err(self.rule(
+                    field("tags"),
+                    format!(
+                        "`{}`: use letters, digits, `-`, `_` and `.` only",
+                        crate::text::quote(tag)
+                    ),
+                ));
+            }
             match (&case.message, &case.history) {
                 (Some(_), Some(_)) => {
                     return Err(
@@ -595,12 +662,17 @@ impl LoadedSuite {
         }
         super::judging::check_judging(settings, self.repeats())
             .map_err(|(field, message)| self.rule(format!("{at}.{field}"), message))?;
-        for (index, action) in settings.expect.client_action.0.iter().enumerate() {
-            if action.get("action").and_then(Value::as_str).is_none() {
-                return Err(self.rule(
-                    format!("{at}.expect.clientAction[{index}]"),
-                    "needs an `action` (highlight_panel or navigate)",
-                ));
+        for (key, actions) in [
+            ("clientAction", &settings.expect.client_action),
+            ("clientActionNot", &settings.expect.client_action_not),
+        ] {
+            for (index, action) in actions.0.iter().enumerate() {
+                if action.get("action").and_then(Value::as_str).is_none() {
+                    return Err(self.rule(
+                        format!("{at}.expect.{key}[{index}]"),
+                        "needs an `action` (highlight_panel or navigate)",
+                    ));
+                }
             }
         }
         Ok(())
