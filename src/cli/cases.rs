@@ -40,8 +40,8 @@ pub struct InjectArgs {
     #[arg(long, value_name = "DIR")]
     pub out_dir: PathBuf,
     /// Only these techniques, comma-separated (default: all).
-    #[arg(long, value_name = "ID,…", value_parser = parse_list)]
-    pub techniques: Option<Vec<&'static Technique>>,
+    #[arg(long, value_name = "ID,…")]
+    pub techniques: Option<String>,
     /// Picks the canaries and where each technique goes; the same seed gives the same files.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
@@ -53,10 +53,6 @@ pub struct InjectArgs {
     pub with_scripts: bool,
 }
 
-fn parse_list(text: &str) -> Result<Vec<&'static Technique>, String> {
-    parse_techniques(text)
-}
-
 pub fn run(command: CasesCommand, store: &ClaimStore) -> Result<Exit, CliError> {
     match command {
         CasesCommand::Inject(args) => inject(args, store),
@@ -64,15 +60,20 @@ pub fn run(command: CasesCommand, store: &ClaimStore) -> Result<Exit, CliError> 
 }
 
 fn inject(args: InjectArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+    let techniques: Vec<&'static Technique> = match &args.techniques {
+        Some(list) => parse_techniques(list)
+            .map_err(|message| CliError::usage(format!("--techniques: {message}")))?,
+        None => Vec::new(),
+    };
     let claims = chosen_claims(&args, store)?;
     let options = InjectOptions {
-        techniques: args.techniques.clone().unwrap_or_default(),
+        techniques: techniques.clone(),
         seed: args.seed,
         judge: args.judge,
         with_scripts: args.with_scripts,
     };
     let cases = plan_cases(&claims, &options).map_err(CliError::usage)?;
-    let files = render(&cases, &options, &command_line(&args));
+    let files = render(&cases, &options, &command_line(&args, &techniques));
     for file in &files {
         let path = args.out_dir.join(&file.path);
         write_file(&path, &file.text)?;
@@ -113,7 +114,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
 }
 
 /// The command that made the folder, as the suite and README record it.
-fn command_line(args: &InjectArgs) -> String {
+fn command_line(args: &InjectArgs, techniques: &[&Technique]) -> String {
     let mut words = vec!["promptlab cases inject".to_string()];
     if args.all {
         words.push("--all".into());
@@ -122,7 +123,7 @@ fn command_line(args: &InjectArgs) -> String {
     ids.sort();
     ids.dedup();
     words.extend(ids.iter().map(|id| format!("--claim {id}")));
-    if let Some(techniques) = &args.techniques {
+    if !techniques.is_empty() {
         let ids: Vec<&str> = techniques.iter().map(|t| t.id).collect();
         words.push(format!("--techniques {}", ids.join(",")));
     }

@@ -15,6 +15,7 @@ pub mod run_id;
 pub mod runner;
 pub mod shard;
 pub mod suite;
+pub mod tags;
 
 pub use expect::{Observation, Outcome, Verdict, judge};
 pub use matrix::{MAX_PLANNED_TURNS, Matrix, Shard, TurnSpec, build_matrix};

@@ -14,7 +14,7 @@ pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     let mut count = 0usize;
     if format == EvalFormat::Pretty {
-        writeln!(out, "variant\tmodel\tclaim\tcase\tsample")?;
+        writeln!(out, "variant\tmodel\tclaim\tcase\tsample\ttags")?;
     }
     for spec in plan.selected() {
         count += 1;
@@ -27,13 +27,18 @@ pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
                     place,
                     model: model.clone(),
                     thinking_level: settings.thinking_level,
+                    tags: plan.suite.suite.cases[spec.case].tags.clone(),
                 };
                 write_record(&mut out, &record)?;
             }
             EvalFormat::Pretty => writeln!(
                 out,
-                "{}\t{model} · {level}\t{}\t{}\t{}",
-                place.variant, place.claim, place.case, place.sample
+                "{}\t{model} · {level}\t{}\t{}\t{}\t{}",
+                place.variant,
+                place.claim,
+                place.case,
+                place.sample,
+                plan.suite.suite.cases[spec.case].tags.join(",")
             )?,
         }
     }

@@ -3,6 +3,7 @@
 //! bar, a summary per variant, the failures, NDJSON for machines, JUnit and
 //! Markdown for CI, shards and their merge, and resume.
 
+mod by_tag;
 mod eval_run;
 mod list;
 mod preflight;
@@ -103,7 +104,11 @@ pub struct EvalArgs {
     /// suite's variants (repeat for several).
     #[arg(long, value_name = "FILE")]
     pub overrides: Vec<PathBuf>,
-    /// Print the planned turns (variant, claim, case, sample) and run nothing.
+    /// After the summary, break the pass rates down by GROUP: `tag` gives each case tag's
+    /// (the NDJSON summary always has them, as `tags`).
+    #[arg(long, value_enum, value_name = "GROUP")]
+    pub by: Option<by_tag::ByGroup>,
+    /// Print the planned turns (variant, claim, case, sample, tags) and run nothing.
     #[arg(long)]
     pub list: bool,
     /// Judge the turns already recorded (in --runs-dir, or the --report folders) against the
