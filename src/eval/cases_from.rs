@@ -99,7 +99,7 @@ impl std::fmt::Display for RowProblem {
 fn problem(row: usize, column: Option<&str>, message: impl Into<String>) -> RowProblem {
     RowProblem {
         row,
-        column: column.map(|c| crate::text::quote(c)),
+        column: column.map(crate::text::quote),
         message: message.into(),
     }
 }
