@@ -270,3 +270,80 @@ proptest! {
         let _ = parse_cases(&text, false);
     }
 }
+
+/// Cells a spreadsheet makes hard: commas, quotes, newlines, `|` lists,
+/// JSON, non-ASCII.
+const HARD_CELLS: [(&str, &str); 4] = [
+    ("comma", "Excess, deductible, or both?"),
+    ("quotes", "She said \"not 2009\", then 'it was 2019'"),
+    ("newline", "Line one\r\nLine two\nLine three"),
+    ("unicode", "Café £350 — déjà vu ✓"),
+];
+
+#[test]
+fn a_bank_written_by_pythons_csv_module_in_excel_dialect_with_a_bom_reads_back() {
+    let Some(python) = support::references::python() else {
+        return;
+    };
+    // Python's csv module writes as Excel does; `utf-8-sig` adds the BOM
+    // Excel puts before "CSV UTF-8".
+    let program = r#"
+import csv, json, sys
+rows = json.load(sys.stdin)
+with open(sys.argv[1], "w", newline="", encoding="utf-8-sig") as f:
+    w = csv.writer(f, dialect="excel")
+    w.writerow(["name", "message", "tags", "expect.toolCalled"])
+    for name, message in rows:
+        w.writerow([name, message, "a|b", json.dumps({"name": "get_claim_section", "args": {"section": "policy"}})])
+"#;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("banks")).unwrap();
+    let bank = dir.path().join("banks/bank.csv");
+    let rows = serde_json::to_vec(&HARD_CELLS).unwrap();
+    let said = support::references::run_reference(
+        &python,
+        &["-c".as_ref(), program.as_ref(), bank.as_os_str()],
+        &rows,
+    );
+    assert!(said.ok, "{}", said.stderr);
+    assert!(
+        std::fs::read(&bank).unwrap().starts_with(b"\xef\xbb\xbf"),
+        "a BOM"
+    );
+    let path = dir.path().join("suite.yaml");
+    std::fs::write(&path, "casesFrom: banks/bank.csv\n").unwrap();
+    let suite = load(&path).unwrap().suite;
+    assert_eq!(suite.cases.len(), HARD_CELLS.len());
+    for (case, (name, message)) in suite.cases.iter().zip(HARD_CELLS) {
+        assert_eq!(case.name, name);
+        assert_eq!(case.message.as_deref(), Some(message));
+        assert_eq!(case.tags, ["a", "b"]);
+        assert_eq!(
+            case.expect.tool_called.0,
+            [ToolExpectation::WithArgs {
+                name: "get_claim_section".into(),
+                args: Some(json!({"section": "policy"}))
+            }]
+        );
+    }
+}
+
+#[test]
+fn tags_and_client_action_not_are_checked_like_every_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |body: &str| {
+        let path = dir.path().join("s.yaml");
+        std::fs::write(&path, body).unwrap();
+        error(&path)
+    };
+    assert!(
+        write("cases:\n  - {name: a, message: Hi, tags: [good, has space]}\n").ends_with(
+            "field `cases[0].tags`: `has space`: use letters, digits, `-`, `_` and `.` only"
+        )
+    );
+    assert!(
+        write("cases:\n  - {name: a, message: Hi, expect: {clientActionNot: {panel: policy}}}\n")
+            .ends_with("field `cases[0].expect.clientActionNot[0]`: needs an `action` (highlight_panel or navigate)")
+    );
+    assert!(write("cases:\n  - {name: a, message: Hi, tags: nope}\n").contains("cases[0].tags"));
+}

@@ -312,11 +312,11 @@ fn list_prints_the_plan_and_runs_nothing() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout
-            .starts_with("variant\tmodel\tclaim\tcase\tsample\ttags\n")
+            .starts_with("variant\tmodel\tclaim\tcase\tsample\n")
     );
     assert!(
         out.stdout
-            .contains("default\tgemini-3.1-flash-lite · low\tCLM-MTR-0002\twrong\t2\t\n")
+            .contains("default\tgemini-3.1-flash-lite · low\tCLM-MTR-0002\twrong\t2\n")
     );
     assert!(
         out.stdout.contains("8 turns planned; nothing was run"),

@@ -308,3 +308,10 @@ fn judge_adds_the_rubric_criterion() {
         listed.stdout
     );
 }
+
+proptest::proptest! {
+    #[test]
+    fn technique_lists_never_panic(text in "\\PC{0,80}") {
+        let _ = promptlab::cases::parse_techniques(&text);
+    }
+}

@@ -108,7 +108,8 @@ pub struct EvalArgs {
     /// (the NDJSON summary always has them, as `tags`).
     #[arg(long, value_enum, value_name = "GROUP")]
     pub by: Option<by_tag::ByGroup>,
-    /// Print the planned turns (variant, claim, case, sample, tags) and run nothing.
+    /// Print the planned turns (variant, claim, case, sample; tags when a case has them) and run
+    /// nothing.
     #[arg(long)]
     pub list: bool,
     /// Judge the turns already recorded (in --runs-dir, or the --report folders) against the
