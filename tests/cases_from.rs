@@ -347,3 +347,25 @@ fn tags_and_client_action_not_are_checked_like_every_field() {
     );
     assert!(write("cases:\n  - {name: a, message: Hi, tags: nope}\n").contains("cases[0].tags"));
 }
+
+#[test]
+fn a_rule_a_row_breaks_is_said_by_its_row_and_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = "name,message,expect.toolCalled,capability\nok,Hi,,\nbad,Hi,get_claim_sectoin,\nworse,Hi,,nope\n";
+    let path = suite_with(dir.path(), "rules.csv", bank, "");
+    assert!(
+        error(&path).ends_with(
+            "field `casesFrom`: `banks/rules.csv`: row 3, column `expect.toolCalled`: unknown tool `get_claim_sectoin`; did you mean `get_claim_section`?"
+        ),
+        "{}",
+        error(&path)
+    );
+    let bank = "name,message,capability\nok,Hi,\nworse,Hi,nope\n";
+    let path = suite_with(dir.path(), "cap.csv", bank, "");
+    assert!(
+        error(&path)
+            .ends_with("`banks/cap.csv`: row 3, column `capability`: unknown capability `nope`"),
+        "{}",
+        error(&path)
+    );
+}

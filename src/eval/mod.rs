@@ -13,6 +13,7 @@ pub mod report;
 pub mod rescore;
 pub mod run_id;
 pub mod runner;
+pub mod shapes;
 pub mod shard;
 pub mod suite;
 pub mod tags;

@@ -12,6 +12,8 @@ use crate::chat::request::{ChatMessage, Locale, ThinkingLevel, validate_messages
 use crate::document::{DocumentFormat, DocumentProblem, parse_document};
 use crate::prompts::PromptRegistry;
 
+pub use super::shapes::{OneOrMany, ToolExpectation};
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Suite {
@@ -259,124 +261,6 @@ pub struct Expectations {
     pub rubric_threshold: Option<f64>,
 }
 
-/// A tool by name, or by name and (a subset of) its arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolExpectation {
-    Name(String),
-    WithArgs { name: String, args: Option<Value> },
-}
-
-/// `{name, args}`, with unknown fields named in the error (an untagged enum
-/// would only say that nothing matched).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ToolWithArgs {
-    name: String,
-    #[serde(default)]
-    args: Option<Value>,
-}
-
-impl<'de> Deserialize<'de> for ToolExpectation {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = ToolExpectation;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a tool name, or {name, args}")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ToolExpectation, E> {
-                Ok(ToolExpectation::Name(name.to_string()))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<ToolExpectation, A::Error> {
-                let tool =
-                    ToolWithArgs::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                Ok(ToolExpectation::WithArgs {
-                    name: tool.name,
-                    args: tool.args,
-                })
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
-impl ToolExpectation {
-    pub fn name(&self) -> &str {
-        match self {
-            ToolExpectation::Name(name) | ToolExpectation::WithArgs { name, .. } => name,
-        }
-    }
-
-    pub fn args(&self) -> Option<&Value> {
-        match self {
-            ToolExpectation::Name(_) => None,
-            ToolExpectation::WithArgs { args, .. } => args.as_ref(),
-        }
-    }
-}
-
-/// A single value or a list of them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OneOrMany<T>(pub Vec<T>);
-
-impl<T> Default for OneOrMany<T> {
-    fn default() -> Self {
-        OneOrMany(Vec::new())
-    }
-}
-
-/// A list, or one item of it. Each shape is read by the item's own
-/// deserializer, so an error inside an item keeps its message (an untagged
-/// enum would replace it with "did not match any variant").
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-        use serde::de::{Error, IntoDeserializer};
-
-        struct Visitor<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
-            type Value = OneOrMany<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("one value or a list of them")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                Vec::<T>::deserialize(SeqAccessDeserializer::new(seq)).map(OneOrMany)
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<Self::Value, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
-                T::deserialize(text.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_string<E: Error>(self, text: String) -> Result<Self::Value, E> {
-                T::deserialize(text.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_bool<E: Error>(self, value: bool) -> Result<Self::Value, E> {
-                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_i64<E: Error>(self, value: i64) -> Result<Self::Value, E> {
-                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_u64<E: Error>(self, value: u64) -> Result<Self::Value, E> {
-                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_f64<E: Error>(self, value: f64) -> Result<Self::Value, E> {
-                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-        }
-        deserializer.deserialize_any(Visitor(std::marker::PhantomData))
-    }
-}
-
 impl Expectations {
     /// `self` (suite defaults) with `case` on top.
     pub fn merged_with(&self, case: &Expectations) -> Expectations {
@@ -446,6 +330,10 @@ pub struct LoadedSuite {
     pub suite: Suite,
     pub path: PathBuf,
     pub name: String,
+    /// How many of `suite.cases` are inline; the rest came from `casesFrom`…
+    inline_cases: usize,
+    /// …from these rows of it, in order.
+    rows: Vec<usize>,
 }
 
 impl LoadedSuite {
@@ -468,10 +356,13 @@ impl LoadedSuite {
                 .unwrap_or("suite")
                 .to_string()
         });
+        let inline_cases = suite.cases.len();
         let mut loaded = LoadedSuite {
             suite,
             path: path.to_path_buf(),
             name,
+            inline_cases,
+            rows: Vec::new(),
         };
         loaded.add_cases_from()?;
         loaded.check_rules(registry)?;
@@ -510,6 +401,7 @@ impl LoadedSuite {
                 super::matrix::MAX_PLANNED_TURNS
             )));
         }
+        self.rows = rows.iter().map(|(row, _)| *row).collect();
         self.suite
             .cases
             .extend(rows.into_iter().map(|(_, case)| case));
@@ -581,47 +473,79 @@ impl LoadedSuite {
         self.check_settings("defaults", &suite.defaults, registry)?;
         let mut case_names = std::collections::BTreeSet::new();
         for (index, case) in suite.cases.iter().enumerate() {
-            let field = |name: &str| format!("cases[{index}].{name}");
             if !case_names.insert(case.name.as_str()) {
-                return Err(self.rule(field("name"), format!("`{}` is used twice", case.name)));
-            }
-            if !is_label(&case.name) {
-                return Err(self.rule(field("name"), "use letters, digits, `-`, `_` and `.` only"));
-            }
-            if let Some(tag) = case.tags.iter().find(|tag| !is_label(tag)) {
                 return Err(self.rule(
-                    field("tags"),
-                    format!(
-                        "`{}`: use letters, digits, `-`, `_` and `.` only",
-                        crate::text::quote(tag)
-                    ),
+                    format!("cases[{index}].name"),
+                    format!("`{}` is used twice", case.name),
                 ));
             }
-            match (&case.message, &case.history) {
-                (Some(_), Some(_)) => {
-                    return Err(
-                        self.rule(field("message"), "give a message or a history, not both")
-                    );
-                }
-                (None, None) => {
-                    return Err(self.rule(field("message"), "a case needs a message or a history"));
-                }
-                _ => {}
-            }
-            let source = if case.message.is_some() {
-                "message"
-            } else {
-                "history"
-            };
-            validate_messages(&case_messages(case))
-                .map_err(|error| self.rule(field(source), error.to_string()))?;
-            self.check_settings(
-                &format!("cases[{index}]"),
-                &case.settings(&CaseSettings::default()),
-                registry,
-            )?;
+            self.check_case(index, case, registry)
+                .map_err(|error| self.at_row(index, error))?;
         }
         Ok(())
+    }
+
+    fn check_case(
+        &self,
+        index: usize,
+        case: &Case,
+        registry: &PromptRegistry,
+    ) -> Result<(), SuiteError> {
+        let field = |name: &str| format!("cases[{index}].{name}");
+        if !is_label(&case.name) {
+            return Err(self.rule(field("name"), "use letters, digits, `-`, `_` and `.` only"));
+        }
+        if let Some(tag) = case.tags.iter().find(|tag| !is_label(tag)) {
+            return Err(self.rule(
+                field("tags"),
+                format!(
+                    "`{}`: use letters, digits, `-`, `_` and `.` only",
+                    crate::text::quote(tag)
+                ),
+            ));
+        }
+        match (&case.message, &case.history) {
+            (Some(_), Some(_)) => {
+                return Err(self.rule(field("message"), "give a message or a history, not both"));
+            }
+            (None, None) => {
+                return Err(self.rule(field("message"), "a case needs a message or a history"));
+            }
+            _ => {}
+        }
+        let source = if case.message.is_some() {
+            "message"
+        } else {
+            "history"
+        };
+        validate_messages(&case_messages(case))
+            .map_err(|error| self.rule(field(source), error.to_string()))?;
+        self.check_settings(
+            &format!("cases[{index}]"),
+            &case.settings(&CaseSettings::default()),
+            registry,
+        )
+    }
+
+    /// A rule broken by a `casesFrom` case, said by its file, row and column.
+    fn at_row(&self, index: usize, error: SuiteError) -> SuiteError {
+        let (Some(file), Some(row), SuiteError::Rule { field, message, .. }) = (
+            &self.suite.cases_from,
+            index
+                .checked_sub(self.inline_cases)
+                .and_then(|i| self.rows.get(i)),
+            &error,
+        ) else {
+            return error;
+        };
+        let prefix = format!("cases[{index}].");
+        let column = field.strip_prefix(&prefix).unwrap_or(field);
+        let column = column.split('[').next().unwrap_or(column);
+        let shown = crate::text::quote(&file.display().to_string());
+        self.rule(
+            "casesFrom".into(),
+            format!("`{shown}`: row {row}, column `{column}`: {message}"),
+        )
     }
 
     fn check_settings(
