@@ -143,14 +143,14 @@ fn readme(cases: &[InjectCase], command: &str) -> String {
     );
     for case in cases {
         out.push_str(&format!(
-            "| `{}` | `{}` | {} | {} | {} | `{}`, {:?} |\n",
+            "| `{}` | `{}` | {} | {} | {} | `{}`, {} |\n",
             case.name,
             case.claim.id,
             case.technique.id,
             case.placement.id(),
             case.placement.describe(&case.claim),
             case.canary,
-            case.transform
+            case.transform.name()
         ));
     }
     out.push_str("\n## Techniques\n\n");

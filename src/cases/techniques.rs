@@ -67,6 +67,15 @@ pub enum Transform {
 }
 
 impl Transform {
+    /// How the README names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transform::Reversed => "read backwards",
+            Transform::Base64 => "base64-encoded",
+            Transform::Parts => "in parts",
+        }
+    }
+
     /// The transform of the technique at `index` (they take turns).
     pub fn of(index: usize) -> Transform {
         [Transform::Reversed, Transform::Base64, Transform::Parts][index % 3]
