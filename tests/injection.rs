@@ -315,3 +315,34 @@ proptest::proptest! {
         let _ = promptlab::cases::parse_techniques(&text);
     }
 }
+
+#[test]
+fn all_takes_every_claim_in_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("all");
+    let out = run(&[
+        "cases",
+        "inject",
+        "--all",
+        "--techniques",
+        "screen-hijack",
+        "--out-dir",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let store = ClaimStore::new(repo_root().join("claims"));
+    let claims = store.entries().unwrap().len();
+    assert!(
+        out.stdout
+            .contains(&format!("wrote {claims} cases from {claims} claims")),
+        "{}",
+        out.stdout
+    );
+    let derived = ClaimStore::new(out_dir.join("claims"));
+    assert_eq!(derived.entries().unwrap().len(), claims);
+    for entry in derived.entries().unwrap() {
+        // Every derived claim loads, under its own id, with the hijack's target.
+        let claim = derived.load_entry(&entry).unwrap().claim;
+        assert!(claim.document("D-INJ").is_some(), "{}", claim.id);
+    }
+}
