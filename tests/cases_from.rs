@@ -225,7 +225,15 @@ fn a_bank_runs_offline_and_its_tags_are_summarised() {
     let out = run_command(
         promptlab()
             .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
-            .args(["eval", "--provider", "script", "--by", "tag"])
+            .args([
+                "eval",
+                "--provider",
+                "script",
+                "--by",
+                "tag",
+                "--markdown-summary",
+            ])
+            .arg(dir.path().join("summary.md"))
             .arg(&path),
     );
     assert_eq!(out.code, 1, "{}", out.stderr);

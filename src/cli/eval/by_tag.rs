@@ -49,6 +49,37 @@ pub fn tag_lines(tags: &[TagSummary]) -> Vec<String> {
     lines
 }
 
+/// The Markdown summary's table of tags (`--markdown-summary`), when any
+/// case has one: a safety review's headline in the CI job summary.
+pub fn tag_markdown(tags: &[TagSummary]) -> String {
+    use promptlab::markdown::{CELL_CHARS, code_in_table, inline};
+    if tags.is_empty() {
+        return String::new();
+    }
+    let mut md =
+        String::from("\n| tag | variant | passed | pass rate (95% CI) |\n|---|---|---|---|\n");
+    for tag in tags {
+        let rate = match (tag.pass_rate, tag.pass_rate_interval) {
+            (Some(rate), Some((low, high))) => format!(
+                "{:.1}% ({:.0}–{:.0}%)",
+                rate * 100.0,
+                low * 100.0,
+                high * 100.0
+            ),
+            (Some(rate), None) => format!("{:.1}%", rate * 100.0),
+            _ => "–".to_string(),
+        };
+        md.push_str(&format!(
+            "| {} | {} | {}/{} | {rate} |\n",
+            code_in_table(&tag.tag, CELL_CHARS),
+            inline(&tag.variant, CELL_CHARS),
+            tag.passed,
+            tag.passed + tag.failed
+        ));
+    }
+    md
+}
+
 /// Writes the section when `--by tag` asked for it.
 pub fn write_by_tag(out: &mut impl Write, tags: &[TagSummary]) -> std::io::Result<()> {
     writeln!(out)?;

@@ -390,6 +390,9 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
             seconds(s.latency_p95_ms)
         );
     }
+    md.push_str(&super::by_tag::tag_markdown(
+        &promptlab::eval::tags::summarize_tags(plan, &outcome.results),
+    ));
     let lines = judging_lines(&outcome.summaries, plan);
     if !lines.is_empty() {
         md.push('\n');
