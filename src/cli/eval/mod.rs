@@ -153,8 +153,8 @@ pub struct EvalArgs {
     /// Call the model for every turn, even when the suite says `cache: true`.
     #[arg(long)]
     pub no_cache: bool,
-    /// Run the suite, then again each time the suite, an override file, a script or a selected
-    /// claim file changes, saying which turns newly fail or pass and what the run cost. Pair
+    /// Run the suite, then again each time the suite, an override file, a script, its casesFrom
+    /// bank or a selected claim file changes, saying which turns newly fail or pass and what the run cost. Pair
     /// with --cache so that only changed turns call the model. Ctrl-C stops.
     #[arg(long, conflicts_with_all = ["report", "rescore", "list", "resume", "shard"])]
     pub watch: bool,
