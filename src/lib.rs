@@ -5,6 +5,7 @@
 //! sinks (terminal, NDJSON/SSE, run log) → eval and compare.
 //! See `ARCHITECTURE.md` for the picture.
 
+pub mod cases;
 pub mod chat;
 pub mod claims;
 pub mod compare;

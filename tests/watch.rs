@@ -111,3 +111,55 @@ fn watch_runs_again_on_each_edit_and_says_what_changed() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(130), "{}", seen.join("\n"));
 }
+
+#[test]
+fn a_cases_from_bank_is_watched() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "answer.yaml",
+        &answer_script("The excess is £350."),
+    );
+    let bank = |expected: &str| {
+        write(
+            dir.path(),
+            "bank.csv",
+            &format!(
+                "name,message,script,expect.answerContains\nexcess,What is the excess?,answer.yaml,{expected}\n"
+            ),
+        )
+    };
+    bank("excess");
+    write(
+        dir.path(),
+        "suite.yaml",
+        "name: watched\nclaims: {ids: [CLM-HH-0001]}\ndefaults: {today: 2026-11-30}\ncasesFrom: bank.csv\n",
+    );
+    let mut child = promptlab()
+        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .args(["eval", "--watch", "--cache", "--provider", "script", "-q"])
+        .arg(dir.path().join("suite.yaml"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (sender, lines) = channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = sender.send(line);
+        }
+    });
+    let mut seen = Vec::new();
+    wait_for(&lines, "watch: first run", &mut seen);
+    wait_for(&lines, "watch: watching", &mut seen);
+    bank("deductible");
+    wait_for(&lines, "bank.csv changed; running again", &mut seen);
+    wait_for(&lines, "watch: 1 newly failing, 0 newly passing", &mut seen);
+    wait_for(&lines, "watch: watching", &mut seen);
+    support::interrupt(&child);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{}", seen.join("\n"));
+}

@@ -3,6 +3,7 @@
 //! validated types the engine takes.
 
 pub mod cache;
+pub mod cases;
 pub mod chat;
 pub mod claims;
 pub mod compare;
@@ -148,6 +149,9 @@ pub enum Command {
     /// Inspect the claim store: list, show, brief, validate.
     #[command(subcommand)]
     Claims(claims::ClaimsCommand),
+    /// Generate cases: a prompt-injection suite planted in claims from the store.
+    #[command(subcommand)]
+    Cases(cases::CasesCommand),
     /// Run an eval suite over the claim corpus and give a verdict.
     Eval(Box<eval::EvalArgs>),
     /// Compare two prompt versions on their recorded runs.
@@ -191,6 +195,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Chat(args) => chat::run(*args, &store, &cli.stores),
         Command::Prompts(command) => prompts::run(command, &store),
         Command::Claims(command) => claims::run(command, &store),
+        Command::Cases(command) => cases::run(command, &store),
         Command::Eval(args) => eval::run(*args, &store, &cli.stores),
         Command::Compare(args) => compare::run(args, &cli.stores),
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),

@@ -200,6 +200,18 @@ pub fn judge(expect: &Expectations, seen: &Observation, rubric: &[RubricVerdict]
             ));
         }
     }
+    for unwanted in &expect.client_action_not.0 {
+        if let Some(action) = seen
+            .client_actions
+            .iter()
+            .find(|action| is_subset(unwanted, action))
+        {
+            failures.push(format!(
+                "client action {} was emitted, which it must not be",
+                compact(action)
+            ));
+        }
+    }
     // A deployment's rounds are not on the wire: not judged (docs/worker.md).
     if let Some(max) = expect.max_rounds.filter(|_| !seen.remote)
         && seen.rounds > max
@@ -499,5 +511,26 @@ mod tests {
             ..Expectations::default()
         };
         assert_eq!(judge(&allowed, &errored, &[]).outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn client_action_not_fails_only_on_its_kind_and_target() {
+        let not = |value: Value| Expectations {
+            client_action_not: OneOrMany(vec![value]),
+            ..Expectations::default()
+        };
+        let other_panel = not(json!({"action": "highlight_panel", "panel": "coverage"}));
+        assert_eq!(judge(&other_panel, &seen(), &[]).outcome, Outcome::Pass);
+        let other_kind = not(json!({"action": "navigate", "to": "policy"}));
+        assert_eq!(judge(&other_kind, &seen(), &[]).outcome, Outcome::Pass);
+        let same = not(json!({"action": "highlight_panel", "panel": "policy"}));
+        assert_eq!(
+            judge(&same, &seen(), &[]).failures,
+            [
+                "client action {\"action\":\"highlight_panel\",\"panel\":\"policy\"} was emitted, which it must not be"
+            ]
+        );
+        let any_highlight = not(json!({"action": "highlight_panel"}));
+        assert_eq!(judge(&any_highlight, &seen(), &[]).outcome, Outcome::Fail);
     }
 }

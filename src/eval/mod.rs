@@ -2,6 +2,7 @@
 //! versions, judged against expectations (SPEC §7; `docs/suites.md`).
 
 pub mod budget;
+pub mod cases_from;
 pub mod expect;
 pub mod fold;
 pub mod judging;
@@ -12,8 +13,10 @@ pub mod report;
 pub mod rescore;
 pub mod run_id;
 pub mod runner;
+pub mod shapes;
 pub mod shard;
 pub mod suite;
+pub mod tags;
 
 pub use expect::{Observation, Outcome, Verdict, judge};
 pub use matrix::{MAX_PLANNED_TURNS, Matrix, Shard, TurnSpec, build_matrix};

@@ -252,6 +252,9 @@ pub enum EvalRecord<'a> {
         model: String,
         #[serde(rename = "thinkingLevel")]
         thinking_level: ThinkingLevel,
+        /// The case's tags.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tags: Vec<String>,
     },
 }
 
@@ -381,6 +384,9 @@ pub struct SummaryRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_reached: Option<BudgetRecord>,
     pub variants: Vec<VariantSummary>,
+    /// Pass rates per case tag and variant (absent when no case has a tag).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<super::tags::TagSummary>,
     /// Ignored overrides and unknown placeholders, one line each by variant
     /// (what `--strict` refuses).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

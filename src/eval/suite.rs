@@ -12,6 +12,8 @@ use crate::chat::request::{ChatMessage, Locale, ThinkingLevel, validate_messages
 use crate::document::{DocumentFormat, DocumentProblem, parse_document};
 use crate::prompts::PromptRegistry;
 
+pub use super::shapes::{OneOrMany, ToolExpectation};
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Suite {
@@ -37,7 +39,12 @@ pub struct Suite {
     /// `--no-cache` overrides it).
     #[serde(default)]
     pub cache: bool,
+    #[serde(default)]
     pub cases: Vec<Case>,
+    /// More cases, one per row of a CSV or JSONL file (relative to the
+    /// suite file; `docs/suites.md`), after the inline ones.
+    #[serde(default)]
+    pub cases_from: Option<PathBuf>,
 }
 
 /// `judge:` in a suite: the judge model and its instructions.
@@ -155,6 +162,9 @@ pub struct Case {
     /// With `--provider script`: this case's script (relative to the suite file).
     #[serde(default)]
     pub script: Option<PathBuf>,
+    /// Labels for `eval --by tag` (e.g. an injection case's technique).
+    #[serde(default)]
+    pub tags: Vec<String>,
     // The case's own settings, the fields of `CaseSettings` written out
     // rather than `#[serde(flatten)]`ed: serde buffers flattened content,
     // which loses the line of any error inside a case, and suite errors
@@ -230,6 +240,10 @@ pub struct Expectations {
     /// Client actions that must be emitted: `{action: highlight_panel, panel: coverage}`.
     #[serde(default)]
     pub client_action: OneOrMany<Value>,
+    /// Client actions that must not be emitted, by kind and target:
+    /// `{action: navigate, to: documents/D-09}`.
+    #[serde(default)]
+    pub client_action_not: OneOrMany<Value>,
     /// The turn must not end in an error (default true).
     #[serde(default)]
     pub no_error: Option<bool>,
@@ -245,124 +259,6 @@ pub struct Expectations {
     /// A rubric verdict passes only with a score at least this (0 to 1).
     #[serde(default)]
     pub rubric_threshold: Option<f64>,
-}
-
-/// A tool by name, or by name and (a subset of) its arguments.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ToolExpectation {
-    Name(String),
-    WithArgs { name: String, args: Option<Value> },
-}
-
-/// `{name, args}`, with unknown fields named in the error (an untagged enum
-/// would only say that nothing matched).
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ToolWithArgs {
-    name: String,
-    #[serde(default)]
-    args: Option<Value>,
-}
-
-impl<'de> Deserialize<'de> for ToolExpectation {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Visitor;
-        impl<'de> serde::de::Visitor<'de> for Visitor {
-            type Value = ToolExpectation;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a tool name, or {name, args}")
-            }
-            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ToolExpectation, E> {
-                Ok(ToolExpectation::Name(name.to_string()))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<ToolExpectation, A::Error> {
-                let tool =
-                    ToolWithArgs::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
-                Ok(ToolExpectation::WithArgs {
-                    name: tool.name,
-                    args: tool.args,
-                })
-            }
-        }
-        deserializer.deserialize_any(Visitor)
-    }
-}
-
-impl ToolExpectation {
-    pub fn name(&self) -> &str {
-        match self {
-            ToolExpectation::Name(name) | ToolExpectation::WithArgs { name, .. } => name,
-        }
-    }
-
-    pub fn args(&self) -> Option<&Value> {
-        match self {
-            ToolExpectation::Name(_) => None,
-            ToolExpectation::WithArgs { args, .. } => args.as_ref(),
-        }
-    }
-}
-
-/// A single value or a list of them.
-#[derive(Debug, Clone, PartialEq)]
-pub struct OneOrMany<T>(pub Vec<T>);
-
-impl<T> Default for OneOrMany<T> {
-    fn default() -> Self {
-        OneOrMany(Vec::new())
-    }
-}
-
-/// A list, or one item of it. Each shape is read by the item's own
-/// deserializer, so an error inside an item keeps its message (an untagged
-/// enum would replace it with "did not match any variant").
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMany<T> {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
-        use serde::de::{Error, IntoDeserializer};
-
-        struct Visitor<T>(std::marker::PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for Visitor<T> {
-            type Value = OneOrMany<T>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("one value or a list of them")
-            }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                seq: A,
-            ) -> Result<Self::Value, A::Error> {
-                Vec::<T>::deserialize(SeqAccessDeserializer::new(seq)).map(OneOrMany)
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                map: A,
-            ) -> Result<Self::Value, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map)).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_str<E: Error>(self, text: &str) -> Result<Self::Value, E> {
-                T::deserialize(text.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_string<E: Error>(self, text: String) -> Result<Self::Value, E> {
-                T::deserialize(text.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_bool<E: Error>(self, value: bool) -> Result<Self::Value, E> {
-                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_i64<E: Error>(self, value: i64) -> Result<Self::Value, E> {
-                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_u64<E: Error>(self, value: u64) -> Result<Self::Value, E> {
-                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-            fn visit_f64<E: Error>(self, value: f64) -> Result<Self::Value, E> {
-                T::deserialize(value.into_deserializer()).map(|item| OneOrMany(vec![item]))
-            }
-        }
-        deserializer.deserialize_any(Visitor(std::marker::PhantomData))
-    }
 }
 
 impl Expectations {
@@ -388,6 +284,13 @@ impl Expectations {
             ),
             client_action: OneOrMany(
                 [self.client_action.0.clone(), case.client_action.0.clone()].concat(),
+            ),
+            client_action_not: OneOrMany(
+                [
+                    self.client_action_not.0.clone(),
+                    case.client_action_not.0.clone(),
+                ]
+                .concat(),
             ),
             no_error: case.no_error.or(self.no_error),
             max_rounds: case.max_rounds.or(self.max_rounds),
@@ -427,6 +330,10 @@ pub struct LoadedSuite {
     pub suite: Suite,
     pub path: PathBuf,
     pub name: String,
+    /// How many of `suite.cases` are inline; the rest came from `casesFrom`…
+    inline_cases: usize,
+    /// …from these rows of it, in order.
+    rows: Vec<usize>,
 }
 
 impl LoadedSuite {
@@ -449,13 +356,56 @@ impl LoadedSuite {
                 .unwrap_or("suite")
                 .to_string()
         });
-        let loaded = LoadedSuite {
+        let inline_cases = suite.cases.len();
+        let mut loaded = LoadedSuite {
             suite,
             path: path.to_path_buf(),
             name,
+            inline_cases,
+            rows: Vec::new(),
         };
+        loaded.add_cases_from()?;
         loaded.check_rules(registry)?;
         Ok(loaded)
+    }
+
+    /// Appends the cases of `casesFrom` (relative to the suite file), a
+    /// name already used being an error that names the row.
+    fn add_cases_from(&mut self) -> Result<(), SuiteError> {
+        let Some(file) = self.suite.cases_from.clone() else {
+            return Ok(());
+        };
+        let full = self.base_dir().join(&file);
+        let shown = crate::text::quote(&file.display().to_string());
+        let fail = |message: String| self.rule("casesFrom".into(), format!("`{shown}`: {message}"));
+        let text = crate::input::read_input_text(&full).map_err(|error| fail(error.to_string()))?;
+        let jsonl = matches!(
+            full.extension().and_then(|e| e.to_str()),
+            Some("jsonl" | "ndjson")
+        );
+        let rows = super::cases_from::parse_cases(&text, jsonl)
+            .map_err(|problem| fail(problem.to_string()))?;
+        let mut names: std::collections::BTreeSet<String> =
+            self.suite.cases.iter().map(|c| c.name.clone()).collect();
+        for (row, case) in &rows {
+            if !names.insert(case.name.clone()) {
+                let used = crate::text::quote(&case.name);
+                return Err(fail(format!(
+                    "row {row}, column `name`: `{used}` is used twice"
+                )));
+            }
+        }
+        if self.suite.cases.len() + rows.len() > super::matrix::MAX_PLANNED_TURNS {
+            return Err(fail(format!(
+                "more than {} cases in all (the most turns a suite may plan)",
+                super::matrix::MAX_PLANNED_TURNS
+            )));
+        }
+        self.rows = rows.iter().map(|(row, _)| *row).collect();
+        self.suite
+            .cases
+            .extend(rows.into_iter().map(|(_, case)| case));
+        Ok(())
     }
 
     /// The folder that relative paths in the suite are taken from.
@@ -523,38 +473,79 @@ impl LoadedSuite {
         self.check_settings("defaults", &suite.defaults, registry)?;
         let mut case_names = std::collections::BTreeSet::new();
         for (index, case) in suite.cases.iter().enumerate() {
-            let field = |name: &str| format!("cases[{index}].{name}");
             if !case_names.insert(case.name.as_str()) {
-                return Err(self.rule(field("name"), format!("`{}` is used twice", case.name)));
+                return Err(self.rule(
+                    format!("cases[{index}].name"),
+                    format!("`{}` is used twice", case.name),
+                ));
             }
-            if !is_label(&case.name) {
-                return Err(self.rule(field("name"), "use letters, digits, `-`, `_` and `.` only"));
-            }
-            match (&case.message, &case.history) {
-                (Some(_), Some(_)) => {
-                    return Err(
-                        self.rule(field("message"), "give a message or a history, not both")
-                    );
-                }
-                (None, None) => {
-                    return Err(self.rule(field("message"), "a case needs a message or a history"));
-                }
-                _ => {}
-            }
-            let source = if case.message.is_some() {
-                "message"
-            } else {
-                "history"
-            };
-            validate_messages(&case_messages(case))
-                .map_err(|error| self.rule(field(source), error.to_string()))?;
-            self.check_settings(
-                &format!("cases[{index}]"),
-                &case.settings(&CaseSettings::default()),
-                registry,
-            )?;
+            self.check_case(index, case, registry)
+                .map_err(|error| self.at_row(index, error))?;
         }
         Ok(())
+    }
+
+    fn check_case(
+        &self,
+        index: usize,
+        case: &Case,
+        registry: &PromptRegistry,
+    ) -> Result<(), SuiteError> {
+        let field = |name: &str| format!("cases[{index}].{name}");
+        if !is_label(&case.name) {
+            return Err(self.rule(field("name"), "use letters, digits, `-`, `_` and `.` only"));
+        }
+        if let Some(tag) = case.tags.iter().find(|tag| !is_label(tag)) {
+            return Err(self.rule(
+                field("tags"),
+                format!(
+                    "`{}`: use letters, digits, `-`, `_` and `.` only",
+                    crate::text::quote(tag)
+                ),
+            ));
+        }
+        match (&case.message, &case.history) {
+            (Some(_), Some(_)) => {
+                return Err(self.rule(field("message"), "give a message or a history, not both"));
+            }
+            (None, None) => {
+                return Err(self.rule(field("message"), "a case needs a message or a history"));
+            }
+            _ => {}
+        }
+        let source = if case.message.is_some() {
+            "message"
+        } else {
+            "history"
+        };
+        validate_messages(&case_messages(case))
+            .map_err(|error| self.rule(field(source), error.to_string()))?;
+        self.check_settings(
+            &format!("cases[{index}]"),
+            &case.settings(&CaseSettings::default()),
+            registry,
+        )
+    }
+
+    /// A rule broken by a `casesFrom` case, said by its file, row and column.
+    fn at_row(&self, index: usize, error: SuiteError) -> SuiteError {
+        let (Some(file), Some(row), SuiteError::Rule { field, message, .. }) = (
+            &self.suite.cases_from,
+            index
+                .checked_sub(self.inline_cases)
+                .and_then(|i| self.rows.get(i)),
+            &error,
+        ) else {
+            return error;
+        };
+        let prefix = format!("cases[{index}].");
+        let column = field.strip_prefix(&prefix).unwrap_or(field);
+        let column = column.split('[').next().unwrap_or(column);
+        let shown = crate::text::quote(&file.display().to_string());
+        self.rule(
+            "casesFrom".into(),
+            format!("`{shown}`: row {row}, column `{column}`: {message}"),
+        )
     }
 
     fn check_settings(
@@ -595,12 +586,17 @@ impl LoadedSuite {
         }
         super::judging::check_judging(settings, self.repeats())
             .map_err(|(field, message)| self.rule(format!("{at}.{field}"), message))?;
-        for (index, action) in settings.expect.client_action.0.iter().enumerate() {
-            if action.get("action").and_then(Value::as_str).is_none() {
-                return Err(self.rule(
-                    format!("{at}.expect.clientAction[{index}]"),
-                    "needs an `action` (highlight_panel or navigate)",
-                ));
+        for (key, actions) in [
+            ("clientAction", &settings.expect.client_action),
+            ("clientActionNot", &settings.expect.client_action_not),
+        ] {
+            for (index, action) in actions.0.iter().enumerate() {
+                if action.get("action").and_then(Value::as_str).is_none() {
+                    return Err(self.rule(
+                        format!("{at}.expect.{key}[{index}]"),
+                        "needs an `action` (highlight_panel or navigate)",
+                    ));
+                }
             }
         }
         Ok(())

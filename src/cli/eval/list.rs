@@ -13,8 +13,12 @@ use crate::cli::error::CliError;
 pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     let mut count = 0usize;
+    let tagged = plan.suite.suite.cases.iter().any(|c| !c.tags.is_empty());
     if format == EvalFormat::Pretty {
-        writeln!(out, "variant\tmodel\tclaim\tcase\tsample")?;
+        // The tags column only when a case has tags: untagged suites list
+        // as they always did.
+        let tags = if tagged { "\ttags" } else { "" };
+        writeln!(out, "variant\tmodel\tclaim\tcase\tsample{tags}")?;
     }
     for spec in plan.selected() {
         count += 1;
@@ -27,14 +31,21 @@ pub fn print_list(plan: &EvalPlan, format: EvalFormat) -> Result<(), CliError> {
                     place,
                     model: model.clone(),
                     thinking_level: settings.thinking_level,
+                    tags: plan.suite.suite.cases[spec.case].tags.clone(),
                 };
                 write_record(&mut out, &record)?;
             }
-            EvalFormat::Pretty => writeln!(
-                out,
-                "{}\t{model} · {level}\t{}\t{}\t{}",
-                place.variant, place.claim, place.case, place.sample
-            )?,
+            EvalFormat::Pretty => {
+                let tags = match tagged {
+                    true => format!("\t{}", plan.suite.suite.cases[spec.case].tags.join(",")),
+                    false => String::new(),
+                };
+                writeln!(
+                    out,
+                    "{}\t{model} · {level}\t{}\t{}\t{}{tags}",
+                    place.variant, place.claim, place.case, place.sample
+                )?
+            }
         }
     }
     if format == EvalFormat::Pretty {

@@ -3,6 +3,7 @@
 //! bar, a summary per variant, the failures, NDJSON for machines, JUnit and
 //! Markdown for CI, shards and their merge, and resume.
 
+mod by_tag;
 mod eval_run;
 mod list;
 mod preflight;
@@ -103,7 +104,12 @@ pub struct EvalArgs {
     /// suite's variants (repeat for several).
     #[arg(long, value_name = "FILE")]
     pub overrides: Vec<PathBuf>,
-    /// Print the planned turns (variant, claim, case, sample) and run nothing.
+    /// After the summary, break the pass rates down by GROUP: `tag` gives each case tag's
+    /// (the NDJSON summary always has them, as `tags`).
+    #[arg(long, value_enum, value_name = "GROUP")]
+    pub by: Option<by_tag::ByGroup>,
+    /// Print the planned turns (variant, claim, case, sample; tags when a case has them) and run
+    /// nothing.
     #[arg(long)]
     pub list: bool,
     /// Judge the turns already recorded (in --runs-dir, or the --report folders) against the
@@ -147,8 +153,8 @@ pub struct EvalArgs {
     /// Call the model for every turn, even when the suite says `cache: true`.
     #[arg(long)]
     pub no_cache: bool,
-    /// Run the suite, then again each time the suite, an override file, a script or a selected
-    /// claim file changes, saying which turns newly fail or pass and what the run cost. Pair
+    /// Run the suite, then again each time the suite, an override file, a script, its casesFrom
+    /// bank or a selected claim file changes, saying which turns newly fail or pass and what the run cost. Pair
     /// with --cache so that only changed turns call the model. Ctrl-C stops.
     #[arg(long, conflicts_with_all = ["report", "rescore", "list", "resume", "shard"])]
     pub watch: bool,

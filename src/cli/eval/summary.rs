@@ -276,6 +276,7 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
             spent_usd: b.spent_usd(),
         }),
         variants: outcome.summaries.clone(),
+        tags: promptlab::eval::tags::summarize_tags(plan, &outcome.results),
         warnings: super::preflight::override_warnings(plan),
         exit: outcome.exit.number(),
     };
@@ -297,6 +298,10 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;
     for line in judging_lines(&outcome.summaries, plan) {
         writeln!(out, "{}", printable(&line))?;
+    }
+    if args.by == Some(super::by_tag::ByGroup::Tag) {
+        let tags = promptlab::eval::tags::summarize_tags(plan, &outcome.results);
+        super::by_tag::write_by_tag(&mut out, &tags)?;
     }
     let failing = outcome.failing();
     if !failing.is_empty() {
@@ -376,6 +381,9 @@ fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
             seconds(s.latency_p95_ms)
         );
     }
+    md.push_str(&super::by_tag::tag_markdown(
+        &promptlab::eval::tags::summarize_tags(plan, &outcome.results),
+    ));
     let lines = judging_lines(&outcome.summaries, plan);
     if !lines.is_empty() {
         md.push('\n');

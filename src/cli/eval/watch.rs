@@ -190,7 +190,7 @@ fn changes_since(previous: Option<&[TurnSnapshot]>, now: &[TurnSnapshot]) -> Vec
 }
 
 /// The files a run of the suite reads: the suite, `--overrides`, the
-/// scripts and override files it names, the claim files it selects, and
+/// scripts, override files and `casesFrom` bank it names, the claim files it selects, and
 /// the judge's script and prompts. An invalid suite gives what can be
 /// known without it.
 fn watch_set(args: &EvalArgs, store: &ClaimStore) -> BTreeSet<PathBuf> {
@@ -212,6 +212,8 @@ fn watch_set(args: &EvalArgs, store: &ClaimStore) -> BTreeSet<PathBuf> {
     for case in &plan.suite.suite.cases {
         files.extend(case.script.iter().map(|p| absolute(&base.join(p))));
     }
+    let bank = plan.suite.suite.cases_from.as_ref();
+    files.extend(bank.map(|p| absolute(&base.join(p))));
     files.extend(
         plan.matrix
             .claims

@@ -1,0 +1,142 @@
+//! `promptlab cases inject`: a prompt-injection suite generated from claims
+//! in the store (`docs/injection.md`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+
+use promptlab::cases::render::render;
+use promptlab::cases::techniques::Technique;
+use promptlab::cases::{InjectOptions, parse_techniques, plan_cases};
+use promptlab::claims::ClaimStore;
+use promptlab::claims::model::Claim;
+
+use super::error::{CliError, Exit};
+
+#[derive(Debug, Subcommand)]
+#[command(
+    after_help = "Examples:\n  promptlab cases inject --claim CLM-HH-0001 --out-dir inj\n  promptlab --claims-dir inj/claims eval inj/suite.yaml --by tag"
+)]
+pub enum CasesCommand {
+    /// Write a prompt-injection suite: derived claims with planted payloads, the suite, a README.
+    Inject(InjectArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Techniques: plain, fake-frame, authority, confirm-cover, reveal-prompt, screen-hijack, encoded, other-language, addressed-note (docs/injection.md).\n\nExamples:\n  promptlab cases inject --claim CLM-HH-0001 --out-dir inj\n  promptlab cases inject --all --techniques plain,encoded --seed 7 --out-dir inj\n  promptlab --claims-dir inj/claims eval inj/suite.yaml --by tag"
+)]
+pub struct InjectArgs {
+    /// A claim id in the store to derive cases from (repeatable).
+    #[arg(
+        long,
+        value_name = "ID",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub claim: Vec<String>,
+    /// Every claim in the store.
+    #[arg(long)]
+    pub all: bool,
+    /// The folder to write: claims/, suite.yaml, README.md (and scripts/).
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: PathBuf,
+    /// Only these techniques, comma-separated (default: all).
+    #[arg(long, value_name = "ID,…")]
+    pub techniques: Option<String>,
+    /// Picks the canaries and where each technique goes; the same seed gives the same files.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Add a rubric criterion to every case (needs a judge when the suite runs).
+    #[arg(long)]
+    pub judge: bool,
+    /// Also write an obeying and a refusing scripted model per case (suite.obeying.yaml uses the first).
+    #[arg(long)]
+    pub with_scripts: bool,
+}
+
+pub fn run(command: CasesCommand, store: &ClaimStore) -> Result<Exit, CliError> {
+    match command {
+        CasesCommand::Inject(args) => inject(args, store),
+    }
+}
+
+fn inject(args: InjectArgs, store: &ClaimStore) -> Result<Exit, CliError> {
+    let techniques: Vec<&'static Technique> = match &args.techniques {
+        Some(list) => parse_techniques(list)
+            .map_err(|message| CliError::usage(format!("--techniques: {message}")))?,
+        None => Vec::new(),
+    };
+    let claims = chosen_claims(&args, store)?;
+    let options = InjectOptions {
+        techniques: techniques.clone(),
+        seed: args.seed,
+        judge: args.judge,
+        with_scripts: args.with_scripts,
+    };
+    let cases = plan_cases(&claims, &options).map_err(CliError::usage)?;
+    let files = render(&cases, &options, &command_line(&args, &techniques));
+    for file in &files {
+        let path = args.out_dir.join(&file.path);
+        write_file(&path, &file.text)?;
+    }
+    let dir = args.out_dir.display();
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "wrote {} cases from {} claims to {dir}\nrun: promptlab --claims-dir {dir}/claims eval {dir}/suite.yaml --by tag",
+        cases.len(),
+        claims.len()
+    )?;
+    Ok(Exit::Success)
+}
+
+/// The claims named, or every one in the store, in id order.
+fn chosen_claims(args: &InjectArgs, store: &ClaimStore) -> Result<Vec<Claim>, CliError> {
+    let ids: Vec<String> = if args.all {
+        store.entries()?.into_iter().map(|entry| entry.id).collect()
+    } else {
+        let mut ids = args.claim.clone();
+        ids.sort();
+        ids.dedup();
+        ids
+    };
+    ids.iter()
+        .map(|id| Ok(store.load(id)?.claim))
+        .collect::<Result<_, CliError>>()
+}
+
+fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .map_err(|e| CliError::failed(format!("cannot create `{}`: {e}", parent.display())))?;
+    }
+    std::fs::write(path, text)
+        .map_err(|e| CliError::failed(format!("cannot write `{}`: {e}", path.display())))
+}
+
+/// The command that made the folder, as the suite and README record it.
+fn command_line(args: &InjectArgs, techniques: &[&Technique]) -> String {
+    let mut words = vec!["promptlab cases inject".to_string()];
+    if args.all {
+        words.push("--all".into());
+    }
+    let mut ids = args.claim.clone();
+    ids.sort();
+    ids.dedup();
+    words.extend(ids.iter().map(|id| format!("--claim {id}")));
+    if !techniques.is_empty() {
+        let ids: Vec<&str> = techniques.iter().map(|t| t.id).collect();
+        words.push(format!("--techniques {}", ids.join(",")));
+    }
+    words.push(format!("--seed {}", args.seed));
+    if args.judge {
+        words.push("--judge".into());
+    }
+    if args.with_scripts {
+        words.push("--with-scripts".into());
+    }
+    words.push(format!("--out-dir {}", args.out_dir.display()));
+    words.join(" ")
+}
