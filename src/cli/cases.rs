@@ -85,9 +85,11 @@ fn inject(args: InjectArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "wrote {} cases from {} claims to {dir}\nrun: promptlab --claims-dir {dir}/claims eval {dir}/suite.yaml --by tag",
+        "wrote {} {} from {} {} to {dir}\nrun: promptlab --claims-dir {dir}/claims eval {dir}/suite.yaml --by tag",
         cases.len(),
-        claims.len()
+        super::output::plural(cases.len(), "case", "cases"),
+        claims.len(),
+        super::output::plural(claims.len(), "claim", "claims"),
     )?;
     Ok(Exit::Success)
 }
