@@ -97,7 +97,7 @@ fn write_header(log: &RunLog, style: Style, out: &mut impl Write) -> Result<(), 
     } else {
         header.overridden.join(", ")
     };
-    let status = match LogState::of(log.footer.as_ref(), &log.path) {
+    let status = match log.view().state() {
         LogState::Partial => "partial (the turn never finished)".to_string(),
         ended => ended.as_str().to_string(),
     };
@@ -160,7 +160,7 @@ fn write_eval_place(log: &RunLog, style: Style, out: &mut impl Write) -> Result<
         labels.suite, labels.case, labels.variant, labels.sample
     );
     writeln!(out, "{}", style.dim(&printable(&place)))?;
-    let Some(verdict) = promptlab::runs::rescore::current_verdict(log, &log.path) else {
+    let Some(verdict) = log.view().verdict() else {
         return Ok(());
     };
     let outcome = verdict.outcome.as_str();
