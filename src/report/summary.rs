@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 
-use crate::runs::tally::tally;
+use crate::runs::tally::{Tally, tally};
 
 use super::turn::ReportTurn;
 
@@ -19,22 +19,10 @@ pub struct VariantStats {
     /// Every fingerprint its turns were recorded with (one, unless the
     /// variant's prompts changed between runs).
     pub fingerprints: Vec<String>,
-    pub turns: usize,
-    /// Turns with a recorded verdict (eval turns); chat turns have none.
-    pub judged: usize,
-    pub passed: usize,
-    pub failed: usize,
-    /// Turns that errored, were cancelled or never finished.
-    pub errors: usize,
-    /// passed / judged, when any turn has a verdict.
-    pub pass_rate: Option<f64>,
-    pub pass_rate_interval: Option<(f64, f64)>,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_read_share: f64,
-    pub latency_p50_ms: Option<u64>,
-    pub latency_p95_ms: Option<u64>,
+    /// Turns, verdicts, tokens, latency: the one tally, its fields inline
+    /// in the page's data (`turns`, `passRate`, …).
+    #[serde(flatten)]
+    pub numbers: Tally,
     /// Runs made by a provider that does not call a model (script, replay).
     pub offline: usize,
 }
@@ -63,19 +51,7 @@ fn stats_of(version: &str, mine: &[&ReportTurn]) -> VariantStats {
     VariantStats {
         variant: version.to_string(),
         fingerprints: fingerprints.into_iter().collect(),
-        turns: numbers.turns,
-        judged: numbers.judged,
-        passed: numbers.passed,
-        failed: numbers.failed,
-        errors: numbers.errors,
-        pass_rate: numbers.pass_rate,
-        pass_rate_interval: numbers.pass_rate_interval,
-        input_tokens: numbers.input_tokens,
-        output_tokens: numbers.output_tokens,
-        cache_read_tokens: numbers.cache_read_tokens,
-        cache_read_share: numbers.cache_read_share,
-        latency_p50_ms: numbers.latency_p50_ms,
-        latency_p95_ms: numbers.latency_p95_ms,
+        numbers,
         offline: mine
             .iter()
             .filter(|t| crate::compare::set::OFFLINE_PROVIDERS.contains(&t.provider.as_str()))

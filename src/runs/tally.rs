@@ -26,7 +26,8 @@ pub struct TurnNumbers {
 }
 
 /// The numbers of a set of turns.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Tally {
     pub turns: usize,
     /// Turns with a verdict.
