@@ -18,7 +18,7 @@ fn html_of(path: &Path) -> String {
 }
 
 #[test]
-fn the_report_holds_the_eval_summary_numbers_and_every_turn() {
+fn the_report_holds_every_turn_and_variant_in_one_file() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
     let summary = record(
@@ -33,31 +33,9 @@ fn the_report_holds_the_eval_summary_numbers_and_every_turn() {
         data["turns"].as_array().unwrap().len(),
         summary["turns"].as_u64().unwrap() as usize
     );
+    // The per-variant numbers are one function's (`runs::tally`) for both
+    // the page and the eval; the mixed-folder test below checks them once.
     assert_eq!(data["variants"].as_array().unwrap().len(), 2);
-    for (page, eval) in data["variants"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(summary["variants"].as_array().unwrap())
-    {
-        for key in [
-            "variant",
-            "turns",
-            "passed",
-            "failed",
-            "errors",
-            "passRate",
-            "passRateInterval",
-            "inputTokens",
-            "outputTokens",
-            "cacheReadTokens",
-            "cacheReadShare",
-            "latencyP50Ms",
-            "latencyP95Ms",
-        ] {
-            assert_eq!(page[key], eval[key], "{key} of {}", eval["variant"]);
-        }
-    }
     // One file: nothing fetched from anywhere.
     for needle in ["<link", " src=", "http://", "https://", "@import"] {
         assert!(!html.contains(needle), "the page refers to `{needle}`");

@@ -67,6 +67,12 @@ fn every_kind_of_log_reads_one_way() {
     let log = read_run_log(&path).unwrap();
     let view = log.view();
     assert!(view.verdict().is_none(), "a chat turn has no verdict");
+    assert!(view.key().is_none(), "a chat turn has no eval key");
+    let place = view.place();
+    assert_eq!(
+        (place.suite, place.case.as_str(), place.sample),
+        (None, "“Excess?”", 0)
+    );
     let numbers = view.numbers(None);
     assert!(!numbers.errored && numbers.outcome.is_none());
     assert_eq!(numbers.latency_ms, log.footer.as_ref().map(|f| f.total_ms));
@@ -142,6 +148,17 @@ fn a_cancelled_turn_and_an_eval_turns_verdict() {
     let log = read_run_log(&only_log(&eval_runs)).unwrap();
     let verdict = log.view().verdict().expect("an eval turn's verdict");
     assert_eq!(verdict.outcome, Outcome::Fail);
+    let key = log.view().key().expect("an eval turn's key");
+    assert_eq!(key.version, "default");
+    assert_eq!(
+        (
+            key.place.suite.as_deref(),
+            key.place.claim.as_str(),
+            key.place.case.as_str(),
+            key.place.sample
+        ),
+        (Some("v"), "CLM-HH-0001", "excess", 1)
+    );
     let numbers = log.view().numbers(Some(&verdict));
     assert_eq!(numbers.outcome, Some(Outcome::Fail));
     assert!(!numbers.errored, "a failed turn did not error");

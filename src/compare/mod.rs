@@ -185,8 +185,11 @@ pub fn compare(a: RunSet, b: RunSet) -> Result<Comparison, CompareError> {
     // several pair suite with same-named suite.
     let by_suite = a.suites().len() > 1 || b.suites().len() > 1;
     let key = |run: &RunEntry| {
-        let (suite, claim, case, sample) = run.key();
-        (by_suite.then_some(suite).flatten(), claim, case, sample)
+        let mut place = run.key();
+        if !by_suite {
+            place.suite = None;
+        }
+        place
     };
     let mut remaining_b: BTreeMap<_, RunEntry> = BTreeMap::new();
     for run in &b.runs {

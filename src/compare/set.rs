@@ -10,13 +10,11 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::chat::event::{ChatEvent, Usage};
-use crate::chat::request::Role;
 use crate::prompts::PromptRegistry;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::store::{RunLogError, RunLogListing, list_run_logs, run_log_paths};
 use crate::runs::version::fingerprint_for;
 use crate::runs::{RunLog, read_run_log};
-use crate::text::one_line;
 
 /// Providers whose answers do not come from a model: a comparison of their
 /// runs says nothing about how a prompt performs.
@@ -87,25 +85,12 @@ impl Votes {
     }
 }
 
-/// Which turn of a prompt version a run is: suite, claim, case, sample.
-pub type TurnKey = (Option<String>, String, String, u32);
+pub use crate::runs::view::{TurnKey, TurnPlace};
 
 impl RunEntry {
     fn from_log(log: &RunLog) -> RunEntry {
         let header = &log.header;
-        let (case, sample) = match &header.labels {
-            Some(labels) => (labels.case.clone(), labels.sample),
-            None => {
-                let last_user = header
-                    .request
-                    .messages
-                    .iter()
-                    .rev()
-                    .find(|m| m.role == Role::User);
-                let message = one_line(last_user.map_or("", |m| m.text.as_str()), 60);
-                (format!("“{message}”"), 0)
-            }
-        };
+        let place = log.view().place();
         let answer: String = log
             .events()
             .filter_map(|event| match event {
@@ -127,15 +112,11 @@ impl RunEntry {
             path: log.path.clone(),
             turn_id: header.turn_id.clone(),
             started_at: header.started_at,
-            suite: header.labels.as_ref().map(|l| l.suite.clone()),
+            suite: place.suite,
             variant: header.labels.as_ref().map(|l| l.variant.clone()),
-            claim: header
-                .claim
-                .as_ref()
-                .map(|c| c.id.clone())
-                .unwrap_or_else(|| header.request.claim_label().to_string()),
-            case,
-            sample,
+            claim: place.claim,
+            case: place.case,
+            sample: place.sample,
             fingerprint: header.fingerprint.clone(),
             version,
             model: format!(
@@ -166,13 +147,13 @@ impl RunEntry {
     }
 
     /// What pairs it with the same turn of the other version.
-    pub fn key(&self) -> TurnKey {
-        (
-            self.suite.clone(),
-            self.claim.clone(),
-            self.case.clone(),
-            self.sample,
-        )
+    pub fn key(&self) -> TurnPlace {
+        TurnPlace {
+            suite: self.suite.clone(),
+            claim: self.claim.clone(),
+            case: self.case.clone(),
+            sample: self.sample,
+        }
     }
 
     pub fn is_offline(&self) -> bool {
@@ -466,9 +447,12 @@ fn deduplicate(mut runs: Vec<RunEntry>, set_aside: &mut Vec<SetAside>) -> Vec<Ru
         *next += 1;
         run.sample = *next;
     }
-    let mut newest: BTreeMap<(String, TurnKey), RunEntry> = BTreeMap::new();
+    let mut newest: BTreeMap<TurnKey, RunEntry> = BTreeMap::new();
     for run in runs {
-        let slot = (run.version().to_string(), run.key());
+        let slot = TurnKey {
+            place: run.key(),
+            version: run.version().to_string(),
+        };
         if let Some(older) = newest.insert(slot, run) {
             let reason = "the same turn was recorded again later".to_string();
             set_aside.push(SetAside { run: older, reason });

@@ -14,34 +14,8 @@ use crate::judge::RubricVerdict;
 use crate::runs::RunHeader;
 use crate::runs::record::RunLabels;
 
-/// Identifies one turn of a suite across machines and runs: the prompt
-/// version and model settings, then its place in the matrix.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TurnKey {
-    pub suite: String,
-    pub fingerprint: String,
-    pub model: ModelSettings,
-    pub claim: String,
-    pub case: String,
-    pub sample: u32,
-}
-
-/// The key of a recorded turn, from its header.
-pub fn key_of_header(header: &RunHeader) -> Option<TurnKey> {
-    let labels = header.labels.as_ref()?;
-    Some(TurnKey {
-        suite: labels.suite.clone(),
-        fingerprint: header.fingerprint.clone(),
-        model: ModelSettings {
-            model: header.model.clone(),
-            thinking_level: header.request.thinking_level,
-            forced: header.request.force_thinking_level,
-        },
-        claim: header.claim.as_ref()?.id.clone(),
-        case: labels.case.clone(),
-        sample: labels.sample,
-    })
-}
+pub use crate::runs::view::TurnKey;
+use crate::runs::view::TurnPlace;
 
 /// Which turns of the matrix this run takes. Case and claim patterns are
 /// globs (`*`, `?`); empty lists take everything.
@@ -149,17 +123,40 @@ impl EvalPlan {
             .filter(|spec| !self.done.contains(&spec.index))
     }
 
+    /// The turn's key: the one `runs::view` reads off a recorded turn.
     pub fn key(&self, spec: &TurnSpec) -> TurnKey {
         TurnKey {
-            suite: self.suite.name.clone(),
-            fingerprint: self.matrix.variants[spec.variant].fingerprint.clone(),
-            model: self.matrix.variants[spec.variant].model.clone(),
-            claim: spec.claim_id.clone(),
-            case: self.suite.suite.cases[spec.case].name.clone(),
-            sample: spec.sample,
+            place: TurnPlace {
+                suite: Some(self.suite.name.clone()),
+                claim: spec.claim_id.clone(),
+                case: self.suite.suite.cases[spec.case].name.clone(),
+                sample: spec.sample,
+            },
+            version: self.matrix.variants[spec.variant].name.clone(),
         }
     }
 
+    /// Whether a recorded turn of one of this plan's variants was recorded
+    /// as that variant is now — the same prompt fingerprint and model
+    /// settings — so that resume and merge never take a turn of an older
+    /// version (or another model) for a turn of this one.
+    pub fn is_current_version(&self, header: &RunHeader) -> bool {
+        let Some(labels) = &header.labels else {
+            return false;
+        };
+        let recorded = ModelSettings {
+            model: header.model.clone(),
+            thinking_level: header.request.thinking_level,
+            forced: header.request.force_thinking_level,
+        };
+        self.matrix
+            .variants
+            .iter()
+            .find(|variant| variant.name == labels.variant)
+            .is_some_and(|variant| {
+                variant.fingerprint == header.fingerprint && variant.model == recorded
+            })
+    }
     pub fn labels(&self, spec: &TurnSpec) -> RunLabels {
         RunLabels {
             suite: self.suite.name.clone(),

@@ -15,15 +15,12 @@ use tokio_util::sync::CancellationToken;
 use super::expect::{Observation, Outcome, Verdict};
 use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
-use super::plan::{EvalPlan, key_of_header};
+use super::plan::{EvalPlan, TurnKey};
 use super::runner::{TurnResult, index_recorded, missing_result};
 use crate::judge::Judge;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::rescore::{RescoreRecord, recorded_rubric, write_rescore};
 use crate::runs::{read_run_log_checked, scan_runs};
-
-/// Where the turn sits in the suite, whatever its prompt version.
-type Place = (String, String, String, u32);
 
 /// Re-scores every selected turn recorded under `dirs`, `concurrency` at a
 /// time; the results come back in no particular order.
@@ -34,7 +31,7 @@ pub async fn rescore_turns(
     concurrency: usize,
     cancel: &CancellationToken,
 ) -> std::io::Result<Vec<TurnResult>> {
-    let recorded = index_recorded(dirs, &plan.suite.name, false)?;
+    let recorded = index_recorded(dirs, plan, false)?;
     let elsewhere = other_versions(plan, dirs)?;
     let jobs = plan.selected().map(|spec| {
         let path = recorded.get(&plan.key(&spec)).cloned();
@@ -46,7 +43,7 @@ pub async fn rescore_turns(
             }
             Some(match path {
                 Some(path) => rescore_one(plan, &spec, &path, judge, cancel).await,
-                None => match elsewhere.get(&place(plan, &spec)) {
+                None => match elsewhere.get(&plan.key(&spec)) {
                     Some(fingerprints) => other_version(plan, &spec, fingerprints),
                     None => missing_result(&spec),
                 },
@@ -60,35 +57,24 @@ pub async fn rescore_turns(
         .await)
 }
 
-fn place(plan: &EvalPlan, spec: &TurnSpec) -> Place {
-    let labels = plan.labels(spec);
-    (
-        labels.variant,
-        spec.claim_id.clone(),
-        labels.case,
-        labels.sample,
-    )
-}
-
-/// The prompt versions each place of the suite was recorded under.
+/// The prompt versions each turn of the suite was recorded under (by its
+/// key: the variant and its place), whatever the current ones are.
 fn other_versions(
     plan: &EvalPlan,
     dirs: &[PathBuf],
-) -> std::io::Result<HashMap<Place, Vec<String>>> {
+) -> std::io::Result<HashMap<TurnKey, Vec<String>>> {
     let (summaries, _) = scan_runs(dirs)?;
-    let mut versions: HashMap<Place, Vec<String>> = HashMap::new();
+    let mut versions: HashMap<TurnKey, Vec<String>> = HashMap::new();
     for summary in summaries {
-        let (Some(labels), Some(key)) = (&summary.header.labels, key_of_header(&summary.header))
-        else {
+        let Some(key) = summary.view().key() else {
             continue;
         };
-        if key.suite != plan.suite.name {
+        if key.place.suite.as_deref() != Some(plan.suite.name.as_str()) {
             continue;
         }
-        let place = (labels.variant.clone(), key.claim, key.case, key.sample);
-        let entry = versions.entry(place).or_default();
-        if !entry.contains(&key.fingerprint) {
-            entry.push(key.fingerprint);
+        let entry = versions.entry(key).or_default();
+        if !entry.contains(&summary.header.fingerprint) {
+            entry.push(summary.header.fingerprint.clone());
         }
     }
     Ok(versions)

@@ -17,7 +17,7 @@ use super::budget::Budget;
 use super::expect::{Observation, Outcome, Verdict, last_user_message};
 use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
-use super::plan::{EvalPlan, TurnKey, key_of_header};
+use super::plan::{EvalPlan, TurnKey};
 use crate::chat::event::ChatEvent;
 use crate::chat::service::{TurnContext, TurnOutput};
 use crate::claims::ClaimStore;
@@ -36,7 +36,7 @@ use crate::worker::{TurnRunner, WorkerClient};
 /// with `done_only`, only turns that ended in `done`.
 pub fn index_recorded(
     dirs: &[PathBuf],
-    suite: &str,
+    plan: &EvalPlan,
     done_only: bool,
 ) -> std::io::Result<HashMap<TurnKey, PathBuf>> {
     let (summaries, _) = scan_runs(dirs)?;
@@ -48,7 +48,10 @@ pub fn index_recorded(
         if done_only && footer.status != RunStatus::Done {
             continue;
         }
-        let Some(key) = key_of_header(&summary.header).filter(|key| key.suite == suite) else {
+        let Some(key) = summary.view().key().filter(|key| {
+            key.place.suite.as_deref() == Some(plan.suite.name.as_str())
+                && plan.is_current_version(&summary.header)
+        }) else {
             continue;
         };
         let started = summary.header.started_at;
@@ -94,7 +97,7 @@ impl ProviderChoice {
                 let path = recordings.get(&key).ok_or_else(|| {
                     format!(
                         "no recording of this turn to replay ({} · {} · {} #{})",
-                        key.fingerprint, key.claim, key.case, key.sample
+                        key.version, key.place.claim, key.place.case, key.place.sample
                     )
                 })?;
                 let log = read_run_log(path).map_err(|e| e.to_string())?;
@@ -402,7 +405,7 @@ pub fn resume(
     plan: &mut EvalPlan,
     runs_dir: &Path,
 ) -> std::io::Result<(Vec<TurnResult>, Vec<String>)> {
-    let recorded = index_recorded(&[runs_dir.to_path_buf()], &plan.suite.name, true)?;
+    let recorded = index_recorded(&[runs_dir.to_path_buf()], plan, true)?;
     let (mut results, mut warnings) = (Vec::new(), Vec::new());
     for spec in plan.selected().collect::<Vec<_>>() {
         let Some(path) = recorded.get(&plan.key(&spec)) else {

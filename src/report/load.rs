@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::runs::read_run_log;
 use crate::runs::store::{RunLogError, RunLogListing, list_run_logs};
+use crate::runs::view::{TurnKey, TurnPlace};
 
 use super::turn::{ReportTurn, SharedText};
 use super::{ReportError, list_dirs};
@@ -147,13 +148,11 @@ fn read_one(path: &Path, shared: &mut SharedText) -> Result<ReportTurn, (PathBuf
     }
 }
 
-type Key = (Option<String>, String, String, String, u32);
-
 /// The newest run of each turn (suite, version, claim, case, sample), in
 /// that order; and how many older runs were set aside. Chat turns (sample
 /// 0) are never superseded: asking the same question twice is two turns.
 fn newest_of_each(turns: Vec<ReportTurn>) -> (Vec<ReportTurn>, usize) {
-    let mut newest: HashMap<Key, ReportTurn> = HashMap::new();
+    let mut newest: HashMap<TurnKey, ReportTurn> = HashMap::new();
     let mut chat = Vec::new();
     let mut superseded = 0;
     for turn in turns {
@@ -161,13 +160,15 @@ fn newest_of_each(turns: Vec<ReportTurn>) -> (Vec<ReportTurn>, usize) {
             chat.push(turn);
             continue;
         }
-        let key = (
-            turn.suite.clone(),
-            turn.version.clone(),
-            turn.claim.clone(),
-            turn.case.clone(),
-            turn.sample,
-        );
+        let key = TurnKey {
+            version: turn.version.clone(),
+            place: TurnPlace {
+                suite: turn.suite.clone(),
+                claim: turn.claim.clone(),
+                case: turn.case.clone(),
+                sample: turn.sample,
+            },
+        };
         match newest.get(&key) {
             Some(kept) if kept.started_at >= turn.started_at => superseded += 1,
             Some(_) => {

@@ -11,7 +11,6 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::chat::context::one_line;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::Role;
 use crate::chat::system::BlockSource;
@@ -85,6 +84,7 @@ impl ReportTurn {
         let footer = log.footer.as_ref();
         let view = log.view();
         let verdict = view.verdict();
+        let place = view.place();
         let labels = header.labels.as_ref();
         let messages: Vec<(String, String)> = header
             .request
@@ -100,12 +100,9 @@ impl ReportTurn {
             version: labels
                 .map_or_else(|| chat_version(&header.fingerprint), |l| l.variant.clone()),
             fingerprint: header.fingerprint.clone(),
-            claim: header.claim.as_ref().map_or_else(
-                || header.request.claim_label().to_string(),
-                |c| c.id.clone(),
-            ),
-            case: case_of(header),
-            sample: labels.map_or(0, |l| l.sample),
+            claim: place.claim,
+            case: place.case,
+            sample: place.sample,
             provider: header.provider.clone(),
             model: header.model.clone(),
             status: view.state().as_str().to_string(),
@@ -180,22 +177,6 @@ impl ReportTurn {
 
 /// The eval case, or for a chat turn its last question on one line, as
 /// compare names it.
-fn case_of(header: &crate::runs::record::RunHeader) -> String {
-    if let Some(labels) = &header.labels {
-        return labels.case.clone();
-    }
-    let last_user = header
-        .request
-        .messages
-        .iter()
-        .rev()
-        .find(|m| m.role == Role::User);
-    format!(
-        "“{}”",
-        one_line(last_user.map_or("", |m| m.text.as_str()), 60)
-    )
-}
-
 /// Every tool call with its full result: a call's result is in the next
 /// model call's `toolResultsIn` (by call id, else by position); a turn that
 /// stopped before then has only the event's cut result, or none.

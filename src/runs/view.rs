@@ -9,6 +9,31 @@ use super::record::{LogState, Outcome, RecordedVerdict, RunFooter, RunHeader, Ru
 use super::store::{RunLog, RunSummary};
 use super::tally::TurnNumbers;
 
+/// Where a recorded turn sits, whatever its prompt version: its eval
+/// suite, claim, case and sample; a chat turn has no suite, its user message
+/// (quoted, on one line) for a case and sample 0.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TurnPlace {
+    pub suite: Option<String>,
+    pub claim: String,
+    pub case: String,
+    pub sample: u32,
+}
+
+/// One turn of one prompt version — (suite, version, claim, case, sample),
+/// the version being the eval variant — the one key by which resume and
+/// merge find a recorded turn, the report keeps the newest run of each, and
+/// `compare` pairs two versions (on the `place`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TurnKey {
+    /// First, so that keys sort by version, then place.
+    pub version: String,
+    pub place: TurnPlace,
+}
+
+/// How much of a chat turn's message names its place.
+const CASE_CHARS: usize = 60;
+
 /// A recorded turn as every reader sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct RunView<'a> {
@@ -21,6 +46,47 @@ impl<'a> RunView<'a> {
     /// `done`, `error`, `cancelled`, or `partial`.
     pub fn state(&self) -> LogState {
         LogState::of(self.footer, self.path)
+    }
+
+    /// Where the turn sits (see `TurnPlace`).
+    pub fn place(&self) -> TurnPlace {
+        let header = self.header;
+        let claim = header.claim.as_ref().map_or_else(
+            || header.request.claim_label().to_string(),
+            |claim| claim.id.clone(),
+        );
+        match &header.labels {
+            Some(labels) => TurnPlace {
+                suite: Some(labels.suite.clone()),
+                claim,
+                case: labels.case.clone(),
+                sample: labels.sample,
+            },
+            None => {
+                let message = header
+                    .request
+                    .messages
+                    .iter()
+                    .rev()
+                    .find(|m| m.role == crate::chat::Role::User)
+                    .map_or("", |m| m.text.as_str());
+                TurnPlace {
+                    suite: None,
+                    claim,
+                    case: format!("“{}”", crate::text::one_line(message, CASE_CHARS)),
+                    sample: 0,
+                }
+            }
+        }
+    }
+
+    /// An eval turn's key (its variant the version); none for a chat turn.
+    pub fn key(&self) -> Option<TurnKey> {
+        let variant = self.header.labels.as_ref()?.variant.clone();
+        Some(TurnKey {
+            place: self.place(),
+            version: variant,
+        })
     }
 
     /// An eval turn's standing verdict: its re-score's, else its footer's

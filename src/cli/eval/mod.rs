@@ -222,7 +222,7 @@ fn run_once(
         return finish(&plan, results, stop, None);
     }
     if !args.report.is_empty() {
-        let recorded = index_recorded(&args.report, &plan.suite.name, false)?;
+        let recorded = index_recorded(&args.report, &plan, false)?;
         let results = plan
             .selected()
             .map(|spec| match recorded.get(&plan.key(&spec)) {

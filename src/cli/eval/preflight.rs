@@ -171,7 +171,7 @@ pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoic
             })?;
             Ok(ProviderChoice::Replay(index_recorded(
                 std::slice::from_ref(dir),
-                &plan.suite.name,
+                plan,
                 false,
             )?))
         }
