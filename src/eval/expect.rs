@@ -10,6 +10,7 @@ use crate::chat::request::ChatMessage;
 use crate::chat::service::{ModelCallRecord, TurnOutput};
 use crate::judge::evidence::add_model_call;
 use crate::judge::{RubricVerdict, ToolEvidence};
+use crate::runs::record::LogState;
 use crate::runs::{RunLog, RunStatus};
 
 /// Everything the expectations look at.
@@ -125,14 +126,15 @@ impl Observation {
         for call in log.model_calls() {
             observation.observe_call(call);
         }
-        if let Some(footer) = &log.footer {
+        let view = log.view();
+        if let (Some(footer), false) = (view.footer, view.state() == LogState::Partial) {
             // The footer's numbers are what the verdict was judged on.
             observation.usage = footer.usage;
             observation.latency_ms = footer.total_ms;
             observation.thinking_tokens = footer.thinking_tokens;
             observation.cost_usd = footer.cost(&log.header.provider);
             observation.cached_calls = footer.cached_calls;
-            observation.cancelled = footer.status == RunStatus::Cancelled;
+            observation.cancelled = view.state() == LogState::Ended(RunStatus::Cancelled);
         } else {
             observation
                 .error
