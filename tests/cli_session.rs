@@ -267,10 +267,15 @@ fn terminal_session(dir: &Path, history: &Path, done: &Path) -> Tmux {
     tmux
 }
 
-/// The session's exit code, once it has ended.
+/// The session's exit code, once it has ended. The shell creates the file
+/// before it writes the code into it: wait for the code, not the file.
 fn exit_code(tmux: &Tmux, done: &Path) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !done.exists() {
+    loop {
+        let code = std::fs::read_to_string(done).unwrap_or_default();
+        if code.ends_with('\n') {
+            return code.trim().to_string();
+        }
         assert!(
             Instant::now() < deadline,
             "the session did not end:\n{}",
@@ -278,7 +283,6 @@ fn exit_code(tmux: &Tmux, done: &Path) -> String {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::fs::read_to_string(done).unwrap().trim().to_string()
 }
 
 /// On a terminal the line editor reads the lines: ↑ recalls the last one,
