@@ -180,7 +180,13 @@ fn replay_parts(state: Option<&Value>) -> Option<Vec<Value>> {
 
 /// The provider_state the adapter attaches to a model turn.
 pub fn provider_state(parts: Vec<Value>) -> Value {
-    json!({"gemini": {"parts": parts}})
+    // Built by moving `parts` in: `json!` would serialize a copy of them,
+    // and a call's parts may hold 16 MiB of text (the bound on one call).
+    let gemini = Map::from_iter([("parts".to_string(), Value::Array(parts))]);
+    Value::Object(Map::from_iter([(
+        "gemini".to_string(),
+        Value::Object(gemini),
+    )]))
 }
 
 fn function_response(result: &ToolResultMessage) -> Value {
