@@ -64,14 +64,7 @@ fn a_history_message_with_a_key_production_drops_is_taken() {
         "history.json",
         r#"[{"role": "user", "text": "Hello", "id": "m1"}, {"role": "assistant", "text": "Hi.", "createdAt": 1}]"#,
     );
-    let run = support::run(&[
-        "chat",
-        "--claim-id",
-        "CLM-HH-0001",
-        "--provider",
-        "script",
-        "--script",
-        "tests/data/scripts/excess.yaml",
+    let run = support::scripted_chat(&[
         "--no-record",
         "--format",
         "ndjson",

@@ -23,6 +23,16 @@ fn text_chunk(text: &str) -> String {
     format!("data: {chunk}\r\n\r\n")
 }
 
+/// A stand-in for Gemini that sends `chunk` again and again, `pause` apart,
+/// until the client goes away.
+fn endless(chunk: Vec<u8>, pause: Duration) -> TestServer {
+    TestServer::start(vec![Box::new(move |_| Reply::Endless {
+        head: Vec::new(),
+        chunk: chunk.clone(),
+        pause,
+    })])
+}
+
 /// `chat` against `base`, recording into `runs`.
 fn chat(base: &str, runs: &Path, extra_env: &[(&str, &str)]) -> Run {
     let mut command = promptlab();
@@ -252,11 +262,7 @@ fn a_short_key_is_said_once_to_be_unredactable() {
 #[test]
 fn a_stream_that_never_ends_is_stopped_at_16_mib_of_text_and_logged_whole() {
     let chunk = text_chunk(&"never ending ".repeat(5_000)).into_bytes();
-    let server = TestServer::start(vec![Box::new(move |_| Reply::Endless {
-        head: Vec::new(),
-        chunk: chunk.clone(),
-        pause: Duration::ZERO,
-    })]);
+    let server = endless(chunk, Duration::ZERO);
     let runs = tempfile::tempdir().unwrap();
     let out = chat(&server.base_url, runs.path(), &[]);
     assert_eq!(out.code, 1, "{}", out.stderr);
@@ -275,11 +281,7 @@ fn a_stopped_call_keeps_the_usage_reported_so_far_with_its_cost_unknown() {
         "usageMetadata": {"promptTokenCount": 1234, "candidatesTokenCount": 777, "totalTokenCount": 2011}
     });
     let chunk = format!("data: {chunk}\r\n\r\n").into_bytes();
-    let server = TestServer::start(vec![Box::new(move |_| Reply::Endless {
-        head: Vec::new(),
-        chunk: chunk.clone(),
-        pause: Duration::ZERO,
-    })]);
+    let server = endless(chunk, Duration::ZERO);
     let runs = tempfile::tempdir().unwrap();
     let out = chat(&server.base_url, runs.path(), &[]);
     assert_eq!(out.code, 1, "{}", out.stderr);
@@ -322,11 +324,7 @@ fn a_50_mb_reply_is_stopped_at_the_text_bound() {
 #[test]
 fn a_stream_that_trickles_past_max_call_time_is_stopped() {
     let chunk = text_chunk("drip ").into_bytes();
-    let server = TestServer::start(vec![Box::new(move |_| Reply::Endless {
-        head: Vec::new(),
-        chunk: chunk.clone(),
-        pause: Duration::from_millis(50),
-    })]);
+    let server = endless(chunk, Duration::from_millis(50));
     let runs = tempfile::tempdir().unwrap();
     let out = chat(
         &server.base_url,

@@ -54,17 +54,8 @@ fn chat_refuses_an_unwritable_runs_folder_unless_it_does_not_record() {
         run_command(
             promptlab()
                 .env("PROMPTLAB_RUNS_DIR", &runs)
-                .args([
-                    "chat",
-                    "--claim-id",
-                    "CLM-HH-0001",
-                    "--provider",
-                    "script",
-                    "--script",
-                    "tests/data/scripts/excess.yaml",
-                    "--format",
-                    "ndjson",
-                ])
+                .args(support::SCRIPTED_CHAT)
+                .args(["--format", "ndjson"])
                 .args(extra)
                 .arg("Excess?"),
         )
@@ -92,18 +83,9 @@ fn a_missing_claim_store_is_a_usage_error_naming_the_flag_and_the_variable() {
         "error: the claim store `{}` is not a folder: run where the claims/ folder is, or point --claims-dir (or PROMPTLAB_CLAIMS_DIR) at one",
         missing.display()
     );
+    let chat_args = [&support::SCRIPTED_CHAT[..], &["--no-record", "Excess?"]].concat();
     for args in [
-        &[
-            "chat",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--script",
-            "tests/data/scripts/excess.yaml",
-            "--no-record",
-            "Excess?",
-        ][..],
+        &chat_args[..],
         &["prompts", "show", "--claim-id", "CLM-HH-0001"][..],
         &[
             "eval",

@@ -140,14 +140,7 @@ fn a_chat_turn_warns_about_a_misspelt_placeholder_and_a_blank_known_id_without_a
         "o.yaml",
         "prompts:\n  system.base: Hello from {{assitant}}.\n  system.safety: \"  \"\n  system.bse: x\n",
     );
-    let out = support::run(&[
-        "chat",
-        "--claim-id",
-        "CLM-HH-0001",
-        "--provider",
-        "script",
-        "--script",
-        "tests/data/scripts/excess.yaml",
+    let out = support::scripted_chat(&[
         "--no-record",
         "--overrides",
         overrides.to_str().unwrap(),

@@ -166,3 +166,20 @@ pub fn run_logs_under(runs: &Path) -> Vec<PathBuf> {
     found.sort();
     found
 }
+
+/// `chat` on CLM-HH-0001 answered by the scripted excess model, as
+/// arguments; a test adds its own flags and message after them.
+pub const SCRIPTED_CHAT: [&str; 7] = [
+    "chat",
+    "--claim-id",
+    "CLM-HH-0001",
+    "--provider",
+    "script",
+    "--script",
+    "tests/data/scripts/excess.yaml",
+];
+
+/// Runs `SCRIPTED_CHAT` followed by `extra`.
+pub fn scripted_chat(extra: &[&str]) -> Run {
+    run(&[&SCRIPTED_CHAT[..], extra].concat())
+}
