@@ -5,6 +5,7 @@ pub mod block_context;
 pub mod context;
 pub mod decide;
 pub mod history;
+pub mod prompt_diff;
 pub mod prompt_report;
 pub mod request;
 pub mod service;

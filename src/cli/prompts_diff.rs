@@ -8,14 +8,12 @@ use std::path::PathBuf;
 
 use chrono::NaiveDate;
 
-use promptlab::chat::block_context::{BlockCondition, block_condition};
-use promptlab::chat::prompt_report::{
-    BlockDiff, DiffSide, OverrideInContext, OverrideStatus, PromptDiff,
-};
-use promptlab::chat::{AssembledPrompt, PromptBlock, assemble_prompt, prompt_settings};
+use promptlab::chat::PromptBlock;
+use promptlab::chat::block_context::BlockCondition;
+use promptlab::chat::prompt_diff::{DiffSideOf, diff_report, diff_side, unified_diff};
+use promptlab::chat::prompt_report::{OverrideInContext, OverrideStatus};
 use promptlab::claims::{ClaimStore, LoadedClaim};
-use promptlab::digest::sha256_hex;
-use promptlab::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
+use promptlab::prompts::{OverrideSet, PromptRegistry};
 use promptlab::sink::{Style, printable};
 
 use super::context::{ContextArgs, today_or_local};
@@ -23,15 +21,8 @@ use super::error::{CliError, Exit};
 use super::output::{list_or_none, write_json};
 use super::prompts::DiffArgs;
 
-/// One side of `prompts diff`: its overrides, fingerprint and assembled prompt.
-struct DiffSideOf {
-    label: String,
-    fingerprint: String,
-    prompt: AssembledPrompt,
-    overrides: Vec<OverrideInContext>,
-}
-
-fn diff_side(
+/// One side of `prompts diff`: `default`, or override files.
+fn side(
     spec: &str,
     context: &ContextArgs,
     claim: &LoadedClaim,
@@ -43,54 +34,15 @@ fn diff_side(
     } else {
         OverrideSet::load(&[PathBuf::from(spec)])?
     };
-    let options = context.options(overrides.prompts.clone());
+    let options = context.options(overrides.prompts);
     options.validate(registry)?;
-    let resolved = resolve_overrides(&options.overrides, registry);
-    for ignored in &resolved.ignored {
+    let flag = |condition: &BlockCondition| flag_for(condition, context);
+    let side = diff_side(spec, &options, registry, &claim.claim, today, &flag)?;
+    for ignored in &side.ignored {
         let hint = super::suggest::prompt_id_suffix(&ignored.id, registry);
         eprintln!("warning: {spec}: {ignored}{hint}");
     }
-    let settings = prompt_settings(&options, registry, &claim.claim)?;
-    let prompt = assemble_prompt(&settings, &claim.claim, today);
-    let overrides = overrides
-        .prompts
-        .keys()
-        .map(|id| {
-            let ignored = resolved.ignored.iter().find(|i| &i.id == id);
-            override_in_context(id, ignored.map(|i| &i.reason), &prompt, context)
-        })
-        .collect();
-    Ok(DiffSideOf {
-        label: spec.to_string(),
-        fingerprint: fingerprint(&resolved.applied),
-        prompt,
-        overrides,
-    })
-}
-
-/// Where override `id` stands in this context: applied to a block of the
-/// prompt, applied to a block this context leaves out, or ignored.
-fn override_in_context(
-    id: &str,
-    ignored: Option<&promptlab::prompts::overrides::UnusableReason>,
-    prompt: &AssembledPrompt,
-    context: &ContextArgs,
-) -> OverrideInContext {
-    let registry = PromptRegistry::embedded();
-    let (status, bring_in) = if ignored.is_some() {
-        (OverrideStatus::Ignored, None)
-    } else if prompt.blocks.iter().any(|block| block.id == id) {
-        (OverrideStatus::InContext, None)
-    } else {
-        let flag = block_condition(id, registry).map(|condition| flag_for(&condition, context));
-        (OverrideStatus::NotInContext, flag)
-    };
-    OverrideInContext {
-        id: id.to_string(),
-        status,
-        bring_in,
-        reason: ignored.cloned(),
-    }
+    Ok(side)
 }
 
 /// The flag that meets `condition`, said as the change to this command.
@@ -122,14 +74,14 @@ fn flag_for(condition: &BlockCondition, context: &ContextArgs) -> String {
 pub fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     let claim = args.claim.load(store)?;
     let today = today_or_local(args.today);
-    let a = diff_side(&args.a, &args.context, &claim, today)?;
-    let b = diff_side(&args.b, &args.context, &claim, today)?;
+    let a = side(&args.a, &args.context, &claim, today)?;
+    let b = side(&args.b, &args.context, &claim, today)?;
     // The same context gives both sides the same blocks; only their texts differ.
     let blocks: Vec<(&PromptBlock, &PromptBlock)> =
         a.prompt.blocks.iter().zip(&b.prompt.blocks).collect();
     let mut out = std::io::stdout().lock();
     if args.json {
-        write_json(&mut out, &diff_report(&a, &b, &blocks))?;
+        write_json(&mut out, &diff_report(&a, &b))?;
         return Ok(Exit::Success);
     }
     let style = Style::for_stdout();
@@ -154,36 +106,13 @@ pub fn diff(args: DiffArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             y.source.as_str()
         );
         writeln!(out, "\n{}", style.cyan(&style.bold(&header)))?;
-        write!(out, "{}", unified(&x.id, &x.text, &y.text, style))?;
+        write!(
+            out,
+            "{}",
+            coloured(&unified_diff(&x.id, &x.text, &y.text), style)
+        )?;
     }
     Ok(Exit::Success)
-}
-
-fn diff_report(
-    a: &DiffSideOf,
-    b: &DiffSideOf,
-    blocks: &[(&PromptBlock, &PromptBlock)],
-) -> PromptDiff {
-    let side = |side: &DiffSideOf| DiffSide {
-        label: side.label.clone(),
-        fingerprint: side.fingerprint.clone(),
-        system_sha256: sha256_hex(side.prompt.system_text()),
-        overrides: side.overrides.clone(),
-    };
-    PromptDiff {
-        a: side(a),
-        b: side(b),
-        blocks: blocks
-            .iter()
-            .map(|(x, y)| BlockDiff {
-                id: x.id.clone(),
-                changed: x.text != y.text,
-                source_a: x.source,
-                source_b: y.source,
-                diff: (x.text != y.text).then(|| unified(&x.id, &x.text, &y.text, Style::plain())),
-            })
-            .collect(),
-    }
 }
 
 /// `overrides in B (2):` and a line per override: in this context, not in
@@ -224,26 +153,20 @@ fn write_overrides(
     Ok(())
 }
 
-/// A line diff with three lines of context, `-` and `+` coloured.
-fn unified(id: &str, old: &str, new: &str, style: Style) -> String {
-    let diff = similar::TextDiff::from_lines(old, new);
-    let mut text = format!("--- a/{id}\n+++ b/{id}\n");
-    for hunk in diff.unified_diff().context_radius(3).iter_hunks() {
-        text.push_str(&style.cyan(&hunk.header().to_string()));
+/// `unified_diff`'s lines coloured by their first character: `-` red,
+/// `+` green, `@@` cyan (the two header lines stay plain).
+fn coloured(diff: &str, style: Style) -> String {
+    let mut text = String::with_capacity(diff.len());
+    for (index, line) in diff.lines().enumerate() {
+        let rendered = match line.as_bytes().first() {
+            _ if index < 2 => line.to_string(),
+            Some(b'-') => style.red(line),
+            Some(b'+') => style.green(line),
+            Some(b'@') => style.cyan(line),
+            _ => line.to_string(),
+        };
+        text.push_str(&rendered);
         text.push('\n');
-        for change in hunk.iter_changes() {
-            let line = change.value().trim_end_matches('\n');
-            let rendered = match change.tag() {
-                similar::ChangeTag::Delete => style.red(&format!("-{line}")),
-                similar::ChangeTag::Insert => style.green(&format!("+{line}")),
-                similar::ChangeTag::Equal => format!(" {line}"),
-            };
-            text.push_str(&rendered);
-            text.push('\n');
-            if change.missing_newline() {
-                text.push_str("\\ No newline at end of file\n");
-            }
-        }
     }
     text
 }

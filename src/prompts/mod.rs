@@ -4,6 +4,7 @@
 pub mod brands;
 pub mod capabilities;
 pub mod fingerprint;
+pub mod override_file;
 pub mod overrides;
 pub mod registry;
 pub mod thinking;

@@ -110,12 +110,12 @@ impl OverrideSet {
             source,
         })?;
         let format = DocumentFormat::detect(path, &text);
-        let file: OverrideFile =
-            parse_document(&text, format).map_err(|problem| OverrideError::Invalid {
+        let file =
+            parse_override_file(&text, format).map_err(|problem| OverrideError::Invalid {
                 path: display.clone(),
                 problem,
             })?;
-        for (id, PromptText(text)) in file.prompts {
+        for (id, text) in file.prompts {
             self.sources.insert(id.clone(), display.clone());
             self.prompts.insert(id, text);
         }
@@ -130,6 +130,32 @@ impl OverrideSet {
     pub fn is_empty(&self) -> bool {
         self.prompts.is_empty()
     }
+}
+
+/// An override file's contents: its optional name and description, and
+/// prompt id → text.
+pub(super) struct ParsedOverrideFile {
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub prompts: BTreeMap<String, String>,
+}
+
+/// The one reading of the file format (also used to check what
+/// `override_file.rs` writes).
+pub(super) fn parse_override_file(
+    text: &str,
+    format: DocumentFormat,
+) -> Result<ParsedOverrideFile, DocumentProblem> {
+    let file: OverrideFile = parse_document(text, format)?;
+    Ok(ParsedOverrideFile {
+        name: file.name,
+        description: file.description,
+        prompts: file
+            .prompts
+            .into_iter()
+            .map(|(id, PromptText(text))| (id, text))
+            .collect(),
+    })
 }
 
 fn expand(path: &Path) -> Result<Vec<PathBuf>, OverrideError> {
