@@ -113,7 +113,12 @@ fn an_existing_file_is_kept_unless_replaced_and_a_link_is_not_written_through() 
             .contains("`mine.yaml` exists"),
         "a second save without replace is refused"
     );
-    assert_eq!(OverrideSet::load(std::slice::from_ref(&path)).unwrap().prompts, first);
+    assert_eq!(
+        OverrideSet::load(std::slice::from_ref(&path))
+            .unwrap()
+            .prompts,
+        first
+    );
     save_override_file(
         dir.path(),
         &name,

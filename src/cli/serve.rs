@@ -60,6 +60,10 @@ pub struct ServeArgs {
     /// Do not write run logs.
     #[arg(long)]
     pub no_record: bool,
+    /// Where the page's "Save" writes override files (NAME.yaml), relative to the current folder;
+    /// created on the first save. Load them with --overrides DIR/NAME.yaml.
+    #[arg(long, value_name = "DIR", default_value = promptlab::serve::DEFAULT_OVERRIDES_DIR)]
+    pub overrides_dir: std::path::PathBuf,
     /// Answer a model call made before with the same request from the model-call cache in
     /// --cache-dir (and cache the new ones); see docs/cache.md.
     #[arg(long)]
@@ -93,7 +97,8 @@ pub fn run(
         (!args.no_record).then(|| runs_dir.to_path_buf()),
         defaults,
         usize::from(args.max_concurrent),
-    );
+    )
+    .with_overrides_dir(args.overrides_dir.clone());
     if let (ProviderKind::Script, Some(path)) = (args.model.provider, &args.model.script) {
         state.provider = TurnProvider::ScriptPerTurn(Arc::new(ScriptProvider::load(path)?));
     }

@@ -245,13 +245,13 @@ fn record_vote(state: &ServeState, dir: &std::path::Path, record: &FeedbackRecor
 
 impl ServeState {
     /// `{"error": …}` for an error that may name files: relative to their folders.
-    fn error(&self, status: StatusCode, error: &dyn std::fmt::Display) -> Response {
+    pub(super) fn error(&self, status: StatusCode, error: &dyn std::fmt::Display) -> Response {
         json_error(status, self.paths.message(&error.to_string()))
     }
 }
 
 /// A JSON body, or the response that rejects it (413, or 400 naming the field).
-fn parse_json<T: serde::de::DeserializeOwned>(
+pub(super) fn parse_json<T: serde::de::DeserializeOwned>(
     body: Result<Bytes, BytesRejection>,
     fields: &[&str],
 ) -> Result<T, Box<Response>> {

@@ -15,9 +15,13 @@
 pub mod api;
 pub mod body;
 pub mod chat;
+pub mod diff;
 pub mod guard;
 pub mod listen;
+pub mod overrides;
+pub mod page;
 pub mod public;
+pub mod transcript;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,6 +44,9 @@ pub use body::{BodyError, RequestDefaults, parse_chat_body};
 pub use guard::{Trust, TrustError};
 pub use listen::{ConnectionLimits, serve};
 pub use public::PublicPaths;
+
+/// Where the page saves override files unless `--overrides-dir` says.
+pub const DEFAULT_OVERRIDES_DIR: &str = "overrides";
 
 /// The largest request body taken; a larger one is a 413.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -75,6 +82,8 @@ pub struct ServeState {
     pub shutdown: CancellationToken,
     /// How answers name files.
     pub paths: PublicPaths,
+    /// Where the page saves override files (`--overrides-dir`).
+    pub overrides_dir: PathBuf,
 }
 
 impl ServeState {
@@ -98,7 +107,15 @@ impl ServeState {
             turns: Arc::new(Semaphore::new(max_concurrent)),
             max_concurrent,
             shutdown: CancellationToken::new(),
+            overrides_dir: PathBuf::from(DEFAULT_OVERRIDES_DIR),
         }
+    }
+
+    /// Saves override files in `dir` (answers name them relative to it).
+    pub fn with_overrides_dir(mut self, dir: PathBuf) -> ServeState {
+        self.paths = std::mem::take(&mut self.paths).and(&dir);
+        self.overrides_dir = dir;
+        self
     }
 
     /// The context one turn runs with.
@@ -117,7 +134,8 @@ impl ServeState {
 /// origins are given, CORS.
 pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
     let router = Router::new()
-        .route("/", get(page))
+        .route("/", get(page::page))
+        .route("/assets/{name}", get(page::asset))
         .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .route("/api/chat", post(chat::chat))
         .route("/api/claims", get(api::claims))
@@ -125,7 +143,13 @@ pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
         .route("/api/prompts", get(api::prompts))
         .route("/api/fingerprint", post(api::fingerprint_of))
         .route("/api/runs", get(api::runs))
+        .route("/api/runs/{turn_id}", get(transcript::transcript))
+        .route("/api/diff", post(diff::prompt_diff))
+        .route("/api/word-diff", post(diff::word_diff))
         .route("/api/feedback", post(api::feedback))
+        .route("/api/overrides", get(overrides::list).post(overrides::save))
+        .route("/api/overrides/yaml", post(overrides::yaml))
+        .route("/api/overrides/{file}", get(overrides::load))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // A body that trickles in is cut off: reading it fails, and the
@@ -150,14 +174,6 @@ pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
     };
     // Outermost: nothing, CORS preflights included, runs before the checks.
     router.layer(from_fn_with_state(trust, guard::guard))
-}
-
-/// The Prompt Lab page: one file of HTML, CSS and JavaScript embedded in
-/// the binary (no CDN, works offline; no build step).
-const LAB_PAGE: &str = include_str!("assets/lab.html");
-
-async fn page() -> axum::response::Html<&'static str> {
-    axum::response::Html(LAB_PAGE)
 }
 
 async fn not_found() -> Response {

@@ -17,24 +17,32 @@ pub struct PublicPaths {
 
 impl PublicPaths {
     pub fn new(claims_dir: &Path, runs_dir: Option<&Path>) -> PublicPaths {
-        let mut prefixes = Vec::new();
+        let mut paths = PublicPaths {
+            prefixes: Vec::new(),
+            runs_dir: runs_dir.map(Path::to_path_buf),
+        };
         for dir in std::iter::once(claims_dir).chain(runs_dir) {
-            let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
-            let canonical = dir.canonicalize().unwrap_or_else(|_| absolute.clone());
-            for form in [dir.to_path_buf(), absolute, canonical] {
-                let text = form.display().to_string();
-                let text = text.trim_end_matches('/');
-                if !text.is_empty() {
-                    prefixes.push(format!("{text}/"));
-                }
+            paths = paths.and(dir);
+        }
+        paths
+    }
+
+    /// These paths with one more folder that answers name files relative to
+    /// (the overrides folder).
+    pub fn and(mut self, dir: &Path) -> PublicPaths {
+        let absolute = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let canonical = dir.canonicalize().unwrap_or_else(|_| absolute.clone());
+        for form in [dir.to_path_buf(), absolute, canonical] {
+            let text = form.display().to_string();
+            let text = text.trim_end_matches('/');
+            if !text.is_empty() {
+                self.prefixes.push(format!("{text}/"));
             }
         }
-        prefixes.sort_by_key(|prefix| std::cmp::Reverse(prefix.len()));
-        prefixes.dedup();
-        PublicPaths {
-            prefixes,
-            runs_dir: runs_dir.map(Path::to_path_buf),
-        }
+        self.prefixes
+            .sort_by_key(|prefix| std::cmp::Reverse(prefix.len()));
+        self.prefixes.dedup();
+        self
     }
 
     /// `message` with the folders' prefixes taken off, and any other

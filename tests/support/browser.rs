@@ -222,6 +222,38 @@ impl Browser {
         }
     }
 
+    /// Presses and releases a key as the keyboard would (`Tab`, `Enter`,
+    /// …), on whatever has the focus; `shift` holds Shift.
+    pub fn press(&mut self, key: &str, shift: bool) {
+        let code = match key {
+            "Tab" => 9,
+            "Enter" => 13,
+            "Escape" => 27,
+            _ => 0,
+        };
+        let modifiers = if shift { 8 } else { 0 };
+        for kind in ["rawKeyDown", "keyUp"] {
+            self.call(
+                "Input.dispatchKeyEvent",
+                json!({"type": kind, "key": key, "code": key, "windowsVirtualKeyCode": code,
+                       "nativeVirtualKeyCode": code, "modifiers": modifiers}),
+            );
+        }
+    }
+
+    /// Types `text` into the focused element, as an input method would.
+    pub fn type_text(&mut self, text: &str) {
+        self.call("Input.insertText", json!({"text": text}));
+    }
+
+    /// Sets the viewport to `width` × `height`.
+    pub fn resize(&mut self, width: u32, height: u32) {
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            json!({"width": width, "height": height, "deviceScaleFactor": 1, "mobile": false}),
+        );
+    }
+
     /// A PNG of the viewport (or of the whole page with `full_page`).
     pub fn screenshot(&mut self, path: &Path, full_page: bool) {
         let shot = self.call(
