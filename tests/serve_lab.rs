@@ -6,7 +6,7 @@
 //! is sent, streams both and shows their word diff; a recent run opens its
 //! transcript; hostile answers render as text; the keyboard reaches every
 //! control; the last claim is remembered. Screenshots go to
-//! `target/tmp/serve-screenshots/`, and to `docs/images/` with
+//! `target/tmp/serve-screenshots/`, and to `docs/` with
 //! `PROMPTLAB_UPDATE_DOCS=1` (the ones `docs/serve.md` shows).
 
 mod support;
@@ -29,7 +29,7 @@ fn screenshot(browser: &mut Browser, name: &str) {
         .join(name);
     browser.screenshot(&artifact, false);
     if std::env::var_os("PROMPTLAB_UPDATE_DOCS").is_some() {
-        let docs = repo_root().join("docs/images").join(name);
+        let docs = repo_root().join("docs").join(name);
         std::fs::create_dir_all(docs.parent().unwrap()).unwrap();
         std::fs::copy(&artifact, docs).unwrap();
     }
