@@ -474,3 +474,34 @@ fn the_page_remembers_the_last_claim_and_fits_a_narrow_window() {
     screenshot(&mut browser, "serve-narrow.png");
     assert_no_page_errors(&browser);
 }
+
+#[test]
+fn an_a_b_side_refused_by_max_concurrent_shows_its_own_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(
+        &support::slow_script(dir.path()),
+        &["--max-concurrent", "1"],
+    );
+    let mut browser = Browser::launch(1280, 800);
+    open(&mut browser, &server);
+    type_into(&mut browser, "#claim", "CLM-HH-0001");
+    browser.click(".tab[data-view=\"ab\"]");
+    type_into(&mut browser, "#ab-message", "Count slowly.");
+    browser.click("#ab-send");
+    browser.wait_for(
+        "document.querySelectorAll('#ab-sides .error').length === 1 && document.querySelectorAll('#ab-sides .footer').length === 1",
+        "one side refused, the other answered",
+        WAIT,
+    );
+    let refused = browser.eval("document.querySelector('#ab-sides .error').textContent");
+    assert!(
+        refused.as_str().unwrap().starts_with("busy: 1 turns are running"),
+        "the side says why: {refused}"
+    );
+    assert_eq!(
+        browser.eval("document.getElementById('ab-diff').hidden"),
+        true,
+        "no diff without two answers"
+    );
+    assert_no_page_errors_but(&browser, &["503"]);
+}
