@@ -27,6 +27,7 @@ pub mod serve;
 pub mod sink;
 pub mod stats;
 pub mod table;
+pub mod telemetry;
 pub mod text;
 pub mod tools;
 pub mod worker;

@@ -495,7 +495,10 @@ fn an_a_b_side_refused_by_max_concurrent_shows_its_own_error() {
     );
     let refused = browser.eval("document.querySelector('#ab-sides .error').textContent");
     assert!(
-        refused.as_str().unwrap().starts_with("busy: 1 turns are running"),
+        refused
+            .as_str()
+            .unwrap()
+            .starts_with("busy: 1 turns are running"),
         "the side says why: {refused}"
     );
     assert_eq!(

@@ -15,13 +15,15 @@ use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::prompts::PromptRegistry;
 use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{OutputFormat, Style};
+use promptlab::telemetry::Telemetry;
+use promptlab::worker::TurnRunner;
 
 use super::context::{ClaimArgs, PromptArgs, parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::model::ModelArgs;
 use super::signals::cancel_on_signals;
 use super::suggest;
-use super::turn::{KeepText, TurnRun, drive_turn};
+use super::turn::{KeepText, TurnRun, drive_turn, trace_for};
 
 #[derive(Debug, Args)]
 #[command(
@@ -63,6 +65,10 @@ pub struct ChatArgs {
     /// Do not write a run log for this turn.
     #[arg(long)]
     pub no_record: bool,
+    /// With OTEL_EXPORTER_OTLP_ENDPOINT set: make each turn's trace a child of this W3C
+    /// traceparent (default: $TRACEPARENT); see docs/telemetry.md.
+    #[arg(long, value_name = "TRACEPARENT")]
+    pub trace_parent: Option<String>,
     /// Answer a model call made before with the same request from the model-call cache in
     /// --cache-dir (and cache the new ones); see docs/cache.md.
     #[arg(long)]
@@ -118,27 +124,12 @@ pub fn run(
         format,
     };
     let lookup = Lookup { registry, store };
-    let runtime = tokio::runtime::Runtime::new()?;
-    let exit = if args.interactive {
-        runtime.block_on(super::session::interactive(&runner, lookup, base, messages))?
-    } else {
-        let request = base.request(messages);
-        request.validate(registry)?;
-        let cancel = CancellationToken::new();
-        let recorder = base.recorder(&request);
-        let (run, stop) = runtime.block_on(async {
-            let stop = cancel_on_signals(cancel.clone());
-            let run = drive_turn(&runner, request, format, cancel, recorder, KeepText::None).await;
-            (run, stop.exit())
-        });
-        let run = run?;
-        report_recording(&run, format);
-        hint_after_error(&run, &base, lookup);
-        match (run.exit, stop) {
-            (Exit::Cancelled, Some(signal)) => signal,
-            (exit, _) => exit,
-        }
-    };
+    // Before the runtime: the exporter starts its own thread and client.
+    let telemetry = Telemetry::from_env(args.trace_parent.as_deref())
+        .map_err(|error| CliError::usage(error.to_string()))?;
+    let exit = run_turns(&args, &runner, lookup, base, messages, &telemetry);
+    telemetry.finish();
+    let exit = exit?;
     if let Some(replay) = replay {
         for divergence in replay.divergences() {
             let line = format!(
@@ -149,6 +140,50 @@ pub fn run(
         }
     }
     Ok(exit)
+}
+
+/// The turn, or the `-i` session's turns.
+fn run_turns(
+    args: &ChatArgs,
+    runner: &TurnRunner,
+    lookup: Lookup<'_>,
+    base: TurnSettings,
+    messages: Vec<ChatMessage>,
+    telemetry: &Telemetry,
+) -> Result<Exit, CliError> {
+    let format = base.format;
+    let runtime = tokio::runtime::Runtime::new()?;
+    if args.interactive {
+        return runtime.block_on(super::session::interactive(
+            runner, lookup, base, messages, telemetry,
+        ));
+    }
+    let request = base.request(messages);
+    request.validate(lookup.registry)?;
+    let cancel = CancellationToken::new();
+    let recorder = base.recorder(&request);
+    let trace = trace_for(telemetry, runner, &request, None);
+    let (run, stop) = runtime.block_on(async {
+        let stop = cancel_on_signals(cancel.clone());
+        let run = drive_turn(
+            runner,
+            request,
+            format,
+            cancel,
+            recorder,
+            KeepText::None,
+            trace,
+        )
+        .await;
+        (run, stop.exit())
+    });
+    let run = run?;
+    report_recording(&run, format);
+    hint_after_error(&run, &base, lookup);
+    Ok(match (run.exit, stop) {
+        (Exit::Cancelled, Some(signal)) => signal,
+        (exit, _) => exit,
+    })
 }
 
 /// What the hints and the banner look things up in.

@@ -18,7 +18,8 @@ use promptlab::sink::run_log::RunRecorder;
 use super::context::read_claim_file;
 use super::error::{CliError, Exit};
 use super::signals::cancel_on_signals;
-use super::turn::{KeepText, drive_turn};
+use super::turn::{KeepText, drive_turn, trace_for};
+use promptlab::telemetry::Telemetry;
 use promptlab::worker::TurnRunner;
 
 #[derive(Debug, Args)]
@@ -40,6 +41,10 @@ pub struct ReplayArgs {
     /// Do not record the replayed turn.
     #[arg(long)]
     pub no_record: bool,
+    /// With OTEL_EXPORTER_OTLP_ENDPOINT set: make the turn's trace a child of this W3C
+    /// traceparent (default: $TRACEPARENT); see docs/telemetry.md.
+    #[arg(long, value_name = "TRACEPARENT")]
+    pub trace_parent: Option<String>,
 }
 
 pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
@@ -72,21 +77,28 @@ pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit
     let recorder = (!args.no_record)
         .then(|| RunRecorder::new(runs_dir, &request, "replay", log.header.labels.clone()));
     let format = args.format.unwrap_or_else(super::chat::default_format);
+    // Before the runtime: the exporter starts its own thread and client.
+    let telemetry = Telemetry::from_env(args.trace_parent.as_deref())
+        .map_err(|error| CliError::usage(error.to_string()))?;
+    let runner = TurnRunner::Local(ctx);
+    let trace = trace_for(&telemetry, &runner, &request, None);
     let runtime = tokio::runtime::Runtime::new()?;
     let cancel = CancellationToken::new();
     let (run, stop) = runtime.block_on(async move {
         let stop = cancel_on_signals(cancel.clone());
         let run = drive_turn(
-            &TurnRunner::Local(ctx),
+            &runner,
             request,
             format,
             cancel,
             recorder,
             KeepText::Everything,
+            trace,
         )
         .await;
         (run, stop.exit())
     });
+    telemetry.finish();
     let run = run?;
     if run.exit == Exit::Cancelled {
         return Ok(stop.unwrap_or(Exit::Cancelled));

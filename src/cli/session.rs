@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use promptlab::chat::{ChatMessage, ClaimInput, Role};
 use promptlab::prompts::{OverrideSet, fingerprint, resolve_overrides};
 use promptlab::sink::Style;
+use promptlab::telemetry::Telemetry;
 use promptlab::worker::TurnRunner;
 
 use super::chat::{Lookup, TurnSettings, hint_after_error, report_recording};
@@ -18,7 +19,7 @@ use super::error::{CliError, Exit};
 use super::session_input::{Line, SessionInput};
 use super::session_save::{SavedTurn, save_new, transcript};
 use super::suggest;
-use super::turn::{KeepText, drive_turn};
+use super::turn::{KeepText, drive_turn, trace_for};
 
 const SESSION_HELP: &str = "\
 Type a message and press Enter; the answer streams, and the session keeps the text history.
@@ -74,6 +75,8 @@ struct SessionState {
     saved: Vec<SavedTurn>,
     /// Turns run here (not on a deployment): a claim id must be in the store.
     local: bool,
+    /// The session's id: every turn's `gen_ai.conversation.id` in traces.
+    id: String,
 }
 
 /// A `/command` line of a session: answered on stderr, never sent to the
@@ -218,6 +221,7 @@ pub async fn interactive(
     ctx: Lookup<'_>,
     mut settings: TurnSettings,
     history: Vec<ChatMessage>,
+    telemetry: &Telemetry,
 ) -> Result<Exit, CliError> {
     let current: Arc<Mutex<Option<CancellationToken>>> = Arc::new(Mutex::new(None));
     let on_signal = Arc::clone(&current);
@@ -239,6 +243,7 @@ pub async fn interactive(
         history,
         saved: Vec::new(),
         local: matches!(runner, TurnRunner::Local(_)),
+        id: uuid::Uuid::new_v4().to_string(),
     };
     let mut failed = false;
     loop {
@@ -267,8 +272,8 @@ pub async fn interactive(
             }
         }
         pending = false;
-        failed |=
-            session_turn(runner, ctx, &settings, &mut state, &current).await? == Exit::Failure;
+        failed |= session_turn(runner, ctx, &settings, &mut state, &current, telemetry).await?
+            == Exit::Failure;
         if terminal {
             eprintln!();
         }
@@ -284,6 +289,7 @@ async fn session_turn(
     settings: &TurnSettings,
     state: &mut SessionState,
     current: &Mutex<Option<CancellationToken>>,
+    telemetry: &Telemetry,
 ) -> Result<Exit, CliError> {
     let request = settings.request(state.history.clone());
     if let Err(error) = request.validate(ctx.registry) {
@@ -294,6 +300,7 @@ async fn session_turn(
     let token = CancellationToken::new();
     set_current(current, Some(token.clone()))?;
     let recorder = settings.recorder(&request);
+    let trace = trace_for(telemetry, runner, &request, Some(&state.id));
     let end = drive_turn(
         runner,
         request,
@@ -301,6 +308,7 @@ async fn session_turn(
         token,
         recorder,
         KeepText::Answer,
+        trace,
     )
     .await;
     set_current(current, None)?;

@@ -13,6 +13,7 @@ use promptlab::runs::RunStatus;
 use promptlab::sink::driver::{SinkRole, TurnSink, drive};
 use promptlab::sink::run_log::RunRecorder;
 use promptlab::sink::{EventWriter, OutputFormat, Style};
+use promptlab::telemetry::{Telemetry, TurnLabels, TurnTrace};
 use promptlab::worker::TurnRunner;
 
 use super::error::{CliError, Exit};
@@ -84,6 +85,25 @@ impl TurnSink for TurnRun {
     }
 }
 
+/// The trace of a turn of `request` on `runner`, when tracing is on.
+pub fn trace_for(
+    telemetry: &Telemetry,
+    runner: &TurnRunner,
+    request: &ChatRequest,
+    conversation_id: Option<&str>,
+) -> Option<TurnTrace> {
+    telemetry.turn(TurnLabels {
+        conversation_id: conversation_id.map(str::to_string),
+        provider: promptlab::telemetry::provider_name(runner.provider_name()),
+        model: request.model.clone(),
+        messages: request
+            .messages
+            .iter()
+            .map(|m| (format!("{:?}", m.role).to_lowercase(), m.text.clone()))
+            .collect(),
+    })
+}
+
 /// A note or warning about the model's thinking rules, to stderr once per
 /// process (a `-i` session's turns do not repeat it).
 fn say_once(note: &str) {
@@ -103,6 +123,7 @@ pub async fn drive_turn(
     cancel: CancellationToken,
     recorder: Option<RunRecorder>,
     keep: KeepText,
+    mut trace: Option<TurnTrace>,
 ) -> Result<TurnRun, CliError> {
     let stdout = std::io::stdout();
     let mut writer = EventWriter::new(format, stdout.lock(), Style::for_stdout(), Instant::now());
@@ -115,14 +136,34 @@ pub async fn drive_turn(
         keep,
     };
     let turn = runner.run(request, cancel.clone());
-    let delivery = match recorder {
-        Some(mut recorder) => {
-            let delivery = drive(turn, &mut [&mut recorder, &mut run, &mut writer], &cancel).await;
-            run.recorded = finish_recording(recorder);
-            delivery
+    let mut recorder = recorder;
+    let delivery = {
+        // Recorders first (see `drive`), then observers, then the writer.
+        let mut sinks: Vec<&mut dyn TurnSink> = Vec::with_capacity(4);
+        if let Some(recorder) = recorder.as_mut() {
+            sinks.push(recorder);
         }
-        None => drive(turn, &mut [&mut run, &mut writer], &cancel).await,
+        sinks.push(&mut run);
+        if let Some(trace) = trace.as_mut() {
+            sinks.push(trace);
+        }
+        sinks.push(&mut writer);
+        drive(turn, &mut sinks, &cancel).await
     };
+    let cost = recorder
+        .as_ref()
+        .and_then(|recorder| recorder.draft_footer(RunStatus::Cancelled))
+        .and_then(|footer| footer.cost_usd);
+    if let Some(recorder) = recorder {
+        run.recorded = finish_recording(recorder);
+    }
+    if let Some(mut trace) = trace {
+        if let Some(path) = &run.recorded {
+            trace.set_run_log(path);
+        }
+        trace.set_cost(cost);
+        trace.end(None);
+    }
     for failure in &delivery.recorder_failures {
         let failure = promptlab::text::printable(&failure.to_string());
         eprintln!("warning: could not record this run: {failure}");

@@ -1,0 +1,92 @@
+//! Turns as OpenTelemetry traces (OTLP over HTTP, the GenAI semantic
+//! conventions; `docs/telemetry.md`). Off unless the standard variables
+//! name an endpoint (`config.rs`); then every turn is one trace built by
+//! an observer sink (`turn.rs`) and handed to the SDK's batch exporter
+//! (`export.rs`), which never slows a turn and is flushed at exit.
+
+pub mod config;
+pub mod export;
+pub mod turn;
+
+use std::sync::Arc;
+
+use opentelemetry::trace::TracerProvider;
+use opentelemetry_sdk::trace::SdkTracer;
+
+pub use config::{ConfigError, TraceConfig, TraceParent};
+pub use turn::{TurnLabels, TurnTrace, Verdict};
+
+/// What every turn's trace shares.
+pub(crate) struct Shared {
+    tracer: SdkTracer,
+    stats: Arc<export::ExportStats>,
+    capture_content: bool,
+    parent: Option<TraceParent>,
+}
+
+/// Tracing for a process: off (costs nothing), or an exporter.
+#[derive(Default)]
+pub struct Telemetry {
+    on: Option<(Arc<Shared>, export::Export)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Export(#[from] export::ExportSetupError),
+}
+
+impl Telemetry {
+    /// Tracing as the process environment says; `trace_parent` is
+    /// `--trace-parent`. Must be called outside an async context (the
+    /// exporter's blocking HTTP client starts its own runtime thread).
+    pub fn from_env(trace_parent: Option<&str>) -> Result<Telemetry, TelemetryError> {
+        let config = TraceConfig::from_env(&|name| std::env::var(name).ok(), trace_parent)?;
+        match config {
+            Some(config) => Telemetry::start(&config),
+            None => Ok(Telemetry::default()),
+        }
+    }
+
+    pub fn start(config: &TraceConfig) -> Result<Telemetry, TelemetryError> {
+        let export = export::start(config)?;
+        let tracer = export.provider.tracer("promptlab");
+        let shared = Shared {
+            tracer,
+            stats: export.stats.clone(),
+            capture_content: config.capture_content,
+            parent: config.parent,
+        };
+        Ok(Telemetry {
+            on: Some((Arc::new(shared), export)),
+        })
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.on.is_some()
+    }
+
+    /// A sink that traces one turn; `None` when tracing is off.
+    pub fn turn(&self, labels: TurnLabels) -> Option<TurnTrace> {
+        let (shared, _) = self.on.as_ref()?;
+        Some(TurnTrace::new(shared.clone(), labels))
+    }
+
+    /// Flushes what is queued (at most 3 s) and says what was not exported.
+    pub fn finish(self) {
+        if let Some((_, export)) = self.on {
+            export.finish();
+        }
+    }
+}
+
+/// `gen_ai.provider.name` for a provider's name (the conventions' values
+/// where there is one).
+pub fn provider_name(provider: &str) -> String {
+    match provider {
+        "gemini" => "gcp.gemini".to_string(),
+        other => format!("promptlab.{other}"),
+    }
+}

@@ -1,0 +1,468 @@
+//! One turn as one trace, in the OpenTelemetry GenAI conventions. A
+//! `TurnTrace` is an observer sink: it keeps what the turn's outputs say,
+//! with the time each was seen, and builds the spans when the caller ends
+//! it — after an eval has judged the turn, so the root carries its verdict:
+//!
+//! - `invoke_agent claims-assistant` (root): `gen_ai.operation.name`,
+//!   `gen_ai.agent.name`, `gen_ai.conversation.id`, `gen_ai.provider.name`,
+//!   `gen_ai.request.model`, `promptlab.*` (turn id, fingerprint, overridden
+//!   ids, claim, capability, run log, cost); the turn's error as its status;
+//! - `chat {model}` per model call (from the model-call records, with their
+//!   own timings): provider, request and response model, usage, cached and
+//!   thinking tokens, finish reasons, retries, cache hit, the call's error;
+//! - `execute_tool {name}` per tool call the model asked for — every one in
+//!   the records, so a call to an unknown tool, which streams no events,
+//!   still gets its span, with status "unknown tool".
+//!
+//! Prompts, messages and answers are added only when asked
+//! (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`), each cut at
+//! 64 KB.
+
+use std::collections::HashMap;
+use std::io;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, SystemTime};
+
+use opentelemetry::trace::{
+    Span, SpanBuilder, SpanContext, SpanKind, Status, TraceContextExt, TraceFlags, TraceState,
+};
+use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
+
+use super::Shared;
+use crate::chat::event::ChatEvent;
+use crate::chat::{ModelCallRecord, PreparedTurn, TurnOutput, TurnStart};
+use crate::sink::driver::{SinkRole, TurnSink};
+
+/// The agent every root span names.
+pub const AGENT_NAME: &str = "claims-assistant";
+/// The longest captured content attribute, in bytes.
+pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
+
+/// What a turn's caller knows that its outputs do not say.
+#[derive(Debug, Clone, Default)]
+pub struct TurnLabels {
+    /// The `chat -i` session's id; `None`: the turn id.
+    pub conversation_id: Option<String>,
+    /// `gen_ai.provider.name`, e.g. `gcp.gemini`.
+    pub provider: String,
+    pub model: String,
+    /// The conversation sent, as (role, text), for captured content.
+    pub messages: Vec<(String, String)>,
+}
+
+/// An eval's verdict on the turn, added to its root span.
+#[derive(Debug, Clone, Default)]
+pub struct Verdict {
+    pub attributes: Vec<(String, String)>,
+    /// `pass`, `fail` or `error`.
+    pub outcome: String,
+    pub failures: Vec<String>,
+    /// One `gen_ai.evaluation.result` event per expectation: (name, pass,
+    /// score, reason).
+    pub results: Vec<(String, bool, Option<f64>, Option<String>)>,
+}
+
+/// A tool call as it was seen: started (its activity event) and finished
+/// (its result).
+#[derive(Debug, Clone, Copy)]
+struct ToolSeen {
+    started: SystemTime,
+    finished: Option<(SystemTime, bool)>,
+}
+
+pub struct TurnTrace {
+    shared: Arc<Shared>,
+    labels: TurnLabels,
+    start: Option<TurnStart>,
+    prepared: Option<PreparedTurn>,
+    calls: Vec<ModelCallRecord>,
+    tools: HashMap<String, ToolSeen>,
+    answer: String,
+    error: Option<String>,
+    cancelled: bool,
+    ended: Option<SystemTime>,
+    run_log: Option<String>,
+    cost_usd: Option<f64>,
+}
+
+impl TurnTrace {
+    pub(super) fn new(shared: Arc<Shared>, labels: TurnLabels) -> TurnTrace {
+        TurnTrace {
+            shared,
+            labels,
+            start: None,
+            prepared: None,
+            calls: Vec::new(),
+            tools: HashMap::new(),
+            answer: String::new(),
+            error: None,
+            cancelled: false,
+            ended: None,
+            run_log: None,
+            cost_usd: None,
+        }
+    }
+
+    /// The run log the turn was recorded in (`promptlab.run_log`).
+    pub fn set_run_log(&mut self, path: &std::path::Path) {
+        self.run_log = Some(path.display().to_string());
+    }
+
+    /// The turn's cost, when its price is known (`promptlab.cost_usd`).
+    pub fn set_cost(&mut self, usd: Option<f64>) {
+        self.cost_usd = usd;
+    }
+
+    /// Builds and hands over the turn's spans; `verdict` is an eval's.
+    pub fn end(self, verdict: Option<&Verdict>) {
+        let Some(start) = self.start.clone() else {
+            return;
+        };
+        let tracer = &self.shared.tracer;
+        let began: SystemTime = start.started_at.into();
+        let ended = self.ended.unwrap_or_else(SystemTime::now).max(began);
+        let root = SpanBuilder::from_name(format!("invoke_agent {AGENT_NAME}"))
+            .with_kind(SpanKind::Internal)
+            .with_start_time(began)
+            .with_attributes(self.root_attributes(&start))
+            .start_with_context(tracer, &self.parent_context());
+        let cx = Context::new().with_span(root);
+        let mut spans = 1;
+        for (index, call) in self.calls.iter().enumerate() {
+            spans += self.call_spans(&cx, began, index, call);
+        }
+        let span = cx.span();
+        if let Some(verdict) = verdict {
+            add_verdict(&span, verdict, ended);
+        }
+        if let Some(error) = &self.error {
+            span.set_status(Status::error(error.clone()));
+        } else if self.cancelled {
+            span.set_status(Status::error("cancelled"));
+        }
+        span.end_with_timestamp(ended);
+        self.shared
+            .stats
+            .offered
+            .fetch_add(spans, Ordering::Relaxed);
+    }
+
+    fn parent_context(&self) -> Context {
+        match self.shared.parent {
+            Some(parent) => {
+                let flags = if parent.sampled {
+                    TraceFlags::SAMPLED
+                } else {
+                    TraceFlags::default()
+                };
+                let context = SpanContext::new(
+                    opentelemetry::trace::TraceId::from_bytes(parent.trace_id),
+                    opentelemetry::trace::SpanId::from_bytes(parent.span_id),
+                    flags,
+                    true,
+                    TraceState::default(),
+                );
+                Context::new().with_remote_span_context(context)
+            }
+            None => Context::new(),
+        }
+    }
+
+    fn root_attributes(&self, start: &TurnStart) -> Vec<KeyValue> {
+        let conversation = self
+            .labels
+            .conversation_id
+            .clone()
+            .unwrap_or_else(|| start.turn_id.clone());
+        let overridden: Vec<StringValue> = start
+            .applied_overrides
+            .keys()
+            .map(|id| StringValue::from(id.clone()))
+            .collect();
+        let mut attributes = vec![
+            KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+            KeyValue::new("gen_ai.agent.name", AGENT_NAME),
+            KeyValue::new("gen_ai.conversation.id", conversation),
+            KeyValue::new("gen_ai.provider.name", self.labels.provider.clone()),
+            KeyValue::new("gen_ai.request.model", self.labels.model.clone()),
+            KeyValue::new("promptlab.turn_id", start.turn_id.clone()),
+            KeyValue::new("promptlab.fingerprint", start.fingerprint.clone()),
+            KeyValue::new(
+                "promptlab.overridden",
+                Value::Array(Array::String(overridden)),
+            ),
+        ];
+        if let Some(prepared) = &self.prepared {
+            attributes.push(KeyValue::new("promptlab.claim", prepared.claim_id.clone()));
+            attributes.push(KeyValue::new(
+                "promptlab.capability",
+                prepared
+                    .capability
+                    .clone()
+                    .unwrap_or_else(|| "free chat".to_string()),
+            ));
+            if self.shared.capture_content {
+                let system = cut(&prepared.prompt.system_text());
+                attributes.push(KeyValue::new("gen_ai.system_instructions", system));
+            }
+        }
+        if let Some(path) = &self.run_log {
+            attributes.push(KeyValue::new("promptlab.run_log", path.clone()));
+        }
+        if let Some(usd) = self.cost_usd {
+            attributes.push(KeyValue::new("promptlab.cost_usd", usd));
+        }
+        if self.shared.capture_content {
+            attributes.push(KeyValue::new(
+                "gen_ai.input.messages",
+                messages_json(&self.labels.messages),
+            ));
+            let answer = vec![("assistant".to_string(), self.answer.clone())];
+            attributes.push(KeyValue::new(
+                "gen_ai.output.messages",
+                messages_json(&answer),
+            ));
+        }
+        attributes
+    }
+
+    /// The `chat` span of call `index` and its tool spans; how many.
+    fn call_spans(
+        &self,
+        cx: &Context,
+        began: SystemTime,
+        index: usize,
+        call: &ModelCallRecord,
+    ) -> u64 {
+        let start = began + Duration::from_millis(call.started_ms);
+        let end = start + Duration::from_millis(call.latency_ms);
+        let mut span = SpanBuilder::from_name(format!("chat {}", self.labels.model))
+            .with_kind(SpanKind::Client)
+            .with_start_time(start)
+            .with_attributes(self.call_attributes(call))
+            .start_with_context(&self.shared.tracer, cx);
+        if let Some(error) = &call.error {
+            span.set_status(Status::error(error.clone()));
+        }
+        span.end_with_timestamp(end);
+        let next = self.calls.get(index + 1);
+        let mut spans = 1;
+        for (position, tool) in call.tool_calls.iter().enumerate() {
+            self.tool_span(cx, tool, position, end, next);
+            spans += 1;
+        }
+        spans
+    }
+
+    fn call_attributes(&self, call: &ModelCallRecord) -> Vec<KeyValue> {
+        let mut attributes = vec![
+            KeyValue::new("gen_ai.operation.name", "chat"),
+            KeyValue::new("gen_ai.provider.name", self.labels.provider.clone()),
+            KeyValue::new("gen_ai.request.model", self.labels.model.clone()),
+            KeyValue::new("promptlab.round", i64::from(call.round)),
+        ];
+        if let Some(summary) = &call.summary {
+            let usage = summary.usage;
+            attributes.extend([
+                KeyValue::new("gen_ai.usage.input_tokens", count(usage.input_tokens)),
+                KeyValue::new("gen_ai.usage.output_tokens", count(usage.output_tokens)),
+                KeyValue::new(
+                    "gen_ai.usage.cache_read.input_tokens",
+                    count(usage.cache_read_tokens),
+                ),
+                KeyValue::new(
+                    "promptlab.usage.thinking_tokens",
+                    count(summary.thinking_tokens),
+                ),
+                KeyValue::new("promptlab.retries", i64::from(summary.retries)),
+                KeyValue::new("promptlab.cache_hit", summary.cached),
+            ]);
+            if let Some(model) = &summary.model_version {
+                attributes.push(KeyValue::new("gen_ai.response.model", model.clone()));
+            }
+            if let Some(reason) = &summary.finish_reason {
+                let reasons = vec![StringValue::from(reason.clone())];
+                attributes.push(KeyValue::new(
+                    "gen_ai.response.finish_reasons",
+                    Value::Array(Array::String(reasons)),
+                ));
+            }
+        }
+        if self.shared.capture_content {
+            let text = vec![("assistant".to_string(), call.text.clone())];
+            attributes.push(KeyValue::new(
+                "gen_ai.output.messages",
+                messages_json(&text),
+            ));
+        }
+        attributes
+    }
+
+    /// `execute_tool {name}`: timed by its events when it had them, else
+    /// between its call and the next; ok or error from its result.
+    fn tool_span(
+        &self,
+        cx: &Context,
+        tool: &crate::provider::ToolCall,
+        position: usize,
+        after: SystemTime,
+        next: Option<&ModelCallRecord>,
+    ) {
+        let seen = tool.id.as_ref().and_then(|id| self.tools.get(id)).copied();
+        let result = next.and_then(|next| {
+            next.tool_results_in
+                .iter()
+                .find(|r| r.call_id.is_some() && r.call_id == tool.id)
+                .or_else(|| {
+                    next.tool_results_in
+                        .get(position)
+                        .filter(|r| r.name == tool.name)
+                })
+        });
+        let start = seen.map_or(after, |seen| seen.started);
+        let end = seen
+            .and_then(|seen| seen.finished.map(|(at, _)| at))
+            .unwrap_or(start)
+            .max(start);
+        let known = crate::tools::find_tool(&crate::tools::all_tools(true), &tool.name).is_some();
+        let ok = seen
+            .and_then(|seen| seen.finished.map(|(_, ok)| ok))
+            .or(result.map(|r| r.ok));
+        let mut span = SpanBuilder::from_name(format!("execute_tool {}", tool.name))
+            .with_kind(SpanKind::Internal)
+            .with_start_time(start)
+            .with_attributes(
+                [
+                    Some(KeyValue::new("gen_ai.operation.name", "execute_tool")),
+                    Some(KeyValue::new("gen_ai.tool.name", tool.name.clone())),
+                    tool.id
+                        .clone()
+                        .map(|id| KeyValue::new("gen_ai.tool.call.id", id)),
+                ]
+                .into_iter()
+                .flatten(),
+            )
+            .start_with_context(&self.shared.tracer, cx);
+        if !known {
+            span.set_status(Status::error("unknown tool"));
+        } else if ok == Some(false) {
+            let message = result.map_or("the tool failed".to_string(), |r| cut(&r.content));
+            span.set_status(Status::error(message));
+        } else if ok == Some(true) {
+            span.set_status(Status::Ok);
+        }
+        span.end_with_timestamp(end);
+    }
+}
+
+fn add_verdict(span: &opentelemetry::trace::SpanRef<'_>, verdict: &Verdict, at: SystemTime) {
+    span.set_attributes(
+        verdict
+            .attributes
+            .iter()
+            .map(|(key, value)| KeyValue::new(key.clone(), value.clone())),
+    );
+    span.set_attribute(KeyValue::new("promptlab.verdict", verdict.outcome.clone()));
+    if !verdict.failures.is_empty() {
+        let failures = verdict
+            .failures
+            .iter()
+            .map(|f| StringValue::from(f.clone()))
+            .collect();
+        span.set_attribute(KeyValue::new(
+            "promptlab.failures",
+            Value::Array(Array::String(failures)),
+        ));
+    }
+    for (name, pass, score, reason) in &verdict.results {
+        let mut attributes = vec![
+            KeyValue::new("gen_ai.evaluation.name", name.clone()),
+            KeyValue::new(
+                "gen_ai.evaluation.score.label",
+                if *pass { "pass" } else { "fail" },
+            ),
+        ];
+        if let Some(score) = score {
+            attributes.push(KeyValue::new("gen_ai.evaluation.score.value", *score));
+        }
+        if let Some(reason) = reason {
+            attributes.push(KeyValue::new("gen_ai.evaluation.explanation", cut(reason)));
+        }
+        span.add_event_with_timestamp("gen_ai.evaluation.result", at, attributes);
+    }
+}
+
+fn count(tokens: u64) -> i64 {
+    i64::try_from(tokens).unwrap_or(i64::MAX)
+}
+
+/// `text` cut at `MAX_CONTENT_BYTES`, on a character boundary.
+fn cut(text: &str) -> String {
+    if text.len() <= MAX_CONTENT_BYTES {
+        return text.to_string();
+    }
+    let mut end = MAX_CONTENT_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
+/// The conventions' message JSON: `[{"role", "parts": [{"type": "text", "content"}]}]`, cut.
+fn messages_json(messages: &[(String, String)]) -> String {
+    let value: Vec<serde_json::Value> = messages
+        .iter()
+        .map(|(role, text)| serde_json::json!({"role": role, "parts": [{"type": "text", "content": text}]}))
+        .collect();
+    cut(&serde_json::Value::Array(value).to_string())
+}
+
+impl TurnSink for TurnTrace {
+    fn role(&self) -> SinkRole {
+        SinkRole::Observer
+    }
+
+    fn accept(&mut self, output: &TurnOutput) -> io::Result<()> {
+        let now = SystemTime::now();
+        match output {
+            TurnOutput::Started(start) => self.start = Some((**start).clone()),
+            TurnOutput::Prepared(prepared) => self.prepared = Some((**prepared).clone()),
+            TurnOutput::ModelCall(call) => self.calls.push((**call).clone()),
+            TurnOutput::Cancelled => {
+                self.cancelled = true;
+                self.ended = Some(now);
+            }
+            TurnOutput::Event(event) => match event {
+                ChatEvent::Activity { id, .. } => {
+                    self.tools.insert(
+                        id.clone(),
+                        ToolSeen {
+                            started: now,
+                            finished: None,
+                        },
+                    );
+                }
+                ChatEvent::ToolResult { id, ok, .. } => {
+                    let seen = self.tools.entry(id.clone()).or_insert(ToolSeen {
+                        started: now,
+                        finished: None,
+                    });
+                    seen.finished = Some((now, *ok));
+                }
+                ChatEvent::TextDelta { text } => self.answer.push_str(text),
+                ChatEvent::Error { message } => {
+                    self.error = Some(message.clone());
+                    self.ended = Some(now);
+                }
+                ChatEvent::Done(_) => self.ended = Some(now),
+                ChatEvent::ClientAction(_) => {}
+            },
+        }
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
+        "the trace exporter".to_string()
+    }
+}
