@@ -96,11 +96,8 @@ pub fn trace_for(
         conversation_id: conversation_id.map(str::to_string),
         provider: promptlab::telemetry::provider_name(runner.provider_name()),
         model: request.model.clone(),
-        messages: request
-            .messages
-            .iter()
-            .map(|m| (format!("{:?}", m.role).to_lowercase(), m.text.clone()))
-            .collect(),
+        messages: TurnLabels::conversation(&request.messages),
+        parent: None,
     })
 }
 

@@ -70,8 +70,13 @@ impl Telemetry {
 
     /// A sink that traces one turn; `None` when tracing is off.
     pub fn turn(&self, labels: TurnLabels) -> Option<TurnTrace> {
+        self.tracing().map(|tracing| tracing.turn(labels))
+    }
+
+    /// A handle that starts turn traces from any task; `None` when off.
+    pub fn tracing(&self) -> Option<Tracing> {
         let (shared, _) = self.on.as_ref()?;
-        Some(TurnTrace::new(shared.clone(), labels))
+        Some(Tracing(shared.clone()))
     }
 
     /// Flushes what is queued (at most 3 s) and says what was not exported.
@@ -79,6 +84,16 @@ impl Telemetry {
         if let Some((_, export)) = self.on {
             export.finish();
         }
+    }
+}
+
+/// Starts turn traces; cheap to clone, shared by concurrent turns.
+#[derive(Clone)]
+pub struct Tracing(Arc<Shared>);
+
+impl Tracing {
+    pub fn turn(&self, labels: TurnLabels) -> TurnTrace {
+        TurnTrace::new(self.0.clone(), labels)
     }
 }
 

@@ -49,6 +49,25 @@ pub struct TurnLabels {
     pub model: String,
     /// The conversation sent, as (role, text), for captured content.
     pub messages: Vec<(String, String)>,
+    /// This turn's parent (`serve`: the request's `traceparent`), over the
+    /// process's `TRACEPARENT`.
+    pub parent: Option<super::TraceParent>,
+}
+
+impl TurnLabels {
+    /// The conversation of `messages` as captured content takes it.
+    pub fn conversation(messages: &[crate::chat::ChatMessage]) -> Vec<(String, String)> {
+        messages
+            .iter()
+            .map(|m| {
+                let role = match m.role {
+                    crate::chat::Role::User => "user",
+                    crate::chat::Role::Assistant => "assistant",
+                };
+                (role.to_string(), m.text.clone())
+            })
+            .collect()
+    }
 }
 
 /// An eval's verdict on the turn, added to its root span.
@@ -149,7 +168,7 @@ impl TurnTrace {
     }
 
     fn parent_context(&self) -> Context {
-        match self.shared.parent {
+        match self.labels.parent.or(self.shared.parent) {
             Some(parent) => {
                 let flags = if parent.sampled {
                     TraceFlags::SAMPLED
