@@ -17,6 +17,7 @@ pub mod shapes;
 pub mod shard;
 pub mod suite;
 pub mod tags;
+pub mod trace;
 
 pub use expect::{Observation, Outcome, Verdict, judge};
 pub use matrix::{MAX_PLANNED_TURNS, Matrix, Shard, TurnSpec, build_matrix};
