@@ -61,6 +61,14 @@ pub fn python_module(module: &str, package: &str, script: &str) -> Option<(PathB
     Some((python, references_dir().join("references").join(script)))
 }
 
+/// Arize Phoenix's `phoenix` command, in its own venv (`.ci/phoenix`).
+pub fn phoenix() -> Option<PathBuf> {
+    present(
+        references_dir().join("phoenix/bin/phoenix"),
+        "Arize Phoenix (PyPI arize-phoenix)",
+    )
+}
+
 /// `junit-10.xsd`, from pytest's source distribution.
 pub fn junit_xsd() -> Option<PathBuf> {
     present(
