@@ -4,6 +4,7 @@
 //! an observer sink (`turn.rs`) and handed to the SDK's batch exporter
 //! (`export.rs`), which never slows a turn and is flushed at exit.
 
+pub mod attributes;
 pub mod config;
 pub mod export;
 pub mod turn;

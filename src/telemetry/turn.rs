@@ -30,14 +30,14 @@ use opentelemetry::trace::{
 use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 
 use super::Shared;
+pub use super::attributes::{MAX_CONTENT_BYTES, Verdict};
+use super::attributes::{add_verdict, count, cut, messages_json};
 use crate::chat::event::ChatEvent;
 use crate::chat::{ModelCallRecord, PreparedTurn, TurnOutput, TurnStart};
 use crate::sink::driver::{SinkRole, TurnSink};
 
 /// The agent every root span names.
 pub const AGENT_NAME: &str = "claims-assistant";
-/// The longest captured content attribute, in bytes.
-pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
 
 /// What a turn's caller knows that its outputs do not say.
 #[derive(Debug, Clone, Default)]
@@ -68,18 +68,6 @@ impl TurnLabels {
             })
             .collect()
     }
-}
-
-/// An eval's verdict on the turn, added to its root span.
-#[derive(Debug, Clone, Default)]
-pub struct Verdict {
-    pub attributes: Vec<(String, String)>,
-    /// `pass`, `fail` or `error`.
-    pub outcome: String,
-    pub failures: Vec<String>,
-    /// One `gen_ai.evaluation.result` event per expectation: (name, pass,
-    /// score, reason).
-    pub results: Vec<(String, bool, Option<f64>, Option<String>)>,
 }
 
 /// A tool call as it was seen: started (its activity event) and finished
@@ -373,68 +361,6 @@ impl TurnTrace {
         }
         span.end_with_timestamp(end);
     }
-}
-
-fn add_verdict(span: &opentelemetry::trace::SpanRef<'_>, verdict: &Verdict, at: SystemTime) {
-    span.set_attributes(
-        verdict
-            .attributes
-            .iter()
-            .map(|(key, value)| KeyValue::new(key.clone(), value.clone())),
-    );
-    span.set_attribute(KeyValue::new("promptlab.verdict", verdict.outcome.clone()));
-    if !verdict.failures.is_empty() {
-        let failures = verdict
-            .failures
-            .iter()
-            .map(|f| StringValue::from(f.clone()))
-            .collect();
-        span.set_attribute(KeyValue::new(
-            "promptlab.failures",
-            Value::Array(Array::String(failures)),
-        ));
-    }
-    for (name, pass, score, reason) in &verdict.results {
-        let mut attributes = vec![
-            KeyValue::new("gen_ai.evaluation.name", name.clone()),
-            KeyValue::new(
-                "gen_ai.evaluation.score.label",
-                if *pass { "pass" } else { "fail" },
-            ),
-        ];
-        if let Some(score) = score {
-            attributes.push(KeyValue::new("gen_ai.evaluation.score.value", *score));
-        }
-        if let Some(reason) = reason {
-            attributes.push(KeyValue::new("gen_ai.evaluation.explanation", cut(reason)));
-        }
-        span.add_event_with_timestamp("gen_ai.evaluation.result", at, attributes);
-    }
-}
-
-fn count(tokens: u64) -> i64 {
-    i64::try_from(tokens).unwrap_or(i64::MAX)
-}
-
-/// `text` cut at `MAX_CONTENT_BYTES`, on a character boundary.
-fn cut(text: &str) -> String {
-    if text.len() <= MAX_CONTENT_BYTES {
-        return text.to_string();
-    }
-    let mut end = MAX_CONTENT_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    text[..end].to_string()
-}
-
-/// The conventions' message JSON: `[{"role", "parts": [{"type": "text", "content"}]}]`, cut.
-fn messages_json(messages: &[(String, String)]) -> String {
-    let value: Vec<serde_json::Value> = messages
-        .iter()
-        .map(|(role, text)| serde_json::json!({"role": role, "parts": [{"type": "text", "content": text}]}))
-        .collect();
-    cut(&serde_json::Value::Array(value).to_string())
 }
 
 impl TurnSink for TurnTrace {
