@@ -12,7 +12,7 @@ use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::judge::script::ScriptJudge;
 use promptlab::judge::{Judge, JudgeCache, JudgeModel, JudgePrompts, JudgeSettings, ProviderJudge};
 use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
-use promptlab::provider::http::CallLimits;
+use promptlab::provider::transport::CallLimits;
 
 use super::error::CliError;
 

@@ -12,10 +12,10 @@ use std::time::Duration;
 
 use promptlab::provider::ModelProvider;
 use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
-use promptlab::provider::http::CallLimits;
-use promptlab::provider::http::bounds::parse_max_call_time;
 use promptlab::provider::replay::ReplayProvider;
 use promptlab::provider::script::ScriptProvider;
+use promptlab::provider::transport::CallLimits;
+use promptlab::provider::transport::bounds::parse_max_call_time;
 use promptlab::runs::read_run_log;
 
 use promptlab::chat::{ClaimInput, TurnContext};

@@ -138,6 +138,9 @@ impl JudgeModel for ProviderJudge {
                             crate::text::quote(&call.name)
                         )));
                     }
+                    // A judge's retries stay quiet: its verdict records the
+                    // outcome, and its caller says when judging fails.
+                    ModelEvent::Retry(_) => {}
                     ModelEvent::Done(summary) => {
                         reply.usage = summary.usage;
                         reply.thinking_tokens = summary.thinking_tokens;

@@ -150,7 +150,8 @@ impl ModelProvider for CachingProvider {
                         // A cache that cannot be written costs a later call, not this one.
                         let _ = cache.put(&entry);
                     }
-                    Err(_) => {}
+                    // Retries are the live call's, never replayed from the cache.
+                    Ok(ModelEvent::Retry(_)) | Err(_) => {}
                 }
                 yield item;
             }

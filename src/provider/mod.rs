@@ -5,11 +5,15 @@
 //! replayed (Gemini's signed parts). The loop never looks inside it.
 
 pub mod cache;
+mod error;
 pub mod gemini;
-pub mod http;
 pub mod replay;
 pub mod script;
 pub mod sse;
+pub mod transport;
+
+pub use error::{ErrorKind, ProviderError};
+pub use transport::RetryNotice;
 
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -88,6 +92,9 @@ pub enum ModelEvent {
     ToolCall(ToolCall),
     /// The call finished; always the last item of a successful call.
     Done(CallSummary),
+    /// A failed try is about to be retried (nothing of it was forwarded):
+    /// said to the user and recorded, never part of the answer.
+    Retry(RetryNotice),
 }
 
 /// How a model call finished.
@@ -128,31 +135,6 @@ pub struct CallSummary {
 
 fn is_zero(count: &u64) -> bool {
     *count == 0
-}
-
-/// A failed model call. The message becomes the `error` event's message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ProviderError {
-    pub message: String,
-    /// A call that reached the model and stopped early (its token limit, a
-    /// safety stop) was still billed: its usage, so that it is counted.
-    pub summary: Option<Box<CallSummary>>,
-}
-
-impl ProviderError {
-    pub fn new(message: impl Into<String>) -> ProviderError {
-        ProviderError {
-            message: message.into(),
-            summary: None,
-        }
-    }
-
-    /// This error, with the usage of the call that ended in it.
-    pub fn with_summary(mut self, summary: Option<CallSummary>) -> ProviderError {
-        self.summary = summary.map(Box::new);
-        self
-    }
 }
 
 pub type ModelStream = BoxStream<'static, Result<ModelEvent, ProviderError>>;

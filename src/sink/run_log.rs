@@ -167,6 +167,14 @@ impl RunRecorder {
                 // may be 16 MiB each (the bound on one call).
                 log.write(&ModelCallLine { t, call })
             }
+            TurnOutput::Notice(notice) => {
+                let log = self.open_log()?;
+                let t = log.elapsed_ms();
+                log.write(&RunRecord::Notice {
+                    t,
+                    notice: notice.clone(),
+                })
+            }
             TurnOutput::Cancelled => {
                 self.open_log()?.status = Some(RunStatus::Cancelled);
                 Ok(())
