@@ -43,6 +43,9 @@ pub struct TurnRun {
     pub recorded: Option<PathBuf>,
     /// The prompt version computed here (from `Started`).
     pub fingerprint: Option<String>,
+    /// Retry notices go to stderr (the pretty view); machine formats keep
+    /// stdout and stderr for what they promise.
+    say_notices: bool,
 }
 
 impl TurnSink for TurnRun {
@@ -68,6 +71,9 @@ impl TurnSink for TurnRun {
                 self.events.push(event.clone());
             }
             TurnOutput::Cancelled => self.exit = Exit::Cancelled,
+            TurnOutput::Notice(notice) if self.say_notices => {
+                eprintln!("{}", promptlab::text::printable(&notice.to_string()));
+            }
             TurnOutput::Started(start) => self.fingerprint = Some(start.fingerprint.clone()),
             TurnOutput::Prepared(prepared) => {
                 if let Some(note) = &prepared.thinking_note {
@@ -113,6 +119,7 @@ pub async fn drive_turn(
         recorded: None,
         fingerprint: None,
         keep,
+        say_notices: format == OutputFormat::Pretty,
     };
     let turn = runner.run(request, cancel.clone());
     let delivery = match recorder {

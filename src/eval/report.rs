@@ -17,6 +17,7 @@ use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ThinkingLevel;
 use crate::cost::Cost;
 use crate::judge::{JudgeSpend, RubricVerdict};
+use crate::provider::RetryNotice;
 use crate::runs::tally::tally;
 
 /// One variant's numbers.
@@ -238,6 +239,13 @@ pub enum EvalRecord<'a> {
         #[serde(flatten)]
         place: TurnPlace,
         event: &'a ChatEvent,
+    },
+    /// A running turn's model (or deployment) failed a try and is about
+    /// to retry it: `Gemini answered 503; retrying (2 of 3) in 1.2 s`.
+    Notice {
+        #[serde(flatten)]
+        place: TurnPlace,
+        notice: &'a RetryNotice,
     },
     /// A judged turn.
     Turn(TurnRecord),

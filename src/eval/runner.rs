@@ -23,9 +23,9 @@ use crate::chat::service::{TurnContext, TurnOutput};
 use crate::claims::ClaimStore;
 use crate::judge::Judge;
 use crate::prompts::PromptRegistry;
-use crate::provider::ModelProvider;
 use crate::provider::cache::{CachingProvider, ModelCache};
 use crate::provider::script::ScriptProvider;
+use crate::provider::{ModelProvider, RetryNotice};
 use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
 use crate::sink::driver::{SinkRole, TurnSink, drive};
@@ -173,6 +173,8 @@ impl TurnResult {
 #[derive(Debug, Clone)]
 pub enum EvalMessage {
     Event(TurnSpec, ChatEvent),
+    /// A running turn is retrying a failed try of its model or deployment.
+    Notice(TurnSpec, RetryNotice),
     Finished(Box<TurnResult>),
     /// A problem that does not stop the suite.
     Warning(String),
@@ -311,12 +313,13 @@ impl TurnSink for Watch<'_> {
             }
             _ => {}
         }
-        if let TurnOutput::Event(event) = output {
-            // The feed may have closed (the run is ending): nothing to tell.
-            let _ = self
-                .messages
-                .send(EvalMessage::Event(self.spec.clone(), event.clone()));
-        }
+        // The feed may have closed (the run is ending): nothing to tell.
+        let message = match output {
+            TurnOutput::Event(event) => EvalMessage::Event(self.spec.clone(), event.clone()),
+            TurnOutput::Notice(notice) => EvalMessage::Notice(self.spec.clone(), notice.clone()),
+            _ => return Ok(()),
+        };
+        let _ = self.messages.send(message);
         Ok(())
     }
 

@@ -8,8 +8,10 @@ use std::io::{IsTerminal, Write};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use promptlab::eval::report::{EvalRecord, TurnPlace, TurnRecord, turn_label};
+use promptlab::eval::matrix::TurnSpec;
+use promptlab::eval::report::{EvalRecord, TurnPlace, TurnRecord, spec_label, turn_label};
 use promptlab::eval::{EvalMessage, EvalPlan, Outcome, RunSettings, TurnResult, run_turns};
+use promptlab::provider::RetryNotice;
 
 use super::{EvalArgs, EvalFormat};
 use crate::cli::error::{CliError, Exit};
@@ -151,6 +153,7 @@ impl Feedback<'_> {
                 write_record(out, &record)
             }
             EvalMessage::Event(..) => Ok(()),
+            EvalMessage::Notice(spec, notice) => self.notice(spec, notice, out),
             EvalMessage::Finished(result) => self.finished(result, out),
             EvalMessage::Warning(warning) => {
                 let warning = promptlab::text::printable(&warning.to_string());
@@ -165,6 +168,30 @@ impl Feedback<'_> {
             self.stdout_closed = true;
             cancel.cancel();
         }
+    }
+
+    /// A retry: an NDJSON `notice` record, and a line on stderr (above the
+    /// bar on a terminal) unless `--quiet`.
+    fn notice(
+        &self,
+        spec: &TurnSpec,
+        notice: &RetryNotice,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        if self.ndjson {
+            let place = TurnPlace::of(self.plan, spec);
+            write_record(out, &EvalRecord::Notice { place, notice })?;
+        }
+        if self.quiet {
+            return Ok(());
+        }
+        let line =
+            promptlab::text::printable(&format!("{}: {notice}", spec_label(self.plan, spec)));
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+        Ok(())
     }
 
     fn finished(&mut self, result: &TurnResult, out: &mut impl Write) -> std::io::Result<()> {
