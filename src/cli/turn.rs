@@ -110,8 +110,14 @@ pub async fn drive_turn(
     recorder: Option<RunRecorder>,
     keep: KeepText,
 ) -> Result<TurnRun, CliError> {
-    let stdout = std::io::stdout();
-    let mut writer = EventWriter::new(format, stdout.lock(), Style::for_stdout(), Instant::now());
+    // Unlocked (each write takes the lock): sinks are `Send`, and a lock
+    // guard may not leave its thread.
+    let mut writer = EventWriter::new(
+        format,
+        std::io::stdout(),
+        Style::for_stdout(),
+        Instant::now(),
+    );
     let mut run = TurnRun {
         exit: Exit::Success,
         answer: String::new(),

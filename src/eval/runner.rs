@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::NaiveDate;
-use futures_util::StreamExt;
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
@@ -180,11 +181,14 @@ pub enum EvalMessage {
     Warning(String),
 }
 
-/// Runs the plan's remaining turns at most `concurrency` at a time; results
-/// come back in the order turns finish. Once `cancel` fires no turn starts.
+/// Runs the plan's remaining turns at most `concurrency` at a time, each
+/// an ordinary task (a `JoinSet` under a semaphore of `-j`), so that one
+/// turn's blocking step — an fsync, a cache write, a log read — never
+/// stalls the others; results come back in the order turns finish. Once
+/// `cancel` fires (or the budget is spent) no turn starts.
 pub async fn run_turns(
-    plan: &EvalPlan,
-    settings: &RunSettings,
+    plan: Arc<EvalPlan>,
+    settings: Arc<RunSettings>,
     cancel: CancellationToken,
     messages: UnboundedSender<EvalMessage>,
 ) -> Vec<TurnResult> {
@@ -194,27 +198,48 @@ pub async fn run_turns(
     } else {
         Box::new(plan.to_run())
     };
-    let jobs = order.map(|spec| {
-        let cancel = cancel.clone();
-        let messages = messages.clone();
-        async move {
-            if cancel.is_cancelled() || settings.budget.as_ref().is_some_and(|b| !b.allows_start())
-            {
-                return None;
-            }
-            let result = run_one(plan, settings, &spec, cancel, &messages).await;
+    let slots = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+    let mut tasks = JoinSet::new();
+    let mut results = Vec::new();
+    for spec in order {
+        // A slot first: the set never holds more than `-j` turns, and a
+        // turn is checked against the budget when it could really start.
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            break;
+        };
+        while let Some(joined) = tasks.try_join_next() {
+            results.extend(joined_result(joined));
+        }
+        if cancel.is_cancelled() || settings.budget.as_ref().is_some_and(|b| !b.allows_start()) {
+            break;
+        }
+        let (plan, settings) = (Arc::clone(&plan), Arc::clone(&settings));
+        let (cancel, messages) = (cancel.clone(), messages.clone());
+        tasks.spawn(async move {
+            let result = run_one(&plan, &settings, &spec, cancel, &messages).await;
+            drop(slot);
             if let Some(budget) = &settings.budget {
                 budget.spend(&result);
             }
             let _ = messages.send(EvalMessage::Finished(Box::new(result.clone())));
-            Some(result)
-        }
-    });
-    futures_util::stream::iter(jobs)
-        .buffer_unordered(settings.concurrency.max(1))
-        .filter_map(|result| async move { result })
-        .collect()
-        .await
+            result
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        results.extend(joined_result(joined));
+    }
+    results
+}
+
+/// A finished turn task's result. A turn that panicked panics the run, as
+/// it did when turns were polled in one task: a bug, not a verdict.
+fn joined_result(joined: Result<TurnResult, tokio::task::JoinError>) -> Option<TurnResult> {
+    match joined {
+        Ok(result) => Some(result),
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // Cancelled tasks: only when the set is dropped, which it is not here.
+        Err(_) => None,
+    }
 }
 
 async fn run_one(
@@ -362,7 +387,11 @@ async fn record_verdict(
         failures: verdict.failures.clone(),
         rubric: verdict.rubric.clone(),
     });
-    match recorder.finish_with(footer) {
+    // The footer's fsync and rename block: off the runtime's threads.
+    let finished = tokio::task::spawn_blocking(move || recorder.finish_with(footer))
+        .await
+        .unwrap_or_else(|joined| Err(std::io::Error::other(joined)));
+    match finished {
         Ok(Some(path)) => TurnResult {
             run_log: Some(path),
             ..TurnResult::new(spec, observation, verdict)

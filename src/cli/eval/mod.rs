@@ -252,7 +252,7 @@ fn run_once(
     if budget.is_some() {
         preflight::check_prices(args, &plan, judge.as_deref())?;
     }
-    let settings = promptlab::eval::RunSettings {
+    let settings = Arc::new(promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
         judge,
         budget: budget.clone(),
@@ -263,7 +263,8 @@ fn run_once(
         concurrency: usize::from(args.jobs),
         today: today_or_local(args.today),
         provider,
-    };
+    });
+    let plan = Arc::new(plan);
     let (ran, stop) = progress::run_with_progress(args, &plan, &settings, results.len())?;
     results.extend(ran);
     let budget = budget.filter(|b| b.reached());

@@ -4,6 +4,7 @@
 //! does the same.
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
@@ -84,8 +85,8 @@ struct Feedback<'a> {
 /// signal (or a closed stdout) asked for.
 pub fn run_with_progress(
     args: &EvalArgs,
-    plan: &EvalPlan,
-    settings: &RunSettings,
+    plan: &Arc<EvalPlan>,
+    settings: &Arc<RunSettings>,
     already: usize,
 ) -> Result<(Vec<TurnResult>, Option<Exit>), CliError> {
     let runtime = tokio::runtime::Runtime::new()?;
@@ -105,7 +106,12 @@ pub fn run_with_progress(
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let (results, stop) = runtime.block_on(async {
         let stop = cancel_on_signals(cancel.clone());
-        let run = run_turns(plan, settings, cancel.clone(), sender);
+        let run = run_turns(
+            Arc::clone(plan),
+            Arc::clone(settings),
+            cancel.clone(),
+            sender,
+        );
         futures_util::pin_mut!(run);
         let mut stdout = std::io::stdout().lock();
         let results = loop {
