@@ -1,8 +1,8 @@
 //! What model calls cost: a price table as data (`prices/gemini.yaml`,
 //! extendable with `--prices FILE`), and the price of one call from its
 //! token counts. A model without a price costs "unknown", never 0; a call
-//! that reached no model (a cache hit, a scripted or replayed answer) costs
-//! nothing.
+//! that reached no model (a cache hit, a scripted or replayed answer: a
+//! provider kind that does not bill) costs nothing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,14 +13,6 @@ use crate::event::Usage;
 
 /// The shipped prices, embedded at build time.
 const EMBEDDED: &str = include_str!("../prices/gemini.yaml");
-
-/// Providers whose answers reach no model and cost nothing.
-const FREE_PROVIDERS: [&str; 2] = ["script", "replay"];
-
-/// Whether `provider`'s answers reach no model (a script, a replay).
-pub fn costs_nothing(provider: &str) -> bool {
-    FREE_PROVIDERS.contains(&provider)
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -183,16 +175,17 @@ impl PriceTable {
         self.models.iter().map(|(k, v)| (k.as_str(), v))
     }
 
-    /// What one call of `model` through `provider` cost.
+    /// What one call of `model` cost, through a provider that `bills`
+    /// (`ProviderKind::bills`: a script or a replay reaches no model).
     pub fn call_cost(
         &self,
-        provider: &str,
+        bills: bool,
         model: &str,
         usage: Usage,
         thinking_tokens: u64,
         cached: bool,
     ) -> Cost {
-        if cached || FREE_PROVIDERS.contains(&provider) {
+        if cached || !bills {
             return Cost::ZERO;
         }
         match self.get(model) {
@@ -298,14 +291,13 @@ mod tests {
     #[test]
     fn unknown_is_never_zero_and_free_providers_cost_nothing() {
         let table = PriceTable::embedded();
-        let call =
-            |provider, model| table.call_cost(provider, model, usage(1000, 0, 100), 0, false);
-        assert_eq!(call("gemini", "gemini-9-ultra"), Cost::Unknown);
-        assert_eq!(call("script", "gemini-9-ultra"), Cost::ZERO);
+        let call = |bills, model| table.call_cost(bills, model, usage(1000, 0, 100), 0, false);
+        assert_eq!(call(true, "gemini-9-ultra"), Cost::Unknown);
+        assert_eq!(call(false, "gemini-9-ultra"), Cost::ZERO);
         assert_eq!(Cost::Usd(1.0) + Cost::Unknown, Cost::Unknown);
         assert_eq!(Cost::Unknown.display(), "unknown");
-        assert!(matches!(call("gemini", "gemini-3.1-flash-lite"), Cost::Usd(c) if c > 0.0));
-        let hit = table.call_cost("gemini", "gemini-9-ultra", usage(1000, 0, 100), 0, true);
+        assert!(matches!(call(true, "gemini-3.1-flash-lite"), Cost::Usd(c) if c > 0.0));
+        let hit = table.call_cost(true, "gemini-9-ultra", usage(1000, 0, 100), 0, true);
         assert_eq!(hit, Cost::ZERO, "a cache hit is never billed");
     }
 }

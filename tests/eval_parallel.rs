@@ -14,7 +14,9 @@ use promptlab::eval::{
     EvalPlan, LoadedSuite, Outcome, ProviderChoice, RunSettings, Selection, build_matrix, run_turns,
 };
 use promptlab::prompts::PromptRegistry;
-use promptlab::provider::{CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream};
+use promptlab::provider::{
+    CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderKind,
+};
 use tokio_util::sync::CancellationToken;
 
 /// Turns that have reached the blocking step, and whether each saw the
@@ -45,8 +47,8 @@ impl Rendezvous {
 struct Blocking(Arc<Rendezvous>);
 
 impl ModelProvider for Blocking {
-    fn name(&self) -> &'static str {
-        "script"
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Script
     }
 
     fn stream_turn(&self, _: ModelRequest, _: CancellationToken) -> ModelStream {

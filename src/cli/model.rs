@@ -25,16 +25,16 @@ use promptlab::worker::{Endpoint, TurnRunner, WorkerClient, WorkerConfig, Worker
 
 use super::error::CliError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProviderKind {
-    /// Google's Gemini API (needs GEMINI_API_KEY).
-    Gemini,
-    /// A model scripted in a YAML file (--script).
-    Script,
-    /// The model turns of a recorded run log (--replay).
-    Replay,
-    /// The whole turn, run by a deployed chat API (--endpoint).
-    Worker,
+pub use promptlab::provider::ProviderKind;
+
+/// `--provider`: the library's one list of providers, each with its help
+/// line (clap's possible values), parsed into the library's kind.
+fn provider_kinds() -> impl clap::builder::TypedValueParser<Value = ProviderKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        ProviderKind::ALL.map(|kind| PossibleValue::new(kind.name()).help(kind.help())),
+    )
+    .try_map(|name: String| name.parse::<ProviderKind>())
 }
 
 #[derive(Debug, Clone, Args)]
@@ -51,7 +51,12 @@ pub struct ModelArgs {
     )]
     pub thinking_level: ThinkingLevel,
     /// Where model answers come from.
-    #[arg(long, value_enum, env = "PROMPTLAB_PROVIDER", default_value = "gemini")]
+    #[arg(
+        long,
+        value_parser = provider_kinds(),
+        env = "PROMPTLAB_PROVIDER",
+        default_value = "gemini"
+    )]
     pub provider: ProviderKind,
     /// What `--provider replay` plays back: a run log (chat), or a runs folder holding the suite's recordings (eval).
     #[arg(long, value_name = "PATH")]
@@ -301,7 +306,7 @@ pub fn with_cache(
     enabled: bool,
     cache_dir: &std::path::Path,
 ) -> Arc<dyn ModelProvider> {
-    if !enabled || provider.name() == "replay" {
+    if !enabled || provider.kind() == ProviderKind::Replay {
         return provider;
     }
     let cache = promptlab::provider::cache::ModelCache::new(cache_dir.join("model"));

@@ -26,7 +26,7 @@ use crate::judge::Judge;
 use crate::prompts::PromptRegistry;
 use crate::provider::cache::{CachingProvider, ModelCache};
 use crate::provider::script::ScriptProvider;
-use crate::provider::{ModelProvider, RetryNotice};
+use crate::provider::{ModelProvider, ProviderKind, RetryNotice};
 use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
 use crate::sink::driver::{SinkRole, TurnSink, drive};
@@ -108,11 +108,16 @@ impl ProviderChoice {
     }
 
     pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Which provider answers the turns.
+    pub fn kind(&self) -> ProviderKind {
         match self {
-            ProviderChoice::Shared(provider) => provider.name(),
-            ProviderChoice::Script { .. } => "script",
-            ProviderChoice::Replay(_) => "replay",
-            ProviderChoice::Worker(_) => "worker",
+            ProviderChoice::Shared(provider) => provider.kind(),
+            ProviderChoice::Script { .. } => ProviderKind::Script,
+            ProviderChoice::Replay(_) => ProviderKind::Replay,
+            ProviderChoice::Worker(_) => ProviderKind::Worker,
         }
     }
 }

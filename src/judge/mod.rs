@@ -259,6 +259,11 @@ impl Judge {
         self.model.name()
     }
 
+    /// Which provider judges.
+    pub fn provider_kind(&self) -> crate::provider::ProviderKind {
+        self.model.kind()
+    }
+
     /// Whether the judge can be called at all (its key, its script).
     pub fn check_ready(&self) -> Result<(), String> {
         self.model.check_ready().map_err(|e| format!("judge: {e}"))
@@ -372,7 +377,13 @@ impl Judge {
             usage,
             cost_usd: self
                 .prices
-                .call_cost(provider, &query.model, usage, thinking, cached)
+                .call_cost(
+                    self.model.kind().bills(),
+                    &query.model,
+                    usage,
+                    thinking,
+                    cached,
+                )
                 .usd(),
             latency_ms,
             cached,
@@ -412,7 +423,7 @@ impl Judge {
                     ),
                     None => {
                         let mut call = record("", Usage::default(), 0, latency_ms, false);
-                        if !crate::cost::costs_nothing(provider) {
+                        if !!self.model.kind().bills() {
                             call.cost_usd = None;
                         }
                         call

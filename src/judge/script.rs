@@ -181,8 +181,8 @@ fn text_of(reply: &Option<Value>, raw: &Option<String>, field: &str) -> String {
 }
 
 impl JudgeModel for ScriptJudge {
-    fn name(&self) -> &'static str {
-        "script"
+    fn kind(&self) -> crate::provider::ProviderKind {
+        crate::provider::ProviderKind::Script
     }
 
     fn identity(&self) -> String {

@@ -115,8 +115,8 @@ impl CachingProvider {
 }
 
 impl ModelProvider for CachingProvider {
-    fn name(&self) -> &'static str {
-        self.inner.name()
+    fn kind(&self) -> super::ProviderKind {
+        self.inner.kind()
     }
 
     fn check_ready(&self) -> Result<(), ProviderError> {

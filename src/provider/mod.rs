@@ -7,12 +7,14 @@
 pub mod cache;
 mod error;
 pub mod gemini;
+mod kind;
 pub mod replay;
 pub mod script;
 pub mod sse;
 pub mod transport;
 
 pub use error::{ErrorKind, ProviderError};
+pub use kind::{ProviderKind, UnknownProvider};
 pub use transport::RetryNotice;
 
 use futures_util::stream::BoxStream;
@@ -142,8 +144,13 @@ pub type ModelStream = BoxStream<'static, Result<ModelEvent, ProviderError>>;
 /// One streaming model call. Implementations must stop promptly once
 /// `cancel` fires (the loop also stops polling them).
 pub trait ModelProvider: Send + Sync {
+    /// Which provider this is: what run logs name, whether it bills.
+    fn kind(&self) -> ProviderKind;
+
     /// A short name for logs: `gemini`, `script`, `replay`.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
 
     /// Whether the provider can be called at all (e.g. has its key). Checked
     /// once at the start of a turn; the error becomes the turn's `error` event.

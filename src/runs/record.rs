@@ -268,7 +268,7 @@ impl RunFooter {
     /// no model; otherwise unknown.
     pub fn cost(&self, provider: &str) -> Option<f64> {
         self.cost_usd
-            .or_else(|| crate::cost::costs_nothing(provider).then_some(0.0))
+            .or_else(|| crate::provider::ProviderKind::named_costs_nothing(provider).then_some(0.0))
     }
 }
 

@@ -35,7 +35,7 @@ use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
 use crate::provider::transport::{
     CallBudget, CallLimits, Failure, Peer, Redactor, RetryPolicy, Secret, Sending, Transport,
 };
-use crate::provider::{ErrorKind, ProviderError};
+use crate::provider::{ErrorKind, ProviderError, ProviderKind};
 
 pub use endpoint::{Endpoint, EndpointError};
 
@@ -373,9 +373,14 @@ impl TurnRunner {
 
     /// The provider's name as run logs record it.
     pub fn provider_name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Which provider answers.
+    pub fn kind(&self) -> ProviderKind {
         match self {
-            TurnRunner::Local(ctx) => ctx.provider.name(),
-            TurnRunner::Worker(_) => "worker",
+            TurnRunner::Local(ctx) => ctx.provider.kind(),
+            TurnRunner::Worker(_) => ProviderKind::Worker,
         }
     }
 }

@@ -24,8 +24,8 @@ pub struct Recording<P> {
 }
 
 impl<P: ModelProvider> ModelProvider for Recording<P> {
-    fn name(&self) -> &'static str {
-        self.inner.name()
+    fn kind(&self) -> promptlab::provider::ProviderKind {
+        self.inner.kind()
     }
 
     fn check_ready(&self) -> Result<(), promptlab::provider::ProviderError> {

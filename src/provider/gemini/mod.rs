@@ -196,8 +196,8 @@ impl GeminiProvider {
 }
 
 impl ModelProvider for GeminiProvider {
-    fn name(&self) -> &'static str {
-        "gemini"
+    fn kind(&self) -> crate::provider::ProviderKind {
+        crate::provider::ProviderKind::Gemini
     }
 
     /// The endpoint too (without credentials or query): a mock's or a
