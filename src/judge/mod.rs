@@ -423,7 +423,7 @@ impl Judge {
                     ),
                     None => {
                         let mut call = record("", Usage::default(), 0, latency_ms, false);
-                        if !!self.model.kind().bills() {
+                        if self.model.kind().bills() {
                             call.cost_usd = None;
                         }
                         call

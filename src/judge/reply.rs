@@ -23,30 +23,30 @@ pub struct PairwiseReply {
     pub reason: String,
 }
 
-/// The `responseSchema` of a rubric judge (OpenAPI subset, as Gemini takes it).
+/// A rubric judge's reply schema, in plain JSON Schema (each provider
+/// converts it to its API's dialect). The reason comes first, so that a
+/// model that writes in order reasons before it decides.
 pub fn rubric_schema() -> Value {
     json!({
-        "type": "OBJECT",
+        "type": "object",
         "properties": {
-            "pass": {"type": "BOOLEAN"},
-            "score": {"type": "NUMBER", "minimum": 0, "maximum": 1},
-            "reason": {"type": "STRING"}
+            "reason": {"type": "string"},
+            "pass": {"type": "boolean"},
+            "score": {"type": "number", "minimum": 0, "maximum": 1}
         },
-        "required": ["pass", "score", "reason"],
-        "propertyOrdering": ["reason", "pass", "score"]
+        "required": ["pass", "score", "reason"]
     })
 }
 
-/// The `responseSchema` of a pairwise judge.
+/// A pairwise judge's reply schema, in plain JSON Schema.
 pub fn pairwise_schema() -> Value {
     json!({
-        "type": "OBJECT",
+        "type": "object",
         "properties": {
-            "winner": {"type": "STRING", "enum": ["first", "second", "tie"]},
-            "reason": {"type": "STRING"}
+            "reason": {"type": "string"},
+            "winner": {"type": "string", "enum": ["first", "second", "tie"]}
         },
-        "required": ["winner", "reason"],
-        "propertyOrdering": ["reason", "winner"]
+        "required": ["winner", "reason"]
     })
 }
 
@@ -185,6 +185,32 @@ fn wrong(field: &str, expected: &str, got: &Value, raw: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemini_is_asked_for_the_same_schemas_as_before_they_were_plain() {
+        use crate::provider::gemini::schema::to_gemini;
+        assert_eq!(
+            to_gemini(&rubric_schema()),
+            json!({
+                "type": "OBJECT",
+                "properties": {
+                    "pass": {"type": "BOOLEAN"},
+                    "score": {"type": "NUMBER", "minimum": 0, "maximum": 1},
+                    "reason": {"type": "STRING"}
+                },
+                "required": ["pass", "score", "reason"],
+                "propertyOrdering": ["reason", "pass", "score"]
+            })
+        );
+        assert_eq!(
+            to_gemini(&pairwise_schema())["propertyOrdering"],
+            json!(["reason", "winner"])
+        );
+        assert_eq!(
+            to_gemini(&pairwise_schema())["properties"]["winner"],
+            json!({"type": "STRING", "enum": ["first", "second", "tie"]})
+        );
+    }
 
     #[test]
     fn a_well_formed_reply_parses() {

@@ -36,8 +36,9 @@ pub struct ModelRequest {
     pub tools: Vec<ToolDeclaration>,
     pub thinking_level: ThinkingLevel,
     pub max_output_tokens: u32,
-    /// A JSON reply in this shape (OpenAPI-subset schema) instead of free
-    /// text; only for calls without tools (a judge's).
+    /// A JSON reply in this shape (plain JSON Schema; each adapter converts
+    /// it to its API's dialect) instead of free text; only for calls
+    /// without tools (a judge's).
     pub response_schema: Option<Value>,
 }
 

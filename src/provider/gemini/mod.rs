@@ -16,6 +16,7 @@
 mod accumulate;
 pub mod errors;
 mod read;
+pub mod schema;
 mod usage;
 pub mod wire;
 
