@@ -397,38 +397,8 @@ impl Judge {
         let raw = match self.model.ask(query, cancel.clone()).await {
             Ok(raw) => raw,
             Err(error) => {
-                // A call that stopped early with its usage (a reply cut at its
-                // token limit) is billed on it; without usage, its cost is
-                // unknown, never a guessed 0.
                 let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-                let call = match &error.summary {
-                    // Cut short by a bound: the tokens it reported, cost unknown.
-                    Some(summary) if summary.partial => {
-                        let mut call = record(
-                            "",
-                            summary.usage,
-                            summary.thinking_tokens,
-                            latency_ms,
-                            false,
-                        );
-                        call.cost_usd = None;
-                        call
-                    }
-                    Some(summary) => record(
-                        "",
-                        summary.usage,
-                        summary.thinking_tokens,
-                        latency_ms,
-                        false,
-                    ),
-                    None => {
-                        let mut call = record("", Usage::default(), 0, latency_ms, false);
-                        if self.model.kind().bills() {
-                            call.cost_usd = None;
-                        }
-                        call
-                    }
-                };
+                let call = failed_call(&record, &error, latency_ms, self.model.kind().bills());
                 return Err((format!("judge: {error}"), Some(call)));
             }
         };
@@ -445,6 +415,27 @@ impl Judge {
             Err(error) => Err((format!("judge: {error}"), Some(call))),
         }
     }
+}
+
+/// The record of a judge call that failed. One that stopped early with its
+/// usage (a reply cut at its token limit) is billed on it — unless a bound
+/// cut it short (`partial`): its tokens, cost unknown. Without usage, a
+/// billing provider's cost is unknown, never a guessed 0.
+fn failed_call(
+    record: &dyn Fn(&str, Usage, u64, u64, bool) -> JudgeCallRecord,
+    error: &crate::provider::ProviderError,
+    latency_ms: u64,
+    bills: bool,
+) -> JudgeCallRecord {
+    let (usage, thinking, unknown) = match &error.summary {
+        Some(summary) => (summary.usage, summary.thinking_tokens, summary.partial),
+        None => (Usage::default(), 0, bills),
+    };
+    let mut call = record("", usage, thinking, latency_ms, false);
+    if unknown {
+        call.cost_usd = None;
+    }
+    call
 }
 
 /// `text` cut to `max` characters, marked with `…` when cut.

@@ -221,20 +221,7 @@ impl WorkerClient {
         let client = self.clone();
         async_stream::stream! {
             let mut budget = CallBudget::start(client.config.limits);
-            let resolved = resolve_overrides(&request.prompt.overrides, client.registry);
-            yield TurnOutput::Started(Box::new(TurnStart {
-                turn_id: uuid::Uuid::new_v4().to_string(),
-                started_at: Utc::now(),
-                fingerprint: fingerprint(&resolved.applied),
-                applied_overrides: resolved.applied,
-                ignored_overrides: resolved.ignored,
-                unknown_placeholders: resolved.unknown_placeholders,
-                remote: Some(RemoteTurn {
-                    endpoint: client.endpoint().to_string(),
-                    claim_sent: matches!(request.claim, ClaimInput::Document(_)),
-                    overrides: request.prompt.overrides.clone(),
-                }),
-            }));
+            yield client.started(&request);
             let body = match WireRequest::from_request(&request)
                 .and_then(|wire| Ok(serde_json::to_vec(&wire)?))
             {
@@ -298,6 +285,25 @@ impl WorkerClient {
                 }
             }
         }
+    }
+
+    /// The turn's first output: its id and time, and the prompt version
+    /// this checkout computes for the overrides sent.
+    fn started(&self, request: &ChatRequest) -> TurnOutput {
+        let resolved = resolve_overrides(&request.prompt.overrides, self.registry);
+        TurnOutput::Started(Box::new(TurnStart {
+            turn_id: uuid::Uuid::new_v4().to_string(),
+            started_at: Utc::now(),
+            fingerprint: fingerprint(&resolved.applied),
+            applied_overrides: resolved.applied,
+            ignored_overrides: resolved.ignored,
+            unknown_placeholders: resolved.unknown_placeholders,
+            remote: Some(RemoteTurn {
+                endpoint: self.endpoint().to_string(),
+                claim_sent: matches!(request.claim, ClaimInput::Document(_)),
+                overrides: request.prompt.overrides.clone(),
+            }),
+        }))
     }
 
     /// Sends `body` until a streaming 2xx response comes back, by the

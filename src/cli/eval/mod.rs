@@ -232,9 +232,31 @@ fn run_once(
             .collect();
         return finish(&plan, results, None, None);
     }
+    let (plan, results, stop, budget) = run_remaining(args, store, stores, plan, judge)?;
+    finish(&plan, results, stop, budget.as_deref())
+}
+
+/// What `run_remaining` leaves: the plan, every turn's result (resumed ones
+/// first), the exit a signal asked for, and the budget if it was reached.
+type Ran = (
+    Arc<EvalPlan>,
+    Vec<TurnResult>,
+    Option<Exit>,
+    Option<Arc<Budget>>,
+);
+
+/// Runs the plan's turns (those `--resume` finds done are read back, not
+/// run again) under `--max-cost` and `-j`.
+fn run_remaining(
+    args: &EvalArgs,
+    store: &ClaimStore,
+    stores: &StoreArgs,
+    mut plan: EvalPlan,
+    judge: Option<Arc<promptlab::judge::Judge>>,
+) -> Result<Ran, CliError> {
+    let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(args, &plan)?;
     preflight::say_thinking_notes(&plan, judge.as_deref());
-    let mut plan = plan;
     let mut results = Vec::new();
     if args.resume {
         let (done, warnings) = resume(&mut plan, runs_dir)?;
@@ -267,8 +289,7 @@ fn run_once(
     let plan = Arc::new(plan);
     let (ran, stop) = progress::run_with_progress(args, &plan, &settings, results.len())?;
     results.extend(ran);
-    let budget = budget.filter(|b| b.reached());
-    finish(&plan, results, stop, budget.as_deref())
+    Ok((plan, results, stop, budget.filter(|b| b.reached())))
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a

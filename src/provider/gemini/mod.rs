@@ -336,20 +336,24 @@ fn call_stream(
                         Decision::GiveUp(error) => error,
                     }
                 };
-                // The usage the stream reported before it was cut stays
-                // with the error; what was billed is unknown (`partial`).
-                let partial = match std::mem::take(&mut reader.accumulator).finish(retries) {
-                    Ok(summary) => Some(summary),
-                    Err(end) => end.summary.map(|summary| *summary),
-                };
-                yield Err(fault.with_summary(partial.map(|mut summary| {
-                    summary.partial = true;
-                    summary
-                })));
+                yield Err(cut_short(fault, reader, retries));
                 return;
             }
         }
     }
+}
+
+/// A call's stream that broke: the usage it reported before it was cut
+/// stays with the error; what was billed is unknown (`partial`).
+fn cut_short(fault: ProviderError, reader: StreamReader, retries: u32) -> ProviderError {
+    let partial = match reader.accumulator.finish(retries) {
+        Ok(summary) => Some(summary),
+        Err(end) => end.summary.map(|summary| *summary),
+    };
+    fault.with_summary(partial.map(|mut summary| {
+        summary.partial = true;
+        summary
+    }))
 }
 
 /// How messages name the server.
