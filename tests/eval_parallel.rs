@@ -11,7 +11,8 @@ use promptlab::chat::request::ThinkingLevel;
 use promptlab::claims::ClaimStore;
 use promptlab::eval::matrix::ModelSettings;
 use promptlab::eval::{
-    EvalPlan, LoadedSuite, Outcome, ProviderChoice, RunSettings, Selection, build_matrix, run_turns,
+    EvalMessage, EvalPlan, Feed, LoadedSuite, Outcome, ProviderChoice, RunSettings, Selection,
+    build_matrix, run_turns,
 };
 use promptlab::prompts::PromptRegistry;
 use promptlab::provider::{
@@ -97,15 +98,30 @@ async fn two_turns_with_a_blocking_step_overlap() {
         concurrency: 2,
         today: chrono::NaiveDate::from_ymd_opt(2025, 1, 1).unwrap(),
         provider: ProviderChoice::Shared(Arc::new(Blocking(Arc::clone(&rendezvous)))),
+        feed: Feed::new(false),
     };
-    let (sender, _receiver) = tokio::sync::mpsc::unbounded_channel();
+    let settings = Arc::new(settings);
+    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let results = run_turns(
         Arc::new(plan(dir.path())),
-        Arc::new(settings),
+        Arc::clone(&settings),
         CancellationToken::new(),
         sender,
     )
     .await;
+    let mut fed = Vec::new();
+    while let Ok(message) = receiver.try_recv() {
+        fed.push(message);
+    }
+    assert!(
+        fed.iter().all(|m| matches!(m, EvalMessage::Finished(_))),
+        "no events were asked for, none fed: {fed:?}"
+    );
+    assert_eq!(fed.len(), 2);
+    assert!(
+        settings.feed.skipped() >= 4,
+        "each turn's text and done, counted"
+    );
     assert_eq!(results.len(), 2);
     for result in &results {
         assert_eq!(

@@ -135,6 +135,31 @@ pub struct RunSettings {
     pub concurrency: usize,
     pub today: NaiveDate,
     pub provider: ProviderChoice,
+    /// What the progress feed is sent besides finished turns and warnings.
+    pub feed: Feed,
+}
+
+/// Whether the progress feed wants every event of every turn (`--format
+/// ndjson` writes them); events nobody asked for are not cloned into it,
+/// only counted.
+#[derive(Debug, Default)]
+pub struct Feed {
+    pub events: bool,
+    skipped: std::sync::atomic::AtomicU64,
+}
+
+impl Feed {
+    pub fn new(events: bool) -> Feed {
+        Feed {
+            events,
+            ..Feed::default()
+        }
+    }
+
+    /// Events left out of the feed because nobody asked for them.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// One judged turn.
@@ -298,6 +323,7 @@ async fn run_one(
         fingerprints: (None, None),
         spec,
         messages,
+        feed: &settings.feed,
     };
     let clock = Instant::now();
     let turn = runner.run(request, cancel.clone());
@@ -327,6 +353,7 @@ struct Watch<'a> {
     fingerprints: (Option<String>, Option<String>),
     spec: &'a TurnSpec,
     messages: &'a UnboundedSender<EvalMessage>,
+    feed: &'a Feed,
 }
 
 impl TurnSink for Watch<'_> {
@@ -345,6 +372,11 @@ impl TurnSink for Watch<'_> {
         }
         // The feed may have closed (the run is ending): nothing to tell.
         let message = match output {
+            TurnOutput::Event(_) if !self.feed.events => {
+                let skipped = &self.feed.skipped;
+                skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Ok(());
+            }
             TurnOutput::Event(event) => EvalMessage::Event(self.spec.clone(), event.clone()),
             TurnOutput::Notice(notice) => EvalMessage::Notice(self.spec.clone(), notice.clone()),
             _ => return Ok(()),

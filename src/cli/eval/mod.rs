@@ -285,6 +285,8 @@ fn run_remaining(
         concurrency: usize::from(args.jobs),
         today: today_or_local(args.today),
         provider,
+        // Only NDJSON writes a turn's events as they happen.
+        feed: promptlab::eval::Feed::new(args.format == EvalFormat::Ndjson),
     });
     let plan = Arc::new(plan);
     let (ran, stop) = progress::run_with_progress(args, &plan, &settings, results.len())?;
