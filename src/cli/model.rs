@@ -11,9 +11,9 @@ use promptlab::chat::request::DEFAULT_MODEL;
 use std::time::Duration;
 
 use promptlab::provider::ModelProvider;
-use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
+use promptlab::provider::build::{BuildError, ProviderSpec};
+use promptlab::provider::gemini::GeminiConfig;
 use promptlab::provider::replay::ReplayProvider;
-use promptlab::provider::script::ScriptProvider;
 use promptlab::provider::transport::CallLimits;
 use promptlab::provider::transport::bounds::parse_max_call_time;
 use promptlab::runs::read_run_log;
@@ -124,43 +124,40 @@ impl From<Arc<dyn ModelProvider>> for BuiltProvider {
 impl ModelArgs {
     /// The provider these flags choose.
     pub fn build_provider(&self) -> Result<BuiltProvider, CliError> {
-        match self.provider {
-            ProviderKind::Script => {
-                let path = self
-                    .script
-                    .as_ref()
-                    .ok_or_else(|| CliError::usage("--provider script needs --script FILE"))?;
-                let provider: Arc<dyn ModelProvider> = Arc::new(ScriptProvider::load(path)?);
-                Ok(provider.into())
+        let mut replay = None;
+        let spec = match self.provider {
+            ProviderKind::Script => ProviderSpec::Script(
+                self.script
+                    .clone()
+                    .ok_or_else(|| CliError::usage("--provider script needs --script FILE"))?,
+            ),
+            ProviderKind::Gemini => ProviderSpec::Gemini(GeminiConfig {
+                connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
+                idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+                limits: self.limits(),
+                ..GeminiConfig::from_env()
+            }),
+            ProviderKind::Worker => {
+                return Err(CliError::usage(
+                    "--provider worker runs the whole turn on a deployment, not through a model provider",
+                ));
             }
-            ProviderKind::Gemini => {
-                let config = GeminiConfig {
-                    connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
-                    idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
-                    limits: self.limits(),
-                    ..GeminiConfig::from_env()
-                };
-                let gemini = GeminiProvider::new(config)?;
-                warn_unredactable(gemini.unredactable());
-                let provider: Arc<dyn ModelProvider> = Arc::new(gemini);
-                Ok(provider.into())
-            }
-            ProviderKind::Worker => Err(CliError::usage(
-                "--provider worker runs the whole turn on a deployment, not through a model provider",
-            )),
             ProviderKind::Replay => {
                 let path = self
                     .replay
                     .as_ref()
                     .ok_or_else(|| CliError::usage("--provider replay needs --replay RUNLOG"))?;
                 let log = read_run_log(path)?;
-                let replay = Arc::new(promptlab::runs::replay::replay_provider(&log));
-                Ok(BuiltProvider {
-                    provider: replay.clone(),
-                    replay: Some(replay),
-                })
+                let provider = Arc::new(promptlab::runs::replay::replay_provider(&log));
+                replay = Some(Arc::clone(&provider));
+                ProviderSpec::Replay(provider)
             }
-        }
+        };
+        let built = build_spec(spec)?;
+        Ok(BuiltProvider {
+            provider: built,
+            replay,
+        })
     }
 }
 
@@ -269,6 +266,16 @@ pub fn limits_from_env() -> Result<CallLimits, CliError> {
             .map_err(|error| CliError::usage(format!("PROMPTLAB_MAX_CALL_TIME: {error}")))?;
     }
     Ok(limits)
+}
+
+/// Builds `spec` (the one library builder) and says its warnings once.
+pub fn build_spec(spec: ProviderSpec) -> Result<Arc<dyn ModelProvider>, CliError> {
+    let built = promptlab::provider::build::build(spec).map_err(|error| match error {
+        BuildError::Provider(error) => CliError::from(error),
+        BuildError::Script(error) => CliError::from(error),
+    })?;
+    warn_unredactable(&built.warnings);
+    Ok(built.provider)
 }
 
 /// Says once per process that a secret is too short to redact (the chat

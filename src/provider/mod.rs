@@ -4,6 +4,7 @@
 //! attaches to an assistant turn and gets back unchanged when that turn is
 //! replayed (Gemini's signed parts). The loop never looks inside it.
 
+pub mod build;
 pub mod cache;
 mod error;
 pub mod gemini;
