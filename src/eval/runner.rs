@@ -247,11 +247,13 @@ pub async fn run_turns(
         let (cancel, messages) = (cancel.clone(), messages.clone());
         tasks.spawn(async move {
             let result = run_one(&plan, &settings, &spec, cancel, &messages).await;
-            drop(slot);
             if let Some(budget) = &settings.budget {
                 budget.spend(&result);
             }
             let _ = messages.send(EvalMessage::Finished(Box::new(result.clone())));
+            // Given up only now: the next turn is checked against a budget
+            // that counts this one's spend.
+            drop(slot);
             result
         });
     }
