@@ -172,8 +172,8 @@ impl CallAccumulator {
     /// that cannot be true makes the call an error, never a count of 0.
     pub fn finish(mut self, retries: u32) -> Result<CallSummary, EndFault> {
         let counts =
-            read_usage(self.usage.as_ref(), &mut self.warnings).map_err(|message| EndFault {
-                message,
+            read_usage(self.usage.as_ref(), &mut self.warnings).map_err(|error| EndFault {
+                message: error.to_string(),
                 summary: None,
             })?;
         let reached_model = self.usage.is_some();
