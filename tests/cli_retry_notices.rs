@@ -66,6 +66,11 @@ fn chat_says_each_retry_on_stderr_and_records_it() {
         notice["notice"]["error"],
         "Gemini API error 503 UNAVAILABLE: The model is overloaded."
     );
+    // Readers (replay, runs show, compare) take the log as before.
+    for path in support::run_logs_under(runs.path()) {
+        let log = promptlab::runs::read_run_log_checked(&path).unwrap();
+        assert!(log.footer.is_some());
+    }
 }
 
 #[test]
