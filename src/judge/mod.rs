@@ -360,7 +360,7 @@ impl Judge {
         &self,
         kind: JudgeKind,
         query: &JudgeQuery,
-        parse: fn(&str) -> Result<T, String>,
+        parse: fn(&str) -> Result<T, reply::ReplyError>,
         cancel: &CancellationToken,
     ) -> Result<(T, JudgeCallRecord), (String, Option<JudgeCallRecord>)> {
         // Who judges is part of the key: a scripted verdict is never
