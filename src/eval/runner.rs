@@ -81,27 +81,42 @@ pub enum ProviderChoice {
     Worker(WorkerClient),
 }
 
+/// Why a turn has no model to run with; its verdict is an error.
+#[derive(Debug, thiserror::Error)]
+enum NoProvider {
+    #[error("a worker turn has no local provider")]
+    Worker,
+    #[error("no script for this case: give --script or a case `script`")]
+    NoScript,
+    #[error("no recording of this turn to replay ({0})")]
+    NoRecording(String),
+    #[error(transparent)]
+    Unreadable(#[from] crate::runs::RunLogError),
+}
+
 impl ProviderChoice {
-    fn for_turn(&self, plan: &EvalPlan, spec: &TurnSpec) -> Result<Arc<dyn ModelProvider>, String> {
+    fn for_turn(
+        &self,
+        plan: &EvalPlan,
+        spec: &TurnSpec,
+    ) -> Result<Arc<dyn ModelProvider>, NoProvider> {
         match self {
             ProviderChoice::Shared(provider) => Ok(provider.clone()),
-            ProviderChoice::Worker(_) => Err("a worker turn has no local provider".to_string()),
+            ProviderChoice::Worker(_) => Err(NoProvider::Worker),
             ProviderChoice::Script { default, by_case } => by_case
                 .get(&spec.case)
                 .or(default.as_ref())
                 .map(|script| Arc::new(script.restarted()) as Arc<dyn ModelProvider>)
-                .ok_or_else(|| {
-                    "no script for this case: give --script or a case `script`".to_string()
-                }),
+                .ok_or(NoProvider::NoScript),
             ProviderChoice::Replay(recordings) => {
                 let key = plan.key(spec);
                 let path = recordings.get(&key).ok_or_else(|| {
-                    format!(
-                        "no recording of this turn to replay ({} · {} · {} #{})",
+                    NoProvider::NoRecording(format!(
+                        "{} · {} · {} #{}",
                         key.version, key.place.claim, key.place.case, key.place.sample
-                    )
+                    ))
                 })?;
-                let log = read_run_log(path).map_err(|e| e.to_string())?;
+                let log = read_run_log(path)?;
                 Ok(Arc::new(crate::runs::replay::replay_provider(&log)))
             }
         }
@@ -298,9 +313,9 @@ async fn run_one(
                     provider,
                 })
             }
-            Err(message) => {
+            Err(missing) => {
                 let observation = Observation {
-                    error: Some(message),
+                    error: Some(missing.to_string()),
                     // No model was called.
                     cost_usd: Some(0.0),
                     ..Observation::default()
