@@ -149,19 +149,24 @@ impl PriceTable {
     }
 
     /// The shipped prices with `path`'s models added or replacing them.
-    pub fn with_file(mut self, path: &Path) -> Result<PriceTable, String> {
-        let shown = path.display();
-        let file: PriceFile = crate::document::read_table_file("--prices", path)?;
+    pub fn with_file(mut self, path: &Path) -> Result<PriceTable, PriceFileError> {
+        let shown = || path.display().to_string();
+        let file: PriceFile =
+            crate::document::read_table_file("--prices", path).map_err(PriceFileError::Read)?;
         if file.currency != "USD" {
-            return Err(format!(
-                "--prices `{shown}`: currency `{}`: only USD is supported",
-                crate::text::quote(&file.currency)
-            ));
+            return Err(PriceFileError::Currency {
+                path: shown(),
+                currency: file.currency,
+            });
         }
         for (model, prices) in &file.models {
-            prices
-                .check()
-                .map_err(|e| format!("--prices `{shown}`: model `{model}`: {e}"))?;
+            if let Some(rate) = prices.bad_rate() {
+                return Err(PriceFileError::Rate {
+                    path: shown(),
+                    model: model.clone(),
+                    rate,
+                });
+            }
         }
         self.models.extend(file.models);
         Ok(self)
@@ -195,8 +200,27 @@ impl PriceTable {
     }
 }
 
+/// Why a `--prices` file was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PriceFileError {
+    /// It could not be read or parsed (the message names the flag and file).
+    #[error("{0}")]
+    Read(String),
+    #[error("--prices `{path}`: currency `{}`: only USD is supported", crate::text::quote(.currency))]
+    Currency { path: String, currency: String },
+    #[error(
+        "--prices `{path}`: model `{model}`: a rate must be a number of dollars, 0 or more (got {rate})"
+    )]
+    Rate {
+        path: String,
+        model: String,
+        rate: f64,
+    },
+}
+
 impl ModelPrices {
-    fn check(&self) -> Result<(), String> {
+    /// A rate that is not a number of dollars, 0 or more.
+    fn bad_rate(&self) -> Option<f64> {
         let rates = [self.input, self.cached_input, self.output]
             .into_iter()
             .chain(self.thinking)
@@ -205,14 +229,9 @@ impl ModelPrices {
                     .iter()
                     .flat_map(|t| [t.input, t.cached_input, t.output]),
             );
-        for rate in rates {
-            if !rate.is_finite() || rate < 0.0 {
-                return Err(format!(
-                    "a rate must be a number of dollars, 0 or more (got {rate})"
-                ));
-            }
-        }
-        Ok(())
+        rates
+            .into_iter()
+            .find(|rate| !rate.is_finite() || *rate < 0.0)
     }
 
     /// The price of a call with `usage` (of whose output `thinking` tokens
@@ -269,7 +288,7 @@ mod tests {
                 !prices.source.is_empty() && !prices.date.is_empty(),
                 "{model}"
             );
-            prices.check().unwrap();
+            assert_eq!(prices.bad_rate(), None);
         }
         assert!(table.get("gemini-3.1-flash-lite").is_some());
     }
