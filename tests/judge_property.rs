@@ -57,7 +57,7 @@ proptest! {
             let path = dir.path().join("judge.yaml");
             std::fs::write(&path, body).unwrap();
             if let Err(error) = ScriptJudge::load(&path) {
-                prop_assert!(error.contains("judge script"), "{error}");
+                prop_assert!(error.to_string().contains("judge script"), "{error}");
             }
         }
     }

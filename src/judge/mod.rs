@@ -69,26 +69,33 @@ impl JudgePrompts {
     /// is not a judge prompt is refused by name.
     pub fn with_overrides<'a>(
         overrides: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<JudgePrompts, String> {
+    ) -> Result<JudgePrompts, PromptError> {
         let mut prompts = JudgePrompts::default();
         for (id, text) in overrides {
             match id {
                 "judge.rubric" => prompts.rubric = text.to_string(),
                 "judge.pairwise" => prompts.pairwise = text.to_string(),
-                other => {
-                    return Err(format!(
-                        "`{}` is not a judge prompt (judge prompts: {})",
-                        crate::text::quote(other),
-                        JUDGE_PROMPT_IDS.join(", ")
-                    ));
-                }
+                other => return Err(PromptError::Unknown(other.to_string())),
             }
             if crate::text::is_js_blank(text) {
-                return Err(format!("judge prompt `{id}` is blank"));
+                return Err(PromptError::Blank(id.to_string()));
             }
         }
         Ok(prompts)
     }
+}
+
+/// A judge prompt override that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    #[error(
+        "`{}` is not a judge prompt (judge prompts: {})",
+        crate::text::quote(.0),
+        JUDGE_PROMPT_IDS.join(", ")
+    )]
+    Unknown(String),
+    #[error("judge prompt `{0}` is blank")]
+    Blank(String),
 }
 
 /// What kind of question a judge was asked.
@@ -265,8 +272,10 @@ impl Judge {
     }
 
     /// Whether the judge can be called at all (its key, its script).
-    pub fn check_ready(&self) -> Result<(), String> {
-        self.model.check_ready().map_err(|e| format!("judge: {e}"))
+    pub fn check_ready(&self) -> Result<(), crate::provider::ProviderError> {
+        self.model
+            .check_ready()
+            .map_err(|e| e.map_message(|message| format!("judge: {message}")))
     }
 
     /// Judges `criterion` on one turn.
