@@ -1,8 +1,8 @@
 //! What model calls cost: a price table as data (`prices/gemini.yaml`,
 //! extendable with `--prices FILE`), and the price of one call from its
 //! token counts. A model without a price costs "unknown", never 0; a call
-//! that reached no model (a cache hit, a scripted or replayed answer) costs
-//! nothing.
+//! that reached no model (a cache hit, a scripted or replayed answer: a
+//! provider kind that does not bill) costs nothing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,14 +13,6 @@ use crate::event::Usage;
 
 /// The shipped prices, embedded at build time.
 const EMBEDDED: &str = include_str!("../prices/gemini.yaml");
-
-/// Providers whose answers reach no model and cost nothing.
-const FREE_PROVIDERS: [&str; 2] = ["script", "replay"];
-
-/// Whether `provider`'s answers reach no model (a script, a replay).
-pub fn costs_nothing(provider: &str) -> bool {
-    FREE_PROVIDERS.contains(&provider)
-}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -157,19 +149,24 @@ impl PriceTable {
     }
 
     /// The shipped prices with `path`'s models added or replacing them.
-    pub fn with_file(mut self, path: &Path) -> Result<PriceTable, String> {
-        let shown = path.display();
-        let file: PriceFile = crate::document::read_table_file("--prices", path)?;
+    pub fn with_file(mut self, path: &Path) -> Result<PriceTable, PriceFileError> {
+        let shown = || path.display().to_string();
+        let file: PriceFile =
+            crate::document::read_table_file("--prices", path).map_err(PriceFileError::Read)?;
         if file.currency != "USD" {
-            return Err(format!(
-                "--prices `{shown}`: currency `{}`: only USD is supported",
-                crate::text::quote(&file.currency)
-            ));
+            return Err(PriceFileError::Currency {
+                path: shown(),
+                currency: file.currency,
+            });
         }
         for (model, prices) in &file.models {
-            prices
-                .check()
-                .map_err(|e| format!("--prices `{shown}`: model `{model}`: {e}"))?;
+            if let Some(rate) = prices.bad_rate() {
+                return Err(PriceFileError::Rate {
+                    path: shown(),
+                    model: model.clone(),
+                    rate,
+                });
+            }
         }
         self.models.extend(file.models);
         Ok(self)
@@ -183,16 +180,17 @@ impl PriceTable {
         self.models.iter().map(|(k, v)| (k.as_str(), v))
     }
 
-    /// What one call of `model` through `provider` cost.
+    /// What one call of `model` cost, through a provider that `bills`
+    /// (`ProviderKind::bills`: a script or a replay reaches no model).
     pub fn call_cost(
         &self,
-        provider: &str,
+        bills: bool,
         model: &str,
         usage: Usage,
         thinking_tokens: u64,
         cached: bool,
     ) -> Cost {
-        if cached || FREE_PROVIDERS.contains(&provider) {
+        if cached || !bills {
             return Cost::ZERO;
         }
         match self.get(model) {
@@ -202,8 +200,27 @@ impl PriceTable {
     }
 }
 
+/// Why a `--prices` file was refused.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PriceFileError {
+    /// It could not be read or parsed (the message names the flag and file).
+    #[error("{0}")]
+    Read(String),
+    #[error("--prices `{path}`: currency `{}`: only USD is supported", crate::text::quote(.currency))]
+    Currency { path: String, currency: String },
+    #[error(
+        "--prices `{path}`: model `{model}`: a rate must be a number of dollars, 0 or more (got {rate})"
+    )]
+    Rate {
+        path: String,
+        model: String,
+        rate: f64,
+    },
+}
+
 impl ModelPrices {
-    fn check(&self) -> Result<(), String> {
+    /// A rate that is not a number of dollars, 0 or more.
+    fn bad_rate(&self) -> Option<f64> {
         let rates = [self.input, self.cached_input, self.output]
             .into_iter()
             .chain(self.thinking)
@@ -212,14 +229,9 @@ impl ModelPrices {
                     .iter()
                     .flat_map(|t| [t.input, t.cached_input, t.output]),
             );
-        for rate in rates {
-            if !rate.is_finite() || rate < 0.0 {
-                return Err(format!(
-                    "a rate must be a number of dollars, 0 or more (got {rate})"
-                ));
-            }
-        }
-        Ok(())
+        rates
+            .into_iter()
+            .find(|rate| !rate.is_finite() || *rate < 0.0)
     }
 
     /// The price of a call with `usage` (of whose output `thinking` tokens
@@ -276,7 +288,7 @@ mod tests {
                 !prices.source.is_empty() && !prices.date.is_empty(),
                 "{model}"
             );
-            prices.check().unwrap();
+            assert_eq!(prices.bad_rate(), None);
         }
         assert!(table.get("gemini-3.1-flash-lite").is_some());
     }
@@ -298,14 +310,13 @@ mod tests {
     #[test]
     fn unknown_is_never_zero_and_free_providers_cost_nothing() {
         let table = PriceTable::embedded();
-        let call =
-            |provider, model| table.call_cost(provider, model, usage(1000, 0, 100), 0, false);
-        assert_eq!(call("gemini", "gemini-9-ultra"), Cost::Unknown);
-        assert_eq!(call("script", "gemini-9-ultra"), Cost::ZERO);
+        let call = |bills, model| table.call_cost(bills, model, usage(1000, 0, 100), 0, false);
+        assert_eq!(call(true, "gemini-9-ultra"), Cost::Unknown);
+        assert_eq!(call(false, "gemini-9-ultra"), Cost::ZERO);
         assert_eq!(Cost::Usd(1.0) + Cost::Unknown, Cost::Unknown);
         assert_eq!(Cost::Unknown.display(), "unknown");
-        assert!(matches!(call("gemini", "gemini-3.1-flash-lite"), Cost::Usd(c) if c > 0.0));
-        let hit = table.call_cost("gemini", "gemini-9-ultra", usage(1000, 0, 100), 0, true);
+        assert!(matches!(call(true, "gemini-3.1-flash-lite"), Cost::Usd(c) if c > 0.0));
+        let hit = table.call_cost(true, "gemini-9-ultra", usage(1000, 0, 100), 0, true);
         assert_eq!(hit, Cost::ZERO, "a cache hit is never billed");
     }
 }

@@ -118,15 +118,13 @@ impl ModelTable {
     }
 
     /// This table with `path`'s models added or replacing its own.
-    pub fn with_file(mut self, path: &Path) -> Result<ModelTable, String> {
-        let file: ModelFile = read_table_file("--models", path)?;
+    pub fn with_file(mut self, path: &Path) -> Result<ModelTable, ModelFileError> {
+        let file: ModelFile = read_table_file("--models", path).map_err(ModelFileError::Read)?;
         for (model, rules) in &file.models {
-            rules.check().map_err(|e| {
-                format!(
-                    "--models `{}`: model `{}`: {e}",
-                    path.display(),
-                    crate::text::quote(model)
-                )
+            rules.check().map_err(|problem| ModelFileError::Rules {
+                path: path.display().to_string(),
+                model: model.clone(),
+                problem,
             })?;
         }
         self.models.extend(file.models);
@@ -179,15 +177,54 @@ impl ModelTable {
 
     /// A level that must be sent as it is (`forceThinkingLevel`): refused,
     /// naming the levels the model takes, when the model lacks it.
-    pub fn check_forced(&self, model: &str, level: ThinkingLevel) -> Result<(), String> {
+    pub fn check_forced(&self, model: &str, level: ThinkingLevel) -> Result<(), NotTaken> {
         match self.get(model) {
-            Some(rules) if rules.fit(level) != level => Err(format!(
-                "{model} takes {}, not {level}",
-                rules.levels_text()
-            )),
+            Some(rules) if rules.fit(level) != level => Err(NotTaken {
+                model: model.to_string(),
+                takes: rules.levels_text(),
+                level,
+            }),
             _ => Ok(()),
         }
     }
+}
+
+/// Why a `--models` file was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ModelFileError {
+    /// It could not be read or parsed (the message names the flag and file).
+    #[error("{0}")]
+    Read(String),
+    #[error("--models `{path}`: model `{}`: {problem}", crate::text::quote(.model))]
+    Rules {
+        path: String,
+        model: String,
+        problem: RulesProblem,
+    },
+}
+
+/// What is wrong with one model's rules.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RulesProblem {
+    #[error("give thinkingLevel or thinkingBudget, not both")]
+    Both,
+    #[error("needs thinkingLevel (the levels it takes) or thinkingBudget (tokens per level)")]
+    Neither,
+    #[error("thinkingLevel lists no level")]
+    NoLevel,
+    #[error("a thinkingBudget is at most {MAX_BUDGET} tokens")]
+    BudgetTooLarge,
+    #[error("thinkingBudget must not fall from minimal to high")]
+    BudgetFalls,
+}
+
+/// A forced level the model does not take.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{model} takes {takes}, not {level}")]
+pub struct NotTaken {
+    model: String,
+    takes: String,
+    level: ThinkingLevel,
 }
 
 impl ModelRules {
@@ -226,24 +263,19 @@ impl ModelRules {
         }
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), RulesProblem> {
         match (&self.thinking_level, &self.thinking_budget) {
-            (Some(_), Some(_)) => Err("give thinkingLevel or thinkingBudget, not both".to_string()),
-            (None, None) => Err(
-                "needs thinkingLevel (the levels it takes) or thinkingBudget (tokens per level)"
-                    .to_string(),
-            ),
-            (Some(levels), None) if levels.is_empty() => {
-                Err("thinkingLevel lists no level".to_string())
-            }
+            (Some(_), Some(_)) => Err(RulesProblem::Both),
+            (None, None) => Err(RulesProblem::Neither),
+            (Some(levels), None) if levels.is_empty() => Err(RulesProblem::NoLevel),
             (Some(_), None) => Ok(()),
             (None, Some(budgets)) => {
                 let all = ALL_LEVELS.map(|level| budgets.of(level));
                 if all.iter().any(|budget| *budget > MAX_BUDGET) {
-                    return Err(format!("a thinkingBudget is at most {MAX_BUDGET} tokens"));
+                    return Err(RulesProblem::BudgetTooLarge);
                 }
                 if all.windows(2).any(|pair| pair[0] > pair[1]) {
-                    return Err("thinkingBudget must not fall from minimal to high".to_string());
+                    return Err(RulesProblem::BudgetFalls);
                 }
                 Ok(())
             }
@@ -346,7 +378,8 @@ mod tests {
         assert_eq!(
             table
                 .check_forced("gemini-3-pro-preview", Minimal)
-                .unwrap_err(),
+                .unwrap_err()
+                .to_string(),
             "gemini-3-pro-preview takes low or high, not minimal"
         );
         assert!(table.check_forced("gemini-3-pro-preview", Low).is_ok());

@@ -21,7 +21,7 @@ proptest! {
         let path = dir.path().join("prices.yaml");
         std::fs::write(&path, &text).unwrap();
         if let Err(error) = PriceTable::embedded().with_file(&path) {
-            prop_assert!(error.starts_with("--prices"), "{error}");
+            prop_assert!(error.to_string().starts_with("--prices"), "{error}");
         }
     }
 

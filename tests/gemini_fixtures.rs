@@ -279,6 +279,7 @@ async fn collect(provider: &GeminiProvider) -> Collected {
             Ok(ModelEvent::TextDelta(text)) => collected.text.push_str(&text),
             Ok(ModelEvent::ToolCall(call)) => collected.calls.push((call.name, call.id)),
             Ok(ModelEvent::Done(summary)) => collected.summary = Some(summary),
+            Ok(ModelEvent::Retry(_)) => {}
             Err(error) => collected.error = Some(error.message),
         }
     }

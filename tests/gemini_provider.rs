@@ -203,7 +203,7 @@ async fn call(provider: &GeminiProvider) -> (String, Option<String>, Option<u32>
         match item {
             Ok(ModelEvent::TextDelta(t)) => text.push_str(&t),
             Ok(ModelEvent::Done(summary)) => retries = Some(summary.retries),
-            Ok(ModelEvent::ToolCall(_)) => {}
+            Ok(ModelEvent::ToolCall(_) | ModelEvent::Retry(_)) => {}
             Err(e) => error = Some(e.message),
         }
     }

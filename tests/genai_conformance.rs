@@ -276,6 +276,7 @@ async fn promptlab_reads(name: &str) -> Value {
                 calls.push(json!({"name": call.name, "args": call.args, "id": call.id}))
             }
             Ok(ModelEvent::Done(done)) => summary = Some(done),
+            Ok(ModelEvent::Retry(_)) => {}
             Err(failure) => {
                 summary = failure.summary.map(|s| *s);
                 error = Some(failure.message);

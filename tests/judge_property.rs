@@ -43,7 +43,7 @@ proptest! {
     #[test]
     fn replies_parse_or_say_why_briefly(raw in reply()) {
         for error in [parse_rubric(&raw).err(), parse_pairwise(&raw).err()].into_iter().flatten() {
-            prop_assert!(error.chars().count() < 600, "{error}");
+            prop_assert!(error.to_string().chars().count() < 600, "{error}");
         }
         if let Ok(verdict) = parse_rubric(&raw) {
             prop_assert!(verdict.score.is_none_or(|s| (0.0..=1.0).contains(&s)));
@@ -57,7 +57,7 @@ proptest! {
             let path = dir.path().join("judge.yaml");
             std::fs::write(&path, body).unwrap();
             if let Err(error) = ScriptJudge::load(&path) {
-                prop_assert!(error.contains("judge script"), "{error}");
+                prop_assert!(error.to_string().contains("judge script"), "{error}");
             }
         }
     }

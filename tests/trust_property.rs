@@ -8,9 +8,9 @@
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use proptest::prelude::*;
 
-use promptlab::provider::http::bounds::parse_max_call_time;
-use promptlab::provider::http::redact::{MIN_SECRET_CHARS, REDACTED};
-use promptlab::provider::http::{Redactor, Secret, redirect_message, shown_url};
+use promptlab::provider::transport::bounds::parse_max_call_time;
+use promptlab::provider::transport::redact::{MIN_SECRET_CHARS, REDACTED};
+use promptlab::provider::transport::{Redactor, Secret, redirect_message, shown_url};
 use promptlab::serve::Trust;
 
 fn trust() -> Trust {

@@ -7,20 +7,26 @@
 use promptlab::chat::wire::WireRequest;
 use promptlab::chat::{ChatEvent, ChatMessage, ClaimInput, ClientAction, Locale};
 use promptlab::prompts::PromptRegistry;
+use promptlab::provider::sse::SseParser;
 use promptlab::serve::body::{RequestDefaults, parse_chat_body};
 use promptlab::worker::Endpoint;
-use promptlab::worker::events::EventDecoder;
+use promptlab::worker::events::{MAX_EVENT_BYTES, decode as decode_item};
 use proptest::prelude::*;
 
+/// The body as the worker reads it: framed by the SSE parser under the
+/// worker's per-event cap, each item decoded as a chat event.
 fn decode(pieces: &[&[u8]]) -> Result<Vec<ChatEvent>, String> {
-    let mut decoder = EventDecoder::new();
+    let mut parser = SseParser::with_max_event_bytes(MAX_EVENT_BYTES);
     let mut events = Vec::new();
     for piece in pieces {
-        decoder.push(piece)?;
-        events.extend(std::iter::from_fn(|| decoder.next_event()));
+        parser.push(piece);
+        while let Some(item) = parser.next_item().map_err(|e| e.to_string())? {
+            events.extend(decode_item(item).map_err(|e| e.message)?);
+        }
     }
-    decoder.finish()?;
-    events.extend(std::iter::from_fn(|| decoder.next_event()));
+    if let Some(item) = parser.finish().map_err(|e| e.to_string())? {
+        events.extend(decode_item(item).map_err(|e| e.message)?);
+    }
     Ok(events)
 }
 

@@ -24,7 +24,7 @@ use crate::digest::sha256_hex;
 use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
 use crate::provider::{
-    CallSummary, ModelEvent, ModelProvider, ModelStream, ToolCall, ToolResultMessage,
+    CallSummary, ModelEvent, ModelProvider, ModelStream, RetryNotice, ToolCall, ToolResultMessage,
 };
 use crate::tools::{ToolDeclaration, all_tools};
 
@@ -48,6 +48,10 @@ pub enum TurnOutput {
     Event(ChatEvent),
     /// The trace of one model call, after its events.
     ModelCall(Box<ModelCallRecord>),
+    /// A model call (or a deployment's turn) failed a try and is about to
+    /// retry it: said on the terminal, recorded in the run log, never an
+    /// event of the wire (whose shapes are fixed).
+    Notice(RetryNotice),
     /// The cancel token fired; nothing follows.
     Cancelled,
 }
@@ -180,6 +184,7 @@ pub fn run_chat_turn(
                         }
                     }
                     Ok(ModelEvent::ToolCall(call)) => record.tool_calls.push(call),
+                    Ok(ModelEvent::Retry(notice)) => yield TurnOutput::Notice(notice),
                     Ok(ModelEvent::Done(summary)) => break CallEnd::Finished(Box::new(summary)),
                     Err(end) => break end,
                 }

@@ -11,8 +11,9 @@ use promptlab::chat::ThinkingLevel;
 use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::judge::script::ScriptJudge;
 use promptlab::judge::{Judge, JudgeCache, JudgeModel, JudgePrompts, JudgeSettings, ProviderJudge};
-use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
-use promptlab::provider::http::CallLimits;
+use promptlab::provider::build::ProviderSpec;
+use promptlab::provider::gemini::GeminiConfig;
+use promptlab::provider::transport::CallLimits;
 
 use super::error::CliError;
 
@@ -118,9 +119,8 @@ impl JudgeArgs {
                          --judge-script FILE",
                     ));
                 }
-                let gemini = GeminiProvider::new(config)?;
-                super::model::warn_unredactable(gemini.unredactable());
-                Arc::new(ProviderJudge(Arc::new(gemini)))
+                let gemini = super::model::build_spec(ProviderSpec::Gemini(config))?;
+                Arc::new(ProviderJudge(gemini))
             }
         };
         let cache = (!self.no_judge_cache).then(|| JudgeCache::new(cache_dir.join("judge")));

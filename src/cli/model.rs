@@ -11,11 +11,11 @@ use promptlab::chat::request::DEFAULT_MODEL;
 use std::time::Duration;
 
 use promptlab::provider::ModelProvider;
-use promptlab::provider::gemini::{GeminiConfig, GeminiProvider};
-use promptlab::provider::http::CallLimits;
-use promptlab::provider::http::bounds::parse_max_call_time;
+use promptlab::provider::build::{BuildError, ProviderSpec};
+use promptlab::provider::gemini::GeminiConfig;
 use promptlab::provider::replay::ReplayProvider;
-use promptlab::provider::script::ScriptProvider;
+use promptlab::provider::transport::CallLimits;
+use promptlab::provider::transport::bounds::parse_max_call_time;
 use promptlab::runs::read_run_log;
 
 use promptlab::chat::{ClaimInput, TurnContext};
@@ -25,16 +25,16 @@ use promptlab::worker::{Endpoint, TurnRunner, WorkerClient, WorkerConfig, Worker
 
 use super::error::CliError;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ProviderKind {
-    /// Google's Gemini API (needs GEMINI_API_KEY).
-    Gemini,
-    /// A model scripted in a YAML file (--script).
-    Script,
-    /// The model turns of a recorded run log (--replay).
-    Replay,
-    /// The whole turn, run by a deployed chat API (--endpoint).
-    Worker,
+pub use promptlab::provider::ProviderKind;
+
+/// `--provider`: the library's one list of providers, each with its help
+/// line (clap's possible values), parsed into the library's kind.
+fn provider_kinds() -> impl clap::builder::TypedValueParser<Value = ProviderKind> {
+    use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(
+        ProviderKind::ALL.map(|kind| PossibleValue::new(kind.name()).help(kind.help())),
+    )
+    .try_map(|name: String| name.parse::<ProviderKind>())
 }
 
 #[derive(Debug, Clone, Args)]
@@ -51,7 +51,12 @@ pub struct ModelArgs {
     )]
     pub thinking_level: ThinkingLevel,
     /// Where model answers come from.
-    #[arg(long, value_enum, env = "PROMPTLAB_PROVIDER", default_value = "gemini")]
+    #[arg(
+        long,
+        value_parser = provider_kinds(),
+        env = "PROMPTLAB_PROVIDER",
+        default_value = "gemini"
+    )]
     pub provider: ProviderKind,
     /// What `--provider replay` plays back: a run log (chat), or a runs folder holding the suite's recordings (eval).
     #[arg(long, value_name = "PATH")]
@@ -119,43 +124,40 @@ impl From<Arc<dyn ModelProvider>> for BuiltProvider {
 impl ModelArgs {
     /// The provider these flags choose.
     pub fn build_provider(&self) -> Result<BuiltProvider, CliError> {
-        match self.provider {
-            ProviderKind::Script => {
-                let path = self
-                    .script
-                    .as_ref()
-                    .ok_or_else(|| CliError::usage("--provider script needs --script FILE"))?;
-                let provider: Arc<dyn ModelProvider> = Arc::new(ScriptProvider::load(path)?);
-                Ok(provider.into())
+        let mut replay = None;
+        let spec = match self.provider {
+            ProviderKind::Script => ProviderSpec::Script(
+                self.script
+                    .clone()
+                    .ok_or_else(|| CliError::usage("--provider script needs --script FILE"))?,
+            ),
+            ProviderKind::Gemini => ProviderSpec::Gemini(GeminiConfig {
+                connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
+                idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+                limits: self.limits(),
+                ..GeminiConfig::from_env()
+            }),
+            ProviderKind::Worker => {
+                return Err(CliError::usage(
+                    "--provider worker runs the whole turn on a deployment, not through a model provider",
+                ));
             }
-            ProviderKind::Gemini => {
-                let config = GeminiConfig {
-                    connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
-                    idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
-                    limits: self.limits(),
-                    ..GeminiConfig::from_env()
-                };
-                let gemini = GeminiProvider::new(config)?;
-                warn_unredactable(gemini.unredactable());
-                let provider: Arc<dyn ModelProvider> = Arc::new(gemini);
-                Ok(provider.into())
-            }
-            ProviderKind::Worker => Err(CliError::usage(
-                "--provider worker runs the whole turn on a deployment, not through a model provider",
-            )),
             ProviderKind::Replay => {
                 let path = self
                     .replay
                     .as_ref()
                     .ok_or_else(|| CliError::usage("--provider replay needs --replay RUNLOG"))?;
                 let log = read_run_log(path)?;
-                let replay = Arc::new(promptlab::runs::replay::replay_provider(&log));
-                Ok(BuiltProvider {
-                    provider: replay.clone(),
-                    replay: Some(replay),
-                })
+                let provider = Arc::new(promptlab::runs::replay::replay_provider(&log));
+                replay = Some(Arc::clone(&provider));
+                ProviderSpec::Replay(provider)
             }
-        }
+        };
+        let built = build_spec(spec)?;
+        Ok(BuiltProvider {
+            provider: built,
+            replay,
+        })
     }
 }
 
@@ -266,6 +268,16 @@ pub fn limits_from_env() -> Result<CallLimits, CliError> {
     Ok(limits)
 }
 
+/// Builds `spec` (the one library builder) and says its warnings once.
+pub fn build_spec(spec: ProviderSpec) -> Result<Arc<dyn ModelProvider>, CliError> {
+    let built = promptlab::provider::build::build(spec).map_err(|error| match error {
+        BuildError::Provider(error) => CliError::from(error),
+        BuildError::Script(error) => CliError::from(error),
+    })?;
+    warn_unredactable(&built.warnings);
+    Ok(built.provider)
+}
+
 /// Says once per process that a secret is too short to redact (the chat
 /// model and the judge may share a key).
 pub fn warn_unredactable(warnings: &[String]) {
@@ -301,7 +313,7 @@ pub fn with_cache(
     enabled: bool,
     cache_dir: &std::path::Path,
 ) -> Arc<dyn ModelProvider> {
-    if !enabled || provider.name() == "replay" {
+    if !enabled || provider.kind() == ProviderKind::Replay {
         return provider;
     }
     let cache = promptlab::provider::cache::ModelCache::new(cache_dir.join("model"));

@@ -44,6 +44,9 @@ pub struct TurnRun {
     pub recorded: Option<PathBuf>,
     /// The prompt version computed here (from `Started`).
     pub fingerprint: Option<String>,
+    /// Retry notices go to stderr (the pretty view); machine formats keep
+    /// stdout and stderr for what they promise.
+    say_notices: bool,
 }
 
 impl TurnSink for TurnRun {
@@ -69,6 +72,9 @@ impl TurnSink for TurnRun {
                 self.events.push(event.clone());
             }
             TurnOutput::Cancelled => self.exit = Exit::Cancelled,
+            TurnOutput::Notice(notice) if self.say_notices => {
+                eprintln!("{}", promptlab::text::printable(&notice.to_string()));
+            }
             TurnOutput::Started(start) => self.fingerprint = Some(start.fingerprint.clone()),
             TurnOutput::Prepared(prepared) => {
                 if let Some(note) = &prepared.thinking_note {
@@ -122,8 +128,14 @@ pub async fn drive_turn(
     keep: KeepText,
     mut trace: Option<TurnTrace>,
 ) -> Result<TurnRun, CliError> {
-    let stdout = std::io::stdout();
-    let mut writer = EventWriter::new(format, stdout.lock(), Style::for_stdout(), Instant::now());
+    // Unlocked (each write takes the lock): sinks are `Send`, and a lock
+    // guard may not leave its thread.
+    let mut writer = EventWriter::new(
+        format,
+        std::io::stdout(),
+        Style::for_stdout(),
+        Instant::now(),
+    );
     let mut run = TurnRun {
         exit: Exit::Success,
         answer: String::new(),
@@ -131,6 +143,7 @@ pub async fn drive_turn(
         recorded: None,
         fingerprint: None,
         keep,
+        say_notices: format == OutputFormat::Pretty,
     };
     let turn = runner.run(request, cancel.clone());
     let mut recorder = recorder;

@@ -73,7 +73,7 @@ impl Observation {
                 self.remote = start.remote.is_some();
                 self.turn_id = Some(start.turn_id.clone());
             }
-            TurnOutput::Prepared(_) => {}
+            TurnOutput::Prepared(_) | TurnOutput::Notice(_) => {}
         }
     }
 

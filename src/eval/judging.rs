@@ -81,11 +81,11 @@ pub fn check_judge_section(section: &JudgeSection) -> Result<(), (String, String
     }
     judge_prompts(section)
         .map(|_| ())
-        .map_err(|e| ("judge.prompts".into(), e))
+        .map_err(|e| ("judge.prompts".into(), e.to_string()))
 }
 
 /// The judge's instructions with the suite's overrides applied.
-pub fn judge_prompts(section: &JudgeSection) -> Result<JudgePrompts, String> {
+pub fn judge_prompts(section: &JudgeSection) -> Result<JudgePrompts, crate::judge::PromptError> {
     JudgePrompts::with_overrides(
         section
             .prompts

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::expect::Outcome;
 use super::fold::{CaseFold, CaseOutcome, fold_cases};
-use super::matrix::{Shard, TurnSpec};
+use super::matrix::{PreparedVariant, Shard, TurnSpec};
 use super::plan::EvalPlan;
 use super::run_id::EvalRunKind;
 use super::runner::TurnResult;
@@ -17,6 +17,7 @@ use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ThinkingLevel;
 use crate::cost::Cost;
 use crate::judge::{JudgeSpend, RubricVerdict};
+use crate::provider::RetryNotice;
 use crate::runs::tally::tally;
 
 /// One variant's numbers.
@@ -101,75 +102,85 @@ pub fn summarize(
         .map(|(index, variant)| {
             let mine: Vec<&TurnResult> =
                 results.iter().filter(|r| r.spec.variant == index).collect();
-            let numbers = tally(mine.iter().map(|r| r.numbers()));
-            let sum = |f: fn(&TurnResult) -> u64| {
-                mine.iter().map(|r| f(r)).fold(0u64, u64::saturating_add)
-            };
-            let cost: Cost = mine
-                .iter()
-                .map(|r| Cost::from(r.observation.cost_usd))
-                .sum();
             let groups: Vec<&CaseFold> = folds
                 .iter()
                 .filter(|f| f.variant == index && f.outcome != CaseOutcome::NotRun)
                 .collect();
-            let share = |keep: fn(&CaseFold) -> bool| {
-                ratio(
-                    groups.iter().filter(|f| keep(f)).count() as u64,
-                    groups.len() as u64,
-                )
-            };
-            let mut judge = JudgeSpend::default();
-            for result in &mine {
-                judge += JudgeSpend::of_rubric(&result.verdict.rubric);
-            }
-            VariantSummary {
-                variant: variant.name.clone(),
-                fingerprint: variant.fingerprint.clone(),
-                model: variant.model.model.clone(),
-                thinking_level: variant.model.thinking_level,
-                force_thinking_level: variant.model.forced,
-                planned: planned[index],
-                turns: numbers.turns,
-                passed: numbers.passed,
-                failed: numbers.failed,
-                errors: numbers.errors,
-                not_run: planned[index].saturating_sub(mine.len()),
-                logs_lost: mine.iter().filter(|r| r.log_error.is_some()).count(),
-                pass_rate: numbers.pass_rate.unwrap_or(0.0),
-                pass_rate_interval: numbers.pass_rate_interval,
-                input_tokens: numbers.input_tokens,
-                output_tokens: numbers.output_tokens,
-                cache_read_tokens: numbers.cache_read_tokens,
-                cache_read_share: numbers.cache_read_share,
-                latency_p50_ms: numbers.latency_p50_ms,
-                latency_p95_ms: numbers.latency_p95_ms,
-                ignored_overrides: variant.ignored.iter().map(ToString::to_string).collect(),
-                cases: groups.len(),
-                cases_met: groups
-                    .iter()
-                    .filter(|f| f.outcome == CaseOutcome::Pass)
-                    .count(),
-                samples_per_case: groups.iter().map(|f| f.samples).max().unwrap_or(0),
-                pass_at_k: share(|f| f.passed >= 1),
-                pass_all_k: share(|f| f.passed == f.samples),
-                judge_calls: judge.calls,
-                judge_cached: judge.cached,
-                judge_usage: judge.usage,
-                thinking_tokens: sum(|r| r.observation.thinking_tokens),
-                cost_usd: cost.usd(),
-                cost_per_turn_usd: cost
-                    .usd()
-                    .filter(|_| !mine.is_empty())
-                    .map(|c| c / mine.len() as f64),
-                judge_cost_usd: judge.cost.usd(),
-                cached_turns: mine
-                    .iter()
-                    .filter(|r| r.observation.cached_calls > 0)
-                    .count(),
-            }
+            variant_summary(variant, planned[index], &mine, &groups)
         })
         .collect()
+}
+
+/// One variant's numbers: its turns (`mine`) and its cases' folds.
+fn variant_summary(
+    variant: &PreparedVariant,
+    planned: usize,
+    mine: &[&TurnResult],
+    groups: &[&CaseFold],
+) -> VariantSummary {
+    let numbers = tally(mine.iter().map(|r| r.numbers()));
+    let cost: Cost = mine
+        .iter()
+        .map(|r| Cost::from(r.observation.cost_usd))
+        .sum();
+    let share = |keep: fn(&CaseFold) -> bool| {
+        ratio(
+            groups.iter().filter(|f| keep(f)).count() as u64,
+            groups.len() as u64,
+        )
+    };
+    let mut judge = JudgeSpend::default();
+    for result in mine {
+        judge += JudgeSpend::of_rubric(&result.verdict.rubric);
+    }
+    VariantSummary {
+        variant: variant.name.clone(),
+        fingerprint: variant.fingerprint.clone(),
+        model: variant.model.model.clone(),
+        thinking_level: variant.model.thinking_level,
+        force_thinking_level: variant.model.forced,
+        planned,
+        turns: numbers.turns,
+        passed: numbers.passed,
+        failed: numbers.failed,
+        errors: numbers.errors,
+        not_run: planned.saturating_sub(mine.len()),
+        logs_lost: mine.iter().filter(|r| r.log_error.is_some()).count(),
+        pass_rate: numbers.pass_rate.unwrap_or(0.0),
+        pass_rate_interval: numbers.pass_rate_interval,
+        input_tokens: numbers.input_tokens,
+        output_tokens: numbers.output_tokens,
+        cache_read_tokens: numbers.cache_read_tokens,
+        cache_read_share: numbers.cache_read_share,
+        latency_p50_ms: numbers.latency_p50_ms,
+        latency_p95_ms: numbers.latency_p95_ms,
+        ignored_overrides: variant.ignored.iter().map(ToString::to_string).collect(),
+        cases: groups.len(),
+        cases_met: groups
+            .iter()
+            .filter(|f| f.outcome == CaseOutcome::Pass)
+            .count(),
+        samples_per_case: groups.iter().map(|f| f.samples).max().unwrap_or(0),
+        pass_at_k: share(|f| f.passed >= 1),
+        pass_all_k: share(|f| f.passed == f.samples),
+        judge_calls: judge.calls,
+        judge_cached: judge.cached,
+        judge_usage: judge.usage,
+        thinking_tokens: mine
+            .iter()
+            .map(|r| r.observation.thinking_tokens)
+            .fold(0u64, u64::saturating_add),
+        cost_usd: cost.usd(),
+        cost_per_turn_usd: cost
+            .usd()
+            .filter(|_| !mine.is_empty())
+            .map(|c| c / mine.len() as f64),
+        judge_cost_usd: judge.cost.usd(),
+        cached_turns: mine
+            .iter()
+            .filter(|r| r.observation.cached_calls > 0)
+            .count(),
+    }
 }
 
 fn ratio(part: u64, whole: u64) -> f64 {
@@ -238,6 +249,13 @@ pub enum EvalRecord<'a> {
         #[serde(flatten)]
         place: TurnPlace,
         event: &'a ChatEvent,
+    },
+    /// A running turn's model (or deployment) failed a try and is about
+    /// to retry it: `Gemini answered 503; retrying (2 of 3) in 1.2 s`.
+    Notice {
+        #[serde(flatten)]
+        place: TurnPlace,
+        notice: &'a RetryNotice,
     },
     /// A judged turn.
     Turn(TurnRecord),

@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::NaiveDate;
-use futures_util::StreamExt;
+use tokio::sync::Semaphore;
 use tokio::sync::mpsc::UnboundedSender;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
@@ -23,9 +24,9 @@ use crate::chat::service::{TurnContext, TurnOutput};
 use crate::claims::ClaimStore;
 use crate::judge::Judge;
 use crate::prompts::PromptRegistry;
-use crate::provider::ModelProvider;
 use crate::provider::cache::{CachingProvider, ModelCache};
 use crate::provider::script::ScriptProvider;
+use crate::provider::{ModelProvider, ProviderKind, RetryNotice};
 use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
 use crate::sink::driver::{SinkRole, TurnSink, drive};
@@ -80,38 +81,58 @@ pub enum ProviderChoice {
     Worker(WorkerClient),
 }
 
+/// Why a turn has no model to run with; its verdict is an error.
+#[derive(Debug, thiserror::Error)]
+enum NoProvider {
+    #[error("a worker turn has no local provider")]
+    Worker,
+    #[error("no script for this case: give --script or a case `script`")]
+    NoScript,
+    #[error("no recording of this turn to replay ({0})")]
+    NoRecording(String),
+    #[error(transparent)]
+    Unreadable(#[from] crate::runs::RunLogError),
+}
+
 impl ProviderChoice {
-    fn for_turn(&self, plan: &EvalPlan, spec: &TurnSpec) -> Result<Arc<dyn ModelProvider>, String> {
+    fn for_turn(
+        &self,
+        plan: &EvalPlan,
+        spec: &TurnSpec,
+    ) -> Result<Arc<dyn ModelProvider>, NoProvider> {
         match self {
             ProviderChoice::Shared(provider) => Ok(provider.clone()),
-            ProviderChoice::Worker(_) => Err("a worker turn has no local provider".to_string()),
+            ProviderChoice::Worker(_) => Err(NoProvider::Worker),
             ProviderChoice::Script { default, by_case } => by_case
                 .get(&spec.case)
                 .or(default.as_ref())
                 .map(|script| Arc::new(script.restarted()) as Arc<dyn ModelProvider>)
-                .ok_or_else(|| {
-                    "no script for this case: give --script or a case `script`".to_string()
-                }),
+                .ok_or(NoProvider::NoScript),
             ProviderChoice::Replay(recordings) => {
                 let key = plan.key(spec);
                 let path = recordings.get(&key).ok_or_else(|| {
-                    format!(
-                        "no recording of this turn to replay ({} · {} · {} #{})",
+                    NoProvider::NoRecording(format!(
+                        "{} · {} · {} #{}",
                         key.version, key.place.claim, key.place.case, key.place.sample
-                    )
+                    ))
                 })?;
-                let log = read_run_log(path).map_err(|e| e.to_string())?;
+                let log = read_run_log(path)?;
                 Ok(Arc::new(crate::runs::replay::replay_provider(&log)))
             }
         }
     }
 
     pub fn name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Which provider answers the turns.
+    pub fn kind(&self) -> ProviderKind {
         match self {
-            ProviderChoice::Shared(provider) => provider.name(),
-            ProviderChoice::Script { .. } => "script",
-            ProviderChoice::Replay(_) => "replay",
-            ProviderChoice::Worker(_) => "worker",
+            ProviderChoice::Shared(provider) => provider.kind(),
+            ProviderChoice::Script { .. } => ProviderKind::Script,
+            ProviderChoice::Replay(_) => ProviderKind::Replay,
+            ProviderChoice::Worker(_) => ProviderKind::Worker,
         }
     }
 }
@@ -129,6 +150,31 @@ pub struct RunSettings {
     pub concurrency: usize,
     pub today: NaiveDate,
     pub provider: ProviderChoice,
+    /// What the progress feed is sent besides finished turns and warnings.
+    pub feed: Feed,
+}
+
+/// Whether the progress feed wants every event of every turn (`--format
+/// ndjson` writes them); events nobody asked for are not cloned into it,
+/// only counted.
+#[derive(Debug, Default)]
+pub struct Feed {
+    pub events: bool,
+    skipped: std::sync::atomic::AtomicU64,
+}
+
+impl Feed {
+    pub fn new(events: bool) -> Feed {
+        Feed {
+            events,
+            ..Feed::default()
+        }
+    }
+
+    /// Events left out of the feed because nobody asked for them.
+    pub fn skipped(&self) -> u64 {
+        self.skipped.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// One judged turn.
@@ -173,16 +219,21 @@ impl TurnResult {
 #[derive(Debug, Clone)]
 pub enum EvalMessage {
     Event(TurnSpec, ChatEvent),
+    /// A running turn is retrying a failed try of its model or deployment.
+    Notice(TurnSpec, RetryNotice),
     Finished(Box<TurnResult>),
     /// A problem that does not stop the suite.
     Warning(String),
 }
 
-/// Runs the plan's remaining turns at most `concurrency` at a time; results
-/// come back in the order turns finish. Once `cancel` fires no turn starts.
+/// Runs the plan's remaining turns at most `concurrency` at a time, each
+/// an ordinary task (a `JoinSet` under a semaphore of `-j`), so that one
+/// turn's blocking step — an fsync, a cache write, a log read — never
+/// stalls the others; results come back in the order turns finish. Once
+/// `cancel` fires (or the budget is spent) no turn starts.
 pub async fn run_turns(
-    plan: &EvalPlan,
-    settings: &RunSettings,
+    plan: Arc<EvalPlan>,
+    settings: Arc<RunSettings>,
     cancel: CancellationToken,
     messages: UnboundedSender<EvalMessage>,
 ) -> Vec<TurnResult> {
@@ -192,27 +243,50 @@ pub async fn run_turns(
     } else {
         Box::new(plan.to_run())
     };
-    let jobs = order.map(|spec| {
-        let cancel = cancel.clone();
-        let messages = messages.clone();
-        async move {
-            if cancel.is_cancelled() || settings.budget.as_ref().is_some_and(|b| !b.allows_start())
-            {
-                return None;
-            }
-            let result = run_one(plan, settings, &spec, cancel, &messages).await;
+    let slots = Arc::new(Semaphore::new(settings.concurrency.max(1)));
+    let mut tasks = JoinSet::new();
+    let mut results = Vec::new();
+    for spec in order {
+        // A slot first: the set never holds more than `-j` turns, and a
+        // turn is checked against the budget when it could really start.
+        let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
+            break;
+        };
+        while let Some(joined) = tasks.try_join_next() {
+            results.extend(joined_result(joined));
+        }
+        if cancel.is_cancelled() || settings.budget.as_ref().is_some_and(|b| !b.allows_start()) {
+            break;
+        }
+        let (plan, settings) = (Arc::clone(&plan), Arc::clone(&settings));
+        let (cancel, messages) = (cancel.clone(), messages.clone());
+        tasks.spawn(async move {
+            let result = run_one(&plan, &settings, &spec, cancel, &messages).await;
             if let Some(budget) = &settings.budget {
                 budget.spend(&result);
             }
             let _ = messages.send(EvalMessage::Finished(Box::new(result.clone())));
-            Some(result)
-        }
-    });
-    futures_util::stream::iter(jobs)
-        .buffer_unordered(settings.concurrency.max(1))
-        .filter_map(|result| async move { result })
-        .collect()
-        .await
+            // Given up only now: the next turn is checked against a budget
+            // that counts this one's spend.
+            drop(slot);
+            result
+        });
+    }
+    while let Some(joined) = tasks.join_next().await {
+        results.extend(joined_result(joined));
+    }
+    results
+}
+
+/// A finished turn task's result. A turn that panicked panics the run, as
+/// it did when turns were polled in one task: a bug, not a verdict.
+fn joined_result(joined: Result<TurnResult, tokio::task::JoinError>) -> Option<TurnResult> {
+    match joined {
+        Ok(result) => Some(result),
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // Cancelled tasks: only when the set is dropped, which it is not here.
+        Err(_) => None,
+    }
 }
 
 async fn run_one(
@@ -239,9 +313,9 @@ async fn run_one(
                     provider,
                 })
             }
-            Err(message) => {
+            Err(missing) => {
                 let observation = Observation {
-                    error: Some(message),
+                    error: Some(missing.to_string()),
                     // No model was called.
                     cost_usd: Some(0.0),
                     ..Observation::default()
@@ -266,6 +340,7 @@ async fn run_one(
         fingerprints: (None, None),
         spec,
         messages,
+        feed: &settings.feed,
     };
     let clock = Instant::now();
     let turn = runner.run(request, cancel.clone());
@@ -295,6 +370,7 @@ struct Watch<'a> {
     fingerprints: (Option<String>, Option<String>),
     spec: &'a TurnSpec,
     messages: &'a UnboundedSender<EvalMessage>,
+    feed: &'a Feed,
 }
 
 impl TurnSink for Watch<'_> {
@@ -311,12 +387,18 @@ impl TurnSink for Watch<'_> {
             }
             _ => {}
         }
-        if let TurnOutput::Event(event) = output {
-            // The feed may have closed (the run is ending): nothing to tell.
-            let _ = self
-                .messages
-                .send(EvalMessage::Event(self.spec.clone(), event.clone()));
-        }
+        // The feed may have closed (the run is ending): nothing to tell.
+        let message = match output {
+            TurnOutput::Event(_) if !self.feed.events => {
+                let skipped = &self.feed.skipped;
+                skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Ok(());
+            }
+            TurnOutput::Event(event) => EvalMessage::Event(self.spec.clone(), event.clone()),
+            TurnOutput::Notice(notice) => EvalMessage::Notice(self.spec.clone(), notice.clone()),
+            _ => return Ok(()),
+        };
+        let _ = self.messages.send(message);
         Ok(())
     }
 
@@ -359,7 +441,11 @@ async fn record_verdict(
         failures: verdict.failures.clone(),
         rubric: verdict.rubric.clone(),
     });
-    match recorder.finish_with(footer) {
+    // The footer's fsync and rename block: off the runtime's threads.
+    let finished = tokio::task::spawn_blocking(move || recorder.finish_with(footer))
+        .await
+        .unwrap_or_else(|joined| Err(std::io::Error::other(joined)));
+    match finished {
         Ok(Some(path)) => TurnResult {
             run_log: Some(path),
             ..TurnResult::new(spec, observation, verdict)

@@ -69,26 +69,33 @@ impl JudgePrompts {
     /// is not a judge prompt is refused by name.
     pub fn with_overrides<'a>(
         overrides: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<JudgePrompts, String> {
+    ) -> Result<JudgePrompts, PromptError> {
         let mut prompts = JudgePrompts::default();
         for (id, text) in overrides {
             match id {
                 "judge.rubric" => prompts.rubric = text.to_string(),
                 "judge.pairwise" => prompts.pairwise = text.to_string(),
-                other => {
-                    return Err(format!(
-                        "`{}` is not a judge prompt (judge prompts: {})",
-                        crate::text::quote(other),
-                        JUDGE_PROMPT_IDS.join(", ")
-                    ));
-                }
+                other => return Err(PromptError::Unknown(other.to_string())),
             }
             if crate::text::is_js_blank(text) {
-                return Err(format!("judge prompt `{id}` is blank"));
+                return Err(PromptError::Blank(id.to_string()));
             }
         }
         Ok(prompts)
     }
+}
+
+/// A judge prompt override that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PromptError {
+    #[error(
+        "`{}` is not a judge prompt (judge prompts: {})",
+        crate::text::quote(.0),
+        JUDGE_PROMPT_IDS.join(", ")
+    )]
+    Unknown(String),
+    #[error("judge prompt `{0}` is blank")]
+    Blank(String),
 }
 
 /// What kind of question a judge was asked.
@@ -259,9 +266,16 @@ impl Judge {
         self.model.name()
     }
 
+    /// Which provider judges.
+    pub fn provider_kind(&self) -> crate::provider::ProviderKind {
+        self.model.kind()
+    }
+
     /// Whether the judge can be called at all (its key, its script).
-    pub fn check_ready(&self) -> Result<(), String> {
-        self.model.check_ready().map_err(|e| format!("judge: {e}"))
+    pub fn check_ready(&self) -> Result<(), crate::provider::ProviderError> {
+        self.model
+            .check_ready()
+            .map_err(|e| e.map_message(|message| format!("judge: {message}")))
     }
 
     /// Judges `criterion` on one turn.
@@ -355,7 +369,7 @@ impl Judge {
         &self,
         kind: JudgeKind,
         query: &JudgeQuery,
-        parse: fn(&str) -> Result<T, String>,
+        parse: fn(&str) -> Result<T, reply::ReplyError>,
         cancel: &CancellationToken,
     ) -> Result<(T, JudgeCallRecord), (String, Option<JudgeCallRecord>)> {
         // Who judges is part of the key: a scripted verdict is never
@@ -372,7 +386,13 @@ impl Judge {
             usage,
             cost_usd: self
                 .prices
-                .call_cost(provider, &query.model, usage, thinking, cached)
+                .call_cost(
+                    self.model.kind().bills(),
+                    &query.model,
+                    usage,
+                    thinking,
+                    cached,
+                )
                 .usd(),
             latency_ms,
             cached,
@@ -386,38 +406,8 @@ impl Judge {
         let raw = match self.model.ask(query, cancel.clone()).await {
             Ok(raw) => raw,
             Err(error) => {
-                // A call that stopped early with its usage (a reply cut at its
-                // token limit) is billed on it; without usage, its cost is
-                // unknown, never a guessed 0.
                 let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-                let call = match &error.summary {
-                    // Cut short by a bound: the tokens it reported, cost unknown.
-                    Some(summary) if summary.partial => {
-                        let mut call = record(
-                            "",
-                            summary.usage,
-                            summary.thinking_tokens,
-                            latency_ms,
-                            false,
-                        );
-                        call.cost_usd = None;
-                        call
-                    }
-                    Some(summary) => record(
-                        "",
-                        summary.usage,
-                        summary.thinking_tokens,
-                        latency_ms,
-                        false,
-                    ),
-                    None => {
-                        let mut call = record("", Usage::default(), 0, latency_ms, false);
-                        if !crate::cost::costs_nothing(provider) {
-                            call.cost_usd = None;
-                        }
-                        call
-                    }
-                };
+                let call = failed_call(&record, &error, latency_ms, self.model.kind().bills());
                 return Err((format!("judge: {error}"), Some(call)));
             }
         };
@@ -434,6 +424,27 @@ impl Judge {
             Err(error) => Err((format!("judge: {error}"), Some(call))),
         }
     }
+}
+
+/// The record of a judge call that failed. One that stopped early with its
+/// usage (a reply cut at its token limit) is billed on it — unless a bound
+/// cut it short (`partial`): its tokens, cost unknown. Without usage, a
+/// billing provider's cost is unknown, never a guessed 0.
+fn failed_call(
+    record: &dyn Fn(&str, Usage, u64, u64, bool) -> JudgeCallRecord,
+    error: &crate::provider::ProviderError,
+    latency_ms: u64,
+    bills: bool,
+) -> JudgeCallRecord {
+    let (usage, thinking, unknown) = match &error.summary {
+        Some(summary) => (summary.usage, summary.thinking_tokens, summary.partial),
+        None => (Usage::default(), 0, bills),
+    };
+    let mut call = record("", usage, thinking, latency_ms, false);
+    if unknown {
+        call.cost_usd = None;
+    }
+    call
 }
 
 /// `text` cut to `max` characters, marked with `…` when cut.

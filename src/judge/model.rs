@@ -66,8 +66,13 @@ pub struct RawReply {
 }
 
 pub trait JudgeModel: Send + Sync {
+    /// Which provider answers: `gemini`, or `script` for a scripted judge.
+    fn kind(&self) -> crate::provider::ProviderKind;
+
     /// `gemini` or `script`.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
 
     /// Who answers, for the cache key: the provider and its endpoint, or
     /// the script's content.
@@ -87,8 +92,8 @@ pub trait JudgeModel: Send + Sync {
 pub struct ProviderJudge(pub Arc<dyn ModelProvider>);
 
 impl JudgeModel for ProviderJudge {
-    fn name(&self) -> &'static str {
-        self.0.name()
+    fn kind(&self) -> crate::provider::ProviderKind {
+        self.0.kind()
     }
 
     fn identity(&self) -> String {
@@ -138,6 +143,9 @@ impl JudgeModel for ProviderJudge {
                             crate::text::quote(&call.name)
                         )));
                     }
+                    // A judge's retries stay quiet: its verdict records the
+                    // outcome, and its caller says when judging fails.
+                    ModelEvent::Retry(_) => {}
                     ModelEvent::Done(summary) => {
                         reply.usage = summary.usage;
                         reply.thinking_tokens = summary.thinking_tokens;

@@ -23,47 +23,64 @@ pub struct PairwiseReply {
     pub reason: String,
 }
 
-/// The `responseSchema` of a rubric judge (OpenAPI subset, as Gemini takes it).
+/// A rubric judge's reply schema, in plain JSON Schema (each provider
+/// converts it to its API's dialect). The reason comes first, so that a
+/// model that writes in order reasons before it decides.
 pub fn rubric_schema() -> Value {
     json!({
-        "type": "OBJECT",
+        "type": "object",
         "properties": {
-            "pass": {"type": "BOOLEAN"},
-            "score": {"type": "NUMBER", "minimum": 0, "maximum": 1},
-            "reason": {"type": "STRING"}
+            "reason": {"type": "string"},
+            "pass": {"type": "boolean"},
+            "score": {"type": "number", "minimum": 0, "maximum": 1}
         },
-        "required": ["pass", "score", "reason"],
-        "propertyOrdering": ["reason", "pass", "score"]
+        "required": ["pass", "score", "reason"]
     })
 }
 
-/// The `responseSchema` of a pairwise judge.
+/// A pairwise judge's reply schema, in plain JSON Schema.
 pub fn pairwise_schema() -> Value {
     json!({
-        "type": "OBJECT",
+        "type": "object",
         "properties": {
-            "winner": {"type": "STRING", "enum": ["first", "second", "tie"]},
-            "reason": {"type": "STRING"}
+            "reason": {"type": "string"},
+            "winner": {"type": "string", "enum": ["first", "second", "tie"]}
         },
-        "required": ["winner", "reason"],
-        "propertyOrdering": ["reason", "winner"]
+        "required": ["winner", "reason"]
     })
+}
+
+/// Why a judge's reply was refused, quoting it briefly.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReplyError {
+    #[error("the reply has no `{field}`: \"{}\"", quote(.reply))]
+    Missing { field: &'static str, reply: String },
+    #[error("`{field}` must be {expected}, not {}: \"{}\"", quote(.got), quote(.reply))]
+    Wrong {
+        field: &'static str,
+        expected: &'static str,
+        got: String,
+        reply: String,
+    },
+    #[error("the reply gives `{}` twice: \"{}\"", quote(.key), quote(.reply))]
+    Twice { key: String, reply: String },
+    #[error("the reply is JSON but not an object: \"{}\"", quote(.reply))]
+    NotObject { reply: String },
+    #[error("the reply is empty ({0})")]
+    Empty(String),
+    #[error("the reply is not JSON ({error}): \"{}\"", quote(.reply))]
+    NotJson { error: String, reply: String },
 }
 
 /// `{pass: bool, score?: number in 0..=1, reason?: string}`: `score` and
 /// `reason` may be left out, but one that is there must be of its type —
 /// `null` is neither a number nor a string (docs/judging.md).
-pub fn parse_rubric(raw: &str) -> Result<RubricReply, String> {
+pub fn parse_rubric(raw: &str) -> Result<RubricReply, ReplyError> {
     let object = object(raw)?;
     let pass = match object.get("pass") {
         Some(Value::Bool(pass)) => *pass,
         Some(other) => return Err(wrong("pass", "true or false", other, raw)),
-        None => {
-            return Err(format!(
-                "the reply has no `pass`: \"{}\"",
-                quote(raw.trim())
-            ));
-        }
+        None => return Err(missing("pass", raw)),
     };
     let score = match object.get("score") {
         None => None,
@@ -88,7 +105,7 @@ pub fn parse_rubric(raw: &str) -> Result<RubricReply, String> {
 }
 
 /// `{winner: "first"|"second"|"tie", reason?: string}`.
-pub fn parse_pairwise(raw: &str) -> Result<PairwiseReply, String> {
+pub fn parse_pairwise(raw: &str) -> Result<PairwiseReply, ReplyError> {
     let object = object(raw)?;
     let winner = match object.get("winner") {
         Some(Value::String(w)) if w == "first" => Preference::First,
@@ -102,12 +119,7 @@ pub fn parse_pairwise(raw: &str) -> Result<PairwiseReply, String> {
                 raw,
             ));
         }
-        None => {
-            return Err(format!(
-                "the reply has no `winner`: \"{}\"",
-                quote(raw.trim())
-            ));
-        }
+        None => return Err(missing("winner", raw)),
     };
     Ok(PairwiseReply {
         winner,
@@ -115,23 +127,27 @@ pub fn parse_pairwise(raw: &str) -> Result<PairwiseReply, String> {
     })
 }
 
-fn object(raw: &str) -> Result<Map<String, Value>, String> {
+fn object(raw: &str) -> Result<Map<String, Value>, ReplyError> {
+    let reply = || raw.trim().to_string();
     match serde_json::from_str::<Value>(raw) {
-        Ok(Value::Object(_)) if let Some(key) = duplicate_key(raw) => Err(format!(
-            "the reply gives `{}` twice: \"{}\"",
-            quote(&key),
-            quote(raw.trim())
-        )),
+        Ok(Value::Object(_)) if let Some(key) = duplicate_key(raw) => Err(ReplyError::Twice {
+            key,
+            reply: reply(),
+        }),
         Ok(Value::Object(object)) => Ok(object),
-        Ok(_) => Err(format!(
-            "the reply is JSON but not an object: \"{}\"",
-            quote(raw.trim())
-        )),
-        Err(error) if raw.trim().is_empty() => Err(format!("the reply is empty ({error})")),
-        Err(error) => Err(format!(
-            "the reply is not JSON ({error}): \"{}\"",
-            quote(raw.trim())
-        )),
+        Ok(_) => Err(ReplyError::NotObject { reply: reply() }),
+        Err(error) if raw.trim().is_empty() => Err(ReplyError::Empty(error.to_string())),
+        Err(error) => Err(ReplyError::NotJson {
+            error: error.to_string(),
+            reply: reply(),
+        }),
+    }
+}
+
+fn missing(field: &'static str, raw: &str) -> ReplyError {
+    ReplyError::Missing {
+        field,
+        reply: raw.trim().to_string(),
     }
 }
 
@@ -165,7 +181,7 @@ fn duplicate_key(raw: &str) -> Option<String> {
         .flatten()
 }
 
-fn reason(object: &Map<String, Value>, raw: &str) -> Result<String, String> {
+fn reason(object: &Map<String, Value>, raw: &str) -> Result<String, ReplyError> {
     match object.get("reason") {
         None => Ok(String::new()),
         Some(Value::String(reason)) => Ok(reason.clone()),
@@ -173,18 +189,44 @@ fn reason(object: &Map<String, Value>, raw: &str) -> Result<String, String> {
     }
 }
 
-fn wrong(field: &str, expected: &str, got: &Value, raw: &str) -> String {
-    let got = serde_json::to_string(got).unwrap_or_default();
-    format!(
-        "`{field}` must be {expected}, not {}: \"{}\"",
-        quote(&got),
-        quote(raw.trim())
-    )
+fn wrong(field: &'static str, expected: &'static str, got: &Value, raw: &str) -> ReplyError {
+    ReplyError::Wrong {
+        field,
+        expected,
+        got: serde_json::to_string(got).unwrap_or_default(),
+        reply: raw.trim().to_string(),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gemini_is_asked_for_the_same_schemas_as_before_they_were_plain() {
+        use crate::provider::gemini::schema::to_gemini;
+        assert_eq!(
+            to_gemini(&rubric_schema()),
+            json!({
+                "type": "OBJECT",
+                "properties": {
+                    "pass": {"type": "BOOLEAN"},
+                    "score": {"type": "NUMBER", "minimum": 0, "maximum": 1},
+                    "reason": {"type": "STRING"}
+                },
+                "required": ["pass", "score", "reason"],
+                "propertyOrdering": ["reason", "pass", "score"]
+            })
+        );
+        assert_eq!(
+            to_gemini(&pairwise_schema())["propertyOrdering"],
+            json!(["reason", "winner"])
+        );
+        assert_eq!(
+            to_gemini(&pairwise_schema())["properties"]["winner"],
+            json!({"type": "STRING", "enum": ["first", "second", "tie"]})
+        );
+    }
 
     #[test]
     fn a_well_formed_reply_parses() {
@@ -235,12 +277,13 @@ mod tests {
             ),
         ];
         for (raw, expected) in cases {
-            let error = parse_rubric(raw).expect_err(raw);
+            let error = parse_rubric(raw).expect_err(raw).to_string();
             assert!(error.contains(expected), "{raw}: {error}");
         }
         assert!(
             parse_pairwise(r#"{"winner": "A"}"#)
                 .unwrap_err()
+                .to_string()
                 .contains("`winner` must be")
         );
     }
@@ -248,6 +291,6 @@ mod tests {
     #[test]
     fn a_long_reply_is_quoted_briefly() {
         let raw = "x".repeat(10_000);
-        assert!(parse_rubric(&raw).unwrap_err().chars().count() < 400);
+        assert!(parse_rubric(&raw).unwrap_err().to_string().chars().count() < 400);
     }
 }

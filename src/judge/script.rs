@@ -76,21 +76,38 @@ pub struct ScriptJudge {
     calls: AtomicU64,
 }
 
+/// Why a judge script could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptJudgeError {
+    #[error("failed to read judge script `{origin}`: {source}")]
+    Read {
+        origin: String,
+        source: std::io::Error,
+    },
+    #[error("invalid judge script `{origin}`: {problem}")]
+    Invalid { origin: String, problem: String },
+}
+
 impl ScriptJudge {
-    pub fn load(path: &Path) -> Result<ScriptJudge, String> {
+    pub fn load(path: &Path) -> Result<ScriptJudge, ScriptJudgeError> {
         let origin = path.display().to_string();
-        let text = crate::input::read_input_text(path)
-            .map_err(|e| format!("failed to read judge script `{origin}`: {e}"))?;
-        let script: JudgeScript = parse_document(&text, DocumentFormat::detect(path, &text))
-            .map_err(|problem| format!("invalid judge script `{origin}`: {problem}"))?;
+        let text = match crate::input::read_input_text(path) {
+            Ok(text) => text,
+            Err(source) => return Err(ScriptJudgeError::Read { origin, source }),
+        };
+        let script: JudgeScript = match parse_document(&text, DocumentFormat::detect(path, &text)) {
+            Ok(script) => script,
+            Err(problem) => {
+                let problem = problem.to_string();
+                return Err(ScriptJudgeError::Invalid { origin, problem });
+            }
+        };
         let replies = script.rubric.iter().map(|r| (&r.reply, &r.raw));
         let pairwise = script.pairwise.iter().map(|r| (&r.reply, &r.raw));
         for (index, (reply, raw)) in replies.chain(pairwise).enumerate() {
             if reply.is_some() && raw.is_some() {
-                return Err(format!(
-                    "invalid judge script `{origin}`: rule {} has both `reply` and `raw`",
-                    index + 1
-                ));
+                let problem = format!("rule {} has both `reply` and `raw`", index + 1);
+                return Err(ScriptJudgeError::Invalid { origin, problem });
             }
         }
         let mut judge = ScriptJudge::new(script, origin);
@@ -113,7 +130,7 @@ impl ScriptJudge {
         self.calls.load(Ordering::Relaxed)
     }
 
-    fn reply(&self, question: &Question) -> Result<String, String> {
+    fn reply(&self, question: &Question) -> Result<String, ProviderError> {
         match question {
             Question::Rubric { criterion, answer } => self
                 .script
@@ -157,12 +174,12 @@ impl ScriptJudge {
         }
     }
 
-    fn no_rule(&self, kind: &str, criterion: &str) -> String {
-        format!(
+    fn no_rule(&self, kind: &str, criterion: &str) -> ProviderError {
+        ProviderError::new(format!(
             "judge script `{}` has no {kind} rule for criterion \"{}\"",
             self.origin,
             quote(criterion)
-        )
+        ))
     }
 }
 
@@ -181,8 +198,8 @@ fn text_of(reply: &Option<Value>, raw: &Option<String>, field: &str) -> String {
 }
 
 impl JudgeModel for ScriptJudge {
-    fn name(&self) -> &'static str {
-        "script"
+    fn kind(&self) -> crate::provider::ProviderKind {
+        crate::provider::ProviderKind::Script
     }
 
     fn identity(&self) -> String {
@@ -201,12 +218,10 @@ impl JudgeModel for ScriptJudge {
         self.calls.fetch_add(1, Ordering::Relaxed);
         let reply = self.reply(&query.question);
         Box::pin(async move {
-            reply
-                .map(|text| RawReply {
-                    text,
-                    ..RawReply::default()
-                })
-                .map_err(ProviderError::new)
+            reply.map(|text| RawReply {
+                text,
+                ..RawReply::default()
+            })
         })
     }
 }

@@ -115,8 +115,8 @@ impl CachingProvider {
 }
 
 impl ModelProvider for CachingProvider {
-    fn name(&self) -> &'static str {
-        self.inner.name()
+    fn kind(&self) -> super::ProviderKind {
+        self.inner.kind()
     }
 
     fn check_ready(&self) -> Result<(), ProviderError> {
@@ -150,7 +150,8 @@ impl ModelProvider for CachingProvider {
                         // A cache that cannot be written costs a later call, not this one.
                         let _ = cache.put(&entry);
                     }
-                    Err(_) => {}
+                    // Retries are the live call's, never replayed from the cache.
+                    Ok(ModelEvent::Retry(_)) | Err(_) => {}
                 }
                 yield item;
             }

@@ -4,12 +4,19 @@
 //! attaches to an assistant turn and gets back unchanged when that turn is
 //! replayed (Gemini's signed parts). The loop never looks inside it.
 
+pub mod build;
 pub mod cache;
+mod error;
 pub mod gemini;
-pub mod http;
+mod kind;
 pub mod replay;
 pub mod script;
 pub mod sse;
+pub mod transport;
+
+pub use error::{ErrorKind, ProviderError};
+pub use kind::{ProviderKind, UnknownProvider};
+pub use transport::RetryNotice;
 
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
@@ -30,8 +37,9 @@ pub struct ModelRequest {
     pub tools: Vec<ToolDeclaration>,
     pub thinking_level: ThinkingLevel,
     pub max_output_tokens: u32,
-    /// A JSON reply in this shape (OpenAPI-subset schema) instead of free
-    /// text; only for calls without tools (a judge's).
+    /// A JSON reply in this shape (plain JSON Schema; each adapter converts
+    /// it to its API's dialect) instead of free text; only for calls
+    /// without tools (a judge's).
     pub response_schema: Option<Value>,
 }
 
@@ -88,6 +96,9 @@ pub enum ModelEvent {
     ToolCall(ToolCall),
     /// The call finished; always the last item of a successful call.
     Done(CallSummary),
+    /// A failed try is about to be retried (nothing of it was forwarded):
+    /// said to the user and recorded, never part of the answer.
+    Retry(RetryNotice),
 }
 
 /// How a model call finished.
@@ -130,38 +141,18 @@ fn is_zero(count: &u64) -> bool {
     *count == 0
 }
 
-/// A failed model call. The message becomes the `error` event's message.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ProviderError {
-    pub message: String,
-    /// A call that reached the model and stopped early (its token limit, a
-    /// safety stop) was still billed: its usage, so that it is counted.
-    pub summary: Option<Box<CallSummary>>,
-}
-
-impl ProviderError {
-    pub fn new(message: impl Into<String>) -> ProviderError {
-        ProviderError {
-            message: message.into(),
-            summary: None,
-        }
-    }
-
-    /// This error, with the usage of the call that ended in it.
-    pub fn with_summary(mut self, summary: Option<CallSummary>) -> ProviderError {
-        self.summary = summary.map(Box::new);
-        self
-    }
-}
-
 pub type ModelStream = BoxStream<'static, Result<ModelEvent, ProviderError>>;
 
 /// One streaming model call. Implementations must stop promptly once
 /// `cancel` fires (the loop also stops polling them).
 pub trait ModelProvider: Send + Sync {
+    /// Which provider this is: what run logs name, whether it bills.
+    fn kind(&self) -> ProviderKind;
+
     /// A short name for logs: `gemini`, `script`, `replay`.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
 
     /// Whether the provider can be called at all (e.g. has its key). Checked
     /// once at the start of a turn; the error becomes the turn's `error` event.

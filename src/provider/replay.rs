@@ -80,8 +80,8 @@ impl ReplayProvider {
 }
 
 impl ModelProvider for ReplayProvider {
-    fn name(&self) -> &'static str {
-        "replay"
+    fn kind(&self) -> crate::provider::ProviderKind {
+        crate::provider::ProviderKind::Replay
     }
 
     fn stream_turn(&self, request: ModelRequest, _cancel: CancellationToken) -> ModelStream {

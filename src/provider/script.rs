@@ -163,8 +163,8 @@ fn state_for(turn: usize) -> Value {
 }
 
 impl ModelProvider for ScriptProvider {
-    fn name(&self) -> &'static str {
-        "script"
+    fn kind(&self) -> crate::provider::ProviderKind {
+        crate::provider::ProviderKind::Script
     }
 
     fn identity(&self) -> String {

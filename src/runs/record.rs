@@ -3,7 +3,8 @@
 //! Line 1 is always the `header`: small, so that `runs list` reads only it
 //! and the last line. Then the `prompt` (the applied override texts, the
 //! assembled blocks, the tool declarations), every `event` with its time
-//! offset, a `model_call` trace after each model call, and last the
+//! offset, a `model_call` trace after each model call, a `notice` before each retry
+//! of a failed try, and last the
 //! `footer`. A file without a footer is partial.
 
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use crate::chat::service::{ModelCallRecord, RemoteTurn};
 use crate::chat::system::PromptBlock;
 use crate::judge::RubricVerdict;
 use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
+use crate::provider::RetryNotice;
 use crate::tools::ToolDeclaration;
 
 /// Bumped when a record changes. 2: eval turns name their eval run
@@ -36,6 +38,11 @@ pub enum RunRecord {
     ModelCall {
         t: u64,
         call: Box<ModelCallRecord>,
+    },
+    /// A failed try about to be retried (the model's or the deployment's).
+    Notice {
+        t: u64,
+        notice: RetryNotice,
     },
     Footer(RunFooter),
 }
@@ -261,7 +268,7 @@ impl RunFooter {
     /// no model; otherwise unknown.
     pub fn cost(&self, provider: &str) -> Option<f64> {
         self.cost_usd
-            .or_else(|| crate::cost::costs_nothing(provider).then_some(0.0))
+            .or_else(|| crate::provider::ProviderKind::named_costs_nothing(provider).then_some(0.0))
     }
 }
 

@@ -367,6 +367,8 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
             Ok(RunRecord::Event { t, event }) => entries.push(LogEntry::Event(t, event)),
             Ok(RunRecord::ModelCall { call, .. }) => entries.push(LogEntry::ModelCall(call)),
             Ok(RunRecord::Footer(record)) => footer = Some(record),
+            // Retry notices are for a reader of the file; nothing replays them.
+            Ok(RunRecord::Notice { .. }) => {}
             // A killed writer can leave half a last line.
             Err(_) if !strict && partial && footer.is_none() => break,
             Err(error) => return Err(error),

@@ -76,9 +76,7 @@ fn sse_response(receiver: mpsc::UnboundedReceiver<Bytes>) -> Response {
         .into_response()
 }
 
-/// Runs the turn on its own blocking thread: the driver takes its sinks as
-/// `&mut dyn TurnSink` (not `Send`), so its future is driven by
-/// `Handle::block_on` there rather than by `tokio::spawn`. The permit is
+/// Runs the turn as an ordinary task (its sinks are `Send`); the permit is
 /// held until the run log is complete.
 fn spawn_turn(
     state: Arc<ServeState>,
@@ -86,10 +84,9 @@ fn spawn_turn(
     sender: mpsc::UnboundedSender<Bytes>,
     permit: OwnedSemaphorePermit,
 ) {
-    let handle = tokio::runtime::Handle::current();
     let cancel = state.shutdown.child_token();
-    tokio::task::spawn_blocking(move || {
-        handle.block_on(run_turn(state, request, sender, cancel));
+    tokio::spawn(async move {
+        run_turn(state, request, sender, cancel).await;
         drop(permit);
     });
 }
@@ -121,7 +118,12 @@ async fn run_turn(
             let mut sinks: [&mut dyn TurnSink; 2] = [&mut recorder, &mut writer];
             let delivery = drive(turn, &mut sinks, &cancel).await;
             warn_failures(&delivery.recorder_failures);
-            if let Err(error) = recorder.finish(RunStatus::Cancelled) {
+            // The footer's fsync and rename block: off the runtime's threads.
+            let finished =
+                tokio::task::spawn_blocking(move || recorder.finish(RunStatus::Cancelled))
+                    .await
+                    .unwrap_or_else(|joined| Err(io::Error::other(joined)));
+            if let Err(error) = finished {
                 eprintln!("warning: could not complete the run log: {error}");
             }
         }

@@ -26,8 +26,10 @@ pub enum SinkRole {
     Observer,
 }
 
-/// Something that consumes a turn's outputs.
-pub trait TurnSink {
+/// Something that consumes a turn's outputs. `Send`, so that a turn and
+/// its sinks can run as a task of their own (`tokio::spawn`: an eval's
+/// `-j` turns, each `serve` request).
+pub trait TurnSink: Send {
     fn role(&self) -> SinkRole;
 
     /// Takes one output. An error is handled by the sink's role.

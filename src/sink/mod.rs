@@ -89,7 +89,7 @@ impl<W: Write> EventWriter<W> {
     }
 }
 
-impl<W: Write> driver::TurnSink for EventWriter<W> {
+impl<W: Write + Send> driver::TurnSink for EventWriter<W> {
     fn role(&self) -> driver::SinkRole {
         driver::SinkRole::Writer
     }

@@ -142,13 +142,15 @@ impl RunRecorder {
                 let cost = match &call.summary {
                     Some(summary) if summary.partial => Cost::Unknown,
                     Some(summary) => self.prices.call_cost(
-                        &self.provider,
+                        !crate::provider::ProviderKind::named_costs_nothing(&self.provider),
                         &self.model,
                         summary.usage,
                         summary.thinking_tokens,
                         summary.cached,
                     ),
-                    None if crate::cost::costs_nothing(&self.provider) => Cost::ZERO,
+                    None if crate::provider::ProviderKind::named_costs_nothing(&self.provider) => {
+                        Cost::ZERO
+                    }
                     None => Cost::Unknown,
                 };
                 let log = self.open_log()?;
@@ -166,6 +168,14 @@ impl RunRecorder {
                 // Borrowed, not cloned: a call's text and provider state
                 // may be 16 MiB each (the bound on one call).
                 log.write(&ModelCallLine { t, call })
+            }
+            TurnOutput::Notice(notice) => {
+                let log = self.open_log()?;
+                let t = log.elapsed_ms();
+                log.write(&RunRecord::Notice {
+                    t,
+                    notice: notice.clone(),
+                })
             }
             TurnOutput::Cancelled => {
                 self.open_log()?.status = Some(RunStatus::Cancelled);

@@ -114,7 +114,7 @@ impl TraceConfig {
 
     /// The endpoint as messages show it: without userinfo or query.
     pub fn shown_endpoint(&self) -> String {
-        crate::provider::http::client::shown_url(&self.endpoint)
+        crate::provider::transport::client::shown_url(&self.endpoint)
     }
 }
 
@@ -124,7 +124,7 @@ fn checked_url(name: &'static str, value: String) -> Result<String, ConfigError>
         Ok(url) if matches!(url.scheme(), "http" | "https") => Ok(value),
         _ => Err(ConfigError::Endpoint {
             name,
-            value: crate::provider::http::client::shown_url(&crate::text::quote(&value)),
+            value: crate::provider::transport::client::shown_url(&crate::text::quote(&value)),
         }),
     }
 }

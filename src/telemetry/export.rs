@@ -21,7 +21,7 @@ use opentelemetry_sdk::trace::{
 };
 
 use super::config::{Protocol, TraceConfig};
-use crate::provider::http::redact::{Redactor, Secret};
+use crate::provider::transport::redact::{Redactor, Secret};
 
 /// The queue in front of the exporter; a span beyond it is dropped, counted.
 pub const MAX_QUEUED_SPANS: usize = 2_048;

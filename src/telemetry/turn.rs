@@ -374,6 +374,8 @@ impl TurnSink for TurnTrace {
             TurnOutput::Started(start) => self.start = Some((**start).clone()),
             TurnOutput::Prepared(prepared) => self.prepared = Some((**prepared).clone()),
             TurnOutput::ModelCall(call) => self.calls.push((**call).clone()),
+            // A call's retries are counted in its record (`promptlab.retries`).
+            TurnOutput::Notice(_) => {}
             TurnOutput::Cancelled => {
                 self.cancelled = true;
                 self.ended = Some(now);

@@ -39,7 +39,7 @@ impl Endpoint {
         if url.path() == "/" || url.path().is_empty() {
             url.set_path("/api/chat");
         }
-        let shown = crate::provider::http::shown(&url);
+        let shown = crate::provider::transport::shown(&url);
         Ok(Endpoint { url, shown })
     }
 

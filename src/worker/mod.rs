@@ -24,15 +24,18 @@ use futures_util::stream::BoxStream;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
-use self::events::{EventReader, Read};
-use self::transport::SendFailure;
+use self::events::{EventReader, MAX_EVENT_BYTES, Read};
+use self::transport::{Accepted, WorkerAnswers};
 use crate::chat::wire::WireRequest;
 use crate::chat::{
     ChatEvent, ChatRequest, ClaimInput, RemoteTurn, TurnContext, TurnOutput, TurnStart,
     run_chat_turn,
 };
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
-use crate::provider::http::{CallBudget, CallLimits, Redactor, Secret};
+use crate::provider::transport::{
+    CallBudget, CallLimits, Failure, Peer, Redactor, RetryPolicy, Secret, Sending, Transport,
+};
+use crate::provider::{ErrorKind, ProviderError, ProviderKind};
 
 pub use endpoint::{Endpoint, EndpointError};
 
@@ -103,11 +106,11 @@ pub enum WorkerError {
 pub struct WorkerClient {
     config: Arc<WorkerConfig>,
     registry: &'static PromptRegistry,
-    http: reqwest::Client,
+    /// Its redactor takes the token and the endpoint's userinfo out of
+    /// every message.
+    transport: Transport,
     headers: reqwest::header::HeaderMap,
     in_flight: Arc<Semaphore>,
-    /// The token and the endpoint's userinfo, taken out of every message.
-    redactor: Redactor,
     /// Secrets too short to redact, named for one warning.
     unredactable: Vec<String>,
     /// Fingerprint pairs (local, reported) already warned about.
@@ -129,10 +132,10 @@ impl WorkerClient {
         registry: &'static PromptRegistry,
     ) -> Result<WorkerClient, WorkerError> {
         let headers = transport::headers(config.token.as_deref()).map_err(WorkerError::Token)?;
-        let http = crate::provider::http::client(config.connect_timeout)
-            .map_err(|error| WorkerError::Client(crate::provider::http::error_chain(error)))?;
+        let http = crate::provider::transport::client(config.connect_timeout)
+            .map_err(|error| WorkerError::Client(crate::provider::transport::error_chain(error)))?;
         let in_flight = Arc::new(Semaphore::new(config.max_concurrent.max(1)));
-        let userinfo = crate::provider::http::redact::url_userinfo(config.endpoint.url());
+        let userinfo = crate::provider::transport::redact::url_userinfo(config.endpoint.url());
         let token = config.token.iter().map(|value| Secret {
             name: "PROMPTLAB_ENDPOINT_TOKEN",
             value,
@@ -142,13 +145,26 @@ impl WorkerClient {
             value,
         });
         let (redactor, unredactable) = Redactor::new(token.chain(url));
+        let shown = config.endpoint.shown().to_string();
+        let peer = Peer {
+            name: WHO,
+            redirect_name: format!("the deployment at {shown}"),
+            shown,
+            idle_setting: "--idle-timeout",
+        };
+        let policy = RetryPolicy {
+            max_attempts: config.max_attempts,
+            backoff: config.backoff,
+            max_retry_wait: config.max_retry_wait,
+            count_tries: true,
+        };
+        let transport = Transport::new(http, redactor, peer, policy, config.idle_timeout);
         Ok(WorkerClient {
             config: Arc::new(config),
             registry,
-            http,
+            transport,
             headers,
             in_flight,
-            redactor,
             unredactable,
             mismatches: Arc::default(),
         })
@@ -191,7 +207,7 @@ impl WorkerClient {
         request: ChatRequest,
         cancel: CancellationToken,
     ) -> impl futures_util::Stream<Item = TurnOutput> + Send + 'static {
-        let redactor = self.redactor.clone();
+        let redactor = self.transport.redactor.clone();
         self.turn_outputs(request, cancel)
             .map(move |output| redact_output(&redactor, output))
     }
@@ -205,20 +221,7 @@ impl WorkerClient {
         let client = self.clone();
         async_stream::stream! {
             let mut budget = CallBudget::start(client.config.limits);
-            let resolved = resolve_overrides(&request.prompt.overrides, client.registry);
-            yield TurnOutput::Started(Box::new(TurnStart {
-                turn_id: uuid::Uuid::new_v4().to_string(),
-                started_at: Utc::now(),
-                fingerprint: fingerprint(&resolved.applied),
-                applied_overrides: resolved.applied,
-                ignored_overrides: resolved.ignored,
-                unknown_placeholders: resolved.unknown_placeholders,
-                remote: Some(RemoteTurn {
-                    endpoint: client.endpoint().to_string(),
-                    claim_sent: matches!(request.claim, ClaimInput::Document(_)),
-                    overrides: request.prompt.overrides.clone(),
-                }),
-            }));
+            yield client.started(&request);
             let body = match WireRequest::from_request(&request)
                 .and_then(|wire| Ok(serde_json::to_vec(&wire)?))
             {
@@ -228,44 +231,41 @@ impl WorkerClient {
                     return;
                 }
             };
-            let sent = tokio::time::timeout_at(budget.deadline(), client.send(&body, &cancel));
-            let accepted = match sent.await {
-                Err(_) => {
-                    yield error_output(budget.timed_out(WHO));
-                    return;
+            let mut sent = None;
+            {
+                let sending = client.send(&body, &budget, &cancel);
+                futures_util::pin_mut!(sending);
+                while let Some(step) = sending.next().await {
+                    match step {
+                        Sending::Notice(notice) => yield TurnOutput::Notice(notice),
+                        Sending::Sent(result, _) => sent = Some(result),
+                    }
                 }
-                Ok(sent) => sent,
-            };
-            let accepted = match accepted {
-                Ok(accepted) => accepted,
-                Err(SendFailure::Cancelled) => {
+            }
+            let accepted = match sent {
+                Some(Ok(accepted)) => accepted,
+                Some(Err(error)) if error.kind == ErrorKind::Cancelled => {
                     yield TurnOutput::Cancelled;
                     return;
                 }
-                Err(SendFailure::Failed(message)) => {
-                    yield error_output(message);
+                Some(Err(error)) => {
+                    yield error_output(error.message);
                     return;
                 }
+                None => return,
             };
             // Held until the stream is read to its end or dropped.
             let _permit = accepted.permit;
             let mut reader = EventReader::new(
-                accepted.response,
-                client.config.idle_timeout,
-                client.redactor.clone(),
+                client.transport.sse_body(accepted.response, MAX_EVENT_BYTES),
             );
             loop {
-                let read = tokio::time::timeout_at(budget.deadline(), reader.next(&cancel));
-                let Ok(read) = read.await else {
-                    yield error_output(budget.timed_out(WHO));
-                    return;
-                };
-                match read {
+                match reader.next(&mut budget, &cancel).await {
                     Read::Event(event) => {
                         if let ChatEvent::TextDelta { text } = &event
-                            && let Err(message) = budget.text(WHO, text.len())
+                            && let Err(fault) = budget.text(WHO, text.len())
                         {
-                            yield error_output(message);
+                            yield error_output(fault.message);
                             return;
                         }
                         let last = matches!(event, ChatEvent::Done(_) | ChatEvent::Error { .. });
@@ -274,8 +274,8 @@ impl WorkerClient {
                             return;
                         }
                     }
-                    Read::Fault(message) => {
-                        yield error_output(message);
+                    Read::Fault(fault) => {
+                        yield error_output(fault.message);
                         return;
                     }
                     Read::Cancelled => {
@@ -285,6 +285,56 @@ impl WorkerClient {
                 }
             }
         }
+    }
+
+    /// The turn's first output: its id and time, and the prompt version
+    /// this checkout computes for the overrides sent.
+    fn started(&self, request: &ChatRequest) -> TurnOutput {
+        let resolved = resolve_overrides(&request.prompt.overrides, self.registry);
+        TurnOutput::Started(Box::new(TurnStart {
+            turn_id: uuid::Uuid::new_v4().to_string(),
+            started_at: Utc::now(),
+            fingerprint: fingerprint(&resolved.applied),
+            applied_overrides: resolved.applied,
+            ignored_overrides: resolved.ignored,
+            unknown_placeholders: resolved.unknown_placeholders,
+            remote: Some(RemoteTurn {
+                endpoint: self.endpoint().to_string(),
+                claim_sent: matches!(request.claim, ClaimInput::Document(_)),
+                overrides: request.prompt.overrides.clone(),
+            }),
+        }))
+    }
+
+    /// Sends `body` until a streaming 2xx response comes back, by the
+    /// transport's retry policy. The in-flight slot is held from each try's
+    /// send to the end of its stream, and given up while waiting to retry.
+    fn send<'a>(
+        &'a self,
+        body: &'a [u8],
+        budget: &'a CallBudget,
+        cancel: &'a CancellationToken,
+    ) -> impl futures_util::Stream<Item = Sending<Accepted>> + Send + 'a {
+        self.transport
+            .send_with_retries(budget, cancel, 0, move || self.attempt(body))
+    }
+
+    /// One try, in an in-flight slot.
+    async fn attempt(&self, body: &[u8]) -> Result<Accepted, Failure> {
+        let permit =
+            self.in_flight.clone().acquire_owned().await.map_err(|_| {
+                ProviderError::of(ErrorKind::Other, "the worker client was shut down")
+            })?;
+        let request = self.transport.post(
+            self.config.endpoint.url().clone(),
+            self.headers.clone(),
+            body.to_vec(),
+        );
+        let answers = WorkerAnswers {
+            shown: self.config.endpoint.shown(),
+        };
+        let response = self.transport.send_once(request, &answers).await?;
+        Ok(Accepted { response, permit })
     }
 }
 
@@ -329,9 +379,14 @@ impl TurnRunner {
 
     /// The provider's name as run logs record it.
     pub fn provider_name(&self) -> &'static str {
+        self.kind().name()
+    }
+
+    /// Which provider answers.
+    pub fn kind(&self) -> ProviderKind {
         match self {
-            TurnRunner::Local(ctx) => ctx.provider.name(),
-            TurnRunner::Worker(_) => "worker",
+            TurnRunner::Local(ctx) => ctx.provider.kind(),
+            TurnRunner::Worker(_) => ProviderKind::Worker,
         }
     }
 }

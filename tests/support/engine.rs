@@ -24,8 +24,8 @@ pub struct Recording<P> {
 }
 
 impl<P: ModelProvider> ModelProvider for Recording<P> {
-    fn name(&self) -> &'static str {
-        self.inner.name()
+    fn kind(&self) -> promptlab::provider::ProviderKind {
+        self.inner.kind()
     }
 
     fn check_ready(&self) -> Result<(), promptlab::provider::ProviderError> {
@@ -74,6 +74,8 @@ pub struct TurnResult {
     pub prepared: Option<PreparedTurn>,
     pub calls: Vec<ModelCallRecord>,
     pub requests: Vec<ModelRequest>,
+    /// The retries the turn announced, in order.
+    pub notices: Vec<promptlab::provider::RetryNotice>,
     pub cancelled: bool,
 }
 
@@ -141,6 +143,7 @@ pub async fn run_turn_with(
         prepared: None,
         calls: Vec::new(),
         requests: Vec::new(),
+        notices: Vec::new(),
         cancelled: false,
     };
     let turn = run_chat_turn(ctx, request, cancel);
@@ -153,6 +156,7 @@ pub async fn run_turn_with(
             }
             TurnOutput::Prepared(prepared) => result.prepared = Some(*prepared),
             TurnOutput::ModelCall(call) => result.calls.push(*call),
+            TurnOutput::Notice(notice) => result.notices.push(notice),
             TurnOutput::Cancelled => result.cancelled = true,
             TurnOutput::Started { .. } => {}
         }

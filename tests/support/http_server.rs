@@ -93,7 +93,14 @@ pub struct TestServer {
 impl TestServer {
     /// Request `i` gets reply `i`; any further request gets a 500.
     pub fn start(responders: Vec<Responder>) -> TestServer {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        TestServer::on(
+            std::net::TcpListener::bind("127.0.0.1:0").unwrap(),
+            responders,
+        )
+    }
+
+    /// `start` on a listener already bound (a port a client was refused at).
+    pub fn on(listener: std::net::TcpListener, responders: Vec<Responder>) -> TestServer {
         listener.set_nonblocking(true).unwrap();
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));

@@ -7,18 +7,8 @@ use promptlab::eval::report::turns_from_runs;
 use promptlab::eval::run_id::{EvalRunKind, parse_eval_run_id};
 
 use super::EvalArgs;
+use super::mode::EvalMode;
 use crate::cli::error::CliError;
-
-/// `run`, `merge` (`--report`) or `rescore`.
-pub fn run_kind(args: &EvalArgs) -> EvalRunKind {
-    if args.rescore {
-        EvalRunKind::Rescore
-    } else if !args.report.is_empty() {
-        EvalRunKind::Merge
-    } else {
-        EvalRunKind::Run
-    }
-}
 
 /// Gives the plan the id `--eval-run` names, if any (the shards of one CI
 /// run share it); else it keeps its fresh one.
@@ -31,8 +21,8 @@ pub fn adopt_id(args: &EvalArgs, plan: &mut EvalPlan) -> Result<(), CliError> {
 }
 
 /// `eval run ev-0123456789 (merge) · 12 turns from ev-aaaaaaaaaa, 3 from logs without an id`
-pub fn eval_run_line(args: &EvalArgs, plan: &EvalPlan, results: &[TurnResult]) -> String {
-    let kind = match run_kind(args) {
+pub fn eval_run_line(mode: &EvalMode, plan: &EvalPlan, results: &[TurnResult]) -> String {
+    let kind = match mode.run_kind() {
         EvalRunKind::Run => "",
         EvalRunKind::Merge => " (merge)",
         EvalRunKind::Rescore => " (rescore)",

@@ -6,6 +6,7 @@
 mod by_tag;
 mod eval_run;
 mod list;
+mod mode;
 mod preflight;
 mod progress;
 mod rescore;
@@ -37,6 +38,7 @@ use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::judge::{JudgeArgs, SuiteJudge};
 use super::model::ModelArgs;
+use mode::EvalMode;
 use watch::TurnSnapshot;
 
 const AFTER_HELP: &str = "\
@@ -173,16 +175,17 @@ pub struct EvalArgs {
 }
 
 pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exit, CliError> {
-    if args.watch {
-        return watch::run(&args, store, stores);
+    match args.mode(&stores.runs_dir) {
+        EvalMode::Watch => watch::run(&args, store, stores),
+        mode => run_once(&args, &mode, store, stores).map(|(exit, _)| exit),
     }
-    run_once(&args, store, stores).map(|(exit, _)| exit)
 }
 
 /// One run of the suite: its exit, and each turn's outcome (for `--watch`
 /// to say what changed).
 fn run_once(
     args: &EvalArgs,
+    mode: &EvalMode,
     store: &ClaimStore,
     stores: &StoreArgs,
 ) -> Result<(Exit, Vec<TurnSnapshot>), CliError> {
@@ -194,35 +197,31 @@ fn run_once(
     eval_run::adopt_id(args, &mut plan)?;
     preflight::check_overrides(args, &plan)?;
     preflight::check_forced_levels(&plan)?;
-    if args.list {
+    if *mode == EvalMode::List {
         list::print_list(&plan, args.format)?;
         return Ok((Exit::Success, Vec::new()));
     }
-    if args.report.is_empty() && !args.rescore {
+    if mode.runs_turns() {
         crate::cli::folders::runs_folder_writable(runs_dir)?;
     }
     let finish = |plan: &EvalPlan, results: Vec<TurnResult>, stop, budget: Option<&Budget>| {
         let snapshot = watch::snapshot(plan, &results);
-        summary::finish(args, plan, results, stop, started_at, budget).map(|exit| (exit, snapshot))
+        summary::finish(args, mode, plan, results, stop, started_at, budget)
+            .map(|exit| (exit, snapshot))
     };
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
     // turns or re-scoring them asks the judge.
-    let judge = if plan.has_rubric() && (args.report.is_empty() || args.rescore) {
+    let judge = if plan.has_rubric() && !matches!(mode, EvalMode::Merge(_)) {
         Some(Arc::new(build_judge(args, &plan, &stores.cache_dir)?))
     } else {
         None
     };
-    if args.rescore {
-        let dirs = if args.report.is_empty() {
-            vec![runs_dir.to_path_buf()]
-        } else {
-            args.report.clone()
-        };
-        let (results, stop) = rescore::run(args, &plan, &dirs, judge.as_deref())?;
+    if let EvalMode::Rescore(dirs) = mode {
+        let (results, stop) = rescore::run(args, &plan, dirs, judge.as_deref())?;
         return finish(&plan, results, stop, None);
     }
-    if !args.report.is_empty() {
-        let recorded = index_recorded(&args.report, &plan, false)?;
+    if let EvalMode::Merge(dirs) = mode {
+        let recorded = index_recorded(dirs, &plan, false)?;
         let results = plan
             .selected()
             .map(|spec| match recorded.get(&plan.key(&spec)) {
@@ -232,11 +231,35 @@ fn run_once(
             .collect();
         return finish(&plan, results, None, None);
     }
+    let resume = matches!(mode, EvalMode::Run { resume: true });
+    let (plan, results, stop, budget) = run_remaining(args, resume, store, stores, plan, judge)?;
+    finish(&plan, results, stop, budget.as_deref())
+}
+
+/// What `run_remaining` leaves: the plan, every turn's result (resumed ones
+/// first), the exit a signal asked for, and the budget if it was reached.
+type Ran = (
+    Arc<EvalPlan>,
+    Vec<TurnResult>,
+    Option<Exit>,
+    Option<Arc<Budget>>,
+);
+
+/// Runs the plan's turns (those `--resume` finds done are read back, not
+/// run again) under `--max-cost` and `-j`.
+fn run_remaining(
+    args: &EvalArgs,
+    resume_done: bool,
+    store: &ClaimStore,
+    stores: &StoreArgs,
+    mut plan: EvalPlan,
+    judge: Option<Arc<promptlab::judge::Judge>>,
+) -> Result<Ran, CliError> {
+    let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(args, &plan)?;
     preflight::say_thinking_notes(&plan, judge.as_deref());
-    let mut plan = plan;
     let mut results = Vec::new();
-    if args.resume {
+    if resume_done {
         let (done, warnings) = resume(&mut plan, runs_dir)?;
         for warning in warnings {
             eprintln!("warning: {warning}");
@@ -252,7 +275,7 @@ fn run_once(
     if budget.is_some() {
         preflight::check_prices(args, &plan, judge.as_deref())?;
     }
-    let settings = promptlab::eval::RunSettings {
+    let settings = Arc::new(promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
         judge,
         budget: budget.clone(),
@@ -263,11 +286,13 @@ fn run_once(
         concurrency: usize::from(args.jobs),
         today: today_or_local(args.today),
         provider,
-    };
+        // Only NDJSON writes a turn's events as they happen.
+        feed: promptlab::eval::Feed::new(args.format == EvalFormat::Ndjson),
+    });
+    let plan = Arc::new(plan);
     let (ran, stop) = progress::run_with_progress(args, &plan, &settings, results.len())?;
     results.extend(ran);
-    let budget = budget.filter(|b| b.reached());
-    finish(&plan, results, stop, budget.as_deref())
+    Ok((plan, results, stop, budget.filter(|b| b.reached())))
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a

@@ -211,7 +211,9 @@ pub fn check_prices(
     if args.model.provider == ProviderKind::Gemini {
         models.extend(plan.matrix.variants.iter().map(|v| v.model.model.as_str()));
     }
-    if let Some(judge) = judge.filter(|j| j.provider_name() == "gemini") {
+    if let Some(judge) =
+        judge.filter(|j| j.provider_kind() == promptlab::provider::ProviderKind::Gemini)
+    {
         models.push(&judge.settings().model);
     }
     match models.into_iter().find(|model| prices.get(model).is_none()) {
@@ -297,7 +299,9 @@ pub fn say_thinking_notes(plan: &EvalPlan, judge: Option<&promptlab::judge::Judg
             notes.extend(models.fit(&settings.model, asked).note);
         }
     }
-    if let Some(judge) = judge.filter(|j| j.provider_name() == "gemini") {
+    if let Some(judge) =
+        judge.filter(|j| j.provider_kind() == promptlab::provider::ProviderKind::Gemini)
+    {
         let settings = judge.settings();
         notes.extend(models.fit(&settings.model, settings.thinking_level).note);
     }

@@ -4,12 +4,15 @@
 //! does the same.
 
 use std::io::{IsTerminal, Write};
+use std::sync::Arc;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use promptlab::eval::report::{EvalRecord, TurnPlace, TurnRecord, turn_label};
+use promptlab::eval::matrix::TurnSpec;
+use promptlab::eval::report::{EvalRecord, TurnPlace, TurnRecord, spec_label, turn_label};
 use promptlab::eval::{EvalMessage, EvalPlan, Outcome, RunSettings, TurnResult, run_turns};
+use promptlab::provider::RetryNotice;
 
 use super::{EvalArgs, EvalFormat};
 use crate::cli::error::{CliError, Exit};
@@ -82,8 +85,8 @@ struct Feedback<'a> {
 /// signal (or a closed stdout) asked for.
 pub fn run_with_progress(
     args: &EvalArgs,
-    plan: &EvalPlan,
-    settings: &RunSettings,
+    plan: &Arc<EvalPlan>,
+    settings: &Arc<RunSettings>,
     already: usize,
 ) -> Result<(Vec<TurnResult>, Option<Exit>), CliError> {
     let runtime = tokio::runtime::Runtime::new()?;
@@ -103,7 +106,12 @@ pub fn run_with_progress(
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
     let (results, stop) = runtime.block_on(async {
         let stop = cancel_on_signals(cancel.clone());
-        let run = run_turns(plan, settings, cancel.clone(), sender);
+        let run = run_turns(
+            Arc::clone(plan),
+            Arc::clone(settings),
+            cancel.clone(),
+            sender,
+        );
         futures_util::pin_mut!(run);
         let mut stdout = std::io::stdout().lock();
         let results = loop {
@@ -151,6 +159,7 @@ impl Feedback<'_> {
                 write_record(out, &record)
             }
             EvalMessage::Event(..) => Ok(()),
+            EvalMessage::Notice(spec, notice) => self.notice(spec, notice, out),
             EvalMessage::Finished(result) => self.finished(result, out),
             EvalMessage::Warning(warning) => {
                 let warning = promptlab::text::printable(&warning.to_string());
@@ -165,6 +174,30 @@ impl Feedback<'_> {
             self.stdout_closed = true;
             cancel.cancel();
         }
+    }
+
+    /// A retry: an NDJSON `notice` record, and a line on stderr (above the
+    /// bar on a terminal) unless `--quiet`.
+    fn notice(
+        &self,
+        spec: &TurnSpec,
+        notice: &RetryNotice,
+        out: &mut impl Write,
+    ) -> std::io::Result<()> {
+        if self.ndjson {
+            let place = TurnPlace::of(self.plan, spec);
+            write_record(out, &EvalRecord::Notice { place, notice })?;
+        }
+        if self.quiet {
+            return Ok(());
+        }
+        let line =
+            promptlab::text::printable(&format!("{}: {notice}", spec_label(self.plan, spec)));
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+        Ok(())
     }
 
     fn finished(&mut self, result: &TurnResult, out: &mut impl Write) -> std::io::Result<()> {

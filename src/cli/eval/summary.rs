@@ -20,6 +20,7 @@ use promptlab::markdown::{CELL_CHARS, code, code_in_table, inline};
 use promptlab::sink::{Style, printable};
 use promptlab::table::terminal_width;
 
+use super::mode::EvalMode;
 use super::progress::write_record;
 use super::summary_table::{judging_lines, model_text, seconds, summary_table};
 use super::{EvalArgs, EvalFormat};
@@ -47,6 +48,7 @@ struct EvalEnd<'a> {
 /// Summary, failures, reports and the exit code.
 pub fn finish(
     args: &EvalArgs,
+    mode: &EvalMode,
     plan: &EvalPlan,
     mut results: Vec<TurnResult>,
     stop: Option<Exit>,
@@ -106,12 +108,12 @@ pub fn finish(
     }
     match args.format {
         EvalFormat::Ndjson => {
-            print_ndjson(args, &outcome)?;
+            print_ndjson(mode, &outcome)?;
             if every_turn_scripted(args, &outcome.results) && !args.quiet {
                 eprintln!("warning: {SCRIPTED_WARNING}");
             }
         }
-        EvalFormat::Pretty => print_pretty(args, &outcome)?,
+        EvalFormat::Pretty => print_pretty(args, mode, &outcome)?,
     }
     for error in &outcome.write_errors {
         eprintln!("error: {}", printable(error));
@@ -241,11 +243,11 @@ impl EvalEnd<'_> {
     }
 }
 
-fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
+fn print_ndjson(mode: &EvalMode, outcome: &EvalEnd) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
     // Turns judged from their logs (merged, resumed, re-scored) were not
     // streamed while running: their records come here, before the folds.
-    if !args.report.is_empty() || args.resume || args.rescore {
+    if mode.reads_logs() {
         for result in outcome.results.iter().filter(|r| r.from_log) {
             write_record(
                 &mut out,
@@ -260,7 +262,7 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     let summary = SummaryRecord {
         suite: plan.suite.name.clone(),
         eval_run: plan.eval_run.clone(),
-        run_kind: super::eval_run::run_kind(args),
+        run_kind: mode.run_kind(),
         from_runs: turns_from_runs(&outcome.results),
         shard: plan
             .selection
@@ -284,7 +286,7 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     Ok(())
 }
 
-fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
+fn print_pretty(args: &EvalArgs, mode: &EvalMode, outcome: &EvalEnd) -> Result<(), CliError> {
     let style = Style::for_stdout();
     let mut out = std::io::stdout().lock();
     let plan = outcome.plan;
@@ -292,7 +294,7 @@ fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     let title = format!(
         "Suite {} · {}",
         plan.suite.name,
-        super::eval_run::eval_run_line(args, plan, &outcome.results)
+        super::eval_run::eval_run_line(mode, plan, &outcome.results)
     );
     writeln!(out, "{}\n{}", style.bold(&printable(&title)), fitted)?;
     write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;

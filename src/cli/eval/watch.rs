@@ -21,6 +21,7 @@ use promptlab::eval::report::spec_label;
 use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::judge::JudgeSpend;
 
+use super::mode::EvalMode;
 use super::{EvalArgs, plan, run_once};
 use crate::cli::StoreArgs;
 use crate::cli::error::{CliError, Exit};
@@ -83,7 +84,7 @@ pub fn run(args: &EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Ex
             let _ = watcher.watch(&folder, RecursiveMode::NonRecursive);
         }
         println!("── watch: run {iteration} ──");
-        match run_once(args, store, stores) {
+        match run_once(args, &EvalMode::Run { resume: false }, store, stores) {
             Ok((exit @ (Exit::Cancelled | Exit::Terminated), _)) => return Ok(exit),
             Ok((_, snapshot)) => {
                 for line in changes_since(previous.as_deref(), &snapshot) {

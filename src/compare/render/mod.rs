@@ -204,24 +204,19 @@ fn trend(a: Distribution, b: Distribution) -> &'static str {
 
 /// The metric rows: name, A, B, change.
 fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
+    let mut rows = quality_rows(c);
+    rows.extend(spend_rows(c));
+    rows
+}
+
+/// What the turns did: runs, model, pass rate, tokens, latency, cache reads.
+fn quality_rows(c: &Comparison) -> Vec<[String; 4]> {
     let cache_trend = if c.b.cache_read_share + WORSE_BY < c.a.cache_read_share {
         "▲ worse"
     } else {
         ""
     };
-    let judge = |side: &SideSummary| {
-        format!(
-            "{} verdicts, {}/{} tokens",
-            side.judge_calls, side.judge_usage.input_tokens, side.judge_usage.output_tokens
-        )
-    };
-    let judge_row = [
-        "rubric judge (apart from the chat)".to_string(),
-        judge(&c.a),
-        judge(&c.b),
-        String::new(),
-    ];
-    let mut rows = vec![
+    vec![
         [
             "runs".into(),
             c.a.runs.to_string(),
@@ -268,7 +263,11 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
             percent(Some(c.b.cache_read_share)),
             cache_trend.into(),
         ],
-    ];
+    ]
+}
+
+/// What the turns cost: the chat calls, runs from the cache, the judge.
+fn spend_rows(c: &Comparison) -> Vec<[String; 4]> {
     let cost = |side: &SideSummary| crate::cost::Cost::from(side.cost_usd).display();
     let difference = match (c.a.cost_usd, c.b.cost_usd) {
         (Some(a), Some(b)) => {
@@ -277,12 +276,12 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
         }
         _ => String::new(),
     };
-    rows.push([
+    let mut rows = vec![[
         "cost (chat calls)".into(),
         cost(&c.a),
         cost(&c.b),
         difference,
-    ]);
+    ]];
     if c.a.cached_runs + c.b.cached_runs > 0 {
         rows.push([
             "runs from the model cache (no latency)".into(),
@@ -292,7 +291,18 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
         ]);
     }
     if c.a.judge_calls + c.b.judge_calls > 0 {
-        rows.push(judge_row);
+        let judge = |side: &SideSummary| {
+            format!(
+                "{} verdicts, {}/{} tokens",
+                side.judge_calls, side.judge_usage.input_tokens, side.judge_usage.output_tokens
+            )
+        };
+        rows.push([
+            "rubric judge (apart from the chat)".to_string(),
+            judge(&c.a),
+            judge(&c.b),
+            String::new(),
+        ]);
     }
     rows
 }

@@ -9,30 +9,26 @@ use super::usage::read_usage;
 use super::wire::{GenerateContentResponse, PartView, provider_state};
 use crate::event::Usage;
 use crate::provider::sse::SseItem;
-use crate::provider::{CallSummary, ModelEvent, ProviderError, ToolCall};
+use crate::provider::{CallSummary, ErrorKind, ModelEvent, ProviderError, ToolCall};
 
-/// A problem found in the stream. `retryable` errors may be retried when
-/// nothing of the call has been forwarded yet.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamFault {
-    pub message: String,
-    pub retryable: bool,
+/// A problem found in the stream: an error whose kind says whether it may
+/// be retried (when nothing of the call has been forwarded yet).
+pub type StreamFault = ProviderError;
+
+fn fatal(message: impl Into<String>) -> StreamFault {
+    ProviderError::of(ErrorKind::Malformed, message)
 }
 
-impl StreamFault {
-    fn fatal(message: impl Into<String>) -> StreamFault {
-        StreamFault {
-            message: message.into(),
-            retryable: false,
-        }
-    }
-
-    fn from_google(error: &GoogleError) -> StreamFault {
-        StreamFault {
-            message: error.describe(None),
-            retryable: error.code.is_some_and(super::errors::is_retryable),
-        }
-    }
+/// Google's error object inside a stream, as a status error.
+fn from_google(error: &GoogleError) -> StreamFault {
+    let kind = match error.code.and_then(|code| u16::try_from(code).ok()) {
+        Some(code) => ErrorKind::Status {
+            code,
+            retryable: super::errors::is_retryable(i64::from(code)),
+        },
+        None => ErrorKind::Other,
+    };
+    ProviderError::of(kind, error.describe(None))
 }
 
 /// How a call ended that did not finish normally. A call that reached the
@@ -71,8 +67,8 @@ impl CallAccumulator {
         let data = match item {
             SseItem::Other(text) => {
                 return Err(match parse_error_body(&text) {
-                    Some(error) => StreamFault::from_google(&error),
-                    None => StreamFault::fatal(format!(
+                    Some(error) => from_google(&error),
+                    None => fatal(format!(
                         "Gemini sent a malformed stream: unexpected text `{}`",
                         snippet(&text)
                     )),
@@ -81,13 +77,13 @@ impl CallAccumulator {
             SseItem::Data(data) => data,
         };
         let chunk: GenerateContentResponse = serde_json::from_str(&data).map_err(|error| {
-            StreamFault::fatal(format!(
+            fatal(format!(
                 "Gemini sent a malformed stream event ({error}): `{}`",
                 snippet(&data)
             ))
         })?;
         if let Some(error) = &chunk.error {
-            return Err(StreamFault::from_google(&from_value(error)));
+            return Err(from_google(&from_value(error)));
         }
         if let Some(usage) = chunk.usage_metadata {
             self.usage = Some(usage);
@@ -115,9 +111,8 @@ impl CallAccumulator {
     }
 
     fn accept_part(&mut self, part: Value) -> Result<Option<ModelEvent>, StreamFault> {
-        let view: PartView = serde_json::from_value(part.clone()).map_err(|error| {
-            StreamFault::fatal(format!("Gemini sent a malformed part ({error})"))
-        })?;
+        let view: PartView = serde_json::from_value(part.clone())
+            .map_err(|error| fatal(format!("Gemini sent a malformed part ({error})")))?;
         if let Some(call) = view.function_call {
             let Some(name) = call.name.filter(|name| !name.is_empty()) else {
                 // Vertex streams a call's arguments in nameless parts
@@ -129,7 +124,7 @@ impl CallAccumulator {
                     );
                     return Ok(None);
                 }
-                return Err(StreamFault::fatal(
+                return Err(fatal(
                     "Gemini sent a malformed part (a functionCall without a name)",
                 ));
             };
@@ -177,8 +172,8 @@ impl CallAccumulator {
     /// that cannot be true makes the call an error, never a count of 0.
     pub fn finish(mut self, retries: u32) -> Result<CallSummary, EndFault> {
         let counts =
-            read_usage(self.usage.as_ref(), &mut self.warnings).map_err(|message| EndFault {
-                message,
+            read_usage(self.usage.as_ref(), &mut self.warnings).map_err(|error| EndFault {
+                message: error.to_string(),
                 summary: None,
             })?;
         let reached_model = self.usage.is_some();

@@ -117,7 +117,7 @@ fn an_error_event_mid_stream_is_a_fault() {
             r#"{"error":{"code":503,"message":"Overloaded","status":"UNAVAILABLE"}}"#,
         ))
         .unwrap_err();
-    assert!(fault.retryable);
+    assert!(fault.retryable());
 }
 
 #[test]

@@ -1,37 +1,40 @@
 //! The Gemini provider: `POST {base}/v1beta/models/{model}:streamGenerateContent?alt=sse`,
-//! streamed, over reqwest.
+//! streamed — Gemini's conversions over the shared transport
+//! (`provider::transport`).
 //!
 //! The key travels only in the `x-goog-api-key` header, marked sensitive; it
-//! is never put in a URL, a message or a log. Failed calls are retried
-//! (429/500/503, at most `max_attempts` tries, backoff with jitter, honouring
-//! `Retry-After` and `RetryInfo`) only while nothing of the call has been
-//! forwarded. A stream that stalls past the idle timeout, drops, or sends
-//! something malformed ends the call with an error, never a hang.
-//!
-//! The rules every model client shares come from `provider::http`: no
-//! redirect is followed (the key stays with the host it was meant for),
-//! every error message passes one redaction step (the key and the base
-//! URL's userinfo become `[redacted]`), the base URL is shown without
-//! userinfo or query, and one call is bounded in text, body and time.
+//! is never put in a URL, a message or a log. What is Gemini's here: the
+//! request JSON (`wire.rs`), its chunks as events (`accumulate.rs`,
+//! `usage.rs`), Google's error bodies and which of their statuses retry
+//! (429/500/503, honouring `RetryInfo`; `errors.rs`), and an in-stream
+//! error before any output, retried like a status (`read.rs`). The
+//! transport does the rest, as for every model client: retries (a refused
+//! connection included) with notices, the SSE body under the idle timeout
+//! and the call's bounds, no redirects, redaction of the key and the base
+//! URL's userinfo from every message, URLs shown without userinfo or query.
 
 mod accumulate;
 pub mod errors;
 mod read;
+pub mod schema;
 mod usage;
 pub mod wire;
 
 use std::time::Duration;
 
 use futures_util::StreamExt;
+use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
-use self::accumulate::StreamFault;
 use self::errors::{is_retryable, parse_error_body};
 use self::read::{ReadEnd, StreamReader};
 use self::wire::build_request;
-use super::http::{CallBudget, CallLimits, Redactor, Secret};
-use super::{ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError};
+use super::transport::{
+    CallBudget, CallLimits, Decision, Failure, Peer, Protocol, Redactor, RetryPolicy, Secret,
+    Sending, Transport,
+};
+use super::{ErrorKind, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError};
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 /// The exact message of SPEC §1.1 when there is no key.
@@ -96,22 +99,36 @@ impl GeminiConfig {
 
 pub struct GeminiProvider {
     config: GeminiConfig,
-    client: reqwest::Client,
-    redactor: Redactor,
+    transport: Transport,
     /// Secrets too short to redact, named for one warning.
     unredactable: Vec<String>,
 }
 
+impl GeminiConfig {
+    /// The retry policy these settings make.
+    pub fn policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: self.max_attempts,
+            backoff: self.backoff,
+            max_retry_wait: self.max_retry_wait,
+            count_tries: false,
+        }
+    }
+}
+
 impl GeminiProvider {
     pub fn new(config: GeminiConfig) -> Result<GeminiProvider, ProviderError> {
-        let client = super::http::client(config.connect_timeout).map_err(|error| {
-            ProviderError::new(format!(
-                "could not set up the HTTP client: {}",
-                super::http::error_chain(error)
-            ))
+        let client = super::transport::client(config.connect_timeout).map_err(|error| {
+            ProviderError::of(
+                ErrorKind::Invalid,
+                format!(
+                    "could not set up the HTTP client: {}",
+                    super::transport::error_chain(error)
+                ),
+            )
         })?;
         let userinfo = reqwest::Url::parse(config.base_url.trim())
-            .map(|url| super::http::redact::url_userinfo(&url))
+            .map(|url| super::transport::redact::url_userinfo(&url))
             .unwrap_or_default();
         let key = config.api_key.iter().map(|key| Secret {
             name: "GEMINI_API_KEY",
@@ -122,10 +139,17 @@ impl GeminiProvider {
             value,
         });
         let (redactor, unredactable) = Redactor::new(key.chain(url));
+        let peer = Peer {
+            name: WHO,
+            shown: super::transport::shown_url(&config.base_url),
+            redirect_name: WHO.to_string(),
+            idle_setting: "the idle timeout",
+        };
+        let transport =
+            Transport::new(client, redactor, peer, config.policy(), config.idle_timeout);
         Ok(GeminiProvider {
             config,
-            client,
-            redactor,
+            transport,
             unredactable,
         })
     }
@@ -142,9 +166,10 @@ impl GeminiProvider {
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'));
         if !valid {
-            return Err(ProviderError::new(format!(
-                "`{model}` is not a valid Gemini model name"
-            )));
+            return Err(ProviderError::of(
+                ErrorKind::Invalid,
+                format!("`{model}` is not a valid Gemini model name"),
+            ));
         }
         Ok(format!(
             "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
@@ -153,13 +178,10 @@ impl GeminiProvider {
     }
 
     fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let key = self
-            .config
-            .api_key
-            .as_deref()
-            .ok_or_else(|| ProviderError::new(NO_KEY_MESSAGE))?;
+        let key = self.config.api_key.as_deref().ok_or_else(not_ready)?;
         let mut value = HeaderValue::from_str(key.trim()).map_err(|_| {
-            ProviderError::new(
+            ProviderError::of(
+                ErrorKind::Invalid,
                 "GEMINI_API_KEY contains characters that cannot be sent in an HTTP header",
             )
         })?;
@@ -175,8 +197,8 @@ impl GeminiProvider {
 }
 
 impl ModelProvider for GeminiProvider {
-    fn name(&self) -> &'static str {
-        "gemini"
+    fn kind(&self) -> crate::provider::ProviderKind {
+        crate::provider::ProviderKind::Gemini
     }
 
     /// The endpoint too (without credentials or query): a mock's or a
@@ -198,7 +220,7 @@ impl ModelProvider for GeminiProvider {
     fn check_ready(&self) -> Result<(), ProviderError> {
         match &self.config.api_key {
             Some(_) => Ok(()),
-            None => Err(ProviderError::new(NO_KEY_MESSAGE)),
+            None => Err(not_ready()),
         }
     }
 
@@ -206,13 +228,10 @@ impl ModelProvider for GeminiProvider {
         let calls = call_stream(self.prepare(&request), cancel);
         // The one redaction step: every message a server could have
         // shaped passes here before anything shows or records it.
-        let redactor = self.redactor.clone();
+        let redactor = self.transport.redactor.clone();
         Box::pin(calls.map(move |item| {
             // The usage of a call that stopped early stays with its error.
-            item.map_err(|error| ProviderError {
-                message: redactor.redact(&error.message).into_owned(),
-                ..error
-            })
+            item.map_err(|error| error.map_message(|message| redactor.redact_owned(message)))
         }))
     }
 }
@@ -222,13 +241,14 @@ impl GeminiProvider {
     fn prepare(&self, request: &ModelRequest) -> Result<Call, ProviderError> {
         let url = self.url(&request.model)?;
         let body = serde_json::to_vec(&build_request(request)).map_err(|error| {
-            ProviderError::new(format!("could not encode the request: {error}"))
+            ProviderError::of(
+                ErrorKind::Invalid,
+                format!("could not encode the request: {error}"),
+            )
         })?;
         Ok(Call {
-            client: self.client.clone(),
-            config: self.config.clone(),
-            base_shown: super::http::shown_url(&self.config.base_url),
-            redactor: self.redactor.clone(),
+            transport: self.transport.clone(),
+            limits: self.config.limits,
             url,
             headers: self.headers()?,
             body,
@@ -236,8 +256,14 @@ impl GeminiProvider {
     }
 }
 
+/// The error of SPEC §1.1 when there is no key.
+fn not_ready() -> ProviderError {
+    ProviderError::of(ErrorKind::NotReady, NO_KEY_MESSAGE)
+}
+
 /// One model call as a stream: sent (with retries while nothing was
-/// forwarded), read, and ended by its budget's deadline if it runs long.
+/// forwarded, each announced), read, and ended by its budget's deadline if
+/// it runs long.
 fn call_stream(
     prepared: Result<Call, ProviderError>,
     cancel: CancellationToken,
@@ -250,28 +276,34 @@ fn call_stream(
                 return;
             }
         };
-        let mut budget = CallBudget::start(call.config.limits);
-        let timed_out = |budget: &CallBudget| Err(ProviderError::new(budget.timed_out(WHO)));
+        let mut budget = CallBudget::start(call.limits);
         let mut retries = 0;
         'attempts: loop {
-            let sent = tokio::time::timeout_at(
-                budget.deadline(),
-                call.send_with_retries(&mut retries, &cancel),
-            );
-            let response = match sent.await {
-                Ok(Ok(response)) => response,
-                Ok(Err(error)) => {
+            let mut sent = None;
+            {
+                let sending = call.transport.send_with_retries(&budget, &cancel, retries, || call.send_once());
+                futures_util::pin_mut!(sending);
+                while let Some(step) = sending.next().await {
+                    match step {
+                        Sending::Notice(notice) => yield Ok(ModelEvent::Retry(notice)),
+                        Sending::Sent(result, made) => {
+                            retries = made;
+                            sent = Some(result);
+                        }
+                    }
+                }
+            }
+            let response = match sent {
+                Some(Ok(response)) => response,
+                Some(Err(error)) => {
                     yield Err(error);
                     return;
                 }
-                Err(_) => {
-                    yield timed_out(&budget);
-                    return;
-                }
+                None => return,
             };
-            let mut reader = StreamReader::new(response);
+            let mut reader = StreamReader::new(&call.transport, response);
             loop {
-                let (events, end) = reader.next(&call, &mut budget, &cancel).await;
+                let (events, end) = reader.next(&mut budget, &cancel).await;
                 for event in events {
                     yield Ok(event);
                 }
@@ -288,37 +320,40 @@ fn call_stream(
                     Some(ReadEnd::Fault(fault)) => fault,
                 };
                 // Retried only while nothing of this call was shown.
-                if fault.retryable && !reader.forwarded && retries + 1 < call.config.max_attempts {
-                    let wait = call.wait_before_retry(retries + 1, None, &cancel);
-                    match tokio::time::timeout_at(budget.deadline(), wait).await {
-                        Ok(Ok(())) => {
+                let fault = if reader.forwarded {
+                    fault
+                } else {
+                    match call.transport.policy.decide(WHO, retries, Failure::from(fault)) {
+                        Decision::Retry { wait, notice } => {
+                            yield Ok(ModelEvent::Retry(notice));
+                            if let Err(error) = call.transport.pause(wait, &budget, &cancel).await {
+                                yield Err(error);
+                                return;
+                            }
                             retries += 1;
                             continue 'attempts;
                         }
-                        Ok(Err(refused)) => {
-                            yield Err(ProviderError::new(format!("{} ({refused})", fault.message)));
-                            return;
-                        }
-                        Err(_) => {
-                            yield timed_out(&budget);
-                            return;
-                        }
+                        Decision::GiveUp(error) => error,
                     }
-                }
-                // The usage the stream reported before it was cut stays
-                // with the error; what was billed is unknown (`partial`).
-                let partial = match std::mem::take(&mut reader.accumulator).finish(retries) {
-                    Ok(summary) => Some(summary),
-                    Err(end) => end.summary.map(|summary| *summary),
                 };
-                yield Err(ProviderError::new(fault.message).with_summary(partial.map(|mut summary| {
-                    summary.partial = true;
-                    summary
-                })));
+                yield Err(cut_short(fault, reader, retries));
                 return;
             }
         }
     }
+}
+
+/// A call's stream that broke: the usage it reported before it was cut
+/// stays with the error; what was billed is unknown (`partial`).
+fn cut_short(fault: ProviderError, reader: StreamReader, retries: u32) -> ProviderError {
+    let partial = match reader.accumulator.finish(retries) {
+        Ok(summary) => Some(summary),
+        Err(end) => end.summary.map(|summary| *summary),
+    };
+    fault.with_summary(partial.map(|mut summary| {
+        summary.partial = true;
+        summary
+    }))
 }
 
 /// How messages name the server.
@@ -326,90 +361,34 @@ pub(super) const WHO: &str = "Gemini";
 
 /// Everything one model call needs, moved into its stream.
 struct Call {
-    client: reqwest::Client,
-    pub(super) config: GeminiConfig,
-    /// The base URL as messages show it: no userinfo, no query.
-    base_shown: String,
-    /// Applied to error bodies and stream events as they arrive, before
-    /// anything quotes or cuts them.
-    pub(super) redactor: Redactor,
+    transport: Transport,
+    limits: CallLimits,
     url: String,
     headers: HeaderMap,
     body: Vec<u8>,
 }
 
-/// Why a request got no usable response.
-struct SendFailure {
-    message: String,
-    retryable: bool,
-    retry_after: Option<Duration>,
+impl Call {
+    /// One try: a 2xx response, or why not.
+    async fn send_once(&self) -> Result<reqwest::Response, Failure> {
+        let request = self
+            .transport
+            .post(&self.url, self.headers.clone(), self.body.clone());
+        self.transport.send_once(request, &GeminiAnswers).await
+    }
 }
 
-impl Call {
-    /// Sends the request until a 2xx response comes back, retrying what is
-    /// retryable (429, 500, 503) after the server's delay or a backoff, at
-    /// most `max_attempts` tries in all; `retries` counts the retries made.
-    async fn send_with_retries(
-        &self,
-        retries: &mut u32,
-        cancel: &CancellationToken,
-    ) -> Result<reqwest::Response, ProviderError> {
-        loop {
-            let attempt = *retries + 1;
-            let failure = match self.send(cancel).await {
-                Ok(response) => return Ok(response),
-                Err(failure) => failure,
-            };
-            if !failure.retryable || attempt >= self.config.max_attempts {
-                return Err(ProviderError::new(failure.message));
-            }
-            if let Err(refused) = self
-                .wait_before_retry(attempt, failure.retry_after, cancel)
-                .await
-            {
-                return Err(ProviderError::new(format!(
-                    "{} ({refused})",
-                    failure.message
-                )));
-            }
-            *retries += 1;
-        }
-    }
+/// What Google's error statuses mean.
+struct GeminiAnswers;
 
-    /// Sends the request and returns a 2xx response, or why not.
-    async fn send(&self, cancel: &CancellationToken) -> Result<reqwest::Response, SendFailure> {
-        let request = self
-            .client
-            .post(&self.url)
-            .headers(self.headers.clone())
-            .body(self.body.clone())
-            .send();
-        let response = tokio::select! {
-            _ = cancel.cancelled() => return Err(SendFailure { message: "cancelled".into(), retryable: false, retry_after: None }),
-            response = tokio::time::timeout(self.config.idle_timeout, request) => response,
-        };
-        let response = match response {
-            Err(_) => return Err(self.fail(self.idle_fault().message)),
-            Ok(Err(error)) => {
-                return Err(self.fail(format!(
-                    "could not reach Gemini at {}: {}",
-                    self.base_shown,
-                    super::http::error_chain(error)
-                )));
-            }
-            Ok(Ok(response)) => response,
-        };
-        let status = response.status();
-        if status.is_success() {
-            return Ok(response);
-        }
-        if let Some(message) = super::http::redirect_message(WHO, &response) {
-            return Err(self.fail(message));
-        }
-        let header_delay = super::http::retry_after(response.headers());
-        let body =
-            super::http::read_error_body(response, self.config.idle_timeout, &self.redactor).await;
-        let error = parse_error_body(&body);
+impl Protocol for GeminiAnswers {
+    fn status_failure(
+        &self,
+        status: StatusCode,
+        retry_after: Option<Duration>,
+        body: &str,
+    ) -> Failure {
+        let error = parse_error_body(body);
         let message = match &error {
             Some(error) => error.describe(Some(status.as_u16())),
             None => format!(
@@ -418,82 +397,20 @@ impl Call {
                 if body.trim().is_empty() {
                     String::new()
                 } else {
-                    format!(": {}", excerpt(&body))
+                    format!(": {}", excerpt(body))
                 }
             ),
         };
-        Err(SendFailure {
-            message,
-            retryable: is_retryable(i64::from(status.as_u16())),
-            retry_after: header_delay.or_else(|| error.and_then(|e| e.retry_delay())),
-        })
-    }
-
-    fn fail(&self, message: String) -> SendFailure {
-        SendFailure {
-            message,
-            retryable: false,
-            retry_after: None,
-        }
-    }
-
-    pub(super) fn idle_fault(&self) -> StreamFault {
-        StreamFault {
-            message: format!(
-                "Gemini's stream stalled: nothing arrived for {} s (the idle timeout)",
-                self.config.idle_timeout.as_secs_f64()
-            ),
-            retryable: false,
-        }
-    }
-
-    /// Waits before try `attempt + 1`: the server's delay if it gave one,
-    /// else exponential backoff with jitter.
-    async fn wait_before_retry(
-        &self,
-        attempt: u32,
-        server_delay: Option<Duration>,
-        cancel: &CancellationToken,
-    ) -> Result<(), RetryRefused> {
-        let delay = match server_delay {
-            Some(delay) if delay > self.config.max_retry_wait => {
-                return Err(RetryRefused::TooLong(too_long_to_wait(
-                    delay,
-                    self.config.max_retry_wait,
-                )));
-            }
-            Some(delay) => delay,
-            None => super::http::backoff_delay(self.config.backoff, attempt),
+        let code = status.as_u16();
+        let kind = ErrorKind::Status {
+            code,
+            retryable: is_retryable(i64::from(code)),
         };
-        tokio::select! {
-            _ = cancel.cancelled() => Err(RetryRefused::Cancelled),
-            _ = tokio::time::sleep(delay) => Ok(()),
+        Failure {
+            error: ProviderError::of(kind, message),
+            retry_after: retry_after.or_else(|| error.and_then(|e| e.retry_delay())),
         }
     }
-}
-
-/// Why a retryable failure was not retried.
-#[derive(Debug, thiserror::Error)]
-enum RetryRefused {
-    #[error("{0}")]
-    TooLong(String),
-    #[error("cancelled")]
-    Cancelled,
-}
-
-/// Why a retry is not attempted. The delay is the server's and may be
-/// absurd (`1e20s` saturates to `Duration::MAX`): say "over a day" rather
-/// than print a 20-digit number of seconds.
-fn too_long_to_wait(delay: Duration, cap: Duration) -> String {
-    let asked = if delay > Duration::from_secs(86_400) {
-        "over a day".to_string()
-    } else {
-        format!("{:.1} s", delay.as_secs_f64())
-    };
-    format!(
-        "Gemini asked to wait {asked} before retrying, longer than the {} s allowed",
-        cap.as_secs()
-    )
 }
 
 fn excerpt(body: &str) -> String {

@@ -25,8 +25,20 @@ enum Count {
     Malformed,
 }
 
+/// A token count that cannot be true (negative, fractional, past 2^53): the
+/// call is an error, never a count of 0.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Gemini reported an impossible token count: {field} {shown}")]
+pub struct ImpossibleCount {
+    field: &'static str,
+    shown: String,
+}
+
 /// The counts of the last `usageMetadata`; `Err` names an impossible one.
-pub fn read_usage(raw: Option<&Value>, warnings: &mut Vec<String>) -> Result<Counts, String> {
+pub fn read_usage(
+    raw: Option<&Value>,
+    warnings: &mut Vec<String>,
+) -> Result<Counts, ImpossibleCount> {
     let mut counts = Counts::default();
     let Some(raw) = raw else {
         return Ok(counts);
@@ -50,10 +62,10 @@ pub fn read_usage(raw: Option<&Value>, warnings: &mut Vec<String>) -> Result<Cou
         match count(value) {
             Count::Tokens(tokens) => *slot = tokens,
             Count::Impossible => {
-                return Err(format!(
-                    "Gemini reported an impossible token count: {name} {}",
-                    shown(value)
-                ));
+                return Err(ImpossibleCount {
+                    field: name,
+                    shown: shown(value),
+                });
             }
             Count::Malformed => warnings.push(format!(
                 "usageMetadata.{name} is not a token count (`{}`): left out",
@@ -122,7 +134,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn read(value: Value) -> (Result<Counts, String>, Vec<String>) {
+    fn read(value: Value) -> (Result<Counts, ImpossibleCount>, Vec<String>) {
         let mut warnings = Vec::new();
         (read_usage(Some(&value), &mut warnings), warnings)
     }
@@ -158,7 +170,7 @@ mod tests {
 
     #[test]
     fn an_impossible_count_is_an_error_never_zero() {
-        let message = |value| read(value).0.unwrap_err();
+        let message = |value| read(value).0.unwrap_err().to_string();
         assert_eq!(
             message(json!({"candidatesTokenCount": 1e30})),
             "Gemini reported an impossible token count: candidatesTokenCount 1e30"

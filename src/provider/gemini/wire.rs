@@ -122,7 +122,10 @@ pub fn build_request_with(request: &ModelRequest, table: &ModelTable) -> Generat
                 .response_schema
                 .is_some()
                 .then_some("application/json"),
-            response_schema: request.response_schema.clone(),
+            response_schema: request
+                .response_schema
+                .as_ref()
+                .map(super::schema::to_gemini),
         },
     }
 }

@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use crate::provider::{ErrorKind, ProviderError};
+
 /// The most streamed text one call may produce.
 pub const MAX_CALL_TEXT_BYTES: usize = 16 * 1024 * 1024;
 /// The most body one call's stream may hold, text, framing and JSON included.
@@ -57,38 +59,45 @@ impl CallBudget {
     }
 
     /// Counts `bytes` of body; `Err` names the bound passed.
-    pub fn received(&mut self, who: &str, bytes: usize) -> Result<(), String> {
+    pub fn received(&mut self, who: &str, bytes: usize) -> Result<(), ProviderError> {
         self.received = self
             .received
             .saturating_add(u64::try_from(bytes).unwrap_or(u64::MAX));
         if self.received > self.limits.max_stream_bytes {
-            return Err(format!(
+            return Err(too_large(format!(
                 "{who}'s stream grew past {} without finishing; the call was stopped",
                 mib(self.limits.max_stream_bytes)
-            ));
+            )));
         }
         Ok(())
     }
 
     /// Counts `bytes` of streamed text; `Err` names the bound passed.
-    pub fn text(&mut self, who: &str, bytes: usize) -> Result<(), String> {
+    pub fn text(&mut self, who: &str, bytes: usize) -> Result<(), ProviderError> {
         self.text = self.text.saturating_add(bytes);
         if self.text > self.limits.max_text_bytes {
-            return Err(format!(
+            return Err(too_large(format!(
                 "{who}'s reply grew past {} of text in one call; the call was stopped",
                 mib(self.limits.max_text_bytes as u64)
-            ));
+            )));
         }
         Ok(())
     }
 
     /// The error when the deadline passes.
-    pub fn timed_out(&self, who: &str) -> String {
-        format!(
-            "{who}'s call took longer than {} (--max-call-time); the call was stopped",
-            humantime::format_duration(self.limits.max_call_time)
+    pub fn timed_out(&self, who: &str) -> ProviderError {
+        ProviderError::of(
+            ErrorKind::TimedOut,
+            format!(
+                "{who}'s call took longer than {} (--max-call-time); the call was stopped",
+                humantime::format_duration(self.limits.max_call_time)
+            ),
         )
     }
+}
+
+fn too_large(message: String) -> ProviderError {
+    ProviderError::of(ErrorKind::TooLarge, message)
 }
 
 fn mib(bytes: u64) -> String {
@@ -99,9 +108,17 @@ fn mib(bytes: u64) -> String {
     }
 }
 
+/// A `--max-call-time` that is not a duration above 0 and at most a day.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "expected a duration above 0 and at most a day, such as 90s, 10m or 600, got `{}`",
+    crate::text::quote(.0)
+)]
+pub struct BadCallTime(String);
+
 /// `--max-call-time` / `PROMPTLAB_MAX_CALL_TIME`: `90s`, `10m`, `1h 30m`,
 /// or a plain number of seconds; above 0 and at most a day.
-pub fn parse_max_call_time(text: &str) -> Result<Duration, String> {
+pub fn parse_max_call_time(text: &str) -> Result<Duration, BadCallTime> {
     let text = text.trim();
     let parsed = match text.parse::<f64>() {
         Ok(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 => {
@@ -114,10 +131,7 @@ pub fn parse_max_call_time(text: &str) -> Result<Duration, String> {
         Ok(duration) if !duration.is_zero() && duration <= Duration::from_secs(86_400) => {
             Ok(duration)
         }
-        _ => Err(format!(
-            "expected a duration above 0 and at most a day, such as 90s, 10m or 600, got `{}`",
-            crate::text::quote(text)
-        )),
+        _ => Err(BadCallTime(text.to_string())),
     }
 }
 
@@ -135,7 +149,7 @@ mod tests {
         let mut budget = CallBudget::start(limits);
         assert!(budget.text("Gemini", 10).is_ok());
         assert_eq!(
-            budget.text("Gemini", 1).unwrap_err(),
+            budget.text("Gemini", 1).unwrap_err().message,
             "Gemini's reply grew past 10 bytes of text in one call; the call was stopped"
         );
         assert!(budget.received("Gemini", 20).is_ok());
@@ -143,11 +157,12 @@ mod tests {
             budget
                 .received("Gemini", 1)
                 .unwrap_err()
+                .message
                 .contains("stream grew past 20 bytes")
         );
         let default = CallBudget::start(CallLimits::default());
         assert_eq!(
-            default.timed_out("Gemini"),
+            default.timed_out("Gemini").message,
             "Gemini's call took longer than 10m (--max-call-time); the call was stopped"
         );
     }

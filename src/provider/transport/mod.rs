@@ -1,0 +1,267 @@
+//! The one HTTP transport every model and deployment client streams over
+//! (SPEC §10): a protocol adapter (Gemini, the worker) supplies only its
+//! conversions — the request it sends, what an error status means, whether
+//! a 2xx body is its stream, and what each SSE item decodes to — and this
+//! module does the rest, each rule once:
+//!
+//! - the client and its no-redirect policy, URLs shown without userinfo or
+//!   query, transport errors without URLs (`client.rs`);
+//! - redaction of known secrets before anything quotes what a server sent
+//!   (`redact.rs`);
+//! - the bounds on one call: text, body and `--max-call-time` (`bounds.rs`);
+//! - one retry policy with its notices (`retry.rs`), driven here by
+//!   `Transport::send_with_retries`;
+//! - one SSE body reader: idle timeout, caps, cancellation (`body.rs`).
+
+pub mod body;
+pub mod bounds;
+pub mod client;
+pub mod redact;
+pub mod retry;
+
+pub use body::{BodyRead, SseBody};
+pub use bounds::{CallBudget, CallLimits};
+pub use client::{client, error_chain, redirect_message, shown, shown_url};
+pub use redact::{Redactor, Secret};
+pub use retry::{Decision, Failure, RetryNotice, RetryPolicy, backoff_delay, retry_after};
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::{Stream, StreamExt};
+use reqwest::StatusCode;
+use reqwest::header::HeaderMap;
+use tokio_util::sync::CancellationToken;
+
+use crate::provider::{ErrorKind, ProviderError};
+
+/// The most of an error response's body that is read.
+pub const ERROR_BODY_LIMIT: usize = 64 * 1024;
+
+/// How messages name the server a transport talks to.
+#[derive(Debug, Clone)]
+pub struct Peer {
+    /// `Gemini`, `the deployment`: `{name}'s stream stalled`.
+    pub name: &'static str,
+    /// Its URL as it may be shown (`client::shown_url`).
+    pub shown: String,
+    /// How a 3xx names it: `Gemini`, `the deployment at {url}`.
+    pub redirect_name: String,
+    /// What sets the idle timeout, for the stall message.
+    pub idle_setting: &'static str,
+}
+
+/// What a protocol says about the answers a transport gets.
+pub trait Protocol: Send + Sync {
+    /// An error status and its (redacted, capped) body, as this protocol
+    /// words and classifies it.
+    fn status_failure(
+        &self,
+        status: StatusCode,
+        retry_after: Option<Duration>,
+        body: &str,
+    ) -> Failure;
+
+    /// A 2xx answer: whether its body is this protocol's stream.
+    fn check_success(&self, response: reqwest::Response) -> Result<reqwest::Response, Failure> {
+        Ok(response)
+    }
+}
+
+/// One server's transport: its client, retry policy, idle timeout, the
+/// secrets taken out of what it sends back, and how messages name it.
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct Transport {
+    client: reqwest::Client,
+    pub redactor: Redactor,
+    pub peer: Arc<Peer>,
+    pub policy: RetryPolicy,
+    /// The longest wait for the response to start or for its next bytes.
+    pub idle_timeout: Duration,
+}
+
+/// What `send_with_retries` yields: a notice before each retry, then the
+/// outcome and the retries it took.
+#[derive(Debug)]
+pub enum Sending<T> {
+    Notice(RetryNotice),
+    Sent(Result<T, ProviderError>, u32),
+}
+
+impl Transport {
+    pub fn new(
+        client: reqwest::Client,
+        redactor: Redactor,
+        peer: Peer,
+        policy: RetryPolicy,
+        idle_timeout: Duration,
+    ) -> Transport {
+        Transport {
+            client,
+            redactor,
+            peer: Arc::new(peer),
+            policy,
+            idle_timeout,
+        }
+    }
+
+    /// A POST to `url`, to be sent by `send_once`.
+    pub fn post(
+        &self,
+        url: impl reqwest::IntoUrl,
+        headers: HeaderMap,
+        body: Vec<u8>,
+    ) -> reqwest::RequestBuilder {
+        self.client.post(url).headers(headers).body(body)
+    }
+
+    /// Sends `request` once: a 2xx answer the protocol accepts, or why not.
+    pub async fn send_once(
+        &self,
+        request: reqwest::RequestBuilder,
+        protocol: &dyn Protocol,
+    ) -> Result<reqwest::Response, Failure> {
+        let response = match tokio::time::timeout(self.idle_timeout, request.send()).await {
+            Err(_) => return Err(self.stalled().into()),
+            Ok(Err(error)) => {
+                // A refused connection: nothing reached the server, so a
+                // retry cannot run the call twice.
+                let kind = if error.is_connect() {
+                    ErrorKind::Unreachable
+                } else {
+                    ErrorKind::Dropped
+                };
+                let message = format!(
+                    "could not reach {} at {}: {}",
+                    self.peer.name,
+                    self.peer.shown,
+                    error_chain(error)
+                );
+                return Err(ProviderError::of(kind, message).into());
+            }
+            Ok(Ok(response)) => response,
+        };
+        let status = response.status();
+        if status.is_success() {
+            return protocol.check_success(response);
+        }
+        if let Some(message) = redirect_message(&self.peer.redirect_name, &response) {
+            return Err(ProviderError::of(ErrorKind::Redirected, message).into());
+        }
+        let delay = retry_after(response.headers());
+        let body = read_error_body(response, self.idle_timeout, &self.redactor).await;
+        Err(protocol.status_failure(status, delay, &body))
+    }
+
+    /// Tries `attempt` until it succeeds or the policy gives up, within the
+    /// call's deadline and until `cancel` fires, announcing each retry.
+    /// `retries` is how many this call has made already.
+    pub fn send_with_retries<'a, T, F, Fut>(
+        &'a self,
+        budget: &'a CallBudget,
+        cancel: &'a CancellationToken,
+        retries: u32,
+        mut attempt: F,
+    ) -> impl Stream<Item = Sending<T>> + Send + 'a
+    where
+        T: Send + 'a,
+        F: FnMut() -> Fut + Send + 'a,
+        Fut: Future<Output = Result<T, Failure>> + Send + 'a,
+    {
+        async_stream::stream! {
+            let mut retries = retries;
+            loop {
+                let tried = tokio::select! {
+                    biased;
+                    _ = cancel.cancelled() => Err(retry::cancelled().into()),
+                    () = tokio::time::sleep_until(budget.deadline()) => Err(budget.timed_out(self.peer.name).into()),
+                    tried = attempt() => tried,
+                };
+                let failure: Failure = match tried {
+                    Ok(sent) => {
+                        yield Sending::Sent(Ok(sent), retries);
+                        return;
+                    }
+                    Err(failure) => failure,
+                };
+                if matches!(failure.error.kind, ErrorKind::Cancelled | ErrorKind::TimedOut) {
+                    yield Sending::Sent(Err(failure.error), retries);
+                    return;
+                }
+                match self.policy.decide(self.peer.name, retries, failure) {
+                    Decision::GiveUp(error) => {
+                        yield Sending::Sent(Err(error), retries);
+                        return;
+                    }
+                    Decision::Retry { wait, notice } => {
+                        yield Sending::Notice(notice);
+                        if let Err(error) = self.pause(wait, budget, cancel).await {
+                            yield Sending::Sent(Err(error), retries);
+                            return;
+                        }
+                        retries += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits `wait` before a retry, unless the call is cancelled or its
+    /// deadline comes first.
+    pub async fn pause(
+        &self,
+        wait: Duration,
+        budget: &CallBudget,
+        cancel: &CancellationToken,
+    ) -> Result<(), ProviderError> {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => Err(retry::cancelled()),
+            () = tokio::time::sleep_until(budget.deadline()) => Err(budget.timed_out(self.peer.name)),
+            () = tokio::time::sleep(wait) => Ok(()),
+        }
+    }
+
+    /// The error when nothing arrives within the idle timeout.
+    pub fn stalled(&self) -> ProviderError {
+        ProviderError::of(
+            ErrorKind::Stalled,
+            format!(
+                "{}'s stream stalled: nothing arrived for {} s ({})",
+                self.peer.name,
+                self.idle_timeout.as_secs_f64(),
+                self.peer.idle_setting
+            ),
+        )
+    }
+
+    /// `response`'s body as an SSE stream read under this transport's rules.
+    pub fn sse_body(&self, response: reqwest::Response, max_event_bytes: usize) -> SseBody {
+        SseBody::new(self.clone(), response, max_event_bytes)
+    }
+}
+
+/// At most `ERROR_BODY_LIMIT` bytes of an error response, each read
+/// within `idle`; what does not arrive in time is left out. Redacted here,
+/// before any message quotes and cuts it: a secret cut in half by a
+/// 200-character excerpt would no longer be recognised.
+pub async fn read_error_body(
+    response: reqwest::Response,
+    idle: Duration,
+    redactor: &Redactor,
+) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Ok(Some(Ok(bytes))) = tokio::time::timeout(idle, stream.next()).await {
+        body.extend_from_slice(&bytes);
+        if body.len() >= ERROR_BODY_LIMIT {
+            body.truncate(ERROR_BODY_LIMIT);
+            break;
+        }
+    }
+    redactor
+        .redact(&String::from_utf8_lossy(&body))
+        .into_owned()
+}
