@@ -99,6 +99,7 @@ async fn two_turns_with_a_blocking_step_overlap() {
         today: chrono::NaiveDate::from_ymd_opt(2025, 1, 1).unwrap(),
         provider: ProviderChoice::Shared(Arc::new(Blocking(Arc::clone(&rendezvous)))),
         feed: Feed::new(false),
+        tracing: None,
     };
     let settings = Arc::new(settings);
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();

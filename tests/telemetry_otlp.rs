@@ -368,3 +368,209 @@ fn sigterm_still_flushes_the_cancelled_turns_trace() {
     assert_eq!(root["status"]["code"], STATUS_ERROR);
     assert_eq!(root["status"]["message"], "cancelled");
 }
+
+/// An eval of one case with a tool expectation and a rubric criterion,
+/// judged by a scripted judge.
+fn rubric_eval(
+    dir: &Path,
+    endpoint: &str,
+    criterion: &str,
+    reply: &str,
+    extra: &[&str],
+) -> support::Run {
+    write(
+        dir,
+        "answer.yaml",
+        "turns:\n  - calls:\n      - name: get_claim_section\n        args: {section: policy}\n  - text: \"The excess is £350, from the policy section.\"\n",
+    );
+    let suite = write(
+        dir,
+        "suite.yaml",
+        &format!(
+            "name: traced\nclaims: {{ids: [CLM-HH-0001]}}\ndefaults: {{today: 2026-11-30}}\ncases:\n  - name: excess\n    tags: [grounding]\n    message: What is the excess?\n    script: answer.yaml\n    expect:\n      toolCalled: [{{name: get_claim_section}}]\n      rubric: {criterion}\n"
+        ),
+    );
+    let judge = write(dir, "judge.yaml", &format!("rubric:\n  - reply: {reply}\n"));
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", dir.join("runs"))
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            format!("authorization=Bearer%20{TOKEN}"),
+        )
+        .arg("eval")
+        .arg(&suite)
+        .args([
+            "--provider",
+            "script",
+            "--judge-provider",
+            "script",
+            "--judge-script",
+        ])
+        .arg(&judge)
+        .arg("--cache-dir")
+        .arg(dir.join("cache"))
+        .args(extra);
+    run_command(&mut command)
+}
+
+#[test]
+fn an_eval_turn_carries_its_verdict_and_a_rescore_its_new_one() {
+    let server = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let pass = "{pass: true, score: 0.9, reason: \"It quotes the policy's excess.\"}";
+    let out = rubric_eval(
+        dir.path(),
+        &server.base_url,
+        "states the excess from the policy",
+        pass,
+        &[],
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let Some(decoded) = decoded(&server, "protobuf") else {
+        return;
+    };
+    let turn_spans = spans(&decoded);
+    let spans = turn_spans;
+    let roots = named(&spans, "invoke_agent");
+    assert_eq!(roots.len(), 1, "the turn; the judge's call is not a turn");
+    let root = roots[0];
+    let attributes = &root["attributes"];
+    assert_eq!(attributes["promptlab.suite"], "traced");
+    assert_eq!(attributes["promptlab.case"], "excess");
+    assert_eq!(attributes["promptlab.variant"], "default");
+    assert_eq!(attributes["promptlab.sample"], "1");
+    assert_eq!(attributes["promptlab.tags"], "grounding");
+    assert!(
+        attributes["promptlab.eval_run"]
+            .as_str()
+            .unwrap()
+            .starts_with("ev-")
+    );
+    assert_eq!(attributes["promptlab.verdict"], "pass");
+    let events: Vec<&Value> = root["events"].as_array().unwrap().iter().collect();
+    assert!(
+        events
+            .iter()
+            .all(|e| e["name"] == "gen_ai.evaluation.result")
+    );
+    let rubric = events
+        .iter()
+        .find(|e| e["attributes"]["gen_ai.evaluation.name"] == "states the excess from the policy")
+        .expect("an event for the rubric criterion");
+    assert_eq!(
+        rubric["attributes"]["gen_ai.evaluation.score.label"],
+        "pass"
+    );
+    assert_eq!(rubric["attributes"]["gen_ai.evaluation.score.value"], 0.9);
+    assert_eq!(
+        rubric["attributes"]["gen_ai.evaluation.explanation"],
+        "It quotes the policy's excess."
+    );
+    let others = events
+        .iter()
+        .find(|e| e["attributes"]["gen_ai.evaluation.name"] == "expectations")
+        .unwrap();
+    assert_eq!(
+        others["attributes"]["gen_ai.evaluation.score.label"],
+        "pass"
+    );
+    assert_eq!(named(&spans, "execute_tool get_claim_section").len(), 1);
+
+    // The criterion changes and fails: a re-score exports the new verdict.
+    let before = server.requests().len();
+    let fail = "{pass: false, score: 0.1, reason: \"No currency.\"}";
+    let criterion = "states the excess with its currency";
+    let out = rubric_eval(
+        dir.path(),
+        &server.base_url,
+        criterion,
+        fail,
+        &["--rescore"],
+    );
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    let all = self::spans(&decoded_after(&server, before));
+    let rescored = named(&all, "evaluate excess");
+    assert_eq!(rescored.len(), 1, "{all:#?}");
+    assert_eq!(rescored[0]["attributes"]["promptlab.verdict"], "fail");
+    assert_eq!(rescored[0]["attributes"]["promptlab.rescore"], true);
+}
+
+/// The spans of the requests after the first `skip`.
+fn decoded_after(server: &TestServer, skip: usize) -> Value {
+    let (python, script) = python_module(
+        "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
+        "opentelemetry-proto",
+        "otlp-decode.py",
+    )
+    .expect("installed: the first decode ran");
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(python);
+    command.arg(script).arg("protobuf");
+    for (index, request) in server.requests().iter().enumerate().skip(skip) {
+        let path = dir.path().join(format!("{index}.bin"));
+        std::fs::write(&path, &request.body).unwrap();
+        command.arg(path);
+    }
+    let out = command.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn serve_makes_each_turn_a_child_of_the_requests_traceparent() {
+    let receiver = receiver();
+    let mut command = promptlab();
+    command
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url)
+        .env(
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            format!("authorization=Bearer%20{TOKEN}"),
+        );
+    let mut server = support::serve::Server::start_with(
+        command,
+        &[
+            "--provider",
+            "script",
+            "--script",
+            support::repo_root()
+                .join("tests/data/scripts/excess.yaml")
+                .to_str()
+                .unwrap(),
+        ],
+    );
+    let parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let body = support::serve::chat_body("What is the excess?").to_string();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let response = reqwest::Client::new()
+            .post(server.at("/api/chat"))
+            .header("content-type", "application/json")
+            .header("traceparent", parent)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status().as_u16(), 200);
+        response.text().await.unwrap();
+    });
+    server.wait_for_logs(1, std::time::Duration::from_secs(30));
+    let (code, _) = server.stop("TERM", std::time::Duration::from_secs(30));
+    assert_eq!(code, 0);
+    let Some(decoded) = decoded(&receiver, "protobuf") else {
+        return;
+    };
+    let spans = spans(&decoded);
+    let root = named(&spans, "invoke_agent")[0];
+    assert_eq!(root["traceId"], "0af7651916cd43dd8448eb211c80319c");
+    assert_eq!(root["parentSpanId"], "b7ad6b7169203331");
+    assert!(root["attributes"]["promptlab.run_log"].as_str().is_some());
+}

@@ -68,6 +68,10 @@ pub struct ServeArgs {
     /// --cache-dir (and cache the new ones); see docs/cache.md.
     #[arg(long)]
     pub cache: bool,
+    /// With OTEL_EXPORTER_OTLP_ENDPOINT set: make each turn's trace a child of this W3C
+    /// traceparent (default: $TRACEPARENT; a request's own `traceparent` header wins).
+    #[arg(long, value_name = "TRACEPARENT")]
+    pub trace_parent: Option<String>,
 }
 
 pub fn run(
@@ -91,6 +95,9 @@ pub fn run(
         thinking_level: args.model.thinking_level,
         today: args.today,
     };
+    // Before the runtime: the exporter starts its own thread and client.
+    let telemetry = promptlab::telemetry::Telemetry::from_env(args.trace_parent.as_deref())
+        .map_err(|error| CliError::usage(error.to_string()))?;
     let mut state = ServeState::new(
         ctx,
         built.provider.name(),
@@ -102,6 +109,7 @@ pub fn run(
     if let (ProviderKind::Script, Some(path)) = (args.model.provider, &args.model.script) {
         state.provider = TurnProvider::ScriptPerTurn(Arc::new(ScriptProvider::load(path)?));
     }
+    state.tracing = telemetry.tracing();
     let state = Arc::new(state);
     let router = promptlab::serve::router(state.clone(), Arc::new(trust));
     let limits = ConnectionLimits {
@@ -122,6 +130,7 @@ pub fn run(
     })?;
     // Turns run on blocking threads; wait for them to finish their logs.
     runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+    telemetry.finish();
     Ok(Exit::Success)
 }
 

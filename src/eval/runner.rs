@@ -31,6 +31,7 @@ use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
 use crate::sink::driver::{SinkRole, TurnSink, drive};
 use crate::sink::run_log::RunRecorder;
+use crate::telemetry::TurnLabels;
 use crate::worker::{TurnRunner, WorkerClient};
 
 /// The newest finished run log of each turn of `suite` under `dirs`;
@@ -152,6 +153,8 @@ pub struct RunSettings {
     pub provider: ProviderChoice,
     /// What the progress feed is sent besides finished turns and warnings.
     pub feed: Feed,
+    /// Each turn as a trace, with its verdict (`docs/telemetry.md`); `None`: off.
+    pub tracing: Option<crate::telemetry::Tracing>,
 }
 
 /// Whether the progress feed wants every event of every turn (`--format
@@ -342,9 +345,20 @@ async fn run_one(
         messages,
         feed: &settings.feed,
     };
+    let mut trace = settings.tracing.as_ref().map(|tracing| {
+        tracing.turn(TurnLabels {
+            provider: crate::telemetry::provider_name(runner.provider_name()),
+            model: request.model.clone(),
+            messages: TurnLabels::conversation(&request.messages),
+            ..TurnLabels::default()
+        })
+    });
     let clock = Instant::now();
     let turn = runner.run(request, cancel.clone());
-    let delivery = drive(turn, &mut [&mut watch, &mut recorder], &cancel).await;
+    let delivery = match trace.as_mut() {
+        Some(trace) => drive(turn, &mut [&mut watch, trace, &mut recorder], &cancel).await,
+        None => drive(turn, &mut [&mut watch, &mut recorder], &cancel).await,
+    };
     if let (TurnRunner::Worker(client), (Some(local), Some(reported))) =
         (&runner, &watch.fingerprints)
         && let Some(warning) = client.fingerprint_warning(local, reported)
@@ -353,13 +367,29 @@ async fn run_one(
     }
     let mut observation = watch.observation;
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-    match delivery.recorder_failures.into_iter().next() {
+    let result = match delivery.recorder_failures.into_iter().next() {
         Some(error) => lost_log(plan, spec, observation, error, messages),
         None => {
             let judge = settings.judge.as_deref();
             record_verdict(plan, spec, observation, recorder, judge, &cancel, messages).await
         }
+    };
+    if let Some(trace) = trace {
+        end_trace(plan, trace, &result);
     }
+    result
+}
+
+/// The turn's trace, ended once it is judged: its verdict on the root.
+fn end_trace(plan: &EvalPlan, mut trace: crate::telemetry::TurnTrace, result: &TurnResult) {
+    if let Some(path) = &result.run_log {
+        trace.set_run_log(path);
+    }
+    trace.set_cost(result.observation.cost_usd);
+    let labels = plan.labels(&result.spec);
+    let tags = &plan.suite.suite.cases[result.spec.case].tags;
+    let verdict = super::trace::trace_verdict(&labels, tags, &result.verdict);
+    trace.end(Some(&verdict));
 }
 
 /// What an eval watches of a running turn: the observation its verdict is

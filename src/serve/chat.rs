@@ -26,12 +26,14 @@ use crate::sink::{EventWriter, OutputFormat, Style};
 
 use super::body::parse_chat_body;
 use super::{PublicPaths, ServeState, json_error};
+use crate::telemetry::{TraceParent, TurnLabels};
 
 /// How long a client is told to wait when every turn slot is taken.
 pub const RETRY_AFTER_SECS: u64 = 1;
 
 pub async fn chat(
     State(state): State<Arc<ServeState>>,
+    headers: axum::http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let bytes = match body {
@@ -55,8 +57,14 @@ pub async fn chat(
             .insert(header::RETRY_AFTER, HeaderValue::from(RETRY_AFTER_SECS));
         return response;
     };
+    // A caller's trace: the turn's trace becomes its child (a malformed
+    // header is ignored, as the W3C rules say).
+    let parent = headers
+        .get("traceparent")
+        .and_then(|value| value.to_str().ok())
+        .and_then(crate::telemetry::config::parse_trace_parent);
     let (sender, receiver) = mpsc::unbounded_channel::<Bytes>();
-    spawn_turn(state, request, sender, permit);
+    spawn_turn(state, request, sender, permit, parent);
     sse_response(receiver)
 }
 
@@ -83,10 +91,11 @@ fn spawn_turn(
     request: ChatRequest,
     sender: mpsc::UnboundedSender<Bytes>,
     permit: OwnedSemaphorePermit,
+    parent: Option<TraceParent>,
 ) {
     let cancel = state.shutdown.child_token();
     tokio::spawn(async move {
-        run_turn(state, request, sender, cancel).await;
+        run_turn(state, request, sender, cancel, parent).await;
         drop(permit);
     });
 }
@@ -96,6 +105,7 @@ async fn run_turn(
     request: ChatRequest,
     sender: mpsc::UnboundedSender<Bytes>,
     cancel: CancellationToken,
+    parent: Option<TraceParent>,
 ) {
     let done = CancellationToken::new();
     watch_disconnect(sender.clone(), cancel.clone(), done.clone());
@@ -112,26 +122,55 @@ async fn run_turn(
         .runs_dir
         .as_ref()
         .map(|dir| RunRecorder::new(dir, &request, state.provider_name, None));
+    let mut trace = state.tracing.as_ref().map(|tracing| {
+        tracing.turn(TurnLabels {
+            provider: crate::telemetry::provider_name(state.provider_name),
+            model: request.model.clone(),
+            messages: TurnLabels::conversation(&request.messages),
+            parent,
+            ..TurnLabels::default()
+        })
+    });
     let turn = run_chat_turn(state.turn_context(), request, cancel.clone());
-    match recorder {
-        Some(mut recorder) => {
-            let mut sinks: [&mut dyn TurnSink; 2] = [&mut recorder, &mut writer];
-            let delivery = drive(turn, &mut sinks, &cancel).await;
-            warn_failures(&delivery.recorder_failures);
-            // The footer's fsync and rename block: off the runtime's threads.
-            let finished =
-                tokio::task::spawn_blocking(move || recorder.finish(RunStatus::Cancelled))
-                    .await
-                    .unwrap_or_else(|joined| Err(io::Error::other(joined)));
-            if let Err(error) = finished {
-                eprintln!("warning: could not complete the run log: {error}");
-            }
+    let mut recorder = recorder;
+    let delivery = {
+        let mut sinks: Vec<&mut dyn TurnSink> = Vec::with_capacity(3);
+        if let Some(recorder) = recorder.as_mut() {
+            sinks.push(recorder);
         }
-        None => {
-            drive(turn, &mut [&mut writer], &cancel).await;
+        if let Some(trace) = trace.as_mut() {
+            sinks.push(trace);
         }
+        sinks.push(&mut writer);
+        drive(turn, &mut sinks, &cancel).await
+    };
+    warn_failures(&delivery.recorder_failures);
+    let recorded = match recorder {
+        Some(recorder) => finish_log(recorder).await,
+        None => None,
+    };
+    if let Some(mut trace) = trace {
+        if let Some(path) = &recorded {
+            trace.set_run_log(path);
+        }
+        trace.end(None);
     }
     done.cancel();
+}
+
+/// Completes the run log; the footer's fsync and rename block, so off the
+/// runtime's threads.
+async fn finish_log(recorder: RunRecorder) -> Option<std::path::PathBuf> {
+    let finished = tokio::task::spawn_blocking(move || recorder.finish(RunStatus::Cancelled))
+        .await
+        .unwrap_or_else(|joined| Err(io::Error::other(joined)));
+    match finished {
+        Ok(path) => path,
+        Err(error) => {
+            eprintln!("warning: could not complete the run log: {error}");
+            None
+        }
+    }
 }
 
 /// The server is a front end: like `chat`, it says on stderr when a run

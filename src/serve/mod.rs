@@ -84,6 +84,8 @@ pub struct ServeState {
     pub paths: PublicPaths,
     /// Where the page saves override files (`--overrides-dir`).
     pub overrides_dir: PathBuf,
+    /// Each turn as a trace (`docs/telemetry.md`); `None`: off.
+    pub tracing: Option<crate::telemetry::Tracing>,
 }
 
 impl ServeState {
@@ -108,6 +110,7 @@ impl ServeState {
             max_concurrent,
             shutdown: CancellationToken::new(),
             overrides_dir: PathBuf::from(DEFAULT_OVERRIDES_DIR),
+            tracing: None,
         }
     }
 

@@ -96,6 +96,34 @@ impl Tracing {
     pub fn turn(&self, labels: TurnLabels) -> TurnTrace {
         TurnTrace::new(self.0.clone(), labels)
     }
+
+    /// `eval --rescore`: one span for a recorded turn judged again, with
+    /// the new verdict; `run_log` names the turn. (Run logs do not record
+    /// their turn's trace, so the span cannot link to it.)
+    pub fn rescored(&self, case: &str, run_log: &std::path::Path, verdict: &Verdict) {
+        use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer};
+        use opentelemetry::{Context, KeyValue};
+        let now = std::time::SystemTime::now();
+        let span = self
+            .0
+            .tracer
+            .span_builder(format!("evaluate {case}"))
+            .with_kind(SpanKind::Internal)
+            .with_start_time(now)
+            .with_attributes([
+                KeyValue::new("gen_ai.operation.name", "evaluate"),
+                KeyValue::new("promptlab.run_log", run_log.display().to_string()),
+                KeyValue::new("promptlab.rescore", true),
+            ])
+            .start(&self.0.tracer);
+        let cx = Context::new().with_span(span);
+        attributes::add_verdict(&cx.span(), verdict, now);
+        cx.span().end_with_timestamp(now);
+        self.0
+            .stats
+            .offered
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// `gen_ai.provider.name` for a provider's name (the conventions' values

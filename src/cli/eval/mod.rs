@@ -18,6 +18,7 @@ mod watch;
 pub use preflight::writable;
 pub use summary::write_atomically;
 
+use promptlab::telemetry::{Telemetry, Tracing};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -170,15 +171,25 @@ pub struct EvalArgs {
     /// The date the claim brief gives as today, unless the suite pins one.
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
     pub today: Option<NaiveDate>,
+    /// With OTEL_EXPORTER_OTLP_ENDPOINT set: make each turn's trace a child of this W3C
+    /// traceparent (default: $TRACEPARENT), one trace for the whole job; see docs/telemetry.md.
+    #[arg(long, value_name = "TRACEPARENT")]
+    pub trace_parent: Option<String>,
     #[command(flatten)]
     pub judge: JudgeArgs,
 }
 
 pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exit, CliError> {
-    match args.mode(&stores.runs_dir) {
-        EvalMode::Watch => watch::run(&args, store, stores),
-        mode => run_once(&args, &mode, store, stores).map(|(exit, _)| exit),
-    }
+    // Before any runtime: the exporter starts its own thread and client.
+    let telemetry = Telemetry::from_env(args.trace_parent.as_deref())
+        .map_err(|error| CliError::usage(error.to_string()))?;
+    let tracing = telemetry.tracing();
+    let exit = match args.mode(&stores.runs_dir) {
+        EvalMode::Watch => watch::run(&args, store, stores, tracing.as_ref()),
+        mode => run_once(&args, &mode, store, stores, tracing.as_ref()).map(|(exit, _)| exit),
+    };
+    telemetry.finish();
+    exit
 }
 
 /// One run of the suite: its exit, and each turn's outcome (for `--watch`
@@ -188,6 +199,7 @@ fn run_once(
     mode: &EvalMode,
     store: &ClaimStore,
     stores: &StoreArgs,
+    tracing: Option<&Tracing>,
 ) -> Result<(Exit, Vec<TurnSnapshot>), CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let started_at = Utc::now();
@@ -217,7 +229,7 @@ fn run_once(
         None
     };
     if let EvalMode::Rescore(dirs) = mode {
-        let (results, stop) = rescore::run(args, &plan, dirs, judge.as_deref())?;
+        let (results, stop) = rescore::run(args, &plan, dirs, judge.as_deref(), tracing)?;
         return finish(&plan, results, stop, None);
     }
     if let EvalMode::Merge(dirs) = mode {
@@ -232,7 +244,8 @@ fn run_once(
         return finish(&plan, results, None, None);
     }
     let resume = matches!(mode, EvalMode::Run { resume: true });
-    let (plan, results, stop, budget) = run_remaining(args, resume, store, stores, plan, judge)?;
+    let ran = run_remaining(args, resume, (store, stores), plan, judge, tracing)?;
+    let (plan, results, stop, budget) = ran;
     finish(&plan, results, stop, budget.as_deref())
 }
 
@@ -250,10 +263,10 @@ type Ran = (
 fn run_remaining(
     args: &EvalArgs,
     resume_done: bool,
-    store: &ClaimStore,
-    stores: &StoreArgs,
+    (store, stores): (&ClaimStore, &StoreArgs),
     mut plan: EvalPlan,
     judge: Option<Arc<promptlab::judge::Judge>>,
+    tracing: Option<&Tracing>,
 ) -> Result<Ran, CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(args, &plan)?;
@@ -288,6 +301,7 @@ fn run_remaining(
         provider,
         // Only NDJSON writes a turn's events as they happen.
         feed: promptlab::eval::Feed::new(args.format == EvalFormat::Ndjson),
+        tracing: tracing.cloned(),
     });
     let plan = Arc::new(plan);
     let (ran, stop) = progress::run_with_progress(args, &plan, &settings, results.len())?;

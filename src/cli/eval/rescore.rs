@@ -6,8 +6,10 @@ use std::path::PathBuf;
 use tokio_util::sync::CancellationToken;
 
 use promptlab::eval::rescore::rescore_turns;
+use promptlab::eval::trace::trace_verdict;
 use promptlab::eval::{EvalPlan, TurnResult};
 use promptlab::judge::{Judge, JudgeSpend};
+use promptlab::telemetry::Tracing;
 
 use super::EvalArgs;
 use crate::cli::error::{CliError, Exit};
@@ -18,6 +20,7 @@ pub fn run(
     plan: &EvalPlan,
     dirs: &[PathBuf],
     judge: Option<&Judge>,
+    tracing: Option<&Tracing>,
 ) -> Result<(Vec<TurnResult>, Option<Exit>), CliError> {
     let runtime = tokio::runtime::Runtime::new()?;
     let cancel = CancellationToken::new();
@@ -27,6 +30,18 @@ pub fn run(
         (results, stop.exit())
     });
     let results = results?;
+    if let Some(tracing) = tracing {
+        for result in &results {
+            let Some(log) = &result.run_log else { continue };
+            let labels = plan.labels(&result.spec);
+            let tags = &plan.suite.suite.cases[result.spec.case].tags;
+            tracing.rescored(
+                &labels.case,
+                log,
+                &trace_verdict(&labels, tags, &result.verdict),
+            );
+        }
+    }
     if !args.quiet {
         let rescored = results.iter().filter(|r| r.run_log.is_some()).count();
         let mut judge = JudgeSpend::default();

@@ -54,7 +54,12 @@ pub fn snapshot(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TurnSnapshot> {
         .collect()
 }
 
-pub fn run(args: &EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exit, CliError> {
+pub fn run(
+    args: &EvalArgs,
+    store: &ClaimStore,
+    stores: &StoreArgs,
+    tracing: Option<&promptlab::telemetry::Tracing>,
+) -> Result<Exit, CliError> {
     if !args.cache && !args.quiet {
         eprintln!(
             "tip: add --cache so that each run calls the model only for the turns an edit changed"
@@ -84,7 +89,13 @@ pub fn run(args: &EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Ex
             let _ = watcher.watch(&folder, RecursiveMode::NonRecursive);
         }
         println!("── watch: run {iteration} ──");
-        match run_once(args, &EvalMode::Run { resume: false }, store, stores) {
+        match run_once(
+            args,
+            &EvalMode::Run { resume: false },
+            store,
+            stores,
+            tracing,
+        ) {
             Ok((exit @ (Exit::Cancelled | Exit::Terminated), _)) => return Ok(exit),
             Ok((_, snapshot)) => {
                 for line in changes_since(previous.as_deref(), &snapshot) {
