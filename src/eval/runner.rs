@@ -345,14 +345,7 @@ async fn run_one(
         messages,
         feed: &settings.feed,
     };
-    let mut trace = settings.tracing.as_ref().map(|tracing| {
-        tracing.turn(TurnLabels {
-            provider: crate::telemetry::provider_name(runner.provider_name()),
-            model: request.model.clone(),
-            messages: TurnLabels::conversation(&request.messages),
-            ..TurnLabels::default()
-        })
-    });
+    let mut trace = start_trace(settings, &runner, &request);
     let clock = Instant::now();
     let turn = runner.run(request, cancel.clone());
     let delivery = match trace.as_mut() {
@@ -378,6 +371,21 @@ async fn run_one(
         end_trace(plan, trace, &result);
     }
     result
+}
+
+/// The turn's trace, when tracing is on; ended by `end_trace`.
+fn start_trace(
+    settings: &RunSettings,
+    runner: &TurnRunner,
+    request: &crate::chat::ChatRequest,
+) -> Option<crate::telemetry::TurnTrace> {
+    let tracing = settings.tracing.as_ref()?;
+    Some(tracing.turn(TurnLabels {
+        provider: crate::telemetry::provider_name(runner.provider_name()),
+        model: request.model.clone(),
+        messages: TurnLabels::conversation(&request.messages),
+        ..TurnLabels::default()
+    }))
 }
 
 /// The turn's trace, ended once it is judged: its verdict on the root.
