@@ -574,3 +574,58 @@ fn serve_makes_each_turn_a_child_of_the_requests_traceparent() {
     assert_eq!(root["parentSpanId"], "b7ad6b7169203331");
     assert!(root["attributes"]["promptlab.run_log"].as_str().is_some());
 }
+
+#[test]
+fn a_worker_turn_is_a_root_with_one_child_for_the_deployments_turn() {
+    let deployment = support::serve::Server::start(
+        &support::repo_root().join("tests/data/scripts/excess.yaml"),
+        &[],
+    );
+    let receiver = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+            .env("PROMPTLAB_ENDPOINT_TOKEN", "worker-token-never-shown")
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.base_url)
+            .env(
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                format!("authorization=Bearer%20{TOKEN}"),
+            )
+            .args([
+                "chat",
+                "--provider",
+                "worker",
+                "--endpoint",
+                &deployment.url,
+            ])
+            .args([
+                "--claim-id",
+                "CLM-HH-0001",
+                "--format",
+                "ndjson",
+                "What is the excess?",
+            ]),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let Some(decoded) = decoded(&receiver, "protobuf") else {
+        return;
+    };
+    let spans = spans(&decoded);
+    assert_eq!(spans.len(), 2, "{spans:#?}");
+    let root = named(&spans, "invoke_agent claims-assistant")
+        .into_iter()
+        .find(|s| s["parentSpanId"] == "")
+        .unwrap();
+    assert_eq!(
+        root["attributes"]["gen_ai.provider.name"],
+        "promptlab.worker"
+    );
+    let remote = named(&spans, "invoke_agent claims-assistant (deployment)")[0];
+    assert_eq!(remote["parentSpanId"], root["spanId"]);
+    assert_eq!(remote["kind"], 3, "a CLIENT span");
+    assert_eq!(
+        remote["attributes"]["promptlab.endpoint"],
+        deployment.url.as_str()
+    );
+}

@@ -139,6 +139,10 @@ impl TurnTrace {
         for (index, call) in self.calls.iter().enumerate() {
             spans += self.call_spans(&cx, began, index, call);
         }
+        if let Some(remote) = &start.remote {
+            self.remote_span(&cx, remote, began, ended);
+            spans += 1;
+        }
         let span = cx.span();
         if let Some(verdict) = verdict {
             add_verdict(&span, verdict, ended);
@@ -304,6 +308,30 @@ impl TurnTrace {
             ));
         }
         attributes
+    }
+
+    /// A turn run by a deployment (`--provider worker`): one CLIENT child
+    /// for the remote turn; its per-call detail stays on the deployment.
+    fn remote_span(
+        &self,
+        cx: &Context,
+        remote: &crate::chat::RemoteTurn,
+        began: SystemTime,
+        ended: SystemTime,
+    ) {
+        let mut span = SpanBuilder::from_name(format!("invoke_agent {AGENT_NAME} (deployment)"))
+            .with_kind(SpanKind::Client)
+            .with_start_time(began)
+            .with_attributes([
+                KeyValue::new("gen_ai.operation.name", "invoke_agent"),
+                KeyValue::new("promptlab.endpoint", remote.endpoint.clone()),
+                KeyValue::new("promptlab.claim_sent", remote.claim_sent),
+            ])
+            .start_with_context(&self.shared.tracer, cx);
+        if let Some(error) = &self.error {
+            span.set_status(Status::error(error.clone()));
+        }
+        span.end_with_timestamp(ended);
     }
 
     /// `execute_tool {name}`: timed by its events when it had them, else
