@@ -624,8 +624,6 @@ fn a_worker_turn_is_a_root_with_one_child_for_the_deployments_turn() {
     let remote = named(&spans, "invoke_agent claims-assistant (deployment)")[0];
     assert_eq!(remote["parentSpanId"], root["spanId"]);
     assert_eq!(remote["kind"], 3, "a CLIENT span");
-    assert_eq!(
-        remote["attributes"]["promptlab.endpoint"],
-        deployment.url.as_str()
-    );
+    let endpoint = format!("{}/api/chat", deployment.url);
+    assert_eq!(remote["attributes"]["promptlab.endpoint"], endpoint.as_str());
 }
