@@ -62,7 +62,7 @@ Lab.refreshHistory = async function () {
     note.textContent = error.status === 404 ? "Eval history needs the run index (GET /api/evals), which this build does not have yet." : error.message;
     return;
   }
-  const runs = answer.evals || answer.runs || [];
+  const runs = Array.isArray(answer) ? answer : [];
   note.textContent = runs.length ? "" : "No eval runs are recorded in this runs folder yet (run `promptlab eval`).";
   Lab.$("history-chart").replaceChildren(...Lab.charts(runs));
   Lab.$("eval-list").replaceChildren(...runs.map((run) => {
@@ -121,9 +121,34 @@ Lab.charts = function (runs) {
 Lab.openEval = async function (id) {
   const target = Lab.$("eval-detail");
   try {
-    const run = await Lab.getJson("/api/evals/" + encodeURIComponent(id));
-    target.replaceChildren(Lab.el("h3", null, run.id + " · " + (run.suite || "")), Lab.el("pre", "small", JSON.stringify(run, null, 2)));
+    const detail = await Lab.getJson("/api/evals/" + encodeURIComponent(id));
+    target.replaceChildren(...Lab.evalSummary(detail));
   } catch (error) {
     target.replaceChildren(Lab.el("div", "error", error.message));
   }
+};
+
+// A recorded eval run: its numbers per variant and the turns that did not pass.
+Lab.evalSummary = function (detail) {
+  const el = Lab.el;
+  const run = detail.run;
+  const nodes = [el("h3", null, run.id + " · " + run.suite + " · " + run.kind + " · " + run.status + (run.shard ? " · shards " + run.shard : "")),
+    el("div", "muted small", run.startedAt.slice(0, 19).replace("T", " ") + " → " + run.endedAt.slice(0, 19).replace("T", " ") + " · " + run.turns + " turns" + (run.costUsd !== null && run.costUsd !== undefined ? " · $" + run.costUsd.toFixed(4) : ""))];
+  const table = el("table", "summary");
+  const head = el("tr");
+  for (const title of ["variant", "turns", "passed", "failed", "errors", "pass rate", "p50 ms", "p95 ms"]) head.append(el("th", null, title));
+  table.append(head);
+  for (const v of run.variants) {
+    const row = el("tr");
+    for (const cell of [v.variant, v.turns, v.passed, v.failed, v.errors, v.passRate === null ? "–" : (v.passRate * 100).toFixed(1) + "%", v.latencyP50Ms ?? "–", v.latencyP95Ms ?? "–"]) row.append(el("td", null, cell));
+    table.append(row);
+  }
+  nodes.push(table);
+  if (detail.failures.length) {
+    nodes.push(el("h3", null, "Did not pass (" + detail.failures.length + ")"));
+    const list = el("ul", "failures small");
+    for (const f of detail.failures) list.append(el("li", null, (f.variant || "?") + " · " + f.claim + " · " + f.case + " #" + f.sample + " · " + (f.verdict || "unfinished") + (f.failures.length ? ": " + f.failures.join("; ") : "")));
+    nodes.push(list);
+  }
+  return nodes;
 };
