@@ -1,0 +1,433 @@
+//! What the index answers, each by one exact SQL query: which logs a
+//! listing shows (newest first, with how many match), and an eval run's
+//! numbers per variant — pass rates by the tally's rules
+//! (`runs::tally`: passed / judged, errors apart) and nearest-rank latency
+//! percentiles over the turns that finished uncached — never estimates.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use rusqlite::{OptionalExtension, ToSql, params};
+use serde::Serialize;
+
+use super::{IndexError, RunIndex};
+
+/// `runs list`'s filters, each matching a column exactly.
+#[derive(Debug, Clone, Default)]
+pub struct TurnFilter {
+    pub fingerprint: Option<String>,
+    pub provider: Option<String>,
+    pub claim: Option<String>,
+    pub since: Option<DateTime<Utc>>,
+    /// `done`, `error`, `cancelled` or `partial`.
+    pub status: Option<String>,
+    /// `pass`, `fail` or `error` (the standing verdict).
+    pub verdict: Option<String>,
+    pub suite: Option<String>,
+    /// An eval case (chat turns have none).
+    pub case: Option<String>,
+    pub eval_run: Option<String>,
+}
+
+/// One page of a listing, and how many logs match in all.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnPage {
+    pub paths: Vec<PathBuf>,
+    pub total: usize,
+}
+
+/// One eval run as `evals list` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalRunRow {
+    pub id: String,
+    /// `run`, `merge` or `rescore`; `run` for one without a summary file.
+    pub kind: String,
+    pub suite: String,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    /// Its shards (`1/3, 2/3`), when it ran as shards.
+    pub shard: Option<String>,
+    /// Turns it counted, as indexed.
+    pub turns: usize,
+    /// `pass`, `fail`, `cancelled`, or `no summary` (it did not end: killed,
+    /// or still running).
+    pub status: String,
+    /// What its turns' model calls cost, in USD; absent when any is unknown.
+    pub cost_usd: Option<f64>,
+    pub variants: Vec<VariantNumbers>,
+    /// `index` (the turns' rows) or `summary` (its summary file: the turns
+    /// it merged are in other folders).
+    pub numbers_from: String,
+}
+
+/// One variant's numbers in one eval run.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantNumbers {
+    pub variant: String,
+    pub turns: usize,
+    pub judged: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    /// passed / judged.
+    pub pass_rate: Option<f64>,
+    pub latency_p50_ms: Option<u64>,
+    pub latency_p95_ms: Option<u64>,
+}
+
+/// A turn of an eval run that did not pass.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureRow {
+    pub variant: Option<String>,
+    pub claim: String,
+    pub case: String,
+    pub sample: u32,
+    /// `fail`, `error`, or absent for a turn that never finished.
+    pub verdict: Option<String>,
+    pub failures: Vec<String>,
+    /// Relative to the runs folder.
+    pub path: String,
+}
+
+/// The turns an eval run counted: those its summary files name, or —
+/// without one — those labelled with its id; one row per turn.
+const MEMBERS: &str = "WITH m AS (
+    SELECT t.* FROM turns t WHERE t.eval_run = ?1
+        AND NOT EXISTS (SELECT 1 FROM eval_summaries s WHERE s.eval_run = ?1)
+    UNION ALL
+    SELECT t.* FROM eval_run_turns e JOIN turns t ON t.turn_id = e.turn_id
+        WHERE e.eval_run = ?1
+        AND t.path = (SELECT min(path) FROM turns u WHERE u.turn_id = e.turn_id)
+)";
+
+impl RunIndex {
+    /// The logs `filter` keeps, newest first (ties by path), at most `limit`.
+    pub fn turns(&self, filter: &TurnFilter, limit: Option<usize>) -> Result<TurnPage, IndexError> {
+        let (clause, values) = where_clause(filter);
+        let db = self.lock();
+        let values: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
+        let total: i64 = db
+            .query_row(&format!("SELECT count(*) FROM turns{clause}"), &values[..], |row| row.get(0))
+            .map_err(|e| self.error(e))?;
+        let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let sql = format!("SELECT path FROM turns{clause} ORDER BY started_ns DESC, path LIMIT {limit}");
+        let paths = db
+            .prepare(&sql)
+            .and_then(|mut statement| {
+                statement
+                    .query_map(&values[..], |row| row.get::<_, String>(0))?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.error(e))?;
+        Ok(TurnPage {
+            paths: paths.into_iter().map(|path| self.root.join(path)).collect(),
+            total: usize::try_from(total).unwrap_or(0),
+        })
+    }
+
+    /// The eval run ids that start with `prefix`, in order.
+    pub fn eval_run_ids(&self, prefix: &str) -> Result<Vec<String>, IndexError> {
+        self.strings(
+            "SELECT id FROM eval_runs WHERE substr(id, 1, length(?1)) = ?1 ORDER BY id",
+            &[&prefix],
+        )
+    }
+
+    /// The eval runs of `suite`, newest first: `last` is the first, `last~N`
+    /// the one N before it.
+    pub fn eval_runs_of(&self, suite: &str) -> Result<Vec<String>, IndexError> {
+        self.strings(
+            "SELECT id FROM eval_runs WHERE suite = ?1 ORDER BY started_ns DESC, id",
+            &[&suite],
+        )
+    }
+
+    /// The newest `limit` eval runs (of `suite`, since `since`), newest first.
+    pub fn eval_runs(
+        &self,
+        suite: Option<&str>,
+        since: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<EvalRunRow>, IndexError> {
+        let since = since.and_then(|t| t.timestamp_nanos_opt());
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let ids = self.strings(
+            "SELECT id FROM eval_runs WHERE (?1 IS NULL OR suite = ?1)
+             AND (?2 IS NULL OR started_ns >= ?2) ORDER BY started_ns DESC, id LIMIT ?3",
+            &[&suite, &since, &limit],
+        )?;
+        ids.iter()
+            .filter_map(|id| self.eval_run(id).transpose())
+            .collect()
+    }
+
+    /// One eval run by its whole id.
+    pub fn eval_run(&self, id: &str) -> Result<Option<EvalRunRow>, IndexError> {
+        let db = self.lock();
+        let span = db
+            .query_row(
+                "SELECT suite, started_ns, ended_ns FROM eval_runs WHERE id = ?1",
+                [id],
+                |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?)),
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        let Some((suite, started, ended)) = span else {
+            return Ok(None);
+        };
+        let summaries = summaries(&db, id).map_err(|e| self.error(e))?;
+        let (turns, cost_usd): (i64, Option<f64>) = db
+            .query_row(
+                &format!(
+                    "{MEMBERS} SELECT count(*), CASE WHEN count(cost_usd) = count(*) THEN total(cost_usd) END FROM m"
+                ),
+                [id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .map_err(|e| self.error(e))?;
+        drop(db);
+        let mut variants = self.variants(id)?;
+        let mut numbers_from = "index";
+        let mut turns = usize::try_from(turns).unwrap_or(0);
+        if variants.is_empty()
+            && let Some(from_file) = summaries.iter().find_map(|s| variants_in_summary(&s.summary))
+        {
+            (variants, numbers_from) = (from_file, "summary");
+            turns = variants.iter().map(|v| v.turns).sum();
+        }
+        let time = |ns: i64| DateTime::from_timestamp_nanos(ns);
+        Ok(Some(EvalRunRow {
+            id: id.to_string(),
+            kind: summaries.first().map_or("run".into(), |s| s.kind.clone()),
+            suite,
+            started_at: time(started),
+            ended_at: time(ended),
+            shard: {
+                let shards: Vec<&str> = summaries.iter().filter_map(|s| s.shard.as_deref()).collect();
+                (!shards.is_empty()).then(|| shards.join(", "))
+            },
+            turns,
+            status: status_of(&summaries),
+            cost_usd,
+            variants,
+            numbers_from: numbers_from.to_string(),
+        }))
+    }
+
+    /// An eval run's numbers per variant, by name.
+    pub fn variants(&self, id: &str) -> Result<Vec<VariantNumbers>, IndexError> {
+        let db = self.lock();
+        let sql = format!(
+            "{MEMBERS} SELECT coalesce(variant, ''), count(*), count(verdict), total(verdict = 'pass'),
+             total(verdict = 'fail'), total(errored) FROM m GROUP BY 1 ORDER BY 1"
+        );
+        let counts = db
+            .prepare(&sql)
+            .and_then(|mut statement| {
+                statement
+                    .query_map([id], |row| {
+                        Ok((
+                            row.get::<_, String>(0)?,
+                            [row.get::<_, i64>(1)?, row.get(2)?],
+                            [row.get::<_, f64>(3)?, row.get(4)?, row.get(5)?],
+                        ))
+                    })?
+                    .collect::<rusqlite::Result<Vec<_>>>()
+            })
+            .map_err(|e| self.error(e))?;
+        let as_count = |n: f64| n as usize;
+        counts
+            .into_iter()
+            .map(|(variant, [turns, judged], [passed, failed, errors])| {
+                let judged = usize::try_from(judged).unwrap_or(0);
+                let passed = as_count(passed);
+                let (p50, p95) = latency_percentiles(&db, id, &variant).map_err(|e| self.error(e))?;
+                Ok(VariantNumbers {
+                    variant,
+                    turns: usize::try_from(turns).unwrap_or(0),
+                    judged,
+                    passed,
+                    failed: as_count(failed),
+                    errors: as_count(errors),
+                    pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
+                    latency_p50_ms: p50,
+                    latency_p95_ms: p95,
+                })
+            })
+            .collect()
+    }
+
+    /// The turns of an eval run that did not pass, in place order.
+    pub fn failures(&self, id: &str) -> Result<Vec<FailureRow>, IndexError> {
+        let db = self.lock();
+        let sql = format!(
+            "{MEMBERS} SELECT variant, claim, \"case\", sample, verdict, failures, path FROM m
+             WHERE verdict IS NOT 'pass' ORDER BY variant, claim, \"case\", sample, path"
+        );
+        db.prepare(&sql)
+            .and_then(|mut statement| {
+                statement
+                    .query_map([id], |row| {
+                        let failures: Option<String> = row.get(5)?;
+                        Ok(FailureRow {
+                            variant: row.get(0)?,
+                            claim: row.get(1)?,
+                            case: row.get(2)?,
+                            sample: row.get(3)?,
+                            verdict: row.get(4)?,
+                            failures: failures
+                                .map(|text| text.lines().map(str::to_string).collect())
+                                .unwrap_or_default(),
+                            path: row.get(6)?,
+                        })
+                    })?
+                    .collect()
+            })
+            .map_err(|e| self.error(e))
+    }
+
+    /// The logs of an eval run's turns.
+    pub fn member_paths(&self, id: &str) -> Result<Vec<PathBuf>, IndexError> {
+        let paths = self.strings(&format!("{MEMBERS} SELECT path FROM m ORDER BY path"), &[&id])?;
+        Ok(paths.into_iter().map(|path| self.root.join(path)).collect())
+    }
+
+    /// The summary records of an eval run's summary files, as written.
+    pub fn summary_records(&self, id: &str) -> Result<Vec<serde_json::Value>, IndexError> {
+        let db = self.lock();
+        let found = summaries(&db, id).map_err(|e| self.error(e))?;
+        Ok(found.into_iter().map(|s| s.summary).collect())
+    }
+
+    fn strings(&self, sql: &str, values: &[&dyn ToSql]) -> Result<Vec<String>, IndexError> {
+        let db = self.lock();
+        db.prepare(sql)
+            .and_then(|mut statement| statement.query_map(values, |row| row.get(0))?.collect())
+            .map_err(|e| self.error(e))
+    }
+}
+
+/// ` WHERE …` for the filters given, and their values in order.
+fn where_clause(filter: &TurnFilter) -> (String, Vec<rusqlite::types::Value>) {
+    use rusqlite::types::Value;
+    let mut clauses = Vec::new();
+    let mut values = Vec::new();
+    let mut equal = |column: &str, value: &Option<String>| {
+        if let Some(value) = value {
+            clauses.push(format!("{column} = ?"));
+            values.push(Value::Text(value.clone()));
+        }
+    };
+    equal("fingerprint", &filter.fingerprint);
+    equal("provider", &filter.provider);
+    equal("claim", &filter.claim);
+    equal("status", &filter.status);
+    equal("verdict", &filter.verdict);
+    equal("suite", &filter.suite);
+    equal("eval_run", &filter.eval_run);
+    // Only an eval turn has a case to match (a chat turn's is its message).
+    equal("CASE WHEN suite IS NULL THEN NULL ELSE \"case\" END", &filter.case);
+    if let Some(since) = filter.since {
+        clauses.push("started_ns >= ?".into());
+        values.push(Value::Integer(since.timestamp_nanos_opt().unwrap_or(i64::MIN)));
+    }
+    let clause = if clauses.is_empty() {
+        String::new()
+    } else {
+        format!(" WHERE {}", clauses.join(" AND "))
+    };
+    (clause, values)
+}
+
+/// The nearest-rank 50th and 95th percentile of a variant's latencies,
+/// over its turns that finished without a cache hit (the tally's rule).
+fn latency_percentiles(
+    db: &rusqlite::Connection,
+    id: &str,
+    variant: &str,
+) -> rusqlite::Result<(Option<u64>, Option<u64>)> {
+    let kept = "coalesce(variant, '') = ?2 AND errored = 0 AND cached = 0 AND latency_ms IS NOT NULL";
+    let count: i64 = db.query_row(
+        &format!("{MEMBERS} SELECT count(*) FROM m WHERE {kept}"),
+        params![id, variant],
+        |row| row.get(0),
+    )?;
+    let at = |p: u32| -> rusqlite::Result<Option<u64>> {
+        if count == 0 {
+            return Ok(None);
+        }
+        let rank = (f64::from(p) / 100.0 * count as f64).ceil() as i64;
+        let offset = rank.clamp(1, count) - 1;
+        db.query_row(
+            &format!("{MEMBERS} SELECT latency_ms FROM m WHERE {kept} ORDER BY latency_ms LIMIT 1 OFFSET ?3"),
+            params![id, variant, offset],
+            |row| row.get::<_, i64>(0),
+        )
+        .map(|ms| u64::try_from(ms).ok())
+    };
+    Ok((at(50)?, at(95)?))
+}
+
+struct SummaryRow {
+    kind: String,
+    shard: Option<String>,
+    status: String,
+    summary: serde_json::Value,
+}
+
+fn summaries(db: &rusqlite::Connection, id: &str) -> rusqlite::Result<Vec<SummaryRow>> {
+    db.prepare_cached(
+        "SELECT kind, shard, status, summary FROM eval_summaries WHERE eval_run = ?1 ORDER BY shard, file",
+    )?
+    .query_map([id], |row| {
+        let text: String = row.get(3)?;
+        Ok(SummaryRow {
+            kind: row.get(0)?,
+            shard: row.get(1)?,
+            status: row.get(2)?,
+            summary: serde_json::from_str(&text).unwrap_or_default(),
+        })
+    })?
+    .collect()
+}
+
+/// `no summary` without a summary file; else the worst of its files'.
+fn status_of(summaries: &[SummaryRow]) -> String {
+    for worst in ["cancelled", "fail", "pass"] {
+        if summaries.iter().any(|s| s.status == worst) {
+            return worst.to_string();
+        }
+    }
+    "no summary".to_string()
+}
+
+/// A summary record's per-variant numbers (for a merge whose turns are not
+/// in this folder).
+fn variants_in_summary(summary: &serde_json::Value) -> Option<Vec<VariantNumbers>> {
+    let variants = summary.get("variants")?.as_array()?;
+    let count = |v: &serde_json::Value, key: &str| {
+        v.get(key).and_then(serde_json::Value::as_u64).map_or(0, |n| n as usize)
+    };
+    let found: Vec<VariantNumbers> = variants
+        .iter()
+        .map(|v| {
+            let (passed, failed) = (count(v, "passed"), count(v, "failed"));
+            let judged = count(v, "turns");
+            VariantNumbers {
+                variant: v.get("variant").and_then(|n| n.as_str()).unwrap_or("").to_string(),
+                turns: count(v, "turns"),
+                judged,
+                passed,
+                failed,
+                errors: count(v, "errors"),
+                pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
+                latency_p50_ms: v.get("latencyP50Ms").and_then(serde_json::Value::as_u64),
+                latency_p95_ms: v.get("latencyP95Ms").and_then(serde_json::Value::as_u64),
+            }
+        })
+        .collect();
+    (!found.is_empty()).then_some(found)
+}
