@@ -54,7 +54,11 @@ impl EvalRunFile {
     /// Its name in the `evals` folder.
     pub fn file_name(&self) -> String {
         match &self.shard {
-            Some(shard) => format!("{}.shard-{}.json", self.eval_run, shard.replace('/', "-of-")),
+            Some(shard) => format!(
+                "{}.shard-{}.json",
+                self.eval_run,
+                shard.replace('/', "-of-")
+            ),
             None => format!("{}.json", self.eval_run),
         }
     }
@@ -106,8 +110,9 @@ fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()
         run.ended_at.to_rfc3339(),
         run.summary.to_string(),
     ])?;
-    let mut member =
-        db.prepare_cached("INSERT OR IGNORE INTO eval_run_turns (eval_run, turn_id) VALUES (?1, ?2)")?;
+    let mut member = db.prepare_cached(
+        "INSERT OR IGNORE INTO eval_run_turns (eval_run, turn_id) VALUES (?1, ?2)",
+    )?;
     for turn in &run.turn_ids {
         member.execute(params![run.eval_run, turn])?;
     }

@@ -190,7 +190,9 @@ impl RunIndex {
     fn lock(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock leaves SQLite consistent (each
         // change is a transaction), so the connection stays usable.
-        self.db.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.db
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     fn error(&self, source: rusqlite::Error) -> IndexError {

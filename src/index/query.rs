@@ -110,10 +110,15 @@ impl RunIndex {
         let db = self.lock();
         let values: Vec<&dyn ToSql> = values.iter().map(|v| v as &dyn ToSql).collect();
         let total: i64 = db
-            .query_row(&format!("SELECT count(*) FROM turns{clause}"), &values[..], |row| row.get(0))
+            .query_row(
+                &format!("SELECT count(*) FROM turns{clause}"),
+                &values[..],
+                |row| row.get(0),
+            )
             .map_err(|e| self.error(e))?;
         let limit = limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
-        let sql = format!("SELECT path FROM turns{clause} ORDER BY started_ns DESC, path LIMIT {limit}");
+        let sql =
+            format!("SELECT path FROM turns{clause} ORDER BY started_ns DESC, path LIMIT {limit}");
         let paths = db
             .prepare(&sql)
             .and_then(|mut statement| {
@@ -171,7 +176,13 @@ impl RunIndex {
             .query_row(
                 "SELECT suite, started_ns, ended_ns FROM eval_runs WHERE id = ?1",
                 [id],
-                |row| Ok((row.get::<_, String>(0)?, row.get::<_, i64>(1)?, row.get::<_, i64>(2)?)),
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, i64>(2)?,
+                    ))
+                },
             )
             .optional()
             .map_err(|e| self.error(e))?;
@@ -193,7 +204,9 @@ impl RunIndex {
         let mut numbers_from = "index";
         let mut turns = usize::try_from(turns).unwrap_or(0);
         if variants.is_empty()
-            && let Some(from_file) = summaries.iter().find_map(|s| variants_in_summary(&s.summary))
+            && let Some(from_file) = summaries
+                .iter()
+                .find_map(|s| variants_in_summary(&s.summary))
         {
             (variants, numbers_from) = (from_file, "summary");
             turns = variants.iter().map(|v| v.turns).sum();
@@ -206,7 +219,10 @@ impl RunIndex {
             started_at: time(started),
             ended_at: time(ended),
             shard: {
-                let shards: Vec<&str> = summaries.iter().filter_map(|s| s.shard.as_deref()).collect();
+                let shards: Vec<&str> = summaries
+                    .iter()
+                    .filter_map(|s| s.shard.as_deref())
+                    .collect();
                 (!shards.is_empty()).then(|| shards.join(", "))
             },
             turns,
@@ -244,7 +260,8 @@ impl RunIndex {
             .map(|(variant, [turns, judged], [passed, failed, errors])| {
                 let judged = usize::try_from(judged).unwrap_or(0);
                 let passed = as_count(passed);
-                let (p50, p95) = latency_percentiles(&db, id, &variant).map_err(|e| self.error(e))?;
+                let (p50, p95) =
+                    latency_percentiles(&db, id, &variant).map_err(|e| self.error(e))?;
                 Ok(VariantNumbers {
                     variant,
                     turns: usize::try_from(turns).unwrap_or(0),
@@ -291,7 +308,10 @@ impl RunIndex {
 
     /// The logs of an eval run's turns.
     pub fn member_paths(&self, id: &str) -> Result<Vec<PathBuf>, IndexError> {
-        let paths = self.strings(&format!("{MEMBERS} SELECT path FROM m ORDER BY path"), &[&id])?;
+        let paths = self.strings(
+            &format!("{MEMBERS} SELECT path FROM m ORDER BY path"),
+            &[&id],
+        )?;
         Ok(paths.into_iter().map(|path| self.root.join(path)).collect())
     }
 
@@ -329,10 +349,15 @@ fn where_clause(filter: &TurnFilter) -> (String, Vec<rusqlite::types::Value>) {
     equal("suite", &filter.suite);
     equal("eval_run", &filter.eval_run);
     // Only an eval turn has a case to match (a chat turn's is its message).
-    equal("CASE WHEN suite IS NULL THEN NULL ELSE \"case\" END", &filter.case);
+    equal(
+        "CASE WHEN suite IS NULL THEN NULL ELSE \"case\" END",
+        &filter.case,
+    );
     if let Some(since) = filter.since {
         clauses.push("started_ns >= ?".into());
-        values.push(Value::Integer(since.timestamp_nanos_opt().unwrap_or(i64::MIN)));
+        values.push(Value::Integer(
+            since.timestamp_nanos_opt().unwrap_or(i64::MIN),
+        ));
     }
     let clause = if clauses.is_empty() {
         String::new()
@@ -349,7 +374,8 @@ fn latency_percentiles(
     id: &str,
     variant: &str,
 ) -> rusqlite::Result<(Option<u64>, Option<u64>)> {
-    let kept = "coalesce(variant, '') = ?2 AND errored = 0 AND cached = 0 AND latency_ms IS NOT NULL";
+    let kept =
+        "coalesce(variant, '') = ?2 AND errored = 0 AND cached = 0 AND latency_ms IS NOT NULL";
     let count: i64 = db.query_row(
         &format!("{MEMBERS} SELECT count(*) FROM m WHERE {kept}"),
         params![id, variant],
@@ -409,7 +435,9 @@ fn status_of(summaries: &[SummaryRow]) -> String {
 fn variants_in_summary(summary: &serde_json::Value) -> Option<Vec<VariantNumbers>> {
     let variants = summary.get("variants")?.as_array()?;
     let count = |v: &serde_json::Value, key: &str| {
-        v.get(key).and_then(serde_json::Value::as_u64).map_or(0, |n| n as usize)
+        v.get(key)
+            .and_then(serde_json::Value::as_u64)
+            .map_or(0, |n| n as usize)
     };
     let found: Vec<VariantNumbers> = variants
         .iter()
@@ -417,7 +445,11 @@ fn variants_in_summary(summary: &serde_json::Value) -> Option<Vec<VariantNumbers
             let (passed, failed) = (count(v, "passed"), count(v, "failed"));
             let judged = count(v, "turns");
             VariantNumbers {
-                variant: v.get("variant").and_then(|n| n.as_str()).unwrap_or("").to_string(),
+                variant: v
+                    .get("variant")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("")
+                    .to_string(),
                 turns: count(v, "turns"),
                 judged,
                 passed,

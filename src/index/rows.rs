@@ -52,18 +52,20 @@ impl TurnRow {
         let verdict = view.verdict();
         let numbers = view.numbers(verdict.as_ref());
         let footer = view.footer;
-        let rescored = verdict.is_some()
-            && footer.and_then(|f| f.verdict.as_ref()) != verdict.as_ref();
+        let rescored =
+            verdict.is_some() && footer.and_then(|f| f.verdict.as_ref()) != verdict.as_ref();
         let path = relative(view.path, root);
         TurnRow {
             folder: folder_of(&path).to_string(),
             path,
             turn_id: header.turn_id.clone(),
             started_at: header.started_at.to_rfc3339(),
-            started_ns: header
-                .started_at
-                .timestamp_nanos_opt()
-                .unwrap_or(header.started_at.timestamp_millis().saturating_mul(1_000_000)),
+            started_ns: header.started_at.timestamp_nanos_opt().unwrap_or(
+                header
+                    .started_at
+                    .timestamp_millis()
+                    .saturating_mul(1_000_000),
+            ),
             claim: place.claim,
             fingerprint: header.fingerprint.clone(),
             variant: header.labels.as_ref().map(|l| l.variant.clone()),

@@ -108,11 +108,16 @@ pub fn create(db: &Connection) -> rusqlite::Result<()> {
 /// from nothing.
 pub fn drop_all(db: &Connection) -> rusqlite::Result<()> {
     let names: Vec<String> = db
-        .prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")?
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+        )?
         .query_map([], |row| row.get(0))?
         .collect::<rusqlite::Result<_>>()?;
     for name in names {
-        db.execute_batch(&format!("DROP TABLE IF EXISTS \"{}\"", name.replace('"', "\"\"")))?;
+        db.execute_batch(&format!(
+            "DROP TABLE IF EXISTS \"{}\"",
+            name.replace('"', "\"\"")
+        ))?;
     }
     Ok(())
 }

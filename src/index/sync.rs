@@ -63,7 +63,9 @@ impl RunIndex {
         for gone in stored.keys().filter(|name| !names.contains(name)) {
             report.removed += self.forget_folder(gone).map_err(|e| self.error(e))?;
         }
-        report.problems.extend(self.unreadable().map_err(|e| self.error(e))?);
+        report
+            .problems
+            .extend(self.unreadable().map_err(|e| self.error(e))?);
         Ok(report)
     }
 

@@ -163,8 +163,7 @@ pub fn fingerprint_for(
 
 /// 6 to 11 lowercase hex characters: shorter than a whole fingerprint.
 fn is_prefix(spec: &str) -> bool {
-    (MIN_PREFIX..12).contains(&spec.len())
-        && is_lower_hex(spec)
+    (MIN_PREFIX..12).contains(&spec.len()) && is_lower_hex(spec)
 }
 
 /// The 12-hex prompt versions recorded in `runs_dir`: its fingerprint

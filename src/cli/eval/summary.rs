@@ -52,6 +52,7 @@ pub fn finish(
     stop: Option<Exit>,
     started_at: DateTime<Utc>,
     budget: Option<&Budget>,
+    runs_dir: &std::path::Path,
 ) -> Result<Exit, CliError> {
     in_matrix_order(&mut results);
     let summaries = summarize(plan, &results, args.pass_threshold);
@@ -116,6 +117,13 @@ pub fn finish(
     for error in &outcome.write_errors {
         eprintln!("error: {}", printable(error));
     }
+    // The eval run's summary file and index rows (#30, `evals list`).
+    crate::cli::evals::record_eval_run(
+        runs_dir,
+        &summary_record(args, &outcome),
+        started_at,
+        &outcome.results,
+    );
     Ok(outcome.exit)
 }
 
@@ -257,7 +265,17 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
     for fold in &outcome.folds {
         write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, fold)))?;
     }
-    let summary = SummaryRecord {
+    write_record(
+        &mut out,
+        &EvalRecord::Summary(summary_record(args, outcome)),
+    )?;
+    Ok(())
+}
+
+/// The NDJSON `summary` record (also kept in the runs folder's history).
+fn summary_record(args: &EvalArgs, outcome: &EvalEnd) -> SummaryRecord {
+    let plan = outcome.plan;
+    SummaryRecord {
         suite: plan.suite.name.clone(),
         eval_run: plan.eval_run.clone(),
         run_kind: super::eval_run::run_kind(args),
@@ -279,9 +297,7 @@ fn print_ndjson(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
         tags: promptlab::eval::tags::summarize_tags(plan, &outcome.results),
         warnings: super::preflight::override_warnings(plan),
         exit: outcome.exit.number(),
-    };
-    write_record(&mut out, &EvalRecord::Summary(summary))?;
-    Ok(())
+    }
 }
 
 fn print_pretty(args: &EvalArgs, outcome: &EvalEnd) -> Result<(), CliError> {
