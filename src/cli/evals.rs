@@ -10,7 +10,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use promptlab::index::RunIndex;
-use promptlab::index::query::{EvalRunRow, FailureRow, VariantNumbers};
+use promptlab::index::query::VariantNumbers;
 use promptlab::sink::{Style, printable};
 use promptlab::table::{Fit, fit_table, terminal_width};
 
@@ -238,27 +238,12 @@ fn local_time(time: DateTime<Utc>) -> String {
         .to_string()
 }
 
-/// `evals show --json`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Shown {
-    run: EvalRunRow,
-    /// Its NDJSON `summary` records (one per shard), as `eval` printed them.
-    summaries: Vec<serde_json::Value>,
-    failures: Vec<FailureRow>,
-}
-
 fn show(index: &RunIndex, args: &ShowArgs) -> Result<Exit, CliError> {
     let id = resolve_eval_run(index, &args.id)?;
-    let run = index
-        .eval_run(&id)
+    let shown = index
+        .detail(&id)
         .map_err(CliError::failed)?
         .ok_or_else(|| CliError::usage(format!("no eval run `{id}`")))?;
-    let shown = Shown {
-        summaries: index.summary_records(&id).map_err(CliError::failed)?,
-        failures: index.failures(&id).map_err(CliError::failed)?,
-        run,
-    };
     let mut out = std::io::stdout().lock();
     if args.json {
         write_json(&mut out, &shown)?;

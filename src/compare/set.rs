@@ -1,5 +1,7 @@
-//! Run sets: the runs of one side of a comparison, named by a fingerprint,
-//! an override file (by its fingerprint) or a folder of run logs; their
+//! Run sets: the runs of one side of a comparison, named by the one
+//! precedence rule (`runs::version`): a folder of run logs or an override
+//! file (by its fingerprint), an eval run (`ev-…`, `last~N` of `--suite`:
+//! exactly its turns, found by the run index) or a fingerprint; their
 //! prompt versions, and every run accounted for — counted, superseded by a
 //! newer run of the same turn, left out by `--variant`, or unreadable.
 
@@ -10,10 +12,11 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::chat::event::{ChatEvent, Usage};
+use crate::index::RunIndex;
 use crate::prompts::PromptRegistry;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::store::{RunLogError, RunLogListing, list_run_logs, run_log_paths};
-use crate::runs::version::fingerprint_for;
+use crate::runs::version::{Side, fingerprint_for, parse_side};
 use crate::runs::{RunLog, read_run_log};
 
 /// Providers whose answers do not come from a model: a comparison of their
@@ -193,6 +196,9 @@ pub struct RunSet {
     /// Runs of variants `--variant` did not select.
     pub not_selected: Vec<SetAside>,
     pub unreadable: Vec<UnreadableLog>,
+    /// What its reader should be told once ("no index: scanning 12 logs").
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl RunSet {
@@ -227,8 +233,14 @@ pub struct RunFilter {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    #[error("`{0}` is not a prompt fingerprint, an override file or a folder of run logs")]
+    #[error(
+        "`{0}` is not a folder of run logs, an override file, an eval run (`ev-…`), `last`/`last~N` or a prompt fingerprint"
+    )]
     Unknown(String),
+    #[error("{0}")]
+    EvalRun(String),
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
     #[error("{0}")]
     Version(#[from] crate::runs::version::VersionError),
     #[error("failed to read run logs in `{path}`: {source}")]
@@ -258,7 +270,12 @@ pub fn load_set(
         filter.variants = vec![variant.to_string()];
     }
     let filter = &filter;
-    let (mut source, files, wanted) = resolve_spec(spec, runs_dir, registry)?;
+    let Resolved {
+        mut source,
+        files,
+        wanted,
+        notes,
+    } = resolve_spec(spec, runs_dir, registry, filter)?;
     if let Some(variant) = side_variant {
         source.push_str(&format!(", variant {variant}"));
     }
@@ -272,6 +289,7 @@ pub fn load_set(
         superseded: Vec::new(),
         not_selected: Vec::new(),
         unreadable: Vec::new(),
+        notes,
     };
     for refused in files.refused {
         if let RunLogError::Refused { path, reason } = refused {
@@ -348,31 +366,104 @@ fn split_variant(spec: &str) -> (&str, Option<&str>) {
     }
 }
 
-/// What a side names: where to look for its logs, and the fingerprint they
-/// must have (none for a folder of logs, which is taken whole).
+/// What a side names: where to look for its logs, the fingerprint they
+/// must have (none for a folder of logs or an eval run, taken whole), and
+/// what to tell the reader.
+struct Resolved {
+    source: String,
+    files: RunLogListing,
+    wanted: Option<String>,
+    notes: Vec<String>,
+}
+
 fn resolve_spec(
     spec: &str,
     runs_dir: &Path,
     registry: &PromptRegistry,
-) -> Result<(String, RunLogListing, Option<String>), CompareError> {
-    let path = Path::new(spec);
+    filter: &RunFilter,
+) -> Result<Resolved, CompareError> {
     let holds_logs = |dir: &Path| run_log_paths(dir).is_ok_and(|paths| !paths.is_empty());
-    if path.is_dir() && holds_logs(path) {
-        return Ok((format!("run logs in {}", path.display()), list(path)?, None));
+    let side = parse_side(spec)?.ok_or_else(|| CompareError::Unknown(spec.to_string()))?;
+    match side {
+        Side::Path(path) if path.is_dir() && holds_logs(&path) => {
+            let files = list(&path)?;
+            // A folder given as an argument is read by scanning, said once.
+            let notes = vec![crate::index::scan_note(files.paths.len())];
+            Ok(Resolved {
+                source: format!("run logs in {}", path.display()),
+                files,
+                wanted: None,
+                notes,
+            })
+        }
+        Side::EvalRun(prefix) => eval_run_side(runs_dir, |index| {
+            let mut ids = index.eval_run_ids(&prefix)?;
+            match ids.len() {
+                1 => Ok(Ok(ids.remove(0))),
+                0 => Ok(Err(format!(
+                    "no eval run recorded in `{}` starts with `{prefix}`",
+                    runs_dir.display()
+                ))),
+                n => Ok(Err(format!(
+                    "`{prefix}` matches {n} eval runs: {}; give more of it",
+                    ids.join(", ")
+                ))),
+            }
+        }),
+        Side::Last(back) => {
+            let Some(suite) = filter.suite.clone() else {
+                return Err(CompareError::EvalRun(format!(
+                    "`{spec}` names an eval run of a suite: give --suite NAME"
+                )));
+            };
+            eval_run_side(runs_dir, |index| {
+                let runs = index.eval_runs_of(&suite)?;
+                Ok(runs.get(back as usize).cloned().ok_or_else(|| {
+                    format!(
+                        "`{spec}`: suite {suite} has {} eval runs recorded in `{}`",
+                        runs.len(),
+                        runs_dir.display()
+                    )
+                }))
+            })
+        }
+        Side::Path(_) | Side::Fingerprint(_) => {
+            // Override files and fingerprints (runs::version's rule).
+            let fingerprint = fingerprint_for(spec, runs_dir, registry)?
+                .ok_or_else(|| CompareError::Unknown(spec.to_string()))?;
+            let of = if fingerprint == spec {
+                String::new()
+            } else {
+                format!(" (of {spec})")
+            };
+            Ok(Resolved {
+                source: format!("fingerprint {fingerprint}{of} in {}", runs_dir.display()),
+                files: list(runs_dir)?,
+                wanted: Some(fingerprint),
+                notes: Vec::new(),
+            })
+        }
     }
-    // Paths, then fingerprints and their prefixes (runs::version's rule).
-    let fingerprint = fingerprint_for(spec, runs_dir, registry)?
-        .ok_or_else(|| CompareError::Unknown(spec.to_string()))?;
-    let of = if fingerprint == spec {
-        String::new()
-    } else {
-        format!(" (of {spec})")
-    };
-    Ok((
-        format!("fingerprint {fingerprint}{of} in {}", runs_dir.display()),
-        list(runs_dir)?,
-        Some(fingerprint),
-    ))
+}
+
+/// An eval run's turns, exactly: `pick` names the run from the index (or
+/// says why none), whose member logs the side then reads.
+fn eval_run_side(
+    runs_dir: &Path,
+    pick: impl FnOnce(&RunIndex) -> Result<Result<String, String>, crate::index::IndexError>,
+) -> Result<Resolved, CompareError> {
+    let opened = RunIndex::open(runs_dir)?;
+    let id = pick(&opened.index)?.map_err(CompareError::EvalRun)?;
+    let paths = opened.index.member_paths(&id)?;
+    Ok(Resolved {
+        source: format!("eval run {id} in {}", runs_dir.display()),
+        files: RunLogListing {
+            paths,
+            refused: Vec::new(),
+        },
+        wanted: None,
+        notes: opened.notes,
+    })
 }
 
 fn list(dir: &Path) -> Result<RunLogListing, CompareError> {

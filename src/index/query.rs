@@ -92,6 +92,16 @@ pub struct FailureRow {
     pub path: String,
 }
 
+/// One eval run in full (`evals show --json`, `GET /api/evals/{id}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalRunDetail {
+    pub run: EvalRunRow,
+    /// Its NDJSON `summary` records (one per shard), as `eval` printed them.
+    pub summaries: Vec<serde_json::Value>,
+    pub failures: Vec<FailureRow>,
+}
+
 /// The turns an eval run counted: those its summary files name, or —
 /// without one — those labelled with its id; one row per turn.
 const MEMBERS: &str = "WITH m AS (
@@ -313,6 +323,18 @@ impl RunIndex {
             &[&id],
         )?;
         Ok(paths.into_iter().map(|path| self.root.join(path)).collect())
+    }
+
+    /// One eval run by its whole id, with its summaries and failures.
+    pub fn detail(&self, id: &str) -> Result<Option<EvalRunDetail>, IndexError> {
+        let Some(run) = self.eval_run(id)? else {
+            return Ok(None);
+        };
+        Ok(Some(EvalRunDetail {
+            summaries: self.summary_records(id)?,
+            failures: self.failures(id)?,
+            run,
+        }))
     }
 
     /// The summary records of an eval run's summary files, as written.

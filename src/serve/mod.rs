@@ -15,6 +15,7 @@
 pub mod api;
 pub mod body;
 pub mod chat;
+pub mod evals;
 pub mod guard;
 pub mod listen;
 pub mod public;
@@ -125,6 +126,8 @@ pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
         .route("/api/prompts", get(api::prompts))
         .route("/api/fingerprint", post(api::fingerprint_of))
         .route("/api/runs", get(api::runs))
+        .route("/api/evals", get(evals::evals))
+        .route("/api/evals/{id}", get(evals::eval_run))
         .route("/api/feedback", post(api::feedback))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
