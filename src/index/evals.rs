@@ -92,7 +92,7 @@ pub fn record_eval_run(runs_dir: &Path, run: &EvalRunFile) -> std::io::Result<Pa
 /// Adds one summary file's rows, replacing those it had.
 fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()> {
     forget(db, file)?;
-    let nanos = |time: DateTime<Utc>| time.timestamp_nanos_opt().unwrap_or(i64::MAX);
+    let nanos = super::rows::nanos;
     db.prepare_cached(
         "INSERT INTO eval_summaries (file, eval_run, kind, shard, planned, turns, status, exit,
          started_at, ended_at, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",

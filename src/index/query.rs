@@ -167,7 +167,7 @@ impl RunIndex {
         since: Option<DateTime<Utc>>,
         limit: usize,
     ) -> Result<Vec<EvalRunRow>, IndexError> {
-        let since = since.and_then(|t| t.timestamp_nanos_opt());
+        let since = since.map(super::rows::nanos);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let ids = self.strings(
             "SELECT id FROM eval_runs WHERE (?1 IS NULL OR suite = ?1)

@@ -176,3 +176,10 @@ pub fn relative(path: &Path, root: &Path) -> String {
 pub fn folder_of(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(folder, _)| folder)
 }
+
+/// Nanoseconds since 1970, clamped to what an `i64` holds (years 1677 to
+/// 2262), so that a time outside them still sorts and compares rightly.
+pub fn nanos(time: chrono::DateTime<chrono::Utc>) -> i64 {
+    time.timestamp_nanos_opt()
+        .unwrap_or(if time.timestamp() > 0 { i64::MAX } else { i64::MIN })
+}
