@@ -239,7 +239,7 @@ fn fingerprint_of(spec: &str, runs_dir: &Path) -> Result<String, CliError> {
         })
 }
 
-fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
+fn list(args: ListArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     let index = super::evals::open_index(runs_dir)?;
     let filter = turn_filter(&args, &index, runs_dir)?;
     let limit = (args.limit > 0).then_some(args.limit);

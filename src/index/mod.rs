@@ -87,7 +87,7 @@ pub fn thousands(count: u64) -> String {
     let digits = count.to_string();
     let mut out = String::new();
     for (at, digit) in digits.chars().enumerate() {
-        if at > 0 && (digits.len() - at) % 3 == 0 {
+        if at > 0 && (digits.len() - at).is_multiple_of(3) {
             out.push(',');
         }
         out.push(digit);
@@ -279,24 +279,28 @@ fn in_transaction<T>(
     }
 }
 
-/// The writers' handles, one per runs folder and process (`None` where no
-/// index can be kept), so that every recorded turn adds its row without
+/// The writers' handles, one per runs folder and process, so that every recorded turn adds its row without
 /// each writer opening its own connection.
-type Writers = Mutex<Vec<(PathBuf, Option<Arc<Mutex<Connection>>>)>>;
+type Writers = Mutex<Vec<(PathBuf, Arc<Mutex<Connection>>)>>;
 
 fn writer_for(runs_dir: &Path) -> Option<Arc<Mutex<Connection>>> {
     static WRITERS: OnceLock<Writers> = OnceLock::new();
     let writers = WRITERS.get_or_init(Writers::default);
     let mut writers = writers.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((_, handle)) = writers.iter().find(|(dir, _)| dir == runs_dir) {
-        return handle.clone();
+        return Some(handle.clone());
     }
-    let handle = (!index_off() && writable(runs_dir))
-        .then(|| open_file(runs_dir).ok())
-        .flatten()
-        .map(|(db, _)| Arc::new(Mutex::new(db)));
+    // Writers keep an index that exists; the first reader builds one (a
+    // runs folder nobody queries is left as plain files). Not remembered
+    // while there is none, so a long `serve` starts keeping one once made.
+    let kept = runs_dir.join(INDEX_FILE).is_file();
+    if !kept || index_off() || !writable(runs_dir) {
+        return None;
+    }
+    let (db, _) = open_file(runs_dir).ok()?;
+    let handle = Arc::new(Mutex::new(db));
     writers.push((runs_dir.to_path_buf(), handle.clone()));
-    handle
+    Some(handle)
 }
 
 /// Adds the row of the log just completed at `log` in `runs_dir` (the

@@ -181,5 +181,9 @@ pub fn folder_of(path: &str) -> &str {
 /// 2262), so that a time outside them still sorts and compares rightly.
 pub fn nanos(time: chrono::DateTime<chrono::Utc>) -> i64 {
     time.timestamp_nanos_opt()
-        .unwrap_or(if time.timestamp() > 0 { i64::MAX } else { i64::MIN })
+        .unwrap_or(if time.timestamp() > 0 {
+            i64::MAX
+        } else {
+            i64::MIN
+        })
 }
