@@ -140,7 +140,11 @@ pub fn record_eval_run(
             .iter()
             .filter_map(|r| r.observation.turn_id.clone())
             .collect(),
-        summary: serde_json::to_value(summary).unwrap_or_default(),
+        // As printed: tagged like every NDJSON record.
+        summary: serde_json::to_value(promptlab::eval::report::EvalRecord::Summary(
+            summary.clone(),
+        ))
+        .unwrap_or_default(),
     };
     if let Err(error) = promptlab::index::evals::record_eval_run(runs_dir, &file) {
         eprintln!(

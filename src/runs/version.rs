@@ -212,4 +212,54 @@ mod tests {
         assert_eq!(of("abc").unwrap(), None, "too short to be a prefix");
         assert_eq!(of("not-hex-at-all").unwrap(), None);
     }
+
+    #[test]
+    fn each_kind_of_side_is_told_apart() {
+        assert_eq!(
+            parse_side("ev-3f9a").unwrap(),
+            Some(Side::EvalRun("ev-3f9a".into()))
+        );
+        assert_eq!(parse_side("last").unwrap(), Some(Side::Last(0)));
+        assert_eq!(parse_side("last~12").unwrap(), Some(Side::Last(12)));
+        assert_eq!(
+            parse_side("6ebc72").unwrap(),
+            Some(Side::Fingerprint("6ebc72".into()))
+        );
+        assert_eq!(
+            parse_side("default").unwrap(),
+            Some(Side::Fingerprint("default".into()))
+        );
+        for none in [
+            "",
+            "ev-",
+            "ev-0123456789a",
+            "ev-ABC",
+            "last~",
+            "last~-1",
+            "last~1x",
+            "abc",
+            "~",
+        ] {
+            assert_eq!(parse_side(none).unwrap(), None, "{none:?}");
+        }
+        assert_eq!(parse_side("last~99999999999999999999").unwrap(), None);
+        // (An existing path named like another kind: tests/eval_history.rs,
+        // which runs the binary in a folder holding a file `last`.)
+        let here = std::env::current_dir().unwrap().join("Cargo.toml");
+        assert_eq!(
+            parse_side(here.to_str().unwrap()).unwrap(),
+            Some(Side::Path(here))
+        );
+        assert!(is_eval_run_id("ev-0123456789") && !is_eval_run_id("ev-012345678"));
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn side_parsing_never_panics(spec in "(ev-|last~|\\./)?[0-9a-fA-Z~é\\x00-\\x1f/.-]{0,16}") {
+            let registry = PromptRegistry::embedded();
+            let _ = parse_side(&spec);
+            let _ = side_kinds(&spec);
+            let _ = fingerprint_for(&spec, Path::new("/nonexistent-runs"), registry);
+        }
+    }
 }
