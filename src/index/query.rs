@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
-use rusqlite::{OptionalExtension, ToSql, params};
+use rusqlite::{OptionalExtension, ToSql};
 use serde::Serialize;
 
 use super::{IndexError, RunIndex};
@@ -104,14 +104,44 @@ pub struct EvalRunDetail {
 
 /// The turns an eval run counted: those its summary files name, or —
 /// without one — those labelled with its id; one row per turn.
-const MEMBERS: &str = "WITH m AS (
+macro_rules! members {
+    () => {
+        "WITH m AS (
     SELECT t.* FROM turns t WHERE t.eval_run = ?1
         AND NOT EXISTS (SELECT 1 FROM eval_summaries s WHERE s.eval_run = ?1)
     UNION ALL
     SELECT t.* FROM eval_run_turns e JOIN turns t ON t.turn_id = e.turn_id
         WHERE e.eval_run = ?1
         AND t.path = (SELECT min(path) FROM turns u WHERE u.turn_id = e.turn_id)
-)";
+)"
+    };
+}
+const MEMBERS: &str = members!();
+
+/// Per variant: turns, judged, passed, failed, errors (the tally's rules),
+/// cost (null when any is unknown), and the nearest-rank 50th and 95th
+/// latency percentiles — rank ⌈p·n/100⌉, in integers — over the turns that
+/// finished without a cache hit: one pass over the members, those timed
+/// ranked first.
+const VARIANTS: &str = concat!(
+    members!(),
+    ",
+timed AS (
+    SELECT coalesce(variant, '') AS variant, verdict, errored, cost_usd, latency_ms,
+        (errored = 0 AND cached = 0 AND latency_ms IS NOT NULL) AS timed
+    FROM m
+),
+ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY variant ORDER BY timed DESC, latency_ms) AS rank,
+        sum(timed) OVER (PARTITION BY variant) AS n
+    FROM timed
+)
+SELECT variant, count(*), count(verdict), total(verdict = 'pass'), total(verdict = 'fail'),
+    total(errored), CASE WHEN count(cost_usd) = count(*) THEN total(cost_usd) END,
+    max(CASE WHEN timed AND rank = max(1, (50 * n + 99) / 100) THEN latency_ms END),
+    max(CASE WHEN timed AND rank = max(1, (95 * n + 99) / 100) THEN latency_ms END)
+FROM ranked GROUP BY variant ORDER BY variant"
+);
 
 impl RunIndex {
     /// The logs `filter` keeps, newest first (ties by path), at most `limit`.
@@ -200,19 +230,15 @@ impl RunIndex {
             return Ok(None);
         };
         let summaries = summaries(&db, id).map_err(|e| self.error(e))?;
-        let (turns, cost_usd): (i64, Option<f64>) = db
-            .query_row(
-                &format!(
-                    "{MEMBERS} SELECT count(*), CASE WHEN count(cost_usd) = count(*) THEN total(cost_usd) END FROM m"
-                ),
-                [id],
-                |row| Ok((row.get(0)?, row.get(1)?)),
-            )
-            .map_err(|e| self.error(e))?;
         drop(db);
-        let mut variants = self.variants(id)?;
+        let counted = self.variants(id)?;
+        let turns = counted.iter().map(|(v, _)| v.turns).sum();
+        let cost_usd = counted
+            .iter()
+            .try_fold(0.0, |sum, (_, cost)| cost.map(|cost| sum + cost));
+        let mut variants: Vec<VariantNumbers> = counted.into_iter().map(|(v, _)| v).collect();
         let mut numbers_from = "index";
-        let mut turns = usize::try_from(turns).unwrap_or(0);
+        let mut turns = turns;
         if variants.is_empty()
             && let Some(from_file) = summaries
                 .iter()
@@ -243,48 +269,36 @@ impl RunIndex {
         }))
     }
 
-    /// An eval run's numbers per variant, by name.
-    pub fn variants(&self, id: &str) -> Result<Vec<VariantNumbers>, IndexError> {
+    /// An eval run's numbers per variant, by name, and their cost (absent
+    /// when any turn's is unknown): one query over its turns.
+    pub fn variants(&self, id: &str) -> Result<Vec<(VariantNumbers, Option<f64>)>, IndexError> {
         let db = self.lock();
-        let sql = format!(
-            "{MEMBERS} SELECT coalesce(variant, ''), count(*), count(verdict), total(verdict = 'pass'),
-             total(verdict = 'fail'), total(errored) FROM m GROUP BY 1 ORDER BY 1"
-        );
-        let counts = db
-            .prepare(&sql)
-            .and_then(|mut statement| {
-                statement
-                    .query_map([id], |row| {
-                        Ok((
-                            row.get::<_, String>(0)?,
-                            [row.get::<_, i64>(1)?, row.get(2)?],
-                            [row.get::<_, f64>(3)?, row.get(4)?, row.get(5)?],
-                        ))
-                    })?
-                    .collect::<rusqlite::Result<Vec<_>>>()
+        let mut statement = db.prepare_cached(VARIANTS).map_err(|e| self.error(e))?;
+        let rows = statement
+            .query_map([id], |row| {
+                let count = |i| row.get::<_, f64>(i).map(|n| n as usize);
+                let (judged, passed) = (count(2)?, count(3)?);
+                let ms = |i| {
+                    row.get::<_, Option<i64>>(i)
+                        .map(|v| v.and_then(|ms| u64::try_from(ms).ok()))
+                };
+                Ok((
+                    VariantNumbers {
+                        variant: row.get(0)?,
+                        turns: count(1)?,
+                        judged,
+                        passed,
+                        failed: count(4)?,
+                        errors: count(5)?,
+                        pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
+                        latency_p50_ms: ms(7)?,
+                        latency_p95_ms: ms(8)?,
+                    },
+                    row.get(6)?,
+                ))
             })
-            .map_err(|e| self.error(e))?;
-        let as_count = |n: f64| n as usize;
-        counts
-            .into_iter()
-            .map(|(variant, [turns, judged], [passed, failed, errors])| {
-                let judged = usize::try_from(judged).unwrap_or(0);
-                let passed = as_count(passed);
-                let (p50, p95) =
-                    latency_percentiles(&db, id, &variant).map_err(|e| self.error(e))?;
-                Ok(VariantNumbers {
-                    variant,
-                    turns: usize::try_from(turns).unwrap_or(0),
-                    judged,
-                    passed,
-                    failed: as_count(failed),
-                    errors: as_count(errors),
-                    pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
-                    latency_p50_ms: p50,
-                    latency_p95_ms: p95,
-                })
-            })
-            .collect()
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>());
+        rows.map_err(|e| self.error(e))
     }
 
     /// The turns of an eval run that did not pass, in place order.
@@ -387,36 +401,6 @@ fn where_clause(filter: &TurnFilter) -> (String, Vec<rusqlite::types::Value>) {
         format!(" WHERE {}", clauses.join(" AND "))
     };
     (clause, values)
-}
-
-/// The nearest-rank 50th and 95th percentile of a variant's latencies,
-/// over its turns that finished without a cache hit (the tally's rule).
-fn latency_percentiles(
-    db: &rusqlite::Connection,
-    id: &str,
-    variant: &str,
-) -> rusqlite::Result<(Option<u64>, Option<u64>)> {
-    let kept =
-        "coalesce(variant, '') = ?2 AND errored = 0 AND cached = 0 AND latency_ms IS NOT NULL";
-    let count: i64 = db.query_row(
-        &format!("{MEMBERS} SELECT count(*) FROM m WHERE {kept}"),
-        params![id, variant],
-        |row| row.get(0),
-    )?;
-    let at = |p: u32| -> rusqlite::Result<Option<u64>> {
-        if count == 0 {
-            return Ok(None);
-        }
-        let rank = (f64::from(p) / 100.0 * count as f64).ceil() as i64;
-        let offset = rank.clamp(1, count) - 1;
-        db.query_row(
-            &format!("{MEMBERS} SELECT latency_ms FROM m WHERE {kept} ORDER BY latency_ms LIMIT 1 OFFSET ?3"),
-            params![id, variant, offset],
-            |row| row.get::<_, i64>(0),
-        )
-        .map(|ms| u64::try_from(ms).ok())
-    };
-    Ok((at(50)?, at(95)?))
 }
 
 struct SummaryRow {

@@ -43,7 +43,7 @@ CREATE INDEX turns_by_start ON turns (started_ns DESC, path);
 CREATE INDEX turns_by_verdict ON turns (verdict, started_ns DESC);
 CREATE INDEX turns_by_suite ON turns (suite, started_ns DESC);
 CREATE INDEX turns_by_eval_run ON turns (eval_run, variant, verdict);
-CREATE INDEX turns_by_turn_id ON turns (turn_id);
+CREATE INDEX turns_by_turn_id ON turns (turn_id, path);
 CREATE INDEX turns_by_folder ON turns (folder);
 CREATE TABLE unreadable (
     path TEXT PRIMARY KEY,
