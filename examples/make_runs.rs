@@ -238,6 +238,7 @@ fn write_summary(
         cancelled: false,
         exit: 1,
         turn_ids,
+        from_logs: Vec::new(),
         summary: serde_json::json!({"kind": "summary", "suite": "bench", "evalRun": eval_run}),
     };
     let text = serde_json::to_string(&file).unwrap();

@@ -288,3 +288,45 @@ async fn serve_answers_the_history_without_absolute_paths() {
     let (status, _) = get(&server, "/api/evals?limit=nope").await;
     assert_eq!(status, 400);
 }
+
+#[test]
+fn a_merge_counts_the_turns_it_read_from_other_runs_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    let suite = suite(dir.path(), "I could not find it.");
+    let ran = eval(&runs, &suite, "ev-abcdef0001");
+    let out = run_command(
+        in_runs(&runs)
+            .args([
+                "eval",
+                "--format",
+                "ndjson",
+                "--eval-run",
+                "ev-abcdef0003",
+                "--report",
+            ])
+            .arg(&runs)
+            .arg(&suite),
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let shown = json(
+        &mut in_runs(&runs),
+        &["evals", "show", "ev-abcdef0003", "--json"],
+    );
+    assert_eq!(shown["run"]["kind"], "merge");
+    assert_eq!(shown["run"]["turns"], 8);
+    assert_eq!(shown["run"]["numbersFrom"], "index");
+    assert_eq!(
+        shown["run"]["variants"][0]["passRate"],
+        ran["variants"][0]["passRate"]
+    );
+    assert_eq!(shown["failures"].as_array().unwrap().len(), 4);
+    // The run that recorded them still counts only its own.
+    let first = json(
+        &mut in_runs(&runs),
+        &["evals", "show", "ev-abcdef0001", "--json"],
+    );
+    assert_eq!(first["run"]["turns"], 8);
+}

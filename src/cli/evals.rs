@@ -140,6 +140,11 @@ pub fn record_eval_run(
             .iter()
             .filter_map(|r| r.observation.turn_id.clone())
             .collect(),
+        from_logs: results
+            .iter()
+            .filter(|r| r.from_log)
+            .filter_map(|r| r.observation.turn_id.clone())
+            .collect(),
         // As printed: tagged like every NDJSON record.
         summary: serde_json::to_value(promptlab::eval::report::EvalRecord::Summary(
             summary.clone(),

@@ -37,6 +37,10 @@ pub struct EvalRunFile {
     pub exit: u8,
     /// The turns its summary counted (run now, resumed, merged or re-scored).
     pub turn_ids: Vec<String>,
+    /// Of those, the ones taken from logs (resumed, merged, re-scored): the
+    /// rest carry this run's id in their own logs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from_logs: Vec<String>,
     /// The `summary` record of its NDJSON output, as printed.
     pub summary: serde_json::Value,
 }
@@ -111,10 +115,11 @@ fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()
         run.summary.to_string(),
     ])?;
     let mut member = db.prepare_cached(
-        "INSERT OR IGNORE INTO eval_run_turns (eval_run, turn_id) VALUES (?1, ?2)",
+        "INSERT OR REPLACE INTO eval_run_turns (eval_run, turn_id, borrowed) VALUES (?1, ?2, ?3)",
     )?;
+    let borrowed: HashSet<&String> = run.from_logs.iter().collect();
     for turn in &run.turn_ids {
-        member.execute(params![run.eval_run, turn])?;
+        member.execute(params![run.eval_run, turn, borrowed.contains(turn)])?;
     }
     note_eval_run(
         db,

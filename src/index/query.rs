@@ -102,16 +102,16 @@ pub struct EvalRunDetail {
     pub failures: Vec<FailureRow>,
 }
 
-/// The turns an eval run counted: those its summary files name, or —
-/// without one — those labelled with its id; one row per turn.
+/// The turns an eval run counted: those labelled with its id in their own
+/// logs, and those its summary files say it took from other runs' logs
+/// (resumed, merged, re-scored); one row per turn.
 macro_rules! members {
     () => {
         "WITH m AS (
     SELECT t.* FROM turns t WHERE t.eval_run = ?1
-        AND NOT EXISTS (SELECT 1 FROM eval_summaries s WHERE s.eval_run = ?1)
     UNION ALL
     SELECT t.* FROM eval_run_turns e JOIN turns t ON t.turn_id = e.turn_id
-        WHERE e.eval_run = ?1
+        WHERE e.eval_run = ?1 AND e.borrowed = 1
         AND t.path = (SELECT min(path) FROM turns u WHERE u.turn_id = e.turn_id)
 )"
     };

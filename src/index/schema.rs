@@ -74,6 +74,7 @@ CREATE INDEX eval_summaries_by_run ON eval_summaries (eval_run);
 CREATE TABLE eval_run_turns (
     eval_run TEXT NOT NULL,
     turn_id TEXT NOT NULL,
+    borrowed INTEGER NOT NULL,
     PRIMARY KEY (eval_run, turn_id)
 ) WITHOUT ROWID;
 CREATE TABLE folders (
