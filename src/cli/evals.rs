@@ -31,6 +31,9 @@ pub enum EvalsCommand {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab evals list\n  promptlab evals list --suite smoke --since 7d\n  promptlab evals list --json | jq '.[0].variants'"
+)]
 pub struct ListArgs {
     /// Only eval runs of this suite.
     #[arg(long, value_name = "NAME")]
@@ -47,6 +50,9 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab evals show ev-3f9a0c12b4\n  promptlab evals show ev-3f9a --json | jq '.failures'"
+)]
 pub struct ShowArgs {
     /// The eval run: `ev-` and its id, or a unique prefix of it.
     pub id: String,
@@ -56,6 +62,9 @@ pub struct ShowArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab evals trend --suite smoke\n  promptlab evals trend --suite regression --last 50 --json"
+)]
 pub struct TrendArgs {
     /// The suite.
     #[arg(long, value_name = "NAME")]

@@ -99,6 +99,9 @@ pub enum RunsCommand {
     /// Show one recorded turn as `chat` showed it (or as NDJSON).
     Show(ShowArgs),
     /// Rebuild the run index (<runs dir>/index.sqlite) from the run logs, from scratch.
+    #[command(
+        after_help = "Examples:\n  promptlab runs reindex\n  promptlab --runs-dir runs/ci runs reindex"
+    )]
     Reindex,
 }
 
