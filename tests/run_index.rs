@@ -93,17 +93,20 @@ fn the_index_answers_runs_list_exactly_as_a_scan_and_opens_in_sqlite3() {
         !runs.join("index.sqlite").exists(),
         "built by its first reader"
     );
-    for filters in [
-        &[][..],
-        &["--verdict", "fail"],
-        &["--suite", "ids", "--case", "amount"],
-        &["--case", "excess", "--claim", "CLM-HH-0001"],
-        &["--status", "done", "--eval", "ev-0000000002"],
-        &["--fingerprint", "default", "--since", "2h"],
-        &["--since", "2999-01-01"],
+    // Counted by hand: 2 runs × 2 claims × (excess passes, amount fails).
+    for (filters, expected) in [
+        (&[][..], 8),
+        (&["--verdict", "fail"], 4),
+        (&["--suite", "ids", "--case", "amount"], 4),
+        (&["--case", "excess", "--claim", "CLM-HH-0001"], 2),
+        (&["--status", "done", "--eval", "ev-0000000002"], 4),
+        (&["--fingerprint", "default", "--since", "2h"], 8),
+        (&["--since", "2999-01-01"], 0),
+        (&["--suite", "other"], 0),
     ] {
         let (indexed, stderr) = list(&mut in_runs(&runs), filters);
         assert!(!stderr.contains("no index"), "{stderr}");
+        assert_eq!(indexed.len(), expected, "{filters:?}");
         let (scanned, stderr) = list(in_runs(&runs).env("PROMPTLAB_INDEX", "off"), filters);
         assert_eq!(stderr, "", "off is quiet");
         assert_eq!(indexed, scanned, "{filters:?}");

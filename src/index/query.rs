@@ -391,9 +391,7 @@ fn where_clause(filter: &TurnFilter) -> (String, Vec<rusqlite::types::Value>) {
     );
     if let Some(since) = filter.since {
         clauses.push("started_ns >= ?".into());
-        values.push(Value::Integer(
-            since.timestamp_nanos_opt().unwrap_or(i64::MIN),
-        ));
+        values.push(Value::Integer(super::rows::nanos(since)));
     }
     let clause = if clauses.is_empty() {
         String::new()

@@ -60,12 +60,7 @@ impl TurnRow {
             path,
             turn_id: header.turn_id.clone(),
             started_at: header.started_at.to_rfc3339(),
-            started_ns: header.started_at.timestamp_nanos_opt().unwrap_or(
-                header
-                    .started_at
-                    .timestamp_millis()
-                    .saturating_mul(1_000_000),
-            ),
+            started_ns: nanos(header.started_at),
             claim: place.claim,
             fingerprint: header.fingerprint.clone(),
             variant: header.labels.as_ref().map(|l| l.variant.clone()),
