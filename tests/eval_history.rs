@@ -330,3 +330,69 @@ fn a_merge_counts_the_turns_it_read_from_other_runs_logs() {
     );
     assert_eq!(first["run"]["turns"], 8);
 }
+
+#[test]
+fn a_rescore_beside_the_logs_is_the_standing_verdict_the_index_answers_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    let judged = ["--judge-provider", "script", "--judge-script"];
+    let out = run_command(
+        in_runs(&runs)
+            .args([
+                "eval",
+                "suites/rubric.yaml",
+                "--provider",
+                "script",
+                "--eval-run",
+                "ev-abcdef0001",
+            ])
+            .args(judged)
+            .arg("suites/scripts/judge.yaml"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let failing = |runs: &Path| {
+        json(
+            &mut in_runs(runs),
+            &["runs", "list", "--verdict", "fail", "--json"],
+        )
+    };
+    assert_eq!(failing(&runs).as_array().unwrap().len(), 0);
+    let strict = write(
+        dir.path(),
+        "strict.yaml",
+        "rubric:\n  - reply: {pass: false, score: 0.0, reason: strict}\n",
+    );
+    let out = run_command(
+        in_runs(&runs)
+            .args([
+                "eval",
+                "suites/rubric.yaml",
+                "--rescore",
+                "--eval-run",
+                "ev-abcdef0002",
+            ])
+            .args(judged)
+            .arg(&strict),
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let turns = run_command(in_runs(&runs).args(["runs", "list", "--limit", "0", "--json"]));
+    let turns = serde_json::from_str::<Value>(&turns.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        failing(&runs).as_array().unwrap().len(),
+        turns,
+        "re-scores picked up"
+    );
+    let shown = json(
+        &mut in_runs(&runs),
+        &["evals", "show", "ev-abcdef0002", "--json"],
+    );
+    assert_eq!(shown["run"]["kind"], "rescore");
+    assert_eq!(shown["run"]["turns"], turns);
+    assert_eq!(shown["run"]["variants"][0]["passRate"], 0.0);
+}
