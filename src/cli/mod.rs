@@ -11,6 +11,7 @@ pub mod context;
 pub mod error;
 pub mod eval;
 pub mod evals;
+pub mod evals_trend;
 pub mod folders;
 pub mod init;
 pub mod judge;

@@ -9,6 +9,7 @@
 //! scanned into an index in memory, so every query has one implementation.
 
 pub mod evals;
+pub mod history;
 pub mod query;
 pub mod rows;
 pub mod schema;
