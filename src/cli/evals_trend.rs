@@ -86,13 +86,19 @@ pub fn trend(index: &RunIndex, args: &TrendArgs) -> Result<Exit, CliError> {
         write_json(&mut out, &trend)?;
         return Ok(Exit::Success);
     }
+    write_trend(&mut out, &trend)?;
+    Ok(Exit::Success)
+}
+
+/// The title line, then a line per variant: its sparkline, first → last.
+fn write_trend(out: &mut impl Write, trend: &Trend) -> Result<(), CliError> {
     let (Some(first), Some(last)) = (trend.runs.first(), trend.runs.last()) else {
         writeln!(
             out,
             "no eval runs of suite {} recorded",
-            printable(&args.suite)
+            printable(&trend.suite)
         )?;
-        return Ok(Exit::Success);
+        return Ok(());
     };
     writeln!(
         out,
@@ -123,7 +129,7 @@ pub fn trend(index: &RunIndex, args: &TrendArgs) -> Result<Exit, CliError> {
             line.sparkline
         )?;
     }
-    Ok(Exit::Success)
+    Ok(())
 }
 
 /// One block per run, its height the pass rate (0 % `▁` … 100 % `█`); a

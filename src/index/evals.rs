@@ -208,3 +208,48 @@ fn read_file(path: &Path) -> Result<EvalRunFile, String> {
     }
     Ok(run)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_file_that_is_not_one_is_named_and_quoted_briefly_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("ev-0000000001.json");
+        std::fs::write(&garbage, "x".repeat(10_000)).unwrap();
+        let problem = read_file(&garbage).unwrap_err();
+        assert!(problem.starts_with(&format!("eval summary `{}`: ", garbage.display())));
+        assert!(problem.len() < 400, "{problem}");
+        let file = EvalRunFile {
+            eval_run: "../../etc".into(),
+            run_kind: "run".into(),
+            suite: "s".into(),
+            shard: None,
+            started_at: Utc::now(),
+            ended_at: Utc::now(),
+            planned: 0,
+            cancelled: false,
+            exit: 0,
+            turn_ids: Vec::new(),
+            from_logs: Vec::new(),
+            summary: serde_json::Value::Null,
+        };
+        let named = dir.path().join("ev-0000000002.json");
+        std::fs::write(&named, serde_json::to_vec(&file).unwrap()).unwrap();
+        assert!(
+            read_file(&named)
+                .unwrap_err()
+                .ends_with("`../../etc` is not an eval run id")
+        );
+        assert_eq!(
+            EvalRunFile {
+                eval_run: "ev-0000000003".into(),
+                shard: Some("2/3".into()),
+                ..file
+            }
+            .file_name(),
+            "ev-0000000003.shard-2-of-3.json"
+        );
+    }
+}
