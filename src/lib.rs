@@ -14,6 +14,7 @@ pub mod digest;
 pub mod document;
 pub mod eval;
 pub mod event;
+pub mod index;
 pub mod input;
 pub mod judge;
 pub mod keyed_files;

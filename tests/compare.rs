@@ -266,7 +266,7 @@ fn versions_are_named_by_fingerprint_or_override_file() {
     );
     assert_eq!(unknown.code, 2);
     assert!(unknown.stderr.contains(
-        "`nonsense` is not a prompt fingerprint, an override file or a folder of run logs"
+        "`nonsense` is not a folder of run logs, an override file, an eval run (`ev-…`), `last`/`last~N` or a prompt fingerprint"
     ));
 }
 

@@ -94,8 +94,12 @@ fn a_passing_suite_exits_0_and_writes_valid_junit() {
     assert_eq!(cases[0].attribute("name"), Some("CLM-HH-0001 · excess"));
     // Every turn was recorded, labelled with its place in the suite.
     let mut logs = 0;
-    for folder in std::fs::read_dir(runs.path()).unwrap() {
-        for file in std::fs::read_dir(folder.unwrap().path()).unwrap() {
+    // The prompt versions' folders (`evals/` holds the eval runs' summaries).
+    for folder in std::fs::read_dir(runs.path()).unwrap().flatten() {
+        if folder.file_name() == "evals" {
+            continue;
+        }
+        for file in std::fs::read_dir(folder.path()).unwrap() {
             let log = read_run_log(&file.unwrap().path()).unwrap();
             let labels = log.header.labels.unwrap();
             assert_eq!(
@@ -210,8 +214,12 @@ fn concurrency_is_real_and_bounded() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     // Overlap of the six turns' recorded lifetimes: three at once, never more.
     let mut spans = Vec::new();
-    for folder in std::fs::read_dir(runs.path()).unwrap() {
-        for file in std::fs::read_dir(folder.unwrap().path()).unwrap() {
+    // The prompt versions' folders (`evals/` holds the eval runs' summaries).
+    for folder in std::fs::read_dir(runs.path()).unwrap().flatten() {
+        if folder.file_name() == "evals" {
+            continue;
+        }
+        for file in std::fs::read_dir(folder.path()).unwrap() {
             let log = read_run_log(&file.unwrap().path()).unwrap();
             spans.push((log.header.started_at, log.footer.unwrap().ended_at));
         }

@@ -161,7 +161,11 @@ fn gemini(command: &mut Command, server: &TestServer, runs: &Path) {
 /// Every log under `runs`: complete, readable line by line, with a footer.
 fn complete_logs(runs: &Path) -> Vec<(PathBuf, RunStatus)> {
     let mut logs = Vec::new();
+    // The prompt versions' folders (`evals/` holds the eval runs' summaries).
     for folder in std::fs::read_dir(runs).unwrap().flatten() {
+        if folder.file_name() == "evals" {
+            continue;
+        }
         for file in std::fs::read_dir(folder.path()).unwrap().flatten() {
             let path = file.path();
             assert!(

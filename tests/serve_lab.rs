@@ -457,14 +457,6 @@ fn the_page_remembers_the_last_claim_and_fits_a_narrow_window() {
         "Remembered text."
     );
 
-    browser.click(".tab[data-view=\"history\"]");
-    browser.wait_for(
-        "document.getElementById('history-note').textContent.length > 0",
-        "the history note",
-        WAIT,
-    );
-    screenshot(&mut browser, "serve-history.png");
-
     browser.resize(560, 900);
     let overflow = browser.eval("document.documentElement.scrollWidth - window.innerWidth");
     assert!(
@@ -507,4 +499,39 @@ fn an_a_b_side_refused_by_max_concurrent_shows_its_own_error() {
         "no diff without two answers"
     );
     assert_no_page_errors_but(&browser, &["503"]);
+}
+
+#[test]
+fn the_history_view_charts_the_eval_runs_and_opens_one() {
+    let server = Server::start(&excess_script(), &[]);
+    for _ in 0..2 {
+        let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &server.runs).args([
+            "eval",
+            "suites/smoke.yaml",
+            "--provider",
+            "script",
+            "--quiet",
+        ]));
+        assert!(out.code <= 1, "{}", out.stderr);
+    }
+    let mut browser = Browser::launch(1280, 800);
+    open(&mut browser, &server);
+    browser.click(".tab[data-view=\"history\"]");
+    browser.wait_for(
+        "document.querySelectorAll('#eval-list .open-eval').length === 2",
+        "the two eval runs",
+        WAIT,
+    );
+    let lines = browser.eval("document.querySelectorAll('#history-chart polyline').length");
+    assert!(lines.as_u64().unwrap() >= 1, "a line per variant: {lines}");
+    let first = browser.eval("document.querySelector('#eval-list .open-eval').textContent");
+    assert!(first.as_str().unwrap().contains("smoke"), "{first}");
+    browser.click("#eval-list .open-eval");
+    browser.wait_for(
+        "document.querySelector('#eval-detail table.summary') !== null",
+        "the run's summary",
+        WAIT,
+    );
+    screenshot(&mut browser, "serve-history.png");
+    assert_no_page_errors(&browser);
 }

@@ -625,5 +625,8 @@ fn a_worker_turn_is_a_root_with_one_child_for_the_deployments_turn() {
     assert_eq!(remote["parentSpanId"], root["spanId"]);
     assert_eq!(remote["kind"], 3, "a CLIENT span");
     let endpoint = format!("{}/api/chat", deployment.url);
-    assert_eq!(remote["attributes"]["promptlab.endpoint"], endpoint.as_str());
+    assert_eq!(
+        remote["attributes"]["promptlab.endpoint"],
+        endpoint.as_str()
+    );
 }

@@ -34,6 +34,8 @@ tested with a two-sided sign test (docs/judging.md).
 
 Examples:
   promptlab compare runs/base runs/candidate
+  promptlab compare ev-3f9a0c ev-81d2 --fail-on-regression   # two eval runs, their turns exactly
+  promptlab compare last~1 last --suite smoke                 # the newest run of smoke against the one before
   promptlab compare runs/base runs/candidate --judge \"explains the excess in plain words\" --fail-if-worse
   promptlab compare runs/base runs/candidate --variant plain-spoken --fail-on-regression
   promptlab compare runs/models@lite-low runs/models@pro-high   # two variants of one eval run
@@ -55,10 +57,13 @@ pub enum CompareFormat {
 #[derive(Debug, Args)]
 #[command(after_help = AFTER_HELP)]
 pub struct CompareArgs {
-    /// The baseline: a folder of run logs, an override file or folder (compared by its
-    /// fingerprint, looked up in --runs-dir), or a prompt fingerprint — whole, or a unique
-    /// prefix of 6 hex characters or more of one recorded in --runs-dir — in that order;
-    /// `@VARIANT` after it takes one variant (`runs/models@lite-low`).
+    /// The baseline, by one precedence rule: an existing path (a folder of run logs, or an
+    /// override file or folder, compared by its fingerprint in --runs-dir); an eval run
+    /// (`ev-…`, a unique prefix is enough); `last` or `last~N` (the newest eval run of
+    /// --suite, or N before it); a prompt fingerprint — whole, or a unique prefix of 6 hex
+    /// characters or more of one recorded in --runs-dir. An argument that could be two of
+    /// these is an error (`./NAME` is the path). `@VARIANT` after it takes one variant
+    /// (`runs/models@lite-low`).
     pub a: String,
     /// The candidate, of the same kinds.
     pub b: String,
@@ -120,6 +125,11 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     };
     let a = load_set(&args.a, runs_dir, &filter, registry)?;
     let b = load_set(&args.b, runs_dir, &filter, registry)?;
+    let mut notes: Vec<&String> = a.notes.iter().chain(&b.notes).collect();
+    notes.dedup();
+    for note in notes {
+        eprintln!("{}", promptlab::sink::printable(note));
+    }
     let criterion = criterion(&args)?;
     // Built before any judge call, so a missing key fails first (exit 2).
     let judge = criterion

@@ -10,6 +10,8 @@ pub mod compare;
 pub mod context;
 pub mod error;
 pub mod eval;
+pub mod evals;
+pub mod evals_trend;
 pub mod folders;
 pub mod init;
 pub mod judge;
@@ -154,6 +156,9 @@ pub enum Command {
     Cases(cases::CasesCommand),
     /// Run an eval suite over the claim corpus and give a verdict.
     Eval(Box<eval::EvalArgs>),
+    /// Recorded eval runs: list, show, trend (from the run index).
+    #[command(subcommand)]
+    Evals(evals::EvalsCommand),
     /// Compare two prompt versions on their recorded runs.
     Compare(compare::CompareArgs),
     /// Recorded run logs: list and show.
@@ -197,6 +202,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Claims(command) => claims::run(command, &store),
         Command::Cases(command) => cases::run(command, &store),
         Command::Eval(args) => eval::run(*args, &store, &cli.stores),
+        Command::Evals(command) => evals::run(command, &cli.stores.runs_dir),
         Command::Compare(args) => compare::run(args, &cli.stores),
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),

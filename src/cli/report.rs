@@ -59,6 +59,13 @@ pub fn run(args: ReportArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     let dirs = if args.dirs.is_empty() {
         vec![runs_dir.to_path_buf()]
     } else {
+        // Folders given as arguments are read by scanning, said once.
+        let logs: usize = args
+            .dirs
+            .iter()
+            .map(|dir| promptlab::runs::store::run_log_paths(dir).map_or(0, |p| p.len()))
+            .sum();
+        eprintln!("{}", promptlab::index::scan_note(logs));
         args.dirs.clone()
     };
     let runs = load_runs(&dirs, args.suite.as_deref())?;

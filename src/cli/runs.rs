@@ -1,5 +1,6 @@
-//! `promptlab runs list|show`: the recorded run logs (`show` itself is
-//! `runs_show.rs`).
+//! `promptlab runs list|show|reindex`: the recorded run logs (`show` itself
+//! is `runs_show.rs`). `list` asks the run index which logs match and reads
+//! only the page it shows.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -7,13 +8,13 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Local, NaiveDate, Utc};
 use clap::{Args, Subcommand};
 
-use promptlab::runs::row::{RunRow, TABLE_HEADER, status_of};
-use promptlab::runs::{RunSummary, scan_runs};
+use promptlab::index::query::TurnFilter;
+use promptlab::runs::row::{RunRow, TABLE_HEADER};
+use promptlab::runs::store::summarize;
 use promptlab::sink::{Style, printable};
 
 use super::error::{CliError, Exit};
 use promptlab::prompts::PromptRegistry;
-use promptlab::runs::record::Outcome;
 
 use super::output::{plural, write_hidden, write_json};
 use promptlab::table::{Fit, fit_table, terminal_width};
@@ -70,45 +71,13 @@ pub enum VerdictFilter {
 }
 
 impl VerdictFilter {
-    fn outcome(self) -> Outcome {
+    fn as_str(self) -> &'static str {
         match self {
-            VerdictFilter::Pass => Outcome::Pass,
-            VerdictFilter::Fail => Outcome::Fail,
-            VerdictFilter::Error => Outcome::Error,
+            VerdictFilter::Pass => "pass",
+            VerdictFilter::Fail => "fail",
+            VerdictFilter::Error => "error",
         }
     }
-}
-
-/// Whether a listed log passes the filters its header and footer answer
-/// (`--fingerprint`, `--provider`, `--claim`, `--since`, `--status`).
-fn header_filters_keep(args: &ListArgs, fingerprint: Option<&str>, run: &RunSummary) -> bool {
-    let header = &run.header;
-    fingerprint.is_none_or(|fp| header.fingerprint == fp)
-        && args
-            .provider
-            .as_ref()
-            .is_none_or(|provider| &header.provider == provider)
-        && args.claim.as_ref().is_none_or(|claim| {
-            header.claim.as_ref().map(|c| &c.id) == Some(claim)
-                || header.request.claim_id.as_ref() == Some(claim)
-        })
-        && args.since.is_none_or(|since| header.started_at >= since)
-        && args
-            .status
-            .is_none_or(|status| status_of(run) == status.as_str())
-}
-
-/// Whether a row passes the eval filters (`--verdict`, `--suite`, `--case`, `--eval`).
-fn eval_filters_keep(args: &ListArgs, row: &RunRow) -> bool {
-    let labels = row.labels.as_ref();
-    let wanted = |filter: &Option<String>, value: Option<&str>| {
-        filter.as_deref().is_none_or(|want| value == Some(want))
-    };
-    args.verdict
-        .is_none_or(|v| row.verdict == Some(v.outcome()))
-        && wanted(&args.suite, labels.map(|l| l.suite.as_str()))
-        && wanted(&args.case, labels.map(|l| l.case.as_str()))
-        && wanted(&args.eval_run, labels.and_then(|l| l.eval_run.as_deref()))
 }
 
 /// `runs show --format`.
@@ -122,13 +91,18 @@ pub enum ShowFormat {
 
 #[derive(Debug, Subcommand)]
 #[command(
-    after_help = "Examples:\n  promptlab runs list --since 1d\n  promptlab runs show 64011163"
+    after_help = "Examples:\n  promptlab runs list --since 1d\n  promptlab runs show 64011163\n  promptlab runs reindex"
 )]
 pub enum RunsCommand {
     /// List recorded turns, newest first.
     List(ListArgs),
     /// Show one recorded turn as `chat` showed it (or as NDJSON).
     Show(ShowArgs),
+    /// Rebuild the run index (<runs dir>/index.sqlite) from the run logs, from scratch.
+    #[command(
+        after_help = "Examples:\n  promptlab runs reindex\n  promptlab --runs-dir runs/ci runs reindex"
+    )]
+    Reindex,
 }
 
 #[derive(Debug, Args)]
@@ -162,7 +136,7 @@ pub struct ListArgs {
     /// Only turns of this eval case.
     #[arg(long, value_name = "NAME")]
     pub case: Option<String>,
-    /// Only turns recorded by this eval run (`ev-…`, as the eval summary names it).
+    /// Only turns recorded by this eval run (`ev-…`, as the eval summary names it, or a unique prefix).
     #[arg(long = "eval", value_name = "ID")]
     pub eval_run: Option<String>,
     /// Show at most this many (0 = all).
@@ -189,7 +163,68 @@ pub fn run(command: RunsCommand, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     match command {
         RunsCommand::List(args) => list(args, runs_dir),
         RunsCommand::Show(args) => super::runs_show::show(args, runs_dir),
+        RunsCommand::Reindex => reindex(runs_dir),
     }
+}
+
+/// `runs reindex`: the index dropped and every log read again.
+fn reindex(runs_dir: &Path) -> Result<Exit, CliError> {
+    if promptlab::index::index_off() {
+        return Err(CliError::usage(
+            "PROMPTLAB_INDEX=off: there is no index to rebuild (unset it to keep one)",
+        ));
+    }
+    if !runs_dir.is_dir() {
+        return Err(CliError::usage(format!(
+            "no runs folder `{}` to index",
+            runs_dir.display()
+        )));
+    }
+    let started = std::time::Instant::now();
+    let (_, report) = promptlab::index::RunIndex::rebuild(runs_dir).map_err(CliError::failed)?;
+    for problem in &report.problems {
+        eprintln!("warning: skipped {}", printable(problem));
+    }
+    println!(
+        "indexed {} {} in {} ({} unreadable) in {:.1} s",
+        promptlab::index::thousands(report.read as u64),
+        plural(report.read, "run log", "run logs"),
+        runs_dir.join(promptlab::index::INDEX_FILE).display(),
+        report.problems.len(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(Exit::Success)
+}
+
+/// The index's filters for `args`.
+fn turn_filter(
+    args: &ListArgs,
+    index: &promptlab::index::RunIndex,
+    runs_dir: &Path,
+) -> Result<TurnFilter, CliError> {
+    let eval_run = match &args.eval_run {
+        Some(spec)
+            if !promptlab::runs::version::is_eval_run_id(spec) && spec.starts_with("ev-") =>
+        {
+            Some(super::evals::resolve_eval_run(index, spec)?)
+        }
+        other => other.clone(),
+    };
+    Ok(TurnFilter {
+        fingerprint: args
+            .fingerprint
+            .as_deref()
+            .map(|spec| fingerprint_of(spec, runs_dir))
+            .transpose()?,
+        provider: args.provider.clone(),
+        claim: args.claim.clone(),
+        since: args.since,
+        status: args.status.map(|s| s.as_str().to_string()),
+        verdict: args.verdict.map(|v| v.as_str().to_string()),
+        suite: args.suite.clone(),
+        case: args.case.clone(),
+        eval_run,
+    })
 }
 
 /// `--fingerprint`: an existing override file or folder stands for its
@@ -207,33 +242,22 @@ fn fingerprint_of(spec: &str, runs_dir: &Path) -> Result<String, CliError> {
         })
 }
 
-fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
-    let (mut runs, problems) = scan_runs(std::slice::from_ref(runs_dir))?;
-    for problem in problems {
-        eprintln!("warning: skipped {}", printable(&problem.to_string()));
+fn list(args: ListArgs, runs_dir: &Path) -> Result<Exit, CliError> {
+    let index = super::evals::open_index(runs_dir)?;
+    let filter = turn_filter(&args, &index, runs_dir)?;
+    let limit = (args.limit > 0).then_some(args.limit);
+    let page = index.turns(&filter, limit).map_err(CliError::failed)?;
+    let total = page.total;
+    let mut runs = Vec::with_capacity(page.paths.len());
+    for path in &page.paths {
+        match summarize(path) {
+            Ok(run) => runs.push(run),
+            // Gone or changed since it was indexed: said, not guessed at.
+            Err(problem) => eprintln!("warning: skipped {}", printable(&problem.to_string())),
+        }
     }
-    let fingerprint = args
-        .fingerprint
-        .as_deref()
-        .map(|spec| fingerprint_of(spec, runs_dir))
-        .transpose()?;
-    runs.retain(|run| header_filters_keep(&args, fingerprint.as_deref(), run));
-    runs.sort_by_key(|run| std::cmp::Reverse(run.header.started_at));
-    let (runs, rows): (Vec<_>, Vec<RunRow>) = runs
-        .into_iter()
-        .map(|run| {
-            let row = RunRow::of(&run);
-            (run, row)
-        })
-        .filter(|(_, row)| eval_filters_keep(&args, row))
-        .unzip();
-    let total = runs.len();
-    let limit = if args.limit > 0 {
-        args.limit
-    } else {
-        usize::MAX
-    };
-    let (runs, rows) = (&runs[..total.min(limit)], &rows[..total.min(limit)]);
+    let rows: Vec<RunRow> = runs.iter().map(RunRow::of).collect();
+    let (runs, rows) = (&runs[..], &rows[..]);
     let mut out = std::io::stdout().lock();
     if args.json {
         write_json(&mut out, &rows)?;
@@ -273,7 +297,7 @@ fn list(args: ListArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
 }
 
 /// `--since`: a date, an RFC 3339 time, or an age such as `30m`, `2h`, `7d`.
-fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
+pub fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(time) = DateTime::parse_from_rfc3339(text) {
         return Ok(time.with_timezone(&Utc));
     }

@@ -9,6 +9,7 @@ pub mod gate;
 pub mod pairwise;
 pub mod render;
 pub mod set;
+pub mod sides;
 
 use std::collections::BTreeMap;
 

@@ -1,5 +1,7 @@
-//! Run sets: the runs of one side of a comparison, named by a fingerprint,
-//! an override file (by its fingerprint) or a folder of run logs; their
+//! Run sets: the runs of one side of a comparison, named by the one
+//! precedence rule (`runs::version`): a folder of run logs or an override
+//! file (by its fingerprint), an eval run (`ev-…`, `last~N` of `--suite`:
+//! exactly its turns, found by the run index) or a fingerprint; their
 //! prompt versions, and every run accounted for — counted, superseded by a
 //! newer run of the same turn, left out by `--variant`, or unreadable.
 
@@ -12,9 +14,10 @@ use serde::Serialize;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::prompts::PromptRegistry;
 use crate::runs::record::RecordedVerdict;
-use crate::runs::store::{RunLogError, RunLogListing, list_run_logs, run_log_paths};
-use crate::runs::version::fingerprint_for;
+use crate::runs::store::RunLogError;
 use crate::runs::{RunLog, read_run_log};
+
+use super::sides::{Resolved, resolve_spec};
 
 /// Providers whose answers do not come from a model: a comparison of their
 /// runs says nothing about how a prompt performs.
@@ -193,6 +196,9 @@ pub struct RunSet {
     /// Runs of variants `--variant` did not select.
     pub not_selected: Vec<SetAside>,
     pub unreadable: Vec<UnreadableLog>,
+    /// What its reader should be told once ("no index: scanning 12 logs").
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 impl RunSet {
@@ -227,8 +233,14 @@ pub struct RunFilter {
 
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
-    #[error("`{0}` is not a prompt fingerprint, an override file or a folder of run logs")]
+    #[error(
+        "`{0}` is not a folder of run logs, an override file, an eval run (`ev-…`), `last`/`last~N` or a prompt fingerprint"
+    )]
     Unknown(String),
+    #[error("{0}")]
+    EvalRun(String),
+    #[error(transparent)]
+    Index(#[from] crate::index::IndexError),
     #[error("{0}")]
     Version(#[from] crate::runs::version::VersionError),
     #[error("failed to read run logs in `{path}`: {source}")]
@@ -258,7 +270,12 @@ pub fn load_set(
         filter.variants = vec![variant.to_string()];
     }
     let filter = &filter;
-    let (mut source, files, wanted) = resolve_spec(spec, runs_dir, registry)?;
+    let Resolved {
+        mut source,
+        files,
+        wanted,
+        notes,
+    } = resolve_spec(spec, runs_dir, registry, filter)?;
     if let Some(variant) = side_variant {
         source.push_str(&format!(", variant {variant}"));
     }
@@ -272,6 +289,7 @@ pub fn load_set(
         superseded: Vec::new(),
         not_selected: Vec::new(),
         unreadable: Vec::new(),
+        notes,
     };
     for refused in files.refused {
         if let RunLogError::Refused { path, reason } = refused {
@@ -346,40 +364,6 @@ fn split_variant(spec: &str) -> (&str, Option<&str>) {
         }
         _ => (spec, None),
     }
-}
-
-/// What a side names: where to look for its logs, and the fingerprint they
-/// must have (none for a folder of logs, which is taken whole).
-fn resolve_spec(
-    spec: &str,
-    runs_dir: &Path,
-    registry: &PromptRegistry,
-) -> Result<(String, RunLogListing, Option<String>), CompareError> {
-    let path = Path::new(spec);
-    let holds_logs = |dir: &Path| run_log_paths(dir).is_ok_and(|paths| !paths.is_empty());
-    if path.is_dir() && holds_logs(path) {
-        return Ok((format!("run logs in {}", path.display()), list(path)?, None));
-    }
-    // Paths, then fingerprints and their prefixes (runs::version's rule).
-    let fingerprint = fingerprint_for(spec, runs_dir, registry)?
-        .ok_or_else(|| CompareError::Unknown(spec.to_string()))?;
-    let of = if fingerprint == spec {
-        String::new()
-    } else {
-        format!(" (of {spec})")
-    };
-    Ok((
-        format!("fingerprint {fingerprint}{of} in {}", runs_dir.display()),
-        list(runs_dir)?,
-        Some(fingerprint),
-    ))
-}
-
-fn list(dir: &Path) -> Result<RunLogListing, CompareError> {
-    list_run_logs(dir).map_err(|source| CompareError::Read {
-        path: dir.display().to_string(),
-        source,
-    })
 }
 
 /// A version recorded under several model settings is several versions:

@@ -147,6 +147,17 @@ impl RunLogListing {
     }
 }
 
+/// Why `path`, named like a run log in a runs folder whose real place is
+/// `root`, is not read as one (a link out of it, not a regular file), or
+/// `None` when it may be: the listing's rule, for readers that list a
+/// folder themselves (the run index).
+pub fn refused(path: &Path, root: &Path) -> Option<RunLogError> {
+    refusal(path, root).map(|reason| RunLogError::Refused {
+        path: path.display().to_string(),
+        reason,
+    })
+}
+
 /// Why a listed entry is not read as a run log, or `None` when it may be.
 fn refusal(path: &Path, root: &Path) -> Option<String> {
     let Ok(link) = std::fs::symlink_metadata(path) else {

@@ -16,6 +16,7 @@ pub mod api;
 pub mod body;
 pub mod chat;
 pub mod diff;
+pub mod evals;
 pub mod guard;
 pub mod listen;
 pub mod overrides;
@@ -149,6 +150,8 @@ pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
         .route("/api/runs/{turn_id}", get(transcript::transcript))
         .route("/api/diff", post(diff::prompt_diff))
         .route("/api/word-diff", post(diff::word_diff))
+        .route("/api/evals", get(evals::evals))
+        .route("/api/evals/{id}", get(evals::eval_run))
         .route("/api/feedback", post(api::feedback))
         .route("/api/overrides", get(overrides::list).post(overrides::save))
         .route("/api/overrides/yaml", post(overrides::yaml))

@@ -223,10 +223,14 @@ impl RunRecorder {
             return Ok(None);
         };
         let partial_path = log.partial_path.clone();
-        log.complete(footer).map(Some).map_err(|error| {
+        let path = log.complete(footer).map_err(|error| {
             let _ = std::fs::remove_file(&partial_path);
             removed(&partial_path, error)
-        })
+        })?;
+        // The run index (#30) gets the log's row; a failure there only
+        // leaves the row to the next reader's folder check.
+        crate::index::note_log(&self.runs_dir, &path);
+        Ok(Some(path))
     }
 
     fn open(&self, start: &TurnStart) -> io::Result<OpenLog> {

@@ -218,8 +218,10 @@ fn run_once(
     }
     let finish = |plan: &EvalPlan, results: Vec<TurnResult>, stop, budget: Option<&Budget>| {
         let snapshot = watch::snapshot(plan, &results);
-        summary::finish(args, mode, plan, results, stop, started_at, budget)
-            .map(|exit| (exit, snapshot))
+        summary::finish(
+            args, mode, plan, results, stop, started_at, budget, runs_dir,
+        )
+        .map(|exit| (exit, snapshot))
     };
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
     // turns or re-scoring them asks the judge.

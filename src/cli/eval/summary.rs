@@ -54,6 +54,7 @@ pub fn finish(
     stop: Option<Exit>,
     started_at: DateTime<Utc>,
     budget: Option<&Budget>,
+    runs_dir: &std::path::Path,
 ) -> Result<Exit, CliError> {
     in_matrix_order(&mut results);
     let summaries = summarize(plan, &results, args.pass_threshold);
@@ -118,6 +119,13 @@ pub fn finish(
     for error in &outcome.write_errors {
         eprintln!("error: {}", printable(error));
     }
+    // The eval run's summary file and index rows (#30, `evals list`).
+    crate::cli::evals::record_eval_run(
+        runs_dir,
+        &summary_record(mode, &outcome),
+        started_at,
+        &outcome.results,
+    );
     Ok(outcome.exit)
 }
 
@@ -259,7 +267,17 @@ fn print_ndjson(mode: &EvalMode, outcome: &EvalEnd) -> Result<(), CliError> {
     for fold in &outcome.folds {
         write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, fold)))?;
     }
-    let summary = SummaryRecord {
+    write_record(
+        &mut out,
+        &EvalRecord::Summary(summary_record(mode, outcome)),
+    )?;
+    Ok(())
+}
+
+/// The NDJSON `summary` record (also kept in the runs folder's history).
+fn summary_record(mode: &EvalMode, outcome: &EvalEnd) -> SummaryRecord {
+    let plan = outcome.plan;
+    SummaryRecord {
         suite: plan.suite.name.clone(),
         eval_run: plan.eval_run.clone(),
         run_kind: mode.run_kind(),
@@ -281,9 +299,7 @@ fn print_ndjson(mode: &EvalMode, outcome: &EvalEnd) -> Result<(), CliError> {
         tags: promptlab::eval::tags::summarize_tags(plan, &outcome.results),
         warnings: super::preflight::override_warnings(plan),
         exit: outcome.exit.number(),
-    };
-    write_record(&mut out, &EvalRecord::Summary(summary))?;
-    Ok(())
+    }
 }
 
 fn print_pretty(args: &EvalArgs, mode: &EvalMode, outcome: &EvalEnd) -> Result<(), CliError> {

@@ -1,0 +1,345 @@
+//! `promptlab evals list|show|trend`: the eval runs recorded in the runs
+//! folder, answered by the run index (`docs/run-logs.md`) without running
+//! anything — which ran, what failed, and how the pass rate moved.
+
+use std::io::Write;
+use std::path::Path;
+
+use chrono::{DateTime, Local, Utc};
+use clap::{Args, Subcommand};
+
+use promptlab::index::RunIndex;
+use promptlab::index::history::VariantNumbers;
+use promptlab::sink::{Style, printable};
+use promptlab::table::{Fit, fit_table, terminal_width};
+
+use super::error::{CliError, Exit};
+use super::output::{write_hidden, write_json};
+
+#[derive(Debug, Subcommand)]
+#[command(
+    after_help = "Examples:\n  promptlab evals list --suite smoke --since 7d\n  promptlab evals show ev-3f9a\n  promptlab evals trend --suite smoke --last 10"
+)]
+pub enum EvalsCommand {
+    /// List recorded eval runs, newest first: kind, suite, when, turns, pass rate per variant, cost, status, shard.
+    List(ListArgs),
+    /// Show one recorded eval run: its summary and failures, without running anything.
+    Show(ShowArgs),
+    /// The pass rate per variant across a suite's eval runs, oldest to newest, as a sparkline.
+    Trend(TrendArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab evals list\n  promptlab evals list --suite smoke --since 7d\n  promptlab evals list --json | jq '.[0].variants'"
+)]
+pub struct ListArgs {
+    /// Only eval runs of this suite.
+    #[arg(long, value_name = "NAME")]
+    pub suite: Option<String>,
+    /// Only eval runs started since: a date (2026-11-30), a time, or an age (30m, 2h, 7d).
+    #[arg(long, value_name = "WHEN", value_parser = super::runs::parse_since)]
+    pub since: Option<DateTime<Utc>>,
+    /// Show at most this many (0 = all).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub limit: usize,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab evals show ev-3f9a0c12b4\n  promptlab evals show ev-3f9a --json | jq '.failures'"
+)]
+pub struct ShowArgs {
+    /// The eval run: `ev-` and its id, or a unique prefix of it.
+    pub id: String,
+    /// Print as JSON: the run, its summary records and its failures.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  promptlab evals trend --suite smoke\n  promptlab evals trend --suite regression --last 50 --json"
+)]
+pub struct TrendArgs {
+    /// The suite.
+    #[arg(long, value_name = "NAME")]
+    pub suite: String,
+    /// The newest N eval runs of it.
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    pub last: u32,
+    /// Print as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(command: EvalsCommand, runs_dir: &Path) -> Result<Exit, CliError> {
+    let index = open_index(runs_dir)?;
+    match command {
+        EvalsCommand::List(args) => list(&index, &args),
+        EvalsCommand::Show(args) => show(&index, &args),
+        EvalsCommand::Trend(args) => super::evals_trend::trend(&index, &args),
+    }
+}
+
+/// The runs folder's index, up to date, its notes and skipped logs said on
+/// stderr (once: "no index: scanning 12,400 logs").
+pub fn open_index(runs_dir: &Path) -> Result<RunIndex, CliError> {
+    let opened = RunIndex::open(runs_dir).map_err(CliError::failed)?;
+    for note in &opened.notes {
+        eprintln!("{}", printable(note));
+    }
+    for problem in &opened.problems {
+        eprintln!("warning: skipped {}", printable(problem));
+    }
+    Ok(opened.index)
+}
+
+/// The one eval run `spec` (`ev-…`, whole or a unique prefix) names.
+pub fn resolve_eval_run(index: &RunIndex, spec: &str) -> Result<String, CliError> {
+    let mut ids = index.eval_run_ids(spec).map_err(CliError::failed)?;
+    match ids.len() {
+        1 => Ok(ids.remove(0)),
+        0 => Err(CliError::usage(format!(
+            "no eval run recorded in `{}` starts with `{}` (see `promptlab evals list`)",
+            index.root().display(),
+            promptlab::text::quote(spec)
+        ))),
+        n => Err(CliError::usage(format!(
+            "`{}` matches {n} eval runs: {}; give more of it",
+            promptlab::text::quote(spec),
+            ids.join(", ")
+        ))),
+    }
+}
+
+/// Keeps an ended eval run in the runs folder's history: its summary file
+/// (`evals/<id>.json`) and index rows. Not where the runs folder does not
+/// exist (a merge of shard folders elsewhere); a failure is warned about,
+/// since the eval's own outputs are already written.
+pub fn record_eval_run(
+    runs_dir: &Path,
+    summary: &promptlab::eval::report::SummaryRecord,
+    started_at: DateTime<Utc>,
+    results: &[promptlab::eval::TurnResult],
+) {
+    if !runs_dir.is_dir() {
+        return;
+    }
+    let file = promptlab::index::evals::EvalRunFile {
+        eval_run: summary.eval_run.clone(),
+        run_kind: match summary.run_kind {
+            promptlab::eval::run_id::EvalRunKind::Run => "run",
+            promptlab::eval::run_id::EvalRunKind::Merge => "merge",
+            promptlab::eval::run_id::EvalRunKind::Rescore => "rescore",
+        }
+        .to_string(),
+        suite: summary.suite.clone(),
+        shard: summary.shard.clone(),
+        started_at,
+        ended_at: Utc::now(),
+        planned: summary.planned,
+        cancelled: summary.cancelled,
+        exit: summary.exit,
+        turn_ids: results
+            .iter()
+            .filter_map(|r| r.observation.turn_id.clone())
+            .collect(),
+        from_logs: results
+            .iter()
+            .filter(|r| r.from_log)
+            .filter_map(|r| r.observation.turn_id.clone())
+            .collect(),
+        // As printed: tagged like every NDJSON record.
+        summary: serde_json::to_value(promptlab::eval::report::EvalRecord::Summary(
+            summary.clone(),
+        ))
+        .unwrap_or_default(),
+    };
+    if let Err(error) = promptlab::index::evals::record_eval_run(runs_dir, &file) {
+        eprintln!(
+            "warning: eval run {} not kept in {}'s history: {error}",
+            file.eval_run,
+            runs_dir.display()
+        );
+    }
+}
+
+const LIST_HEADER: [&str; 9] = [
+    "eval run",
+    "kind",
+    "suite",
+    "when",
+    "turns",
+    "pass rate",
+    "cost",
+    "status",
+    "shard",
+];
+const LIST_FITS: [Fit; 9] = [
+    Fit::Keep,
+    Fit::Drop(3),
+    Fit::Keep,
+    Fit::Keep,
+    Fit::Drop(4),
+    Fit::Free,
+    Fit::Drop(2),
+    Fit::Keep,
+    Fit::Drop(1),
+];
+
+fn list(index: &RunIndex, args: &ListArgs) -> Result<Exit, CliError> {
+    let limit = if args.limit == 0 {
+        usize::MAX
+    } else {
+        args.limit
+    };
+    let runs = index
+        .eval_runs(args.suite.as_deref(), args.since, limit)
+        .map_err(CliError::failed)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        write_json(&mut out, &runs)?;
+        return Ok(Exit::Success);
+    }
+    if runs.is_empty() {
+        writeln!(out, "no eval runs recorded in {}", index.root().display())?;
+        return Ok(Exit::Success);
+    }
+    let cells: Vec<[String; 9]> = runs
+        .iter()
+        .map(|run| {
+            [
+                run.id.clone(),
+                run.kind.clone(),
+                run.suite.clone(),
+                local_time(run.started_at),
+                run.turns.to_string(),
+                pass_rates(&run.variants),
+                cost(run.cost_usd),
+                run.status.clone(),
+                run.shard.clone().unwrap_or_default(),
+            ]
+            .map(|cell| printable(&cell))
+        })
+        .collect();
+    let fitted = fit_table(LIST_HEADER, LIST_FITS, &cells, terminal_width());
+    writeln!(out, "{fitted}")?;
+    write_hidden(&mut out, &fitted.hidden, "--json")?;
+    Ok(Exit::Success)
+}
+
+/// `default 92.0% · plain 88.5%`
+fn pass_rates(variants: &[VariantNumbers]) -> String {
+    variants
+        .iter()
+        .map(|v| format!("{} {}", v.variant, rate(v.pass_rate)))
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+pub fn rate(rate: Option<f64>) -> String {
+    rate.map_or_else(|| "–".to_string(), |r| format!("{:.1}%", r * 100.0))
+}
+
+fn cost(cost: Option<f64>) -> String {
+    cost.map_or_else(|| "?".to_string(), |usd| format!("${usd:.4}"))
+}
+
+pub fn local_time(time: DateTime<Utc>) -> String {
+    time.with_timezone(&Local)
+        .format("%Y-%m-%d %H:%M:%S")
+        .to_string()
+}
+
+fn show(index: &RunIndex, args: &ShowArgs) -> Result<Exit, CliError> {
+    let id = resolve_eval_run(index, &args.id)?;
+    let shown = index
+        .detail(&id)
+        .map_err(CliError::failed)?
+        .ok_or_else(|| CliError::usage(format!("no eval run `{id}`")))?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        write_json(&mut out, &shown)?;
+        return Ok(Exit::Success);
+    }
+    let style = Style::for_stdout();
+    let run = &shown.run;
+    let title = format!("Eval run {} ({}) · suite {}", run.id, run.kind, run.suite);
+    writeln!(out, "{}", style.bold(&printable(&title)))?;
+    let shard = run
+        .shard
+        .as_ref()
+        .map(|s| format!(" · shard {s}"))
+        .unwrap_or_default();
+    writeln!(
+        out,
+        "{} → {} · {} turns · {} · {}{}",
+        local_time(run.started_at),
+        local_time(run.ended_at),
+        run.turns,
+        cost(run.cost_usd),
+        run.status,
+        printable(&shard)
+    )?;
+    write_variants(&mut out, &run.variants)?;
+    if shown.failures.is_empty() {
+        return Ok(Exit::Success);
+    }
+    writeln!(out, "\n{}", style.bold("Failures:"))?;
+    for failure in &shown.failures {
+        let label = format!(
+            "{} · {} · {} #{}",
+            failure.variant.as_deref().unwrap_or("?"),
+            failure.claim,
+            failure.case,
+            failure.sample
+        );
+        let verdict = failure.verdict.as_deref().unwrap_or("unfinished");
+        writeln!(out, "{} {}", style.red(verdict), printable(&label))?;
+        for line in &failure.failures {
+            writeln!(out, "    - {}", printable(line))?;
+        }
+        let path = format!("run log: {}", index.root().join(&failure.path).display());
+        writeln!(out, "    {}", style.dim(&printable(&path)))?;
+    }
+    Ok(Exit::Success)
+}
+
+fn write_variants(out: &mut impl Write, variants: &[VariantNumbers]) -> Result<(), CliError> {
+    const HEADER: [&str; 8] = [
+        "variant",
+        "turns",
+        "passed",
+        "failed",
+        "errors",
+        "pass rate",
+        "p50",
+        "p95",
+    ];
+    let ms = |v: Option<u64>| v.map_or_else(String::new, |ms| format!("{ms} ms"));
+    let cells: Vec<[String; 8]> = variants
+        .iter()
+        .map(|v| {
+            [
+                v.variant.clone(),
+                v.turns.to_string(),
+                v.passed.to_string(),
+                v.failed.to_string(),
+                v.errors.to_string(),
+                rate(v.pass_rate),
+                ms(v.latency_p50_ms),
+                ms(v.latency_p95_ms),
+            ]
+            .map(|cell| printable(&cell))
+        })
+        .collect();
+    if !cells.is_empty() {
+        let fits = [Fit::Keep; 8];
+        writeln!(out, "{}", fit_table(HEADER, fits, &cells, terminal_width()))?;
+    }
+    Ok(())
+}

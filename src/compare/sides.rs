@@ -1,0 +1,121 @@
+//! What one side of a comparison names, by the one precedence rule
+//! (`runs::version`): a folder of run logs (scanned, said once), an eval
+//! run (`ev-…`, `last~N` of `--suite`: exactly its turns, from the run
+//! index), or an override file or fingerprint (the runs folder's logs of
+//! that prompt version).
+
+use std::path::Path;
+
+use crate::index::RunIndex;
+use crate::prompts::PromptRegistry;
+use crate::runs::store::{RunLogListing, list_run_logs, run_log_paths};
+use crate::runs::version::{Side, fingerprint_for, parse_side};
+
+use super::set::{CompareError, RunFilter};
+
+/// What a side names: where to look for its logs, the fingerprint they
+/// must have (none for a folder of logs or an eval run, taken whole), and
+/// what to tell the reader.
+pub struct Resolved {
+    pub source: String,
+    pub files: RunLogListing,
+    pub wanted: Option<String>,
+    pub notes: Vec<String>,
+}
+
+pub fn resolve_spec(
+    spec: &str,
+    runs_dir: &Path,
+    registry: &PromptRegistry,
+    filter: &RunFilter,
+) -> Result<Resolved, CompareError> {
+    let holds_logs = |dir: &Path| run_log_paths(dir).is_ok_and(|paths| !paths.is_empty());
+    let side = parse_side(spec)?.ok_or_else(|| CompareError::Unknown(spec.to_string()))?;
+    match side {
+        Side::Path(path) if path.is_dir() && holds_logs(&path) => {
+            let files = list(&path)?;
+            // A folder given as an argument is read by scanning, said once.
+            let notes = vec![crate::index::scan_note(files.paths.len())];
+            Ok(Resolved {
+                source: format!("run logs in {}", path.display()),
+                files,
+                wanted: None,
+                notes,
+            })
+        }
+        Side::EvalRun(prefix) => eval_run_side(runs_dir, |index| {
+            let mut ids = index.eval_run_ids(&prefix)?;
+            match ids.len() {
+                1 => Ok(Ok(ids.remove(0))),
+                0 => Ok(Err(format!(
+                    "no eval run recorded in `{}` starts with `{prefix}`",
+                    runs_dir.display()
+                ))),
+                n => Ok(Err(format!(
+                    "`{prefix}` matches {n} eval runs: {}; give more of it",
+                    ids.join(", ")
+                ))),
+            }
+        }),
+        Side::Last(back) => {
+            let Some(suite) = filter.suite.clone() else {
+                return Err(CompareError::EvalRun(format!(
+                    "`{spec}` names an eval run of a suite: give --suite NAME"
+                )));
+            };
+            eval_run_side(runs_dir, |index| {
+                let runs = index.eval_runs_of(&suite)?;
+                Ok(runs.get(back as usize).cloned().ok_or_else(|| {
+                    format!(
+                        "`{spec}`: suite {suite} has {} eval runs recorded in `{}`",
+                        runs.len(),
+                        runs_dir.display()
+                    )
+                }))
+            })
+        }
+        Side::Path(_) | Side::Fingerprint(_) => {
+            // Override files and fingerprints (runs::version's rule).
+            let fingerprint = fingerprint_for(spec, runs_dir, registry)?
+                .ok_or_else(|| CompareError::Unknown(spec.to_string()))?;
+            let of = if fingerprint == spec {
+                String::new()
+            } else {
+                format!(" (of {spec})")
+            };
+            Ok(Resolved {
+                source: format!("fingerprint {fingerprint}{of} in {}", runs_dir.display()),
+                files: list(runs_dir)?,
+                wanted: Some(fingerprint),
+                notes: Vec::new(),
+            })
+        }
+    }
+}
+
+/// An eval run's turns, exactly: `pick` names the run from the index (or
+/// says why none), whose member logs the side then reads.
+fn eval_run_side(
+    runs_dir: &Path,
+    pick: impl FnOnce(&RunIndex) -> Result<Result<String, String>, crate::index::IndexError>,
+) -> Result<Resolved, CompareError> {
+    let opened = RunIndex::open(runs_dir)?;
+    let id = pick(&opened.index)?.map_err(CompareError::EvalRun)?;
+    let paths = opened.index.member_paths(&id)?;
+    Ok(Resolved {
+        source: format!("eval run {id} in {}", runs_dir.display()),
+        files: RunLogListing {
+            paths,
+            refused: Vec::new(),
+        },
+        wanted: None,
+        notes: opened.notes,
+    })
+}
+
+fn list(dir: &Path) -> Result<RunLogListing, CompareError> {
+    list_run_logs(dir).map_err(|source| CompareError::Read {
+        path: dir.display().to_string(),
+        source,
+    })
+}

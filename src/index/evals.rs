@@ -1,0 +1,255 @@
+//! Eval runs' summaries, kept as files so that the files stay the truth:
+//! `<runs dir>/evals/<ev-id>.json` (a shard's `<ev-id>.shard-I-of-N.json`),
+//! written whole when an eval run ends — its NDJSON summary record, when it
+//! ran, and the turns it counted. The index reads them into
+//! `eval_summaries` and `eval_run_turns`; `runs reindex` reads them again.
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use rusqlite::{Connection, params};
+use serde::{Deserialize, Serialize};
+
+use super::rows::note_eval_run;
+use super::sync::{EVALS_FOLDER, SyncReport, set_stamp};
+use super::{IndexError, RunIndex, in_transaction};
+
+/// The largest summary file read (a million turn ids fit).
+const MAX_SUMMARY_BYTES: u64 = 64 * 1024 * 1024;
+
+/// One eval run's summary file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalRunFile {
+    pub eval_run: String,
+    /// `run`, `merge` or `rescore`.
+    pub run_kind: String,
+    pub suite: String,
+    /// `I/N` for one shard.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    pub planned: usize,
+    pub cancelled: bool,
+    pub exit: u8,
+    /// The turns its summary counted (run now, resumed, merged or re-scored).
+    pub turn_ids: Vec<String>,
+    /// Of those, the ones taken from logs (resumed, merged, re-scored): the
+    /// rest carry this run's id in their own logs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub from_logs: Vec<String>,
+    /// The `summary` record of its NDJSON output, as printed.
+    pub summary: serde_json::Value,
+}
+
+impl EvalRunFile {
+    /// `pass` (exit 0), `cancelled`, or `fail`.
+    pub fn status(&self) -> &'static str {
+        match (self.cancelled, self.exit) {
+            (true, _) => "cancelled",
+            (false, 0) => "pass",
+            _ => "fail",
+        }
+    }
+
+    /// Its name in the `evals` folder.
+    pub fn file_name(&self) -> String {
+        match &self.shard {
+            Some(shard) => format!(
+                "{}.shard-{}.json",
+                self.eval_run,
+                shard.replace('/', "-of-")
+            ),
+            None => format!("{}.json", self.eval_run),
+        }
+    }
+}
+
+/// Writes `run`'s summary into `runs_dir/evals/` (temporary file, then
+/// rename: a reader never sees half of one) and adds it to the index.
+pub fn record_eval_run(runs_dir: &Path, run: &EvalRunFile) -> std::io::Result<PathBuf> {
+    let dir = runs_dir.join(EVALS_FOLDER);
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(run.file_name());
+    let temporary = dir.join(format!(".{}.tmp-{}", run.file_name(), std::process::id()));
+    let mut text = serde_json::to_vec(run).map_err(std::io::Error::other)?;
+    text.push(b'\n');
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temporary)
+        .and_then(|mut file| file.write_all(&text).and_then(|()| file.sync_all()))
+        .and_then(|()| std::fs::rename(&temporary, &path))
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(&temporary);
+        })?;
+    if let Some(handle) = super::writer_for(runs_dir) {
+        let db = handle.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = in_transaction(&db, |db| upsert(db, &run.file_name(), run));
+    }
+    Ok(path)
+}
+
+/// Adds one summary file's rows, replacing those it had.
+fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()> {
+    forget(db, file)?;
+    let nanos = super::rows::nanos;
+    db.prepare_cached(
+        "INSERT INTO eval_summaries (file, eval_run, kind, shard, planned, turns, status, exit,
+         started_at, ended_at, summary) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    )?
+    .execute(params![
+        file,
+        run.eval_run,
+        run.run_kind,
+        run.shard,
+        i64::try_from(run.planned).unwrap_or(i64::MAX),
+        i64::try_from(run.turn_ids.len()).unwrap_or(i64::MAX),
+        run.status(),
+        run.exit,
+        run.started_at.to_rfc3339(),
+        run.ended_at.to_rfc3339(),
+        run.summary.to_string(),
+    ])?;
+    let mut member = db.prepare_cached(
+        "INSERT OR REPLACE INTO eval_run_turns (eval_run, turn_id, borrowed) VALUES (?1, ?2, ?3)",
+    )?;
+    let borrowed: HashSet<&String> = run.from_logs.iter().collect();
+    for turn in &run.turn_ids {
+        member.execute(params![run.eval_run, turn, borrowed.contains(turn)])?;
+    }
+    note_eval_run(
+        db,
+        &run.eval_run,
+        &run.suite,
+        nanos(run.started_at),
+        nanos(run.ended_at),
+    )
+}
+
+/// Drops one summary file's rows (its members stay if another shard's
+/// file names them too).
+fn forget(db: &Connection, file: &str) -> rusqlite::Result<()> {
+    db.execute("DELETE FROM eval_summaries WHERE file = ?1", [file])?;
+    db.execute(
+        "DELETE FROM eval_run_turns WHERE eval_run NOT IN (SELECT eval_run FROM eval_summaries)",
+        [],
+    )?;
+    Ok(())
+}
+
+pub(super) fn forget_all(db: &Connection) -> rusqlite::Result<()> {
+    db.execute("DELETE FROM eval_summaries", [])?;
+    db.execute("DELETE FROM eval_run_turns", [])?;
+    Ok(())
+}
+
+/// Reads the summary files of the `evals` folder again, whole (there is
+/// one per eval run, not one per turn).
+pub(super) fn read_folder(
+    index: &RunIndex,
+    dir: &Path,
+    stamp: &str,
+    report: &mut SyncReport,
+) -> Result<(), IndexError> {
+    let listed = std::fs::read_dir(dir).map_err(|source| IndexError::Folder {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let mut files = Vec::new();
+    for entry in listed.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with("ev-") && name.ends_with(".json") {
+            match read_file(&entry.path()) {
+                Ok(run) => files.push((name, run)),
+                Err(problem) => report.problems.push(problem),
+            }
+        }
+    }
+    let names: HashSet<&str> = files.iter().map(|(name, _)| name.as_str()).collect();
+    let db = index.lock();
+    in_transaction(&db, |db| {
+        let known: Vec<String> = db
+            .prepare("SELECT file FROM eval_summaries")?
+            .query_map([], |row| row.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        for file in known.iter().filter(|file| !names.contains(file.as_str())) {
+            forget(db, file)?;
+        }
+        for (name, run) in &files {
+            upsert(db, name, run)?;
+        }
+        set_stamp(db, EVALS_FOLDER, stamp)
+    })
+    .map_err(|e| index.error(e))
+}
+
+/// One summary file, or why it cannot be read (said as a skipped file).
+fn read_file(path: &Path) -> Result<EvalRunFile, String> {
+    let bytes = std::fs::File::open(path)
+        .and_then(|file| crate::input::read_limited(file, MAX_SUMMARY_BYTES))
+        .map_err(|error| format!("eval summary `{}`: {error}", path.display()))?;
+    let run: EvalRunFile = serde_json::from_slice(&bytes).map_err(|error| {
+        format!(
+            "eval summary `{}`: {}",
+            path.display(),
+            crate::text::quote(&error.to_string())
+        )
+    })?;
+    if !crate::runs::version::is_eval_run_id(&run.eval_run) {
+        return Err(format!(
+            "eval summary `{}`: `{}` is not an eval run id",
+            path.display(),
+            crate::text::quote(&run.eval_run)
+        ));
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_summary_file_that_is_not_one_is_named_and_quoted_briefly_never_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let garbage = dir.path().join("ev-0000000001.json");
+        std::fs::write(&garbage, "x".repeat(10_000)).unwrap();
+        let problem = read_file(&garbage).unwrap_err();
+        assert!(problem.starts_with(&format!("eval summary `{}`: ", garbage.display())));
+        assert!(problem.len() < 400, "{problem}");
+        let file = EvalRunFile {
+            eval_run: "../../etc".into(),
+            run_kind: "run".into(),
+            suite: "s".into(),
+            shard: None,
+            started_at: Utc::now(),
+            ended_at: Utc::now(),
+            planned: 0,
+            cancelled: false,
+            exit: 0,
+            turn_ids: Vec::new(),
+            from_logs: Vec::new(),
+            summary: serde_json::Value::Null,
+        };
+        let named = dir.path().join("ev-0000000002.json");
+        std::fs::write(&named, serde_json::to_vec(&file).unwrap()).unwrap();
+        assert!(
+            read_file(&named)
+                .unwrap_err()
+                .ends_with("`../../etc` is not an eval run id")
+        );
+        assert_eq!(
+            EvalRunFile {
+                eval_run: "ev-0000000003".into(),
+                shard: Some("2/3".into()),
+                ..file
+            }
+            .file_name(),
+            "ev-0000000003.shard-2-of-3.json"
+        );
+    }
+}

@@ -1,0 +1,357 @@
+//! Eval runs as the index answers them (`evals list|show|trend`, `GET
+//! /api/evals`): per variant, pass rates by the tally's rules
+//! (`runs::tally`: passed / judged, errors apart) and nearest-rank latency
+//! percentiles over the turns that finished uncached, each from exact SQL
+//! over the run's own turns — never estimates — and its failures.
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use rusqlite::OptionalExtension;
+use serde::Serialize;
+
+use super::{IndexError, RunIndex};
+
+/// One eval run as `evals list` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalRunRow {
+    pub id: String,
+    /// `run`, `merge` or `rescore`; `run` for one without a summary file.
+    pub kind: String,
+    pub suite: String,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: DateTime<Utc>,
+    /// Its shards (`1/3, 2/3`), when it ran as shards.
+    pub shard: Option<String>,
+    /// Turns it counted, as indexed.
+    pub turns: usize,
+    /// `pass`, `fail`, `cancelled`, or `no summary` (it did not end: killed,
+    /// or still running).
+    pub status: String,
+    /// What its turns' model calls cost, in USD; absent when any is unknown.
+    pub cost_usd: Option<f64>,
+    pub variants: Vec<VariantNumbers>,
+    /// `index` (the turns' rows) or `summary` (its summary file: the turns
+    /// it merged are in other folders).
+    pub numbers_from: String,
+}
+
+/// One variant's numbers in one eval run.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VariantNumbers {
+    pub variant: String,
+    pub turns: usize,
+    pub judged: usize,
+    pub passed: usize,
+    pub failed: usize,
+    pub errors: usize,
+    /// passed / judged.
+    pub pass_rate: Option<f64>,
+    pub latency_p50_ms: Option<u64>,
+    pub latency_p95_ms: Option<u64>,
+}
+
+/// A turn of an eval run that did not pass.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureRow {
+    pub variant: Option<String>,
+    pub claim: String,
+    pub case: String,
+    pub sample: u32,
+    /// `fail`, `error`, or absent for a turn that never finished.
+    pub verdict: Option<String>,
+    pub failures: Vec<String>,
+    /// Relative to the runs folder.
+    pub path: String,
+}
+
+/// One eval run in full (`evals show --json`, `GET /api/evals/{id}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EvalRunDetail {
+    pub run: EvalRunRow,
+    /// Its NDJSON `summary` records (one per shard), as `eval` printed them.
+    pub summaries: Vec<serde_json::Value>,
+    pub failures: Vec<FailureRow>,
+}
+
+/// The turns an eval run counted: those labelled with its id in their own
+/// logs, and those its summary files say it took from other runs' logs
+/// (resumed, merged, re-scored); one row per turn.
+macro_rules! members {
+    () => {
+        "WITH m AS (
+    SELECT t.* FROM turns t WHERE t.eval_run = ?1
+    UNION ALL
+    SELECT t.* FROM eval_run_turns e JOIN turns t ON t.turn_id = e.turn_id
+        WHERE e.eval_run = ?1 AND e.borrowed = 1
+        AND t.path = (SELECT min(path) FROM turns u WHERE u.turn_id = e.turn_id)
+)"
+    };
+}
+const MEMBERS: &str = members!();
+
+/// Per variant: turns, judged, passed, failed, errors (the tally's rules),
+/// cost (null when any is unknown), and the nearest-rank 50th and 95th
+/// latency percentiles — rank ⌈p·n/100⌉, in integers — over the turns that
+/// finished without a cache hit: one pass over the members, those timed
+/// ranked first.
+const VARIANTS: &str = concat!(
+    members!(),
+    ",
+timed AS (
+    SELECT coalesce(variant, '') AS variant, verdict, errored, cost_usd, latency_ms,
+        (errored = 0 AND cached = 0 AND latency_ms IS NOT NULL) AS timed
+    FROM m
+),
+ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY variant ORDER BY timed DESC, latency_ms) AS rank,
+        sum(timed) OVER (PARTITION BY variant) AS n
+    FROM timed
+)
+SELECT variant, count(*), count(verdict), total(verdict = 'pass'), total(verdict = 'fail'),
+    total(errored), CASE WHEN count(cost_usd) = count(*) THEN total(cost_usd) END,
+    max(CASE WHEN timed AND rank = max(1, (50 * n + 99) / 100) THEN latency_ms END),
+    max(CASE WHEN timed AND rank = max(1, (95 * n + 99) / 100) THEN latency_ms END)
+FROM ranked GROUP BY variant ORDER BY variant"
+);
+
+impl RunIndex {
+    /// The newest `limit` eval runs (of `suite`, since `since`), newest first.
+    pub fn eval_runs(
+        &self,
+        suite: Option<&str>,
+        since: Option<DateTime<Utc>>,
+        limit: usize,
+    ) -> Result<Vec<EvalRunRow>, IndexError> {
+        let since = since.map(super::rows::nanos);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let ids = self.strings(
+            "SELECT id FROM eval_runs WHERE (?1 IS NULL OR suite = ?1)
+             AND (?2 IS NULL OR started_ns >= ?2) ORDER BY started_ns DESC, id LIMIT ?3",
+            &[&suite, &since, &limit],
+        )?;
+        ids.iter()
+            .filter_map(|id| self.eval_run(id).transpose())
+            .collect()
+    }
+
+    /// One eval run by its whole id.
+    pub fn eval_run(&self, id: &str) -> Result<Option<EvalRunRow>, IndexError> {
+        let db = self.lock();
+        let span = db
+            .query_row(
+                "SELECT suite, started_ns, ended_ns FROM eval_runs WHERE id = ?1",
+                [id],
+                |row| {
+                    Ok((
+                        row.get::<_, String>(0)?,
+                        row.get::<_, i64>(1)?,
+                        row.get::<_, i64>(2)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        let Some((suite, started, ended)) = span else {
+            return Ok(None);
+        };
+        let summaries = summaries(&db, id).map_err(|e| self.error(e))?;
+        drop(db);
+        let counted = self.variants(id)?;
+        let turns = counted.iter().map(|(v, _)| v.turns).sum();
+        let cost_usd = counted
+            .iter()
+            .try_fold(0.0, |sum, (_, cost)| cost.map(|cost| sum + cost));
+        let mut variants: Vec<VariantNumbers> = counted.into_iter().map(|(v, _)| v).collect();
+        let mut numbers_from = "index";
+        let mut turns = turns;
+        if variants.is_empty()
+            && let Some(from_file) = summaries
+                .iter()
+                .find_map(|s| variants_in_summary(&s.summary))
+        {
+            (variants, numbers_from) = (from_file, "summary");
+            turns = variants.iter().map(|v| v.turns).sum();
+        }
+        let time = |ns: i64| DateTime::from_timestamp_nanos(ns);
+        Ok(Some(EvalRunRow {
+            id: id.to_string(),
+            kind: summaries.first().map_or("run".into(), |s| s.kind.clone()),
+            suite,
+            started_at: time(started),
+            ended_at: time(ended),
+            shard: {
+                let shards: Vec<&str> = summaries
+                    .iter()
+                    .filter_map(|s| s.shard.as_deref())
+                    .collect();
+                (!shards.is_empty()).then(|| shards.join(", "))
+            },
+            turns,
+            status: status_of(&summaries),
+            cost_usd,
+            variants,
+            numbers_from: numbers_from.to_string(),
+        }))
+    }
+
+    /// An eval run's numbers per variant, by name, and their cost (absent
+    /// when any turn's is unknown): one query over its turns.
+    pub fn variants(&self, id: &str) -> Result<Vec<(VariantNumbers, Option<f64>)>, IndexError> {
+        let db = self.lock();
+        let mut statement = db.prepare_cached(VARIANTS).map_err(|e| self.error(e))?;
+        let rows = statement
+            .query_map([id], |row| {
+                let count = |i| row.get::<_, f64>(i).map(|n| n as usize);
+                let (judged, passed) = (count(2)?, count(3)?);
+                let ms = |i| {
+                    row.get::<_, Option<i64>>(i)
+                        .map(|v| v.and_then(|ms| u64::try_from(ms).ok()))
+                };
+                Ok((
+                    VariantNumbers {
+                        variant: row.get(0)?,
+                        turns: count(1)?,
+                        judged,
+                        passed,
+                        failed: count(4)?,
+                        errors: count(5)?,
+                        pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
+                        latency_p50_ms: ms(7)?,
+                        latency_p95_ms: ms(8)?,
+                    },
+                    row.get(6)?,
+                ))
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>());
+        rows.map_err(|e| self.error(e))
+    }
+
+    /// The turns of an eval run that did not pass, in place order.
+    pub fn failures(&self, id: &str) -> Result<Vec<FailureRow>, IndexError> {
+        let db = self.lock();
+        let sql = format!(
+            "{MEMBERS} SELECT variant, claim, \"case\", sample, verdict, failures, path FROM m
+             WHERE verdict IS NOT 'pass' ORDER BY variant, claim, \"case\", sample, path"
+        );
+        db.prepare(&sql)
+            .and_then(|mut statement| {
+                statement
+                    .query_map([id], |row| {
+                        let failures: Option<String> = row.get(5)?;
+                        Ok(FailureRow {
+                            variant: row.get(0)?,
+                            claim: row.get(1)?,
+                            case: row.get(2)?,
+                            sample: row.get(3)?,
+                            verdict: row.get(4)?,
+                            failures: failures
+                                .map(|text| text.lines().map(str::to_string).collect())
+                                .unwrap_or_default(),
+                            path: row.get(6)?,
+                        })
+                    })?
+                    .collect()
+            })
+            .map_err(|e| self.error(e))
+    }
+
+    /// The logs of an eval run's turns.
+    pub fn member_paths(&self, id: &str) -> Result<Vec<PathBuf>, IndexError> {
+        let paths = self.strings(
+            &format!("{MEMBERS} SELECT path FROM m ORDER BY path"),
+            &[&id],
+        )?;
+        Ok(paths.into_iter().map(|path| self.root.join(path)).collect())
+    }
+
+    /// One eval run by its whole id, with its summaries and failures.
+    pub fn detail(&self, id: &str) -> Result<Option<EvalRunDetail>, IndexError> {
+        let Some(run) = self.eval_run(id)? else {
+            return Ok(None);
+        };
+        Ok(Some(EvalRunDetail {
+            summaries: self.summary_records(id)?,
+            failures: self.failures(id)?,
+            run,
+        }))
+    }
+
+    /// The summary records of an eval run's summary files, as written.
+    pub fn summary_records(&self, id: &str) -> Result<Vec<serde_json::Value>, IndexError> {
+        let db = self.lock();
+        let found = summaries(&db, id).map_err(|e| self.error(e))?;
+        Ok(found.into_iter().map(|s| s.summary).collect())
+    }
+}
+
+struct SummaryRow {
+    kind: String,
+    shard: Option<String>,
+    status: String,
+    summary: serde_json::Value,
+}
+
+fn summaries(db: &rusqlite::Connection, id: &str) -> rusqlite::Result<Vec<SummaryRow>> {
+    db.prepare_cached(
+        "SELECT kind, shard, status, summary FROM eval_summaries WHERE eval_run = ?1 ORDER BY shard, file",
+    )?
+    .query_map([id], |row| {
+        let text: String = row.get(3)?;
+        Ok(SummaryRow {
+            kind: row.get(0)?,
+            shard: row.get(1)?,
+            status: row.get(2)?,
+            summary: serde_json::from_str(&text).unwrap_or_default(),
+        })
+    })?
+    .collect()
+}
+
+/// `no summary` without a summary file; else the worst of its files'.
+fn status_of(summaries: &[SummaryRow]) -> String {
+    for worst in ["cancelled", "fail", "pass"] {
+        if summaries.iter().any(|s| s.status == worst) {
+            return worst.to_string();
+        }
+    }
+    "no summary".to_string()
+}
+
+/// A summary record's per-variant numbers (for a merge whose turns are not
+/// in this folder).
+fn variants_in_summary(summary: &serde_json::Value) -> Option<Vec<VariantNumbers>> {
+    let variants = summary.get("variants")?.as_array()?;
+    let count = |v: &serde_json::Value, key: &str| {
+        v.get(key)
+            .and_then(serde_json::Value::as_u64)
+            .map_or(0, |n| n as usize)
+    };
+    let found: Vec<VariantNumbers> = variants
+        .iter()
+        .map(|v| {
+            let (passed, failed) = (count(v, "passed"), count(v, "failed"));
+            let judged = count(v, "turns");
+            VariantNumbers {
+                variant: v
+                    .get("variant")
+                    .and_then(|n| n.as_str())
+                    .unwrap_or("")
+                    .to_string(),
+                turns: count(v, "turns"),
+                judged,
+                passed,
+                failed,
+                errors: count(v, "errors"),
+                pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
+                latency_p50_ms: v.get("latencyP50Ms").and_then(serde_json::Value::as_u64),
+                latency_p95_ms: v.get("latencyP95Ms").and_then(serde_json::Value::as_u64),
+            }
+        })
+        .collect();
+    (!found.is_empty()).then_some(found)
+}

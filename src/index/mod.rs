@@ -1,0 +1,325 @@
+//! The run index, `<runs dir>/index.sqlite`: one row per run log, one per
+//! eval run, so that history is a query rather than a scan
+//! (`docs/run-logs.md` documents the tables). The files stay the truth: the
+//! index is a cache that every writer keeps current as it records
+//! (`note_log`), that a reader brings up to date when a folder changed since
+//! it was last read (a copied shard folder), and that is rebuilt whole when
+//! it is of another schema version or unreadable. A folder that cannot be
+//! written, a folder given as an argument, or `PROMPTLAB_INDEX=off` is
+//! scanned into an index in memory, so every query has one implementation.
+
+pub mod evals;
+pub mod history;
+pub mod query;
+pub mod rows;
+pub mod schema;
+pub mod sync;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+/// The index's file name in a runs folder (`**/index.sqlite*` is git-ignored).
+pub const INDEX_FILE: &str = "index.sqlite";
+/// `PROMPTLAB_INDEX=off`: scan, never open or write an index (for a runs
+/// folder on a network filesystem, where SQLite's locking cannot be trusted).
+pub const INDEX_ENV: &str = "PROMPTLAB_INDEX";
+/// How long a writer waits for another to finish (concurrent evals).
+const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("run index `{path}`: {source}")]
+    Sqlite {
+        path: String,
+        #[source]
+        source: rusqlite::Error,
+    },
+    #[error("failed to read runs folder `{path}`: {source}")]
+    Folder {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Why a runs folder is read by scanning rather than through its index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanReason {
+    /// `PROMPTLAB_INDEX=off`.
+    Off,
+    /// The folder cannot be written.
+    ReadOnly,
+    /// A folder given as an argument, not the configured runs folder.
+    Argument,
+}
+
+/// An index: the one in a runs folder, or one built in memory by a scan.
+pub struct RunIndex {
+    root: PathBuf,
+    db: Mutex<Connection>,
+    scanned: Option<ScanReason>,
+}
+
+/// An index opened for reading, brought up to date, and what a reader
+/// should be told: logs that could not be read, and notes such as "no
+/// index: scanning 12,400 logs" or that an unreadable index was rebuilt.
+pub struct Opened {
+    pub index: RunIndex,
+    pub notes: Vec<String>,
+    /// Logs that could not be read, each said as a scan says it.
+    pub problems: Vec<String>,
+}
+
+/// "no index: scanning 12,400 logs", said once by the reader of a folder
+/// that is scanned.
+pub fn scan_note(logs: usize) -> String {
+    format!(
+        "no index: scanning {} {}",
+        thousands(logs as u64),
+        if logs == 1 { "log" } else { "logs" }
+    )
+}
+
+/// `12400` → `12,400`.
+pub fn thousands(count: u64) -> String {
+    let digits = count.to_string();
+    let mut out = String::new();
+    for (at, digit) in digits.chars().enumerate() {
+        if at > 0 && (digits.len() - at).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
+}
+
+/// Whether `PROMPTLAB_INDEX` turns the index off.
+pub fn index_off() -> bool {
+    std::env::var(INDEX_ENV).is_ok_and(|value| value.eq_ignore_ascii_case("off"))
+}
+
+impl RunIndex {
+    /// The configured runs folder's index, brought up to date; a scan into
+    /// memory when it is off or the folder cannot be written.
+    pub fn open(runs_dir: &Path) -> Result<Opened, IndexError> {
+        if index_off() {
+            return Self::scan(runs_dir, ScanReason::Off);
+        }
+        if !runs_dir.is_dir() {
+            // Nothing recorded yet: an empty index, and nothing to say.
+            let index = Self::in_memory(runs_dir, ScanReason::Argument)?;
+            return Ok(Opened {
+                index,
+                notes: Vec::new(),
+                problems: Vec::new(),
+            });
+        }
+        if !writable(runs_dir) {
+            return Self::scan(runs_dir, ScanReason::ReadOnly);
+        }
+        let (db, mut notes) = open_file(runs_dir)?;
+        let index = RunIndex {
+            root: runs_dir.to_path_buf(),
+            db: Mutex::new(db),
+            scanned: None,
+        };
+        let report = index.sync()?;
+        notes.extend(report.notes);
+        Ok(Opened {
+            index,
+            notes,
+            problems: report.problems,
+        })
+    }
+
+    /// `dir` read by scanning into an index in memory (a folder given as an
+    /// argument, or a runs folder that cannot carry an index); says so,
+    /// except when the index was turned off on purpose.
+    pub fn scan(dir: &Path, reason: ScanReason) -> Result<Opened, IndexError> {
+        let index = Self::in_memory(dir, reason)?;
+        let report = index.sync()?;
+        let mut notes = report.notes;
+        if reason != ScanReason::Off {
+            notes.insert(0, scan_note(report.read));
+        }
+        Ok(Opened {
+            index,
+            notes,
+            problems: report.problems,
+        })
+    }
+
+    /// Drops every row and reads every log again (`runs reindex`).
+    pub fn rebuild(runs_dir: &Path) -> Result<(RunIndex, sync::SyncReport), IndexError> {
+        let (db, _) = open_file(runs_dir)?;
+        schema::drop_all(&db)
+            .and_then(|()| schema::create(&db))
+            .map_err(|source| sqlite_error(runs_dir, source))?;
+        let index = RunIndex {
+            root: runs_dir.to_path_buf(),
+            db: Mutex::new(db),
+            scanned: None,
+        };
+        let report = index.sync()?;
+        Ok((index, report))
+    }
+
+    fn in_memory(dir: &Path, reason: ScanReason) -> Result<RunIndex, IndexError> {
+        let db = Connection::open_in_memory()
+            .and_then(|db| schema::create(&db).map(|()| db))
+            .map_err(|source| sqlite_error(dir, source))?;
+        Ok(RunIndex {
+            root: dir.to_path_buf(),
+            db: Mutex::new(db),
+            scanned: Some(reason),
+        })
+    }
+
+    /// The folder whose logs it indexes.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Why it was built by a scan; `None` for the runs folder's own index.
+    pub fn scanned(&self) -> Option<ScanReason> {
+        self.scanned
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock leaves SQLite consistent (each
+        // change is a transaction), so the connection stays usable.
+        self.db
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn error(&self, source: rusqlite::Error) -> IndexError {
+        sqlite_error(&self.root, source)
+    }
+}
+
+fn sqlite_error(dir: &Path, source: rusqlite::Error) -> IndexError {
+    IndexError::Sqlite {
+        path: dir.join(INDEX_FILE).display().to_string(),
+        source,
+    }
+}
+
+/// Whether this process may create files in `dir`.
+fn writable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(name) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: `name` is a valid NUL-terminated path for the call's duration.
+    unsafe { libc::access(name.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
+}
+
+/// Opens (creating) the index file of `runs_dir`: WAL where the filesystem
+/// allows it (else SQLite keeps its rollback journal), a busy timeout so
+/// that concurrent writers take turns. An index of another version is
+/// emptied; a file SQLite cannot read as one is replaced, with a note.
+fn open_file(runs_dir: &Path) -> Result<(Connection, Vec<String>), IndexError> {
+    let path = runs_dir.join(INDEX_FILE);
+    let mut notes = Vec::new();
+    match connect(&path) {
+        Ok(db) => return Ok((db, notes)),
+        Err(error) => notes.push(format!(
+            "{} is not a readable index ({error}): rebuilt from the run logs",
+            path.display()
+        )),
+    }
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+    }
+    let db = connect(&path).map_err(|source| sqlite_error(runs_dir, source))?;
+    Ok((db, notes))
+}
+
+fn connect(path: &Path) -> rusqlite::Result<Connection> {
+    let db = Connection::open(path)?;
+    db.busy_timeout(BUSY_TIMEOUT)?;
+    // Answers `wal`, or the journal mode kept where WAL cannot be set.
+    let _mode: String = db.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
+    db.execute_batch("PRAGMA synchronous = NORMAL")?;
+    let tables: i64 = db.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
+        [],
+        |row| row.get(0),
+    )?;
+    if tables == 0 {
+        in_transaction(&db, schema::create)?;
+    } else if !schema::is_current(&db) {
+        in_transaction(&db, |db| {
+            schema::drop_all(db)?;
+            schema::create(db)
+        })?;
+    }
+    Ok(db)
+}
+
+/// Runs `change` as one immediate transaction: it takes the write lock at
+/// once (waiting out the busy timeout), so two writers never interleave.
+fn in_transaction<T>(
+    db: &Connection,
+    change: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+) -> rusqlite::Result<T> {
+    db.execute_batch("BEGIN IMMEDIATE")?;
+    match change(db) {
+        Ok(value) => {
+            db.execute_batch("COMMIT")?;
+            Ok(value)
+        }
+        Err(error) => {
+            let _ = db.execute_batch("ROLLBACK");
+            Err(error)
+        }
+    }
+}
+
+/// The writers' handles, one per runs folder and process, so that every recorded turn adds its row without
+/// each writer opening its own connection.
+type Writers = Mutex<Vec<(PathBuf, Arc<Mutex<Connection>>)>>;
+
+fn writer_for(runs_dir: &Path) -> Option<Arc<Mutex<Connection>>> {
+    static WRITERS: OnceLock<Writers> = OnceLock::new();
+    let writers = WRITERS.get_or_init(Writers::default);
+    let mut writers = writers.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, handle)) = writers.iter().find(|(dir, _)| dir == runs_dir) {
+        return Some(handle.clone());
+    }
+    // Writers keep an index that exists; the first reader builds one (a
+    // runs folder nobody queries is left as plain files). Not remembered
+    // while there is none, so a long `serve` starts keeping one once made.
+    let kept = runs_dir.join(INDEX_FILE).is_file();
+    if !kept || index_off() || !writable(runs_dir) {
+        return None;
+    }
+    let (db, _) = open_file(runs_dir).ok()?;
+    let handle = Arc::new(Mutex::new(db));
+    writers.push((runs_dir.to_path_buf(), handle.clone()));
+    Some(handle)
+}
+
+/// Adds the row of the log just completed at `log` in `runs_dir` (the
+/// recorder's hook; safe from any thread). A log that cannot be indexed
+/// now is found by the next reader, whose folder check sees it changed.
+pub fn note_log(runs_dir: &Path, log: &Path) {
+    let Some(handle) = writer_for(runs_dir) else {
+        return;
+    };
+    let Ok(summary) = crate::runs::store::summarize(log) else {
+        return;
+    };
+    let row = rows::TurnRow::of(&summary.view(), runs_dir);
+    let partial = format!("{}{}", row.path, crate::runs::naming::PARTIAL_SUFFIX);
+    let db = handle.lock().unwrap_or_else(|p| p.into_inner());
+    let _ = in_transaction(&db, |db| {
+        row.upsert(db)?;
+        db.execute("DELETE FROM turns WHERE path = ?1", [&partial])?;
+        Ok(())
+    });
+}

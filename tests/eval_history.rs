@@ -1,0 +1,398 @@
+//! Eval history (#30): `evals list|show|trend` give the numbers eval's own
+//! summary gave, from exact SQL over the index; `compare` names two eval
+//! runs (`ev-…` prefixes, `last~N`) and pairs exactly their turns, by the
+//! one precedence rule whose ambiguities are errors; `serve` answers
+//! `GET /api/evals` and `/api/evals/{id}` without absolute paths.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use support::serve::Server;
+use support::{promptlab, repo_root, run_command, write};
+
+fn suite(dir: &Path, wrong_answer: &str) -> PathBuf {
+    write(dir, "ok.yaml", "turns:\n  - text: The excess is £350.\n");
+    write(
+        dir,
+        "wrong.yaml",
+        &format!("turns:\n  - text: {wrong_answer}\n"),
+    );
+    write(
+        dir,
+        "suite.yaml",
+        "name: ids\nrepeats: 2\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\ndefaults: {today: 2026-11-30}\n\
+         cases:\n  - name: excess\n    message: What is the excess?\n    script: ok.yaml\n    expect: {answerContains: excess}\n\
+         \x20 - name: amount\n    message: How much?\n    script: wrong.yaml\n    expect: {answerContains: £350}\n",
+    )
+}
+
+fn in_runs(runs: &Path) -> Command {
+    let mut command = promptlab();
+    command.env("PROMPTLAB_RUNS_DIR", runs);
+    command
+}
+
+/// Runs the suite as eval run `id`; its NDJSON `summary` record.
+fn eval(runs: &Path, suite: &Path, id: &str) -> Value {
+    let out = run_command(
+        in_runs(runs)
+            .args([
+                "eval",
+                "--provider",
+                "script",
+                "--format",
+                "ndjson",
+                "--eval-run",
+                id,
+            ])
+            .arg(suite),
+    );
+    assert!(out.code <= 1, "{}", out.stderr);
+    let last = out.stdout.lines().last().unwrap();
+    serde_json::from_str(last).unwrap()
+}
+
+fn json(command: &mut Command, args: &[&str]) -> Value {
+    let out = run_command(command.args(args));
+    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+/// Two eval runs of one suite: the first fails `amount` everywhere, the
+/// second passes it (the wrong script fixed).
+fn history(dir: &Path) -> (PathBuf, Value, Value) {
+    let runs = dir.join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    // An index from the start, so that the writers keep it.
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    let first = eval(&runs, &suite(dir, "I could not find it."), "ev-abcdef0001");
+    let second = eval(
+        &runs,
+        &suite(dir, "The excess is £350, paid."),
+        "ev-abcdef0002",
+    );
+    (runs, first, second)
+}
+
+#[test]
+fn evals_give_the_numbers_of_eval_s_own_summary_and_the_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runs, first, second) = history(dir.path());
+    let listed = json(&mut in_runs(&runs), &["evals", "list", "--json"]);
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ev-abcdef0002", "ev-abcdef0001"], "newest first");
+    assert_eq!(listed[0]["status"], "pass");
+    assert_eq!(listed[1]["status"], "fail");
+    for (id, summary) in [("ev-abcdef0001", &first), ("ev-abcdef0002", &second)] {
+        let shown = json(&mut in_runs(&runs), &["evals", "show", id, "--json"]);
+        assert_eq!(shown["run"]["numbersFrom"], "index");
+        assert_eq!(
+            shown["summaries"][0], *summary,
+            "the record as eval printed it"
+        );
+        let indexed = &shown["run"]["variants"][0];
+        let printed = &summary["variants"][0];
+        for (ours, theirs) in [
+            ("turns", "turns"),
+            ("passed", "passed"),
+            ("failed", "failed"),
+            ("errors", "errors"),
+            ("passRate", "passRate"),
+            ("latencyP50Ms", "latencyP50Ms"),
+            ("latencyP95Ms", "latencyP95Ms"),
+        ] {
+            assert_eq!(indexed[ours], printed[theirs], "{id} {ours}");
+        }
+    }
+    let shown = json(
+        &mut in_runs(&runs),
+        &["evals", "show", "ev-abcdef0001", "--json"],
+    );
+    let failures = shown["failures"].as_array().unwrap();
+    assert_eq!(failures.len(), 4);
+    assert!(
+        failures
+            .iter()
+            .all(|f| f["case"] == "amount" && f["verdict"] == "fail")
+    );
+    assert!(
+        failures[0]["failures"][0]
+            .as_str()
+            .unwrap()
+            .contains("£350"),
+        "{}",
+        failures[0]
+    );
+    let text = run_command(in_runs(&runs).args(["evals", "show", "ev-abcdef0001"]));
+    assert!(
+        text.stdout.contains("Failures:") && text.stdout.contains("amount #2"),
+        "{}",
+        text.stdout
+    );
+    let trend = json(
+        &mut in_runs(&runs),
+        &["evals", "trend", "--suite", "ids", "--json"],
+    );
+    assert_eq!(
+        trend["variants"][0]["passRates"],
+        serde_json::json!([0.5, 1.0])
+    );
+    assert_eq!(trend["variants"][0]["sparkline"], "▅█");
+    let text = run_command(in_runs(&runs).args(["evals", "trend", "--suite", "ids"]));
+    assert!(
+        text.stdout.contains("default  ▅█  50.0% → 100.0%"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn bad_eval_run_names_are_precise_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runs, _, _) = history(dir.path());
+    for (args, wanted) in [
+        (
+            &["evals", "show", "ev-abcdef"][..],
+            "error: `ev-abcdef` matches 2 eval runs: ev-abcdef0001, ev-abcdef0002; give more of it\n",
+        ),
+        (
+            &["evals", "show", "ev-ffff"],
+            "starts with `ev-ffff` (see `promptlab evals list`)\n",
+        ),
+        (&["evals", "show", "nonsense\u{7}"], "starts with `nonsense"),
+        (
+            &["compare", "ev-abcdef", "ev-abcdef0002"],
+            "error: `ev-abcdef` matches 2 eval runs: ev-abcdef0001, ev-abcdef0002; give more of it\n",
+        ),
+        (
+            &["compare", "last~1", "last"],
+            "error: `last~1` names an eval run of a suite: give --suite NAME\n",
+        ),
+        (
+            &["compare", "last~5", "last", "--suite", "ids"],
+            "error: `last~5`: suite ids has 2 eval runs recorded in",
+        ),
+        (
+            &["evals", "trend", "--suite", "ids", "--last", "0"],
+            "error: invalid value '0' for '--last <N>'",
+        ),
+    ] {
+        let out = run_command(in_runs(&runs).args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(out.stderr.contains(wanted), "{args:?}: {}", out.stderr);
+        assert!(
+            !out.stderr.contains('\u{7}'),
+            "control characters are kept from the terminal"
+        );
+    }
+}
+
+#[test]
+fn compare_pairs_exactly_the_turns_of_two_eval_runs_named_by_id_or_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runs, _, _) = history(dir.path());
+    for sides in [
+        &["ev-abcdef0001", "ev-abcdef0002"][..],
+        &["ev-abcdef0001", "ev-abcdef0002", "--suite", "ids"],
+        &["last~1", "last", "--suite", "ids"],
+    ] {
+        let report = json(
+            &mut in_runs(&runs),
+            &[&["compare"][..], sides, &["--format", "json"]].concat(),
+        );
+        let pairs = report["pairs"].as_array().unwrap();
+        assert_eq!(
+            pairs.len(),
+            8,
+            "{sides:?}: both runs' 8 turns, not the folder's 16"
+        );
+        let fixed = pairs
+            .iter()
+            .filter(|p| p["change"] == "fail_to_pass")
+            .count();
+        assert_eq!(fixed, 4, "{sides:?}");
+        assert!(pairs.iter().all(|p| p["a"]["path"] != p["b"]["path"]));
+        let a = report["a"]["source"].as_str().unwrap();
+        assert!(a.starts_with("eval run ev-abcdef0001 in "), "{a}");
+    }
+    // A path of the same name wins nothing: the argument is ambiguous.
+    let cwd = tempfile::tempdir().unwrap();
+    std::fs::write(cwd.path().join("last"), "").unwrap();
+    let out = run_command(in_runs(&runs).current_dir(cwd.path()).args([
+        "compare",
+        "last",
+        "ev-abcdef0002",
+        "--suite",
+        "ids",
+    ]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "error: `last` could name an existing path or `last~N` (an eval run of --suite); write `./last` for the path\n"
+    );
+}
+
+async fn get(server: &Server, path: &str) -> (u16, String) {
+    let response = reqwest::get(server.at(path)).await.unwrap();
+    (response.status().as_u16(), response.text().await.unwrap())
+}
+
+#[tokio::test]
+async fn serve_answers_the_history_without_absolute_paths() {
+    let server = Server::start(&repo_root().join("tests/data/scripts/excess.yaml"), &[]);
+    let dir = tempfile::tempdir().unwrap();
+    eval(
+        &server.runs,
+        &suite(dir.path(), "I could not find it."),
+        "ev-abcdef0001",
+    );
+    let (status, body) = get(&server, "/api/evals").await;
+    assert_eq!(status, 200, "{body}");
+    let runs: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(runs[0]["id"], "ev-abcdef0001");
+    assert_eq!(runs[0]["turns"], 8);
+    let (status, body) = get(&server, "/api/evals/ev-abcdef0001").await;
+    assert_eq!(status, 200, "{body}");
+    let shown: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(shown["failures"].as_array().unwrap().len(), 4);
+    let path = shown["failures"][0]["path"].as_str().unwrap();
+    assert!(
+        path.starts_with("default/") && path.ends_with(".ndjson"),
+        "{path}"
+    );
+    let root = server.runs.canonicalize().unwrap();
+    for absolute in [
+        server.runs.display().to_string(),
+        root.display().to_string(),
+    ] {
+        assert!(!body.contains(&absolute), "{body}");
+    }
+    for bad in [
+        "ev-abcdef000",
+        "ev-ffffffffff",
+        "..%2f..%2fetc",
+        "ev-abcdef0001%00",
+    ] {
+        let (status, body) = get(&server, &format!("/api/evals/{bad}")).await;
+        assert_eq!(status, 404, "{bad}: {body}");
+        assert!(body.starts_with("{\"error\":\"Eval run "), "{body}");
+    }
+    let (status, _) = get(&server, "/api/evals?limit=nope").await;
+    assert_eq!(status, 400);
+}
+
+#[test]
+fn a_merge_counts_the_turns_it_read_from_other_runs_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    let suite = suite(dir.path(), "I could not find it.");
+    let ran = eval(&runs, &suite, "ev-abcdef0001");
+    let out = run_command(
+        in_runs(&runs)
+            .args([
+                "eval",
+                "--format",
+                "ndjson",
+                "--eval-run",
+                "ev-abcdef0003",
+                "--report",
+            ])
+            .arg(&runs)
+            .arg(&suite),
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let shown = json(
+        &mut in_runs(&runs),
+        &["evals", "show", "ev-abcdef0003", "--json"],
+    );
+    assert_eq!(shown["run"]["kind"], "merge");
+    assert_eq!(shown["run"]["turns"], 8);
+    assert_eq!(shown["run"]["numbersFrom"], "index");
+    assert_eq!(
+        shown["run"]["variants"][0]["passRate"],
+        ran["variants"][0]["passRate"]
+    );
+    assert_eq!(shown["failures"].as_array().unwrap().len(), 4);
+    // The run that recorded them still counts only its own.
+    let first = json(
+        &mut in_runs(&runs),
+        &["evals", "show", "ev-abcdef0001", "--json"],
+    );
+    assert_eq!(first["run"]["turns"], 8);
+}
+
+#[test]
+fn a_rescore_beside_the_logs_is_the_standing_verdict_the_index_answers_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    let judged = ["--judge-provider", "script", "--judge-script"];
+    let out = run_command(
+        in_runs(&runs)
+            .args([
+                "eval",
+                "suites/rubric.yaml",
+                "--provider",
+                "script",
+                "--eval-run",
+                "ev-abcdef0001",
+            ])
+            .args(judged)
+            .arg("suites/scripts/judge.yaml"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let failing = |runs: &Path| {
+        json(
+            &mut in_runs(runs),
+            &["runs", "list", "--verdict", "fail", "--json"],
+        )
+    };
+    assert_eq!(failing(&runs).as_array().unwrap().len(), 0);
+    let strict = write(
+        dir.path(),
+        "strict.yaml",
+        "rubric:\n  - reply: {pass: false, score: 0.0, reason: strict}\n",
+    );
+    let out = run_command(
+        in_runs(&runs)
+            .args([
+                "eval",
+                "suites/rubric.yaml",
+                "--rescore",
+                "--eval-run",
+                "ev-abcdef0002",
+            ])
+            .args(judged)
+            .arg(&strict),
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let turns = run_command(in_runs(&runs).args(["runs", "list", "--limit", "0", "--json"]));
+    let turns = serde_json::from_str::<Value>(&turns.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(
+        failing(&runs).as_array().unwrap().len(),
+        turns,
+        "re-scores picked up"
+    );
+    let shown = json(
+        &mut in_runs(&runs),
+        &["evals", "show", "ev-abcdef0002", "--json"],
+    );
+    assert_eq!(shown["run"]["kind"], "rescore");
+    assert_eq!(shown["run"]["turns"], turns);
+    assert_eq!(shown["run"]["variants"][0]["passRate"], 0.0);
+}
