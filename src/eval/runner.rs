@@ -41,7 +41,17 @@ pub fn index_recorded(
     plan: &EvalPlan,
     done_only: bool,
 ) -> std::io::Result<HashMap<TurnKey, PathBuf>> {
+    index_recorded_counted(dirs, plan, done_only).map(|(found, _)| found)
+}
+
+/// `index_recorded`, and how many logs the folders' scan read.
+pub fn index_recorded_counted(
+    dirs: &[PathBuf],
+    plan: &EvalPlan,
+    done_only: bool,
+) -> std::io::Result<(HashMap<TurnKey, PathBuf>, usize)> {
     let (summaries, _) = scan_runs(dirs)?;
+    let scanned = summaries.len();
     let mut newest: HashMap<TurnKey, (chrono::DateTime<chrono::Utc>, PathBuf)> = HashMap::new();
     for summary in summaries {
         let Some(footer) = summary.footer.as_ref().filter(|_| !summary.partial) else {
@@ -61,10 +71,11 @@ pub fn index_recorded(
             newest.insert(key, (started, summary.path));
         }
     }
-    Ok(newest
+    let found = newest
         .into_iter()
         .map(|(key, (_, path))| (key, path))
-        .collect())
+        .collect();
+    Ok((found, scanned))
 }
 
 /// Where each turn's model answers come from.

@@ -28,7 +28,7 @@ use clap::{Args, ValueEnum};
 use promptlab::claims::ClaimStore;
 use promptlab::eval::budget::Budget;
 use promptlab::eval::matrix::ModelSettings;
-use promptlab::eval::runner::{index_recorded, missing_result, result_from_log, resume};
+use promptlab::eval::runner::{index_recorded_counted, missing_result, result_from_log, resume};
 use promptlab::eval::suite::Variant;
 use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, TurnResult, build_matrix};
 use promptlab::prompts::PromptRegistry;
@@ -235,7 +235,9 @@ fn run_once(
         return finish(&plan, results, stop, None);
     }
     if let EvalMode::Merge(dirs) = mode {
-        let recorded = index_recorded(dirs, &plan, false)?;
+        // Folders given as arguments are read by scanning (docs/run-logs.md).
+        let (recorded, scanned) = index_recorded_counted(dirs, &plan, false)?;
+        eprintln!("{}", promptlab::index::scan_note(scanned));
         let results = plan
             .selected()
             .map(|spec| match recorded.get(&plan.key(&spec)) {
