@@ -64,6 +64,11 @@ fn chat(script: &Path, runs: &Path, endpoint: &str, extra_env: &[(&str, &str)]) 
 
 /// The spans in the receiver's requests, decoded by the official definitions.
 fn decoded(server: &TestServer, protocol: &str) -> Option<Value> {
+    decoded_after(server, protocol, 0)
+}
+
+/// `decoded` of the requests after the first `skip`.
+fn decoded_after(server: &TestServer, protocol: &str, skip: usize) -> Option<Value> {
     let (python, script) = python_module(
         "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
         "opentelemetry-proto",
@@ -72,7 +77,7 @@ fn decoded(server: &TestServer, protocol: &str) -> Option<Value> {
     let dir = tempfile::tempdir().unwrap();
     let mut command = Command::new(python);
     command.arg(script).arg(protocol);
-    for (index, request) in server.requests().iter().enumerate() {
+    for (index, request) in server.requests().iter().enumerate().skip(skip) {
         assert_eq!(request.method, "POST");
         assert_eq!(request.target, "/v1/traces");
         let expected = if protocol == "json" {
@@ -490,36 +495,11 @@ fn an_eval_turn_carries_its_verdict_and_a_rescore_its_new_one() {
         &["--rescore"],
     );
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
-    let all = self::spans(&decoded_after(&server, before));
+    let all = self::spans(&decoded_after(&server, "protobuf", before).unwrap());
     let rescored = named(&all, "evaluate excess");
     assert_eq!(rescored.len(), 1, "{all:#?}");
     assert_eq!(rescored[0]["attributes"]["promptlab.verdict"], "fail");
     assert_eq!(rescored[0]["attributes"]["promptlab.rescore"], true);
-}
-
-/// The spans of the requests after the first `skip`.
-fn decoded_after(server: &TestServer, skip: usize) -> Value {
-    let (python, script) = python_module(
-        "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-        "opentelemetry-proto",
-        "otlp-decode.py",
-    )
-    .expect("installed: the first decode ran");
-    let dir = tempfile::tempdir().unwrap();
-    let mut command = Command::new(python);
-    command.arg(script).arg("protobuf");
-    for (index, request) in server.requests().iter().enumerate().skip(skip) {
-        let path = dir.path().join(format!("{index}.bin"));
-        std::fs::write(&path, &request.body).unwrap();
-        command.arg(path);
-    }
-    let out = command.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]

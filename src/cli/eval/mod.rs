@@ -218,10 +218,9 @@ fn run_once(
     }
     let finish = |plan: &EvalPlan, results: Vec<TurnResult>, stop, budget: Option<&Budget>| {
         let snapshot = watch::snapshot(plan, &results);
-        summary::finish(
-            args, mode, plan, results, stop, started_at, budget, runs_dir,
-        )
-        .map(|exit| (exit, snapshot))
+        let when_and_where = (started_at, runs_dir);
+        summary::finish(args, mode, plan, results, stop, when_and_where, budget)
+            .map(|exit| (exit, snapshot))
     };
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
     // turns or re-scoring them asks the judge.

@@ -45,16 +45,16 @@ struct EvalEnd<'a> {
     write_errors: Vec<String>,
 }
 
-/// Summary, failures, reports and the exit code.
+/// Summary, failures, reports and the exit code; `(started_at, runs_dir)`:
+/// when the run started and the runs folder its summary is kept in.
 pub fn finish(
     args: &EvalArgs,
     mode: &EvalMode,
     plan: &EvalPlan,
     mut results: Vec<TurnResult>,
     stop: Option<Exit>,
-    started_at: DateTime<Utc>,
+    (started_at, runs_dir): (DateTime<Utc>, &std::path::Path),
     budget: Option<&Budget>,
-    runs_dir: &std::path::Path,
 ) -> Result<Exit, CliError> {
     in_matrix_order(&mut results);
     let summaries = summarize(plan, &results, args.pass_threshold);
