@@ -325,9 +325,16 @@ fn a_recent_run_opens_its_transcript_and_hostile_text_stays_text() {
         ),
     );
     let server = Server::start(&script, &[]);
+    // A pasted claim whose policy text is markup: the tool result shows it.
+    let mut claim: Value = serde_json::from_str(
+        &std::fs::read_to_string(repo_root().join("claims/CLM-HH-0001.json")).unwrap(),
+    )
+    .unwrap();
+    let planted = "<img src=y onerror=\"window.__pwned=3\">Home <i>Plus</i>";
+    claim["policy"]["product"] = json!(planted);
     let mut browser = Browser::launch(1280, 800);
     open(&mut browser, &server);
-    type_into(&mut browser, "#claim", "CLM-HH-0001");
+    type_into(&mut browser, "#claim-json", &claim.to_string());
     type_into(&mut browser, "#message", "What is the excess?");
     browser.click("#send");
     browser.wait_for(
@@ -359,6 +366,20 @@ fn a_recent_run_opens_its_transcript_and_hostile_text_stays_text() {
         "no markup from the answer became elements"
     );
     assert_eq!(browser.eval("typeof window.__pwned"), "undefined");
+    // The section is JSON: the planted text as a JSON string's contents.
+    let planted = json!(planted).to_string();
+    let planted = planted.trim_matches('"');
+    let lookup = browser.eval("document.querySelector('#run-body .lookups pre').textContent");
+    assert!(
+        lookup.as_str().unwrap().contains(planted),
+        "the claim's markup shown as text: {lookup}"
+    );
+    let live = browser.eval("document.querySelector('#transcript .lookups pre').textContent");
+    assert!(live.as_str().unwrap().contains(planted), "{live}");
+    assert_eq!(
+        browser.eval("document.querySelectorAll('#transcript i, #run-body i').length"),
+        0
+    );
     let chips =
         browser.eval("[...document.querySelectorAll('#run-body .chip')].map(c => c.textContent)");
     assert_eq!(chips, json!(["Reading the policy section"]));
