@@ -12,7 +12,7 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::http_server::{RecordedRequest, Reply, Responder, TestServer};
 use support::references::python_module;
 use support::{promptlab, run_command, write};
@@ -482,6 +482,12 @@ fn an_eval_turn_carries_its_verdict_and_a_rescore_its_new_one() {
         "pass"
     );
     assert_eq!(named(&spans, "execute_tool get_claim_section").len(), 1);
+    // The run log names the trace its turn was exported as.
+    let log_path = attributes["promptlab.run_log"].as_str().unwrap();
+    let log = promptlab::runs::read_run_log(Path::new(log_path)).unwrap();
+    let recorded = log.header.trace.expect("the header names the trace");
+    assert_eq!(recorded.trace_id, root["traceId"].as_str().unwrap());
+    assert_eq!(recorded.span_id, root["spanId"].as_str().unwrap());
 
     // The criterion changes and fails: a re-score exports the new verdict.
     let before = server.requests().len();
@@ -500,6 +506,11 @@ fn an_eval_turn_carries_its_verdict_and_a_rescore_its_new_one() {
     assert_eq!(rescored.len(), 1, "{all:#?}");
     assert_eq!(rescored[0]["attributes"]["promptlab.verdict"], "fail");
     assert_eq!(rescored[0]["attributes"]["promptlab.rescore"], true);
+    assert_eq!(
+        rescored[0]["links"],
+        json!([recorded.span_id]),
+        "linked to the turn's own trace"
+    );
 }
 
 #[test]

@@ -146,7 +146,11 @@ pub async fn drive_turn(
         say_notices: format == OutputFormat::Pretty,
     };
     let turn = runner.run(request, cancel.clone());
-    let mut recorder = recorder;
+    // The run log names the trace its turn is exported as.
+    let mut recorder = match &trace {
+        Some(trace) => recorder.map(|recorder| recorder.with_trace(trace.ids())),
+        None => recorder,
+    };
     let delivery = {
         // Recorders first (see `drive`), then observers, then the writer.
         let mut sinks: Vec<&mut dyn TurnSink> = Vec::with_capacity(4);

@@ -340,12 +340,8 @@ async fn run_one(
         },
     };
     let request = plan.request(spec, settings.today);
-    let mut recorder = RunRecorder::new(
-        &settings.runs_dir,
-        &request,
-        runner.provider_name(),
-        Some(plan.labels(spec)),
-    );
+    let mut trace = start_trace(settings, &runner, &request);
+    let mut recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_ref());
     let mut watch = Watch {
         observation: Observation {
             message: last_user_message(&request.messages),
@@ -356,7 +352,6 @@ async fn run_one(
         messages,
         feed: &settings.feed,
     };
-    let mut trace = start_trace(settings, &runner, &request);
     let clock = Instant::now();
     let turn = runner.run(request, cancel.clone());
     let delivery = match trace.as_mut() {
@@ -382,6 +377,26 @@ async fn run_one(
         end_trace(plan, trace, &result);
     }
     result
+}
+
+/// The turn's run log, labelled with its place and naming its trace.
+fn recorder_for(
+    plan: &EvalPlan,
+    settings: &RunSettings,
+    spec: &TurnSpec,
+    (runner, request): (&TurnRunner, &crate::chat::ChatRequest),
+    trace: Option<&crate::telemetry::TurnTrace>,
+) -> RunRecorder {
+    let recorder = RunRecorder::new(
+        &settings.runs_dir,
+        request,
+        runner.provider_name(),
+        Some(plan.labels(spec)),
+    );
+    match trace {
+        Some(trace) => recorder.with_trace(trace.ids()),
+        None => recorder,
+    }
 }
 
 /// The turn's trace, when tracing is on; ended by `end_trace`.

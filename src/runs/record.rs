@@ -93,6 +93,18 @@ pub struct RunHeader {
     /// A `worker` turn: the deployment it ran on and what was sent there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteTurn>,
+    /// The turn's trace, when it was exported (`docs/telemetry.md`): what a
+    /// later re-score links its span to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<TraceRef>,
+}
+
+/// A trace and its root span, as lowercase hex (W3C trace context).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TraceRef {
+    pub trace_id: String,
+    pub span_id: String,
 }
 
 /// Every request option, as given (before the claim is resolved).

@@ -132,7 +132,10 @@ async fn run_turn(
         })
     });
     let turn = run_chat_turn(state.turn_context(), request, cancel.clone());
-    let mut recorder = recorder;
+    let mut recorder = match &trace {
+        Some(trace) => recorder.map(|recorder| recorder.with_trace(trace.ids())),
+        None => recorder,
+    };
     let delivery = {
         let mut sinks: Vec<&mut dyn TurnSink> = Vec::with_capacity(3);
         if let Some(recorder) = recorder.as_mut() {

@@ -36,6 +36,7 @@ pub struct RunRecorder {
     model: String,
     claim: Option<ClaimRecord>,
     labels: Option<RunLabels>,
+    trace: Option<crate::runs::record::TraceRef>,
     log: Option<OpenLog>,
 }
 
@@ -85,8 +86,15 @@ impl RunRecorder {
                 ClaimInput::Id(_) => None,
             },
             labels,
+            trace: None,
             log: None,
         }
+    }
+
+    /// Records the turn's trace in the header (`docs/telemetry.md`).
+    pub fn with_trace(mut self, trace: crate::runs::record::TraceRef) -> RunRecorder {
+        self.trace = Some(trace);
+        self
     }
 
     /// Prices the turn's calls with `prices` (`--prices`) instead of the
@@ -270,6 +278,7 @@ impl RunRecorder {
                 tools_sha256: None,
                 labels: self.labels.clone(),
                 remote: start.remote.clone(),
+                trace: self.trace.clone(),
             },
             header_written: false,
             first_text_ms: None,

@@ -98,17 +98,25 @@ impl Tracing {
     }
 
     /// `eval --rescore`: one span for a recorded turn judged again, with
-    /// the new verdict; `run_log` names the turn. (Run logs do not record
-    /// their turn's trace, so the span cannot link to it.)
-    pub fn rescored(&self, case: &str, run_log: &std::path::Path, verdict: &Verdict) {
+    /// the new verdict; `run_log` names the turn, and `original` (the log's
+    /// `trace`, when it was exported) becomes the span's link.
+    pub fn rescored(
+        &self,
+        case: &str,
+        run_log: &std::path::Path,
+        verdict: &Verdict,
+        original: Option<&crate::runs::record::TraceRef>,
+    ) {
         use opentelemetry::trace::{SpanKind, TraceContextExt, Tracer};
         use opentelemetry::{Context, KeyValue};
         let now = std::time::SystemTime::now();
+        let links = original.and_then(link_to).into_iter().collect();
         let span = self
             .0
             .tracer
             .span_builder(format!("evaluate {case}"))
             .with_kind(SpanKind::Internal)
+            .with_links(links)
             .with_start_time(now)
             .with_attributes([
                 KeyValue::new("gen_ai.operation.name", "evaluate"),
@@ -124,6 +132,21 @@ impl Tracing {
             .offered
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
+}
+
+/// A link to a recorded turn's root span; `None` for ids that are not hex.
+fn link_to(trace: &crate::runs::record::TraceRef) -> Option<opentelemetry::trace::Link> {
+    use opentelemetry::trace::{Link, SpanContext, SpanId, TraceFlags, TraceId, TraceState};
+    let trace_id = TraceId::from_hex(&trace.trace_id).ok()?;
+    let span_id = SpanId::from_hex(&trace.span_id).ok()?;
+    let context = SpanContext::new(
+        trace_id,
+        span_id,
+        TraceFlags::SAMPLED,
+        true,
+        TraceState::default(),
+    );
+    Some(Link::with_context(context))
 }
 
 /// `gen_ai.provider.name` for a provider's name (the conventions' values

@@ -80,6 +80,9 @@ struct ToolSeen {
 
 pub struct TurnTrace {
     shared: Arc<Shared>,
+    /// Chosen up front, so the run log can name the trace before it exists.
+    trace_id: [u8; 16],
+    span_id: [u8; 8],
     labels: TurnLabels,
     start: Option<TurnStart>,
     prepared: Option<PreparedTurn>,
@@ -95,8 +98,15 @@ pub struct TurnTrace {
 
 impl TurnTrace {
     pub(super) fn new(shared: Arc<Shared>, labels: TurnLabels) -> TurnTrace {
+        let random = uuid::Uuid::new_v4().into_bytes();
+        let parent = labels.parent.or(shared.parent);
+        let trace_id = parent.map_or(uuid::Uuid::new_v4().into_bytes(), |p| p.trace_id);
+        let mut span_id = [0u8; 8];
+        span_id.copy_from_slice(&random[..8]);
         TurnTrace {
             shared,
+            trace_id,
+            span_id,
             labels,
             start: None,
             prepared: None,
@@ -108,6 +118,14 @@ impl TurnTrace {
             ended: None,
             run_log: None,
             cost_usd: None,
+        }
+    }
+
+    /// The trace and root span this turn's spans will have (hex).
+    pub fn ids(&self) -> crate::runs::record::TraceRef {
+        crate::runs::record::TraceRef {
+            trace_id: data_encoding::HEXLOWER.encode(&self.trace_id),
+            span_id: data_encoding::HEXLOWER.encode(&self.span_id),
         }
     }
 
@@ -131,6 +149,8 @@ impl TurnTrace {
         let ended = self.ended.unwrap_or_else(SystemTime::now).max(began);
         let root = SpanBuilder::from_name(format!("invoke_agent {AGENT_NAME}"))
             .with_kind(SpanKind::Internal)
+            .with_trace_id(opentelemetry::trace::TraceId::from_bytes(self.trace_id))
+            .with_span_id(opentelemetry::trace::SpanId::from_bytes(self.span_id))
             .with_start_time(began)
             .with_attributes(self.root_attributes(&start))
             .start_with_context(tracer, &self.parent_context());

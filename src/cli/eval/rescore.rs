@@ -35,11 +35,12 @@ pub fn run(
             let Some(log) = &result.run_log else { continue };
             let labels = plan.labels(&result.spec);
             let tags = &plan.suite.suite.cases[result.spec.case].tags;
-            tracing.rescored(
-                &labels.case,
-                log,
-                &trace_verdict(&labels, tags, &result.verdict),
-            );
+            // The turn's own trace, when its log names one.
+            let original = promptlab::runs::read_run_log(log)
+                .ok()
+                .and_then(|recorded| recorded.header.trace);
+            let verdict = trace_verdict(&labels, tags, &result.verdict);
+            tracing.rescored(&labels.case, log, &verdict, original.as_ref());
         }
     }
     if !args.quiet {
