@@ -21,6 +21,7 @@ use promptlab::claims::row::ClaimRow;
 use promptlab::compare::render::CompareReport;
 use promptlab::eval::report::EvalRecord;
 use promptlab::event::ChatEvent;
+use promptlab::index::history::{EvalRunDetail, EvalRunRow, Trend};
 use promptlab::runs::row::RunRow;
 
 /// Each documented output: its file name and its schema from the types.
@@ -35,6 +36,9 @@ fn schemas() -> Vec<(&'static str, Value)> {
         ("prompts-list", schema_of::<PromptList>()),
         ("prompts-fingerprint", schema_of::<FingerprintReport>()),
         ("prompts-diff", schema_of::<PromptDiff>()),
+        ("evals-list", schema_of::<Vec<EvalRunRow>>()),
+        ("evals-show", schema_of::<EvalRunDetail>()),
+        ("evals-trend", schema_of::<Trend>()),
     ]
 }
 
@@ -213,6 +217,22 @@ fn real_outputs(dir: &Path) -> Vec<(&'static str, Value)> {
             .args(["--format", "json"]),
     ));
     outputs.push(one("runs-list", in_runs().args(["runs", "list", "--json"])));
+    let evals = |args: &[&str]| {
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", &eval_runs)
+            .arg("evals")
+            .args(args);
+        command
+    };
+    let listed = one("evals-list", &mut evals(&["list", "--json"]));
+    let id = listed.1[0]["id"].as_str().expect("an eval run").to_string();
+    outputs.push(listed);
+    outputs.push(one("evals-show", &mut evals(&["show", &id, "--json"])));
+    outputs.push(one(
+        "evals-trend",
+        &mut evals(&["trend", "--suite", "s", "--json"]),
+    ));
     outputs.push(one(
         "claims-list",
         promptlab().args(["claims", "list", "--json"]),

@@ -4,41 +4,13 @@
 
 use std::io::Write;
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
-
 use promptlab::index::RunIndex;
+use promptlab::index::history::{Trend, TrendLine, TrendRun};
 use promptlab::sink::printable;
 
 use super::error::{CliError, Exit};
 use super::evals::{TrendArgs, local_time, rate};
 use super::output::write_json;
-
-/// `evals trend --json`.
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Trend {
-    suite: String,
-    /// Oldest first.
-    runs: Vec<TrendRun>,
-    variants: Vec<TrendLine>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TrendRun {
-    id: String,
-    started_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct TrendLine {
-    variant: String,
-    /// One per run, oldest first; absent where the run had no verdict for it.
-    pass_rates: Vec<Option<f64>>,
-    sparkline: String,
-}
 
 pub fn trend(index: &RunIndex, args: &TrendArgs) -> Result<Exit, CliError> {
     let mut runs = index

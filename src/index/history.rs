@@ -69,7 +69,7 @@ pub struct FailureRow {
 }
 
 /// One eval run in full (`evals show --json`, `GET /api/evals/{id}`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct EvalRunDetail {
     pub run: EvalRunRow,
@@ -354,4 +354,30 @@ fn variants_in_summary(summary: &serde_json::Value) -> Option<Vec<VariantNumbers
         })
         .collect();
     (!found.is_empty()).then_some(found)
+}
+
+/// `evals trend --json`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Trend {
+    pub suite: String,
+    /// Oldest first.
+    pub runs: Vec<TrendRun>,
+    pub variants: Vec<TrendLine>,
+}
+
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TrendRun {
+    pub id: String,
+    pub started_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TrendLine {
+    pub variant: String,
+    /// One per run, oldest first; absent where the run had no verdict for it.
+    pub pass_rates: Vec<Option<f64>>,
+    pub sparkline: String,
 }
