@@ -27,8 +27,8 @@ fn w3c(text: &str) -> bool {
     let text = text.trim();
     pattern.is_match(text)
         && !text.starts_with("ff")
-        && &text[3..35] != "0".repeat(32)
-        && &text[36..52] != "0".repeat(16)
+        && text[3..35] != "0".repeat(32)
+        && text[36..52] != "0".repeat(16)
 }
 
 proptest! {
