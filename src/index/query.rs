@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 
 use chrono::{DateTime, Utc};
+use rusqlite::OptionalExtension;
 use rusqlite::ToSql;
 
 use super::{IndexError, RunIndex};
@@ -61,6 +62,21 @@ impl RunIndex {
             paths: paths.into_iter().map(|path| self.root.join(path)).collect(),
             total: usize::try_from(total).unwrap_or(0),
         })
+    }
+
+    /// The log of turn `turn_id`, if one is indexed (the newest, should a
+    /// turn have been recorded twice).
+    pub fn turn_path(&self, turn_id: &str) -> Result<Option<PathBuf>, IndexError> {
+        let db = self.lock();
+        let path: Option<String> = db
+            .query_row(
+                "SELECT path FROM turns WHERE turn_id = ?1 ORDER BY started_ns DESC LIMIT 1",
+                [turn_id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| self.error(e))?;
+        Ok(path.map(|path| self.root.join(path)))
     }
 
     /// The eval run ids that start with `prefix`, in order.

@@ -58,9 +58,9 @@ pub async fn claim(
     State(state): State<Arc<ServeState>>,
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let id = match id {
-        Ok(Path(id)) => id,
-        Err(rejection) => return json_error(rejection.status(), rejection.body_text()),
+    let id = match segment(id) {
+        Ok(id) => id,
+        Err(response) => return *response,
     };
     let not_found = || json_error(StatusCode::NOT_FOUND, format!("Claim {id} not found."));
     if !is_valid_claim_id(&id) || state.ctx.store.locate(&id).is_none() {
@@ -226,21 +226,39 @@ pub async fn feedback(
 }
 
 fn record_vote(state: &ServeState, dir: &std::path::Path, record: &FeedbackRecord) -> Response {
-    let (runs, _problems) = match scan_runs(&[dir.to_path_buf()]) {
-        Ok(found) => found,
+    let log = match recorded_turn(dir, &record.turn_id) {
+        Ok(Some(log)) => log,
+        Ok(None) => {
+            let message = format!(
+                "turnId: no recorded turn `{}`",
+                crate::text::quote(&record.turn_id)
+            );
+            return json_error(StatusCode::NOT_FOUND, message);
+        }
         Err(error) => return state.error(StatusCode::INTERNAL_SERVER_ERROR, &error),
     };
-    let Some(run) = runs.iter().find(|run| run.header.turn_id == record.turn_id) else {
-        let message = format!(
-            "turnId: no recorded turn `{}`",
-            crate::text::quote(&record.turn_id)
-        );
-        return json_error(StatusCode::NOT_FOUND, message);
-    };
-    match append_feedback(&run.path, record) {
+    match append_feedback(&log, record) {
         Ok(_) => (StatusCode::CREATED, Json(record.clone())).into_response(),
         Err(error) => state.error(StatusCode::INTERNAL_SERVER_ERROR, &error),
     }
+}
+
+/// The run log of turn `turn_id` in the runs folder, from the run index
+/// (one indexed lookup, not a scan of every log per request). Blocking.
+pub(super) fn recorded_turn(
+    dir: &std::path::Path,
+    turn_id: &str,
+) -> Result<Option<std::path::PathBuf>, crate::index::IndexError> {
+    crate::index::RunIndex::open(dir)?.index.turn_path(turn_id)
+}
+
+/// A path segment, or the JSON answer that rejects it.
+pub(super) fn segment(
+    segment: Result<Path<String>, PathRejection>,
+) -> Result<String, Box<Response>> {
+    segment
+        .map(|Path(text)| text)
+        .map_err(|rejection| Box::new(json_error(rejection.status(), rejection.body_text())))
 }
 
 impl ServeState {

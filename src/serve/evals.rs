@@ -53,9 +53,9 @@ pub async fn eval_run(
     State(state): State<Arc<ServeState>>,
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let id = match id {
-        Ok(Path(id)) => id,
-        Err(rejection) => return json_error(rejection.status(), rejection.body_text()),
+    let id = match super::api::segment(id) {
+        Ok(id) => id,
+        Err(response) => return *response,
     };
     let not_found = || {
         json_error(

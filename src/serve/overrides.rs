@@ -118,9 +118,9 @@ pub async fn load(
     State(state): State<Arc<ServeState>>,
     file: Result<UrlPath<String>, PathRejection>,
 ) -> Response {
-    let file = match file {
-        Ok(UrlPath(file)) => file,
-        Err(rejection) => return json_error(rejection.status(), rejection.body_text()),
+    let file = match super::api::segment(file) {
+        Ok(file) => file,
+        Err(response) => return *response,
     };
     let not_found = || {
         let message = format!("no override file `{}`", crate::text::quote(&file));

@@ -3,7 +3,8 @@
 //! results, client actions, the done footer or the error — with its numbers
 //! and the votes beside it. Read with the HTML report's reading of a log
 //! (`report::turn::ReportTurn`), so the page and the report cannot
-//! disagree; the path is relative to the runs folder.
+//! disagree; found through the run index, its path relative to the runs
+//! folder.
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ use super::{ServeState, json_error};
 use crate::event::Usage;
 use crate::report::turn::{ReportTurn, SharedText};
 use crate::runs::feedback::{FeedbackRecord, read_feedback};
-use crate::runs::{read_run_log, scan_runs};
+use crate::runs::read_run_log;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -63,9 +64,9 @@ pub async fn transcript(
     State(state): State<Arc<ServeState>>,
     id: Result<Path<String>, PathRejection>,
 ) -> Response {
-    let id = match id {
-        Ok(Path(id)) => id,
-        Err(rejection) => return json_error(rejection.status(), rejection.body_text()),
+    let id = match super::api::segment(id) {
+        Ok(id) => id,
+        Err(response) => return *response,
     };
     let not_found = |id: &str| {
         let message = format!("no recorded turn `{}`", crate::text::quote(id));
@@ -80,12 +81,12 @@ pub async fn transcript(
     let reader = state.clone();
     let wanted = id.clone();
     let found = tokio::task::spawn_blocking(move || {
-        let (runs, _problems) = scan_runs(&[dir])?;
-        let Some(run) = runs.iter().find(|run| run.header.turn_id == wanted) else {
+        let found = super::api::recorded_turn(&dir, &wanted).map_err(std::io::Error::other)?;
+        let Some(path) = found else {
             return Ok(None);
         };
-        let log = read_run_log(&run.path).map_err(std::io::Error::other)?;
-        let votes = read_feedback(&run.path).unwrap_or_default();
+        let log = read_run_log(&path).map_err(std::io::Error::other)?;
+        let votes = read_feedback(&path).unwrap_or_default();
         let turn = ReportTurn::from_log(&log, &mut SharedText::default());
         Ok::<_, std::io::Error>(Some(of(&reader, turn, votes)))
     })
