@@ -45,6 +45,24 @@ pub struct ModelRules {
     /// Or: the model takes `thinkingConfig.thinkingBudget`, this many tokens per level.
     #[serde(default)]
     pub thinking_budget: Option<Budgets>,
+    /// An OpenAI-compatible model: the levels of `reasoning_effort` it takes
+    /// (a model without it is sent none).
+    #[serde(default)]
+    pub reasoning_effort: Option<Vec<ThinkingLevel>>,
+    /// An OpenAI-compatible model or server: the field that caps the answer,
+    /// `max_completion_tokens` (the default) or `max_tokens` (older vLLM,
+    /// Ollama, llama.cpp).
+    #[serde(default)]
+    pub max_tokens_field: Option<TokenField>,
+}
+
+/// Which Chat Completions field carries the output cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenField {
+    #[default]
+    MaxCompletionTokens,
+    MaxTokens,
 }
 
 /// The `thinkingBudget` sent for each level.
@@ -175,6 +193,21 @@ impl ModelTable {
         }
     }
 
+    /// The `reasoning_effort` an OpenAI-compatible `model` is sent for
+    /// `sent` (already fitted): none unless the table gives its levels.
+    pub fn reasoning_effort(&self, model: &str, sent: ThinkingLevel) -> Option<ThinkingLevel> {
+        let rules = self.get(model)?;
+        rules.reasoning_effort.as_ref()?;
+        Some(rules.fit(sent))
+    }
+
+    /// The field that caps an OpenAI-compatible `model`'s answer.
+    pub fn token_field(&self, model: &str) -> TokenField {
+        self.get(model)
+            .and_then(|rules| rules.max_tokens_field)
+            .unwrap_or_default()
+    }
+
     /// A level that must be sent as it is (`forceThinkingLevel`): refused,
     /// naming the levels the model takes, when the model lacks it.
     pub fn check_forced(&self, model: &str, level: ThinkingLevel) -> Result<(), NotTaken> {
@@ -206,11 +239,13 @@ pub enum ModelFileError {
 /// What is wrong with one model's rules.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RulesProblem {
-    #[error("give thinkingLevel or thinkingBudget, not both")]
+    #[error("give one of thinkingLevel, thinkingBudget or reasoningEffort")]
     Both,
-    #[error("needs thinkingLevel (the levels it takes) or thinkingBudget (tokens per level)")]
+    #[error(
+        "needs thinkingLevel (the levels it takes) or thinkingBudget (tokens per level); an OpenAI-compatible model reasoningEffort or maxTokensField"
+    )]
     Neither,
-    #[error("thinkingLevel lists no level")]
+    #[error("thinkingLevel or reasoningEffort lists no level")]
     NoLevel,
     #[error("a thinkingBudget is at most {MAX_BUDGET} tokens")]
     BudgetTooLarge,
@@ -230,7 +265,11 @@ pub struct NotTaken {
 impl ModelRules {
     /// The levels this model takes, lowest first.
     pub fn levels(&self) -> Vec<ThinkingLevel> {
-        match &self.thinking_level {
+        match self
+            .thinking_level
+            .as_ref()
+            .or(self.reasoning_effort.as_ref())
+        {
             Some(levels) => ALL_LEVELS
                 .into_iter()
                 .filter(|level| levels.contains(level))
@@ -264,6 +303,19 @@ impl ModelRules {
     }
 
     fn check(&self) -> Result<(), RulesProblem> {
+        if let Some(levels) = &self.reasoning_effort {
+            return match (&self.thinking_level, &self.thinking_budget) {
+                (None, None) if levels.is_empty() => Err(RulesProblem::NoLevel),
+                (None, None) => Ok(()),
+                _ => Err(RulesProblem::Both),
+            };
+        }
+        if self.max_tokens_field.is_some()
+            && self.thinking_level.is_none()
+            && self.thinking_budget.is_none()
+        {
+            return Ok(());
+        }
         match (&self.thinking_level, &self.thinking_budget) {
             (Some(_), Some(_)) => Err(RulesProblem::Both),
             (None, None) => Err(RulesProblem::Neither),

@@ -149,6 +149,13 @@ pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoic
                 args.model.build_provider()?.provider,
             ))
         }
+        ProviderKind::OpenAi => {
+            let provider = args.model.build_provider()?.provider;
+            provider
+                .check_ready()
+                .map_err(|error| CliError::usage(error.message))?;
+            Ok(ProviderChoice::Shared(provider))
+        }
         ProviderKind::Script => script_choice(args, plan),
         ProviderKind::Worker => {
             let client = args.model.build_worker(
