@@ -386,6 +386,8 @@ mod tests {
             date: "d".into(),
             thinking_level: Some(vec![Low]),
             thinking_budget: None,
+            reasoning_effort: None,
+            max_tokens_field: None,
         };
         assert_eq!(rules.fit(High), Low, "nothing higher: the highest it has");
         let unknown = table.fit("gemini-9-ultra", Medium);
