@@ -20,6 +20,7 @@ use promptlab::provider::{
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use support::http_server::{Reply, Responder, TestServer};
+use support::openai_streams::{delta, finish, parallel_calls, sse, text_reply, usage};
 use tokio_util::sync::CancellationToken;
 
 /// Long enough to be redacted.
@@ -37,37 +38,6 @@ fn config(base_url: &str) -> OpenAiConfig {
 
 fn provider(base_url: &str) -> OpenAiProvider {
     OpenAiProvider::new(config(base_url)).unwrap()
-}
-
-/// One SSE event per chunk, then `[DONE]`.
-fn sse(chunks: &[Value]) -> String {
-    let mut body: String = chunks.iter().map(|c| format!("data: {c}\n\n")).collect();
-    body.push_str("data: [DONE]\n\n");
-    body
-}
-
-fn delta(delta: Value) -> Value {
-    json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-test-2026", "choices": [{"index": 0, "delta": delta, "finish_reason": null}]})
-}
-
-fn finish(reason: &str) -> Value {
-    json!({"id": "c1", "object": "chat.completion.chunk", "model": "gpt-test-2026", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
-}
-
-fn usage(prompt: u64, cached: u64, completion: u64, reasoning: u64) -> Value {
-    json!({"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": {
-        "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
-        "prompt_tokens_details": {"cached_tokens": cached},
-        "completion_tokens_details": {"reasoning_tokens": reasoning}}})
-}
-
-fn text_reply(text: &str) -> String {
-    sse(&[
-        delta(json!({"role": "assistant", "content": ""})),
-        delta(json!({"content": text})),
-        finish("stop"),
-        usage(10, 0, 3, 0),
-    ])
 }
 
 fn request(messages: Vec<AiMessage>) -> ModelRequest {
@@ -127,25 +97,6 @@ async fn call(provider: &OpenAiProvider, request: ModelRequest) -> Outcome {
         }
     }
     panic!("the stream ended without Done or an error");
-}
-
-fn parallel_calls() -> String {
-    sse(&[
-        delta(json!({"role": "assistant", "content": null, "tool_calls": [
-            {"index": 0, "id": "call_a", "type": "function", "function": {"name": "get_claim_section", "arguments": ""}}]})),
-        delta(
-            json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"section\": \"pol"}}]}),
-        ),
-        delta(
-            json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "search_claim_file", "arguments": "{\"query\""}}]}),
-        ),
-        delta(json!({"tool_calls": [{"index": 0, "function": {"arguments": "icy\"}"}}]})),
-        delta(
-            json!({"tool_calls": [{"index": 1, "function": {"arguments": ": \"excess £250\"}"}}]}),
-        ),
-        finish("tool_calls"),
-        usage(1200, 1024, 80, 64),
-    ])
 }
 
 #[tokio::test]

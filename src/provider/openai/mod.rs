@@ -8,10 +8,11 @@
 //! local server may need none; api.openai.com itself always does. What is
 //! OpenAI's here: the request JSON (`wire.rs`), its chunks as events and
 //! its usage (`decode.rs`), its error bodies and which statuses retry
-//! (`errors.rs`). The transport does the rest, as for Gemini.
+//! (`errors.rs`), a judge's reply schema in strict form (`schema.rs`). The transport does the rest, as for Gemini.
 
 pub mod decode;
 pub mod errors;
+pub mod schema;
 pub mod wire;
 
 use std::sync::Arc;

@@ -66,7 +66,11 @@ pub fn build_request(request: &ModelRequest, table: &ModelTable) -> ChatCompleti
         response_format: request.response_schema.as_ref().map(|schema| {
             json!({
                 "type": "json_schema",
-                "json_schema": {"name": REPLY_SCHEMA_NAME, "schema": schema, "strict": true},
+                "json_schema": {
+                    "name": REPLY_SCHEMA_NAME,
+                    "schema": super::schema::to_strict(schema),
+                    "strict": true,
+                },
             })
         }),
     }
