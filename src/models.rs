@@ -1,6 +1,8 @@
-//! What each model accepts, as data (`models/gemini.yaml`, extendable with
-//! `--models FILE`): the thinking control it takes — `thinkingLevel` with the
-//! levels it has, or `thinkingBudget` with the tokens sent for each level —
+//! What each model accepts, as data (`models/gemini.yaml`,
+//! `models/openai.yaml`, extendable with `--models FILE`): the thinking
+//! control it takes — `thinkingLevel` with the levels it has, or
+//! `thinkingBudget` with the tokens sent for each level; an OpenAI-compatible
+//! model's `reasoningEffort` levels and `maxTokensField` —
 //! and the one rule that fits an asked-for level to it. The chat loop, the
 //! judge, the eval preflight and the Gemini wire format all go through here.
 
@@ -12,8 +14,11 @@ use serde::{Deserialize, Serialize};
 use crate::document::{InForce, parse_shipped, read_table_file};
 use crate::prompts::thinking::ThinkingLevel;
 
-/// The shipped table, embedded at build time.
-const EMBEDDED: &str = include_str!("../models/gemini.yaml");
+/// The shipped tables, embedded at build time.
+const EMBEDDED: [(&str, &str); 2] = [
+    ("models/gemini.yaml", include_str!("../models/gemini.yaml")),
+    ("models/openai.yaml", include_str!("../models/openai.yaml")),
+];
 
 /// The most tokens a `thinkingBudget` may name (Gemini's largest is 32,768).
 const MAX_BUDGET: u32 = 1_000_000;
@@ -57,7 +62,7 @@ pub struct ModelRules {
 }
 
 /// Which Chat Completions field carries the output cap.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TokenField {
     #[default]
@@ -129,10 +134,12 @@ pub struct ModelTable {
 impl ModelTable {
     /// The shipped table.
     pub fn embedded() -> ModelTable {
-        let file: ModelFile = parse_shipped("models/gemini.yaml", EMBEDDED);
-        ModelTable {
-            models: file.models,
+        let mut models = BTreeMap::new();
+        for (name, text) in EMBEDDED {
+            let file: ModelFile = parse_shipped(name, text);
+            models.extend(file.models);
         }
+        ModelTable { models }
     }
 
     /// This table with `path`'s models added or replacing its own.
@@ -182,6 +189,28 @@ impl ModelTable {
                     rules.levels_text()
                 )
             }),
+        }
+    }
+
+    /// `asked` as an OpenAI-compatible `model` takes it (`reasoningEffort`):
+    /// fitted as `fit` does when the table lists its levels; a model without
+    /// levels is sent no effort, and one not in the table says so once.
+    pub fn fit_effort(&self, model: &str, asked: ThinkingLevel) -> Fitted {
+        match self.get(model) {
+            Some(rules) if rules.reasoning_effort.is_some() => self.fit(model, asked),
+            Some(_) => Fitted {
+                asked,
+                sent: asked,
+                note: None,
+            },
+            None => Fitted {
+                asked,
+                sent: asked,
+                note: Some(format!(
+                    "warning: model `{}` is not in the model table (models/openai.yaml, --models): its reasoning rules are unknown, so no reasoning_effort is sent, and its answer is capped with max_completion_tokens",
+                    crate::text::quote(model)
+                )),
+            },
         }
     }
 
@@ -358,7 +387,8 @@ mod tests {
             rules.check().unwrap_or_else(|e| panic!("{model}: {e}"));
         }
         // Every priced model has rules.
-        for (model, _) in crate::cost::PriceTable::embedded().models() {
+        for (key, _) in crate::cost::PriceTable::embedded().models() {
+            let model = key.split_once('/').map_or(key, |(_, model)| model);
             assert!(
                 table.get(model).is_some(),
                 "{model} is priced but has no rules"

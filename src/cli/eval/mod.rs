@@ -273,7 +273,7 @@ fn run_remaining(
 ) -> Result<Ran, CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(args, &plan)?;
-    preflight::say_thinking_notes(&plan, judge.as_deref());
+    preflight::say_thinking_notes(&plan, judge.as_deref(), args.model.provider);
     let mut results = Vec::new();
     if resume_done {
         let (done, warnings) = resume(&mut plan, runs_dir)?;

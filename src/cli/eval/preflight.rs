@@ -214,16 +214,24 @@ pub fn check_prices(
     judge: Option<&promptlab::judge::Judge>,
 ) -> Result<(), CliError> {
     let prices = promptlab::cost::prices_in_force();
-    let mut models: Vec<&str> = Vec::new();
-    if args.model.provider == ProviderKind::Gemini {
-        models.extend(plan.matrix.variants.iter().map(|v| v.model.model.as_str()));
+    let mut models: Vec<(&str, &str)> = Vec::new();
+    if args.model.provider.bills() && args.model.provider != ProviderKind::Worker {
+        let provider = args.model.provider.name();
+        models.extend(
+            plan.matrix
+                .variants
+                .iter()
+                .map(|v| (provider, v.model.model.as_str())),
+        );
     }
-    if let Some(judge) =
-        judge.filter(|j| j.provider_kind() == promptlab::provider::ProviderKind::Gemini)
+    if let Some(judge) = judge.filter(|j| j.provider_kind().bills()) {
+        models.push((judge.provider_kind().name(), &judge.settings().model));
+    }
+    match models
+        .into_iter()
+        .find(|(provider, model)| prices.get(provider, model).is_none())
+        .map(|(_, model)| model)
     {
-        models.push(&judge.settings().model);
-    }
-    match models.into_iter().find(|model| prices.get(model).is_none()) {
         Some(model) => Err(CliError::usage(format!(
             "--max-cost: model `{model}` has no price, so what the run spends cannot be known; \
              give its rates with --prices FILE (docs/cache.md)"
@@ -286,8 +294,13 @@ pub fn check_forced_levels(plan: &EvalPlan) -> Result<(), CliError> {
 
 /// Each level the run sends other than asked (a model that lacks it), and
 /// each model whose rules are unknown, said once before the run.
-pub fn say_thinking_notes(plan: &EvalPlan, judge: Option<&promptlab::judge::Judge>) {
+pub fn say_thinking_notes(
+    plan: &EvalPlan,
+    judge: Option<&promptlab::judge::Judge>,
+    provider: ProviderKind,
+) {
     let models = promptlab::models::models_in_force();
+    let args_openai = provider == ProviderKind::OpenAi;
     let registry = promptlab::prompts::PromptRegistry::embedded();
     let suite = &plan.suite.suite;
     let mut notes = std::collections::BTreeSet::new();
@@ -303,14 +316,27 @@ pub fn say_thinking_notes(plan: &EvalPlan, judge: Option<&promptlab::judge::Judg
                 settings.thinking_level,
                 settings.forced,
             );
-            notes.extend(models.fit(&settings.model, asked).note);
+            let fitted = if args_openai {
+                models.fit_effort(&settings.model, asked)
+            } else {
+                models.fit(&settings.model, asked)
+            };
+            notes.extend(fitted.note);
         }
     }
-    if let Some(judge) =
-        judge.filter(|j| j.provider_kind() == promptlab::provider::ProviderKind::Gemini)
-    {
+    if let Some(judge) = judge {
         let settings = judge.settings();
-        notes.extend(models.fit(&settings.model, settings.thinking_level).note);
+        match judge.provider_kind() {
+            ProviderKind::Gemini => {
+                notes.extend(models.fit(&settings.model, settings.thinking_level).note)
+            }
+            ProviderKind::OpenAi => notes.extend(
+                models
+                    .fit_effort(&settings.model, settings.thinking_level)
+                    .note,
+            ),
+            _ => {}
+        }
     }
     for note in notes {
         eprintln!("{}", promptlab::text::printable(&note));
