@@ -51,6 +51,12 @@ pub struct Suite {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct JudgeSection {
+    /// Who judges: `gemini` (the default) or `openai` (else `--judge-provider`).
+    #[serde(default)]
+    pub provider: Option<crate::provider::ProviderKind>,
+    /// An OpenAI-compatible judge's server, up to its `/v1` (else `OPENAI_BASE_URL`).
+    #[serde(default)]
+    pub base_url: Option<String>,
     /// The judge model (else `--judge-model`'s default).
     #[serde(default)]
     pub model: Option<String>,

@@ -322,6 +322,8 @@ fn build_judge(
     let section = plan.suite.suite.judge.clone().unwrap_or_default();
     let judge = args.judge.build(
         &SuiteJudge {
+            provider: section.provider,
+            base_url: section.base_url,
             model: section.model,
             thinking_level: section.thinking_level,
             prompts: section.prompts,

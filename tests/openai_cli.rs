@@ -1,0 +1,268 @@
+//! `--provider openai` and `--judge-provider openai` through the binary,
+//! against a real local OpenAI-compatible server: a chat turn with a tool
+//! round (the run log names the provider; cost unknown until a price file
+//! names the model, `openai/<model>` keyed, 0 meaning free; the unknown
+//! model warned about once), bad base URLs refused precisely, and an eval
+//! whose rubric an OpenAI-compatible judge grades with a strict schema.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use promptlab::runs::read_run_log;
+use serde_json::{Value, json};
+use support::http_server::{RecordedRequest, Reply, Responder, TestServer};
+use support::openai_streams::{delta, finish, sse, text_reply, usage};
+use support::reports::answer_script;
+use support::{Run, promptlab, run_command, write};
+
+fn tool_round() -> Vec<Responder> {
+    let call = sse(&[
+        delta(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_claim_section", "arguments": "{\"section\":\"coverage\"}"}}]})),
+        finish("tool_calls"),
+        usage(2000, 0, 20, 0),
+    ]);
+    vec![
+        Box::new(move |_: &RecordedRequest| Reply::stream(call.clone())),
+        Box::new(|_: &RecordedRequest| Reply::stream(text_reply("Covered."))),
+    ]
+}
+
+fn chat(server: &TestServer, runs: &Path, extra: &[&str]) -> Run {
+    let mut command = promptlab();
+    command
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url))
+        .env("PROMPTLAB_RUNS_DIR", runs)
+        .args(extra)
+        .args([
+            "chat",
+            "--provider",
+            "openai",
+            "--model",
+            "llama3.1:8b",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--format",
+            "ndjson",
+            "Is it covered?",
+        ]);
+    run_command(&mut command)
+}
+
+fn only_log(runs: &Path) -> PathBuf {
+    let logs: Vec<PathBuf> = support::files_under(runs)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "ndjson"))
+        .collect();
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    logs[0].clone()
+}
+
+#[test]
+fn a_chat_turn_runs_a_tool_round_on_a_local_server_and_names_its_provider() {
+    let server = TestServer::start(tool_round());
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server, runs.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let done: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(done["type"], "done", "{}", out.stdout);
+    assert!(out.stdout.contains("Covered."), "{}", out.stdout);
+    assert_eq!(
+        out.stderr
+            .matches("model `llama3.1:8b` is not in the model table")
+            .count(),
+        1,
+        "the unknown model is warned about once: {}",
+        out.stderr
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(
+        requests[0].header("authorization"),
+        None,
+        "no key, no header"
+    );
+    let second = requests[1].json();
+    assert_eq!(second["messages"][3]["role"], "tool");
+    assert_eq!(second["messages"][3]["tool_call_id"], "call_1");
+    assert!(second.get("reasoning_effort").is_none());
+    let log = read_run_log(&only_log(runs.path())).unwrap();
+    assert_eq!(log.header.provider, "openai");
+    let footer = log.footer.expect("a complete log");
+    assert_eq!(
+        footer.cost_usd, None,
+        "a local model without a price costs unknown"
+    );
+}
+
+#[test]
+fn a_price_file_keyed_by_provider_prices_the_local_model_at_zero() {
+    let server = TestServer::start(tool_round());
+    let dir = tempfile::tempdir().unwrap();
+    let prices = write(
+        dir.path(),
+        "prices.yaml",
+        "currency: USD\nmodels:\n  openai/llama3.1:8b:\n    source: our box\n    date: 2026-12-01\n    input: 0\n    cachedInput: 0\n    output: 0\n",
+    );
+    let runs = dir.path().join("runs");
+    let prices = prices.to_string_lossy().into_owned();
+    let out = chat(&server, &runs, &["--prices", &prices]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let footer = read_run_log(&only_log(&runs)).unwrap().footer.unwrap();
+    assert_eq!(footer.cost_usd, Some(0.0), "priced at 0: free");
+}
+
+#[test]
+fn a_bad_base_url_is_refused_naming_the_variable() {
+    let mut command = promptlab();
+    let out = run_command(
+        command
+            .env("OPENAI_BASE_URL", "ftp://example.invalid/v1")
+            .args([
+                "chat",
+                "--provider",
+                "openai",
+                "--claim-id",
+                "CLM-HH-0001",
+                "--no-record",
+                "--format",
+                "ndjson",
+                "Hi",
+            ]),
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let last: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+    assert_eq!(last["type"], "error");
+    assert_eq!(
+        last["message"],
+        "OPENAI_BASE_URL must be http or https, not `ftp`"
+    );
+}
+
+#[test]
+fn openai_itself_needs_a_key() {
+    let mut command = promptlab();
+    let out = run_command(command.args([
+        "chat",
+        "--provider",
+        "openai",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--no-record",
+        "--format",
+        "ndjson",
+        "Hi",
+    ]));
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("OPENAI_API_KEY is not set: api.openai.com needs it"),
+        "{}",
+        out.stdout
+    );
+}
+
+const CRITERION: &str = "does not promise payment before coverage is confirmed";
+
+fn judged_suite(dir: &Path, judge: &str) -> PathBuf {
+    write(
+        dir,
+        "answer.yaml",
+        &answer_script("Coverage is not confirmed yet, so I cannot say it will be paid."),
+    );
+    write(
+        dir,
+        "suite.yaml",
+        &format!(
+            "name: judged\nclaims: {{ids: [CLM-HH-0001]}}\ndefaults: {{today: 2026-11-30}}\n{judge}\
+             cases:\n  - name: payment\n    message: Will this claim be paid?\n    script: answer.yaml\n    expect:\n      rubric: {CRITERION}\n"
+        ),
+    )
+}
+
+#[test]
+fn an_openai_compatible_judge_grades_with_a_strict_schema_and_its_own_key() {
+    let verdict =
+        json!({"pass": true, "score": 0.9, "reason": "it waits for coverage"}).to_string();
+    let body = sse(&[
+        delta(json!({"role": "assistant", "content": ""})),
+        delta(json!({"content": verdict})),
+        finish("stop"),
+        usage(900, 0, 30, 0),
+    ]);
+    let server = TestServer::start(vec![Box::new(move |_| Reply::stream(body.clone()))]);
+    let dir = tempfile::tempdir().unwrap();
+    let suite = judged_suite(
+        dir.path(),
+        &format!(
+            "judge: {{provider: openai, baseUrl: '{}/v1', model: judge-model}}\n",
+            server.base_url
+        ),
+    );
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+        .env("PROMPTLAB_JUDGE_API_KEY", "judge-own-key-0123456789")
+        .env("OPENAI_API_KEY", "chat-key-0123456789")
+        .arg("eval")
+        .arg(&suite)
+        .args(["--provider", "script", "--format", "ndjson", "--cache-dir"])
+        .arg(dir.path().join("cache"));
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer judge-own-key-0123456789"),
+        "PROMPTLAB_JUDGE_API_KEY wins over OPENAI_API_KEY"
+    );
+    let body = requests[0].json();
+    assert_eq!(body["model"], "judge-model");
+    let format = &body["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["json_schema"]["strict"], true);
+    assert_eq!(
+        format["json_schema"]["schema"]["additionalProperties"],
+        false
+    );
+    assert!(body.get("tools").is_none());
+    let turn = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|record| record["kind"] == "turn")
+        .expect("a turn record");
+    assert_eq!(turn["rubric"][0]["pass"], true, "{turn}");
+}
+
+#[test]
+fn an_openai_judge_without_a_model_or_with_a_bad_suite_section_stops_before_any_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    for (judge, expected) in [
+        (
+            "judge: {provider: openai}\n",
+            "--judge-provider openai needs a judge model",
+        ),
+        (
+            "judge: {provider: script}\n",
+            "a judge is gemini or openai, not script",
+        ),
+        (
+            "judge: {baseUrl: 'http://127.0.0.1:9/v1'}\n",
+            "is for an OpenAI-compatible judge",
+        ),
+    ] {
+        let suite = judged_suite(dir.path(), judge);
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+            .arg("eval")
+            .arg(&suite)
+            .args(["--provider", "script"]);
+        let out = run_command(&mut command);
+        assert_eq!(out.code, 2, "{judge}: {}", out.stderr);
+        assert!(out.stderr.contains(expected), "{judge}: {}", out.stderr);
+    }
+}
