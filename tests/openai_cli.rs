@@ -266,3 +266,89 @@ fn an_openai_judge_without_a_model_or_with_a_bad_suite_section_stops_before_any_
         assert!(out.stderr.contains(expected), "{judge}: {}", out.stderr);
     }
 }
+
+#[test]
+fn one_suite_runs_the_same_prompts_on_gemini_and_an_openai_compatible_model_side_by_side() {
+    use support::http_server::fixture;
+    let gemini = TestServer::start(vec![Box::new(|_| {
+        Reply::stream(fixture("streaming-success-basic-reply-short.txt"))
+    })]);
+    let openai = TestServer::start(vec![Box::new(|_| Reply::stream(text_reply("Cheyenne.")))]);
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        &format!(
+            "name: side-by-side\nclaims: {{ids: [CLM-HH-0001]}}\ndefaults: {{today: 2026-11-30}}\n\
+             variants:\n  - name: on-gemini\n  - name: on-local\n    provider: openai\n    model: llama3.1:8b\n    baseUrl: '{}/v1'\n\
+             cases:\n  - name: capital\n    message: What is the capital of Wyoming?\n",
+            openai.base_url
+        ),
+    );
+    let runs = dir.path().join("runs");
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", &runs)
+        .env("GEMINI_API_KEY", "gemini-test-key-0123456789")
+        .env("GEMINI_BASE_URL", &gemini.base_url)
+        .arg("eval")
+        .arg(&suite)
+        .args(["--format", "ndjson", "--cache-dir"])
+        .arg(dir.path().join("cache"));
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    assert_eq!(gemini.requests().len(), 1, "the plain variant asked Gemini");
+    assert_eq!(
+        openai.requests().len(),
+        1,
+        "the openai variant asked its own server"
+    );
+    assert_eq!(openai.requests()[0].json()["model"], "llama3.1:8b");
+    let mut providers: Vec<String> = support::files_under(&runs)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "ndjson"))
+        .map(|p| read_run_log(&p).unwrap().header.provider)
+        .collect();
+    providers.sort();
+    assert_eq!(
+        providers,
+        ["gemini", "openai"],
+        "each run log names who answered"
+    );
+}
+
+#[test]
+fn a_variant_provider_that_cannot_apply_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    for (variant, expected) in [
+        ("provider: openai", "variants[0].model"),
+        (
+            "provider: script\n    model: m",
+            "a variant's provider is gemini or openai, not script",
+        ),
+        (
+            "baseUrl: 'http://127.0.0.1:9/v1'",
+            "is for an OpenAI-compatible variant",
+        ),
+        (
+            "provider: openai\n    model: m\n    baseUrl: 'ftp://x'",
+            "is not an http(s) URL",
+        ),
+    ] {
+        let suite = write(
+            dir.path(),
+            "suite.yaml",
+            &format!(
+                "name: bad\nclaims: {{ids: [CLM-HH-0001]}}\nvariants:\n  - name: v\n    {variant}\ncases:\n  - name: c\n    message: Hi\n"
+            ),
+        );
+        let mut command = promptlab();
+        command
+            .arg("eval")
+            .arg(&suite)
+            .args(["--provider", "script"]);
+        let out = run_command(&mut command);
+        assert_eq!(out.code, 2, "{variant}: {}", out.stderr);
+        assert!(out.stderr.contains(expected), "{variant}: {}", out.stderr);
+    }
+}

@@ -12,6 +12,7 @@ mod progress;
 mod rescore;
 mod summary;
 mod summary_table;
+mod variant_providers;
 mod watch;
 
 // Shared with the other commands that write a report file.
@@ -389,6 +390,8 @@ fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<Eva
         model: args.model.model.clone(),
         thinking_level: args.model.thinking_level,
         forced: false,
+        provider: None,
+        base_url: None,
     };
     let matrix = build_matrix(&suite, store, registry, &defaults)?;
     for warning in &matrix.claim_warnings {

@@ -134,9 +134,35 @@ pub fn override_warnings(plan: &EvalPlan) -> Vec<String> {
     problems
 }
 
-/// Where the suite's turns get their model answers; a provider that cannot
-/// work (no key, no script, no recordings) stops the run before it starts.
+/// Where the suite's turns get their model answers: a variant's own
+/// provider (`provider`, `baseUrl` in the suite), else the run's. A provider
+/// that cannot work (no key, no script, no recordings) stops the run before
+/// it starts.
 pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
+    let variants = super::variant_providers::build(args, plan)?;
+    if variants.is_empty() {
+        return run_choice(args, plan);
+    }
+    if args.model.provider == ProviderKind::Worker {
+        return Err(CliError::usage(
+            "--provider worker runs whole turns on a deployment: a variant's own `provider` cannot apply",
+        ));
+    }
+    let run = match variants.values().next() {
+        // Every variant has its own: the run's provider answers nothing.
+        Some(any) if variants.len() == plan.matrix.variants.len() => {
+            ProviderChoice::Shared(any.clone())
+        }
+        _ => run_choice(args, plan)?,
+    };
+    Ok(ProviderChoice::PerVariant {
+        run: Box::new(run),
+        variants,
+    })
+}
+
+/// The run's own provider (`--provider`).
+fn run_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
     match args.model.provider {
         ProviderKind::Gemini => {
             if GeminiConfig::from_env().api_key.is_none() {
@@ -215,14 +241,11 @@ pub fn check_prices(
 ) -> Result<(), CliError> {
     let prices = promptlab::cost::prices_in_force();
     let mut models: Vec<(&str, &str)> = Vec::new();
-    if args.model.provider.bills() && args.model.provider != ProviderKind::Worker {
-        let provider = args.model.provider.name();
-        models.extend(
-            plan.matrix
-                .variants
-                .iter()
-                .map(|v| (provider, v.model.model.as_str())),
-        );
+    for variant in &plan.matrix.variants {
+        let provider = variant.model.provider.unwrap_or(args.model.provider);
+        if provider.bills() && provider != ProviderKind::Worker {
+            models.push((provider.name(), variant.model.model.as_str()));
+        }
     }
     if let Some(judge) = judge.filter(|j| j.provider_kind().bills()) {
         models.push((judge.provider_kind().name(), &judge.settings().model));
@@ -316,7 +339,10 @@ pub fn say_thinking_notes(
                 settings.thinking_level,
                 settings.forced,
             );
-            let fitted = if args_openai {
+            let openai = settings
+                .provider
+                .map_or(args_openai, |p| p == ProviderKind::OpenAi);
+            let fitted = if openai {
                 models.fit_effort(&settings.model, asked)
             } else {
                 models.fit(&settings.model, asked)
