@@ -61,9 +61,12 @@ Examples:
   promptlab eval suites/smoke.yaml --watch --cache --max-cost 2   # re-run on each save, only what changed
   promptlab eval suites/regression.yaml --provider worker --endpoint https://staging.example.com -j 8 --max-concurrent 4 --runs-dir runs/staging
   promptlab compare runs/local runs/staging      # does the deployment answer like the harness? (docs/worker.md)
+  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 promptlab eval suites/regression.yaml --provider openai --model Qwen/Qwen3-8B
+  promptlab eval suites/rubric.yaml --judge-provider openai --judge-model gpt-5-mini   # OPENAI_API_KEY or PROMPTLAB_JUDGE_API_KEY
 
 Rubric criteria, thresholds over repeats, re-scoring and the judge's flags: docs/judging.md. The
-model-call cache, cost, --max-cost and --watch: docs/cache.md.";
+model-call cache, cost, --max-cost and --watch: docs/cache.md. Variants on Gemini and on
+OpenAI-compatible models side by side (`provider`, `model`, `baseUrl` per variant): docs/providers.md.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EvalFormat {
