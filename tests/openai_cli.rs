@@ -352,3 +352,68 @@ fn a_variant_provider_that_cannot_apply_is_refused_naming_the_field() {
         assert!(out.stderr.contains(expected), "{variant}: {}", out.stderr);
     }
 }
+
+#[test]
+fn compare_warns_when_the_sides_differ_in_provider() {
+    use support::http_server::fixture;
+    let dir = tempfile::tempdir().unwrap();
+    let gemini = TestServer::start(vec![Box::new(|_| {
+        Reply::stream(fixture("streaming-success-basic-reply-short.txt"))
+    })]);
+    let mut command = promptlab();
+    let out = run_command(
+        command
+            .env("GEMINI_API_KEY", "gemini-test-key-0123456789")
+            .env("GEMINI_BASE_URL", &gemini.base_url)
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("a"))
+            .args([
+                "chat",
+                "--model",
+                "gemma-3-27b",
+                "--claim-id",
+                "CLM-HH-0001",
+                "--format",
+                "ndjson",
+                "Is it covered?",
+            ]),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let openai = TestServer::start(vec![Box::new(|_| Reply::stream(text_reply("Yes.")))]);
+    let mut command = promptlab();
+    let out = run_command(
+        command
+            .env("OPENAI_BASE_URL", format!("{}/v1", openai.base_url))
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("b"))
+            .args([
+                "chat",
+                "--provider",
+                "openai",
+                "--model",
+                "gemma-3-27b",
+                "--claim-id",
+                "CLM-HH-0001",
+                "--format",
+                "ndjson",
+                "Is it covered?",
+            ]),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let mut command = promptlab();
+    let out = run_command(
+        command
+            .arg("compare")
+            .arg(dir.path().join("a"))
+            .arg(dir.path().join("b")),
+    );
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        all.contains(
+            "the sides differ in provider: A `default` ran gemini, B `default` ran openai"
+        ),
+        "{all}"
+    );
+    assert!(
+        !all.contains("the sides differ in model"),
+        "the same model name: {all}"
+    );
+}

@@ -314,30 +314,36 @@ fn unmatched_version_warnings(
     }
 }
 
-/// Says plainly when paired versions ran different models or thinking
-/// levels: a model change must never pass for a prompt change.
+/// Says plainly when paired versions ran different providers, models or
+/// thinking levels: a model change must never pass for a prompt change.
 fn model_change_warnings(
     a: &RunSet,
     b: &RunSet,
     versions: &[VersionPair],
     warnings: &mut Vec<String>,
 ) {
-    let models = |set: &RunSet, version: &str| {
+    let ran = |set: &RunSet, version: &str, field: fn(&RunEntry) -> &str| {
         let found: std::collections::BTreeSet<&str> = set
             .runs
             .iter()
             .filter(|r| r.version() == version)
-            .map(|r| r.model.as_str())
+            .map(field)
             .collect();
         found.into_iter().collect::<Vec<_>>().join(" and ")
     };
+    let fields: [(&str, fn(&RunEntry) -> &str); 2] = [
+        ("provider", |r| r.provider.as_str()),
+        ("model", |r| r.model.as_str()),
+    ];
     for pair in versions {
-        let (in_a, in_b) = (models(a, &pair.a), models(b, &pair.b));
-        if in_a != in_b {
-            warnings.push(format!(
-                "the sides differ in model: A `{}` ran {in_a}, B `{}` ran {in_b} — a difference may come from the model, not the prompt",
-                pair.a, pair.b
-            ));
+        for (what, field) in fields {
+            let (in_a, in_b) = (ran(a, &pair.a, field), ran(b, &pair.b, field));
+            if in_a != in_b {
+                warnings.push(format!(
+                    "the sides differ in {what}: A `{}` ran {in_a}, B `{}` ran {in_b} — a difference may come from the {what}, not the prompt",
+                    pair.a, pair.b
+                ));
+            }
         }
     }
 }
