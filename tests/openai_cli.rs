@@ -315,6 +315,46 @@ fn one_suite_runs_the_same_prompts_on_gemini_and_an_openai_compatible_model_side
         ["gemini", "openai"],
         "each run log names who answered"
     );
+    let summary = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|record| record["kind"] == "summary")
+        .expect("a summary record");
+    let variants = summary["variants"].as_array().unwrap();
+    assert_eq!(variants[0].get("provider"), None, "the run's provider");
+    assert_eq!(variants[1]["provider"], "openai", "{summary}");
+    assert_eq!(variants[1]["model"], "llama3.1:8b");
+    let junit = dir.path().join("junit.xml");
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", &runs)
+        .env("GEMINI_API_KEY", "gemini-test-key-0123456789")
+        .env("GEMINI_BASE_URL", &gemini.base_url)
+        .arg("eval")
+        .arg(&suite)
+        .arg("--resume")
+        .arg("--junit")
+        .arg(&junit)
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"));
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("llama3.1:8b (openai)"),
+        "the table names it: {}",
+        out.stdout
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"<property name="provider" value="openai"/>"#),
+        "{xml}"
+    );
+    assert_eq!(
+        openai.requests().len(),
+        1,
+        "--resume took the recorded turns"
+    );
 }
 
 #[test]

@@ -314,6 +314,9 @@ fn unmatched_version_warnings(
     }
 }
 
+/// One field of a run, by which paired versions are told apart.
+type RunField = fn(&RunEntry) -> &str;
+
 /// Says plainly when paired versions ran different providers, models or
 /// thinking levels: a model change must never pass for a prompt change.
 fn model_change_warnings(
@@ -322,7 +325,7 @@ fn model_change_warnings(
     versions: &[VersionPair],
     warnings: &mut Vec<String>,
 ) {
-    let ran = |set: &RunSet, version: &str, field: fn(&RunEntry) -> &str| {
+    let ran = |set: &RunSet, version: &str, field: RunField| {
         let found: std::collections::BTreeSet<&str> = set
             .runs
             .iter()
@@ -331,7 +334,7 @@ fn model_change_warnings(
             .collect();
         found.into_iter().collect::<Vec<_>>().join(" and ")
     };
-    let fields: [(&str, fn(&RunEntry) -> &str); 2] = [
+    let fields: [(&str, RunField); 2] = [
         ("provider", |r| r.provider.as_str()),
         ("model", |r| r.model.as_str()),
     ];
