@@ -1,9 +1,19 @@
 //! Chat Completions streams as an OpenAI-compatible server sends them, for
 //! tests/openai_provider.rs and tests/openai_conformance.rs (where OpenAI's
 //! SDK reads the same ones): chunks with deltas, a finish reason, the usage
-//! chunk `include_usage` asks for, then `data: [DONE]`.
+//! chunk `include_usage` asks for, then `data: [DONE]`; and a provider
+//! pointed at a test server, with one call's whole outcome.
 
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use promptlab::chat::ThinkingLevel;
+use promptlab::provider::openai::{OpenAiConfig, OpenAiProvider};
+use promptlab::provider::{
+    AiMessage, CallSummary, ModelEvent, ModelProvider, ModelRequest, ProviderError, ToolCall,
+};
 use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
 
 /// One SSE event per chunk, then `[DONE]`.
 pub fn sse(chunks: &[Value]) -> String {
@@ -101,4 +111,80 @@ pub fn all_streams() -> Vec<(&'static str, String)> {
             ),
         ),
     ]
+}
+
+/// Long enough to be redacted.
+pub const KEY: &str = "sk-test-openai-0123456789abcdef";
+
+pub fn config(base_url: &str) -> OpenAiConfig {
+    OpenAiConfig {
+        api_key: Some(KEY.into()),
+        base_url: format!("{base_url}/v1"),
+        idle_timeout: Duration::from_secs(5),
+        backoff: Duration::from_millis(10),
+        ..OpenAiConfig::default()
+    }
+}
+
+pub fn provider(base_url: &str) -> OpenAiProvider {
+    OpenAiProvider::new(config(base_url)).unwrap()
+}
+
+pub fn request(messages: Vec<AiMessage>) -> ModelRequest {
+    ModelRequest {
+        model: "gpt-test".into(),
+        system: "You are the claims assistant.".into(),
+        messages,
+        tools: promptlab::tools::all_tools(true)
+            .iter()
+            .map(|tool| tool.declaration())
+            .collect(),
+        thinking_level: ThinkingLevel::Low,
+        max_output_tokens: 4096,
+        response_schema: None,
+    }
+}
+
+pub fn ask() -> Vec<AiMessage> {
+    vec![AiMessage::User {
+        text: "What is the excess?".into(),
+    }]
+}
+
+/// Everything one call streamed: text, calls, and its end.
+#[derive(Debug)]
+pub struct Outcome {
+    pub text: String,
+    pub calls: Vec<ToolCall>,
+    pub retries: usize,
+    pub end: Result<CallSummary, ProviderError>,
+}
+
+pub async fn call(provider: &OpenAiProvider, request: ModelRequest) -> Outcome {
+    let mut stream = provider.stream_turn(request, CancellationToken::new());
+    let (mut text, mut calls, mut retries) = (String::new(), Vec::new(), 0);
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(ModelEvent::TextDelta(delta)) => text.push_str(&delta),
+            Ok(ModelEvent::ToolCall(call)) => calls.push(call),
+            Ok(ModelEvent::Retry(_)) => retries += 1,
+            Ok(ModelEvent::Done(summary)) => {
+                return Outcome {
+                    text,
+                    calls,
+                    retries,
+                    end: Ok(summary),
+                };
+            }
+            Err(error) => {
+                return Outcome {
+                    text,
+                    calls,
+                    retries,
+                    end: Err(error),
+                };
+            }
+        }
+    }
+    panic!("the stream ended without Done or an error");
 }

@@ -8,7 +8,8 @@
 //! local server may need none; api.openai.com itself always does. What is
 //! OpenAI's here: the request JSON (`wire.rs`), its chunks as events and
 //! its usage (`decode.rs`), its error bodies and which statuses retry
-//! (`errors.rs`), a judge's reply schema in strict form (`schema.rs`). The transport does the rest, as for Gemini.
+//! (`errors.rs`), a judge's reply schema in strict form (`schema.rs`). The
+//! transport does the rest, as for Gemini (`transport::call`).
 
 pub mod decode;
 pub mod errors;
