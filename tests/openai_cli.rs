@@ -457,3 +457,41 @@ fn compare_warns_when_the_sides_differ_in_provider() {
         "the same model name: {all}"
     );
 }
+
+#[tokio::test]
+async fn serve_answers_the_prompt_lab_from_an_openai_compatible_server() {
+    use support::serve::{Server, chat_body, sse_events};
+    let key = "sk-serve-test-ne7er-leak-0123";
+    let openai = TestServer::start(tool_round());
+    let mut command = promptlab();
+    command
+        .env("OPENAI_BASE_URL", format!("{}/v1", openai.base_url))
+        .env("OPENAI_API_KEY", key);
+    let mut server =
+        Server::start_with(command, &["--provider", "openai", "--model", "gpt-5-mini"]);
+    let response = reqwest::Client::new()
+        .post(server.at("/api/chat"))
+        .header("content-type", "application/json")
+        .body(chat_body("Is it covered?").to_string())
+        .send()
+        .await
+        .unwrap();
+    let body = response.text().await.unwrap();
+    let events = sse_events(&body);
+    assert_eq!(events.last().unwrap()["type"], "done", "{body}");
+    assert!(body.contains("Covered."), "{body}");
+    assert!(!body.contains(key));
+    let requests = openai.requests();
+    assert_eq!(requests.len(), 2, "a tool round");
+    assert_eq!(
+        requests[0].json()["reasoning_effort"],
+        "low",
+        "gpt-5-mini is in the table"
+    );
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some(format!("Bearer {key}").as_str())
+    );
+    let (code, _) = server.stop("INT", std::time::Duration::from_secs(10));
+    assert_eq!(code, 0);
+}
