@@ -495,3 +495,75 @@ async fn serve_answers_the_prompt_lab_from_an_openai_compatible_server() {
     let (code, _) = server.stop("INT", std::time::Duration::from_secs(10));
     assert_eq!(code, 0);
 }
+
+#[test]
+fn compare_judges_pairs_with_an_openai_compatible_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut folders = Vec::new();
+    for (name, answer) in [
+        ("a", "The excess is in the policy."),
+        ("b", "The excess is £350."),
+    ] {
+        write(dir.path(), &format!("{name}.yaml"), &answer_script(answer));
+        let suite = write(
+            dir.path(),
+            &format!("suite-{name}.yaml"),
+            &format!(
+                "name: pw\nclaims: {{ids: [CLM-HH-0001]}}\ndefaults: {{today: 2026-11-30}}\ncases:\n  - name: excess\n    message: What is the excess?\n    script: {name}.yaml\n"
+            ),
+        );
+        let runs = dir.path().join(format!("runs-{name}"));
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .arg("eval")
+            .arg(&suite)
+            .args(["--provider", "script", "-q"]);
+        assert_eq!(run_command(&mut command).code, 0);
+        folders.push(runs);
+    }
+    let tie = json!({"winner": "tie", "reason": "both name it"}).to_string();
+    let reply = move || {
+        let body = sse(&[
+            delta(json!({"content": tie})),
+            finish("stop"),
+            usage(500, 0, 12, 0),
+        ]);
+        Box::new(move |_: &RecordedRequest| Reply::stream(body.clone())) as Responder
+    };
+    let judge = TestServer::start(vec![reply(), reply()]);
+    let mut command = promptlab();
+    let out = run_command(
+        command
+            .env("OPENAI_BASE_URL", format!("{}/v1", judge.base_url))
+            .arg("compare")
+            .arg(&folders[0])
+            .arg(&folders[1])
+            .args([
+                "--judge",
+                "states the excess amount",
+                "--judge-provider",
+                "openai",
+            ])
+            .args([
+                "--judge-model",
+                "judge-model",
+                "--format",
+                "json",
+                "--cache-dir",
+            ])
+            .arg(dir.path().join("cache")),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["pairwise"]["judgeCalls"], 2, "both orders: {report}");
+    let requests = judge.requests();
+    assert_eq!(requests.len(), 2);
+    let schema = &requests[0].json()["response_format"]["json_schema"];
+    assert_eq!(schema["strict"], true);
+    assert_eq!(
+        schema["schema"]["properties"]["winner"]["enum"],
+        json!(["first", "second", "tie"])
+    );
+    assert_eq!(schema["schema"]["required"], json!(["reason", "winner"]));
+}

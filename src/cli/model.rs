@@ -302,7 +302,7 @@ pub fn warn_unredactable(warnings: &[String]) {
 }
 
 /// A positive number of seconds.
-fn seconds(flag: &str, value: f64) -> Result<Duration, CliError> {
+pub fn seconds(flag: &str, value: f64) -> Result<Duration, CliError> {
     if value.is_finite() && value > 0.0 && value < 86_400.0 {
         Ok(Duration::from_secs_f64(value))
     } else {

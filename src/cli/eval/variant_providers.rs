@@ -1,6 +1,7 @@
 //! The providers suite variants choose for themselves (`provider`,
 //! `baseUrl`; docs/providers.md): each built once, through the one library
-//! builder, with the run's timeouts and bounds, and checked ready before
+//! builder, with the run's `--connect-timeout`, `--idle-timeout` and
+//! `--max-call-time`, and checked ready before
 //! any turn runs.
 
 use std::collections::HashMap;
@@ -15,6 +16,7 @@ use promptlab::provider::openai::OpenAiConfig;
 
 use super::EvalArgs;
 use crate::cli::error::CliError;
+use crate::cli::model::seconds;
 
 /// Variant index → its own provider, for the variants that name one.
 pub fn build(
@@ -27,14 +29,20 @@ pub fn build(
             continue;
         };
         let model = &args.model;
+        let connect_timeout = seconds("--connect-timeout", model.connect_timeout)?;
+        let idle_timeout = seconds("--idle-timeout", model.idle_timeout)?;
         let spec = match kind {
             ProviderKind::Gemini => ProviderSpec::Gemini(GeminiConfig {
+                connect_timeout,
+                idle_timeout,
                 limits: model.limits(),
                 ..GeminiConfig::from_env()
             }),
             ProviderKind::OpenAi => {
                 let from_env = OpenAiConfig::from_env();
                 ProviderSpec::OpenAi(OpenAiConfig {
+                    connect_timeout,
+                    idle_timeout,
                     limits: model.limits(),
                     base_url: variant
                         .model
