@@ -22,7 +22,8 @@ use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::judge::JudgeSpend;
 
 use super::mode::EvalMode;
-use super::{EvalArgs, plan, run_once};
+use super::settings::{CacheChoice, EvalSettings};
+use super::{plan, run_once};
 use crate::cli::StoreArgs;
 use crate::cli::error::{CliError, Exit};
 
@@ -55,21 +56,21 @@ pub fn snapshot(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TurnSnapshot> {
 }
 
 pub fn run(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     store: &ClaimStore,
     stores: &StoreArgs,
     tracing: Option<&promptlab::telemetry::Tracing>,
 ) -> Result<Exit, CliError> {
-    if !args.cache && !args.quiet {
+    if settings.cache != CacheChoice::Always && !settings.output.quiet {
         eprintln!(
             "tip: add --cache so that each run calls the model only for the turns an edit changed"
         );
     }
     let runtime = tokio::runtime::Runtime::new()?;
     let mut previous: Option<Vec<TurnSnapshot>> = None;
-    let mut watched = BTreeSet::from([absolute(&args.suite)]);
+    let mut watched = BTreeSet::from([absolute(&settings.suite)]);
     for iteration in 1.. {
-        watched.extend(watch_set(args, store));
+        watched.extend(watch_set(settings, store));
         let (sender, mut changes) = tokio::sync::mpsc::unbounded_channel();
         // Only writes, creations, renames and removals: a run reads these
         // files too, and reading must not start another run.
@@ -90,7 +91,7 @@ pub fn run(
         }
         println!("── watch: run {iteration} ──");
         match run_once(
-            args,
+            settings,
             &EvalMode::Run { resume: false },
             store,
             stores,
@@ -205,16 +206,16 @@ fn changes_since(previous: Option<&[TurnSnapshot]>, now: &[TurnSnapshot]) -> Vec
 /// scripts, override files and `casesFrom` bank it names, the claim files it selects, and
 /// the judge's script and prompts. An invalid suite gives what can be
 /// known without it.
-fn watch_set(args: &EvalArgs, store: &ClaimStore) -> BTreeSet<PathBuf> {
-    let mut files = BTreeSet::from([absolute(&args.suite)]);
+fn watch_set(settings: &EvalSettings, store: &ClaimStore) -> BTreeSet<PathBuf> {
+    let mut files = BTreeSet::from([absolute(&settings.suite)]);
     let flags = [
-        &args.model.script,
-        &args.judge.judge_script,
-        &args.judge.judge_prompts,
+        &settings.model.script,
+        &settings.judge.judge_script,
+        &settings.judge.judge_prompts,
     ];
     files.extend(flags.into_iter().flatten().map(|p| absolute(p)));
-    files.extend(args.overrides.iter().map(|p| absolute(p)));
-    let Ok(plan) = plan(args, store, None) else {
+    files.extend(settings.overrides.iter().map(|p| absolute(p)));
+    let Ok(plan) = plan(settings, store, None) else {
         return files;
     };
     let base = plan.suite.base_dir().to_path_buf();
