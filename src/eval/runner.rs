@@ -589,7 +589,7 @@ fn judged_from_log(
     let observation = Observation::from_log(log);
     let verdict = match crate::runs::rescore::recorded_rubric(log, path) {
         Ok(rubric) => plan.judge(spec, &observation, &rubric),
-        Err(error) => Verdict::new(Outcome::Error, vec![error]),
+        Err(error) => Verdict::new(Outcome::Error, vec![error.to_string()]),
     };
     TurnResult::new(spec, observation, verdict)
 }
