@@ -135,11 +135,13 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     let judge = criterion
         .as_ref()
         .map(|_| {
-            args.judge_args.build(
-                &SuiteJudge::default(),
-                &stores.cache_dir,
-                super::model::limits_from_env()?,
-            )
+            args.judge_args
+                .build(
+                    &SuiteJudge::default(),
+                    &stores.cache_dir,
+                    super::model::limits_from_env()?,
+                )
+                .map(|judge| judge.with_notices(super::judge::notices_on_stderr()))
         })
         .transpose()?;
     let mut comparison = compare(a, b)?;

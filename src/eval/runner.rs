@@ -495,7 +495,13 @@ async fn record_verdict(
     let expect = plan.expectations(spec);
     let rubric = match judge {
         Some(judge) => {
-            judge_rubric(judge, &expect, &observation.message, &observation, cancel).await
+            // The judge's retries are told as this turn's notices.
+            let (messages, spec) = (messages.clone(), spec.clone());
+            let notices = crate::judge::RetryNotices::new(move |notice| {
+                let _ = messages.send(EvalMessage::Notice(spec.clone(), notice));
+            });
+            let seen = &observation;
+            judge_rubric(judge, &expect, &seen.message, seen, cancel, Some(&notices)).await
         }
         None => Vec::new(),
     };

@@ -326,7 +326,7 @@ fn build_judge(
     cache_dir: &Path,
 ) -> Result<promptlab::judge::Judge, CliError> {
     let section = plan.suite.suite.judge.clone().unwrap_or_default();
-    let judge = settings.judge.build(
+    let mut judge = settings.judge.build(
         &SuiteJudge {
             model: section.model,
             thinking_level: section.thinking_level,
@@ -335,6 +335,10 @@ fn build_judge(
         cache_dir,
         settings.model.limits(),
     )?;
+    if !settings.output.quiet {
+        // Said by `--rescore`; a running turn's judge tells its own notices.
+        judge = judge.with_notices(crate::cli::judge::notices_on_stderr());
+    }
     let model = &judge.settings().model;
     if !settings.output.quiet
         && let Some(variant) = plan
