@@ -71,24 +71,8 @@ pub fn run(
     let mut watched = BTreeSet::from([absolute(&settings.suite)]);
     for iteration in 1.. {
         watched.extend(watch_set(settings, store));
-        let (sender, mut changes) = tokio::sync::mpsc::unbounded_channel();
-        // Only writes, creations, renames and removals: a run reads these
-        // files too, and reading must not start another run.
-        let mut watcher = notify::recommended_watcher(move |result: notify::Result<Event>| {
-            if let Ok(event) = result
-                && matches!(
-                    event.kind,
-                    EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
-                )
-            {
-                let _ = sender.send(event.paths);
-            }
-        })
-        .map_err(|e| CliError::Io(std::io::Error::other(format!("--watch: {e}"))))?;
-        for folder in folders(&watched) {
-            // A folder that is gone (a deleted override folder) is not watched.
-            let _ = watcher.watch(&folder, RecursiveMode::NonRecursive);
-        }
+        // Dropped at the end of the iteration: the next watches anew.
+        let (_watcher, mut changes) = start_watcher(&watched)?;
         println!("── watch: run {iteration} ──");
         match run_once(
             settings,
@@ -114,27 +98,7 @@ pub fn run(
             watched.len(),
             if watched.len() == 1 { "" } else { "s" }
         );
-        let stop = runtime.block_on(async {
-            loop {
-                tokio::select! {
-                    paths = changes.recv() => {
-                        let Some(paths) = paths else { continue };
-                        let Some(first) = paths.into_iter().find(|p| is_watched(&watched, p)) else {
-                            continue;
-                        };
-                        // An editor saves in several steps: let them finish.
-                        tokio::time::sleep(DEBOUNCE).await;
-                        while changes.try_recv().is_ok() {}
-                        println!("watch: {} changed; running again", first.display());
-                        return None;
-                    }
-                    result = tokio::signal::ctrl_c() => {
-                        return result.ok().map(|()| Exit::Cancelled);
-                    }
-                    () = terminate() => return Some(Exit::Terminated),
-                }
-            }
-        });
+        let stop = runtime.block_on(next_change(&mut changes, &watched));
         if let Some(exit) = stop {
             let tally = previous.as_deref().map(tally).unwrap_or_default();
             println!("watch: stopped{tally}");
@@ -142,6 +106,59 @@ pub fn run(
         }
     }
     Ok(Exit::Success)
+}
+
+type Changes = tokio::sync::mpsc::UnboundedReceiver<Vec<PathBuf>>;
+
+/// Watches the folders of `watched`; its events come through `Changes`.
+fn start_watcher(
+    watched: &BTreeSet<PathBuf>,
+) -> Result<(notify::RecommendedWatcher, Changes), CliError> {
+    // Unbounded: events are drained as they come, and dropping one could
+    // miss the save that matters.
+    let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
+    // Only writes, creations, renames and removals: a run reads these
+    // files too, and reading must not start another run.
+    let mut watcher = notify::recommended_watcher(move |result: notify::Result<Event>| {
+        if let Ok(event) = result
+            && matches!(
+                event.kind,
+                EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
+            )
+        {
+            let _ = sender.send(event.paths);
+        }
+    })
+    .map_err(|e| CliError::Io(std::io::Error::other(format!("--watch: {e}"))))?;
+    for folder in folders(watched) {
+        // A folder that is gone (a deleted override folder) is not watched.
+        let _ = watcher.watch(&folder, RecursiveMode::NonRecursive);
+    }
+    Ok((watcher, changes))
+}
+
+/// Waits for a watched file to change (`None`: run again) or for Ctrl-C or
+/// SIGTERM (the exit).
+async fn next_change(changes: &mut Changes, watched: &BTreeSet<PathBuf>) -> Option<Exit> {
+    loop {
+        tokio::select! {
+            paths = changes.recv() => {
+                let Some(paths) = paths else { continue };
+                let Some(first) = paths.into_iter().find(|p| is_watched(watched, p)) else {
+                    continue;
+                };
+                // An editor saves in several steps: let them finish.
+                tokio::time::sleep(DEBOUNCE).await;
+                while changes.try_recv().is_ok() {}
+                println!("watch: {} changed; running again", first.display());
+                return None;
+            }
+            result = tokio::signal::ctrl_c() => {
+                return result.ok().map(|()| Exit::Cancelled);
+            }
+            () = terminate() => return Some(Exit::Terminated),
+        }
+    }
 }
 
 /// `; last run: 24 passed, 2 failed, 0 errored`.
