@@ -241,8 +241,8 @@ impl PriceTable {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum PriceFileError {
     /// It could not be read or parsed (the message names the flag and file).
-    #[error("{0}")]
-    Read(String),
+    #[error(transparent)]
+    Read(#[from] crate::document::TableFileError),
     #[error("--prices `{path}`: currency `{}`: only USD is supported", crate::text::quote(.currency))]
     Currency { path: String, currency: String },
     #[error(

@@ -92,11 +92,37 @@ fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
 /// `--models FILE`): read under the input cap and parsed as JSON or YAML by
 /// its name, every problem prefixed with the flag and the path. The one
 /// loader of both tables.
-pub fn read_table_file<T: DeserializeOwned>(flag: &str, path: &Path) -> Result<T, String> {
-    let shown = path.display();
-    let text = crate::input::read_input_text(path).map_err(|e| format!("{flag} `{shown}`: {e}"))?;
+pub fn read_table_file<T: DeserializeOwned>(
+    flag: &'static str,
+    path: &Path,
+) -> Result<T, TableFileError> {
+    let refused = |problem| TableFileError {
+        flag,
+        path: path.display().to_string(),
+        problem,
+    };
+    let text = crate::input::read_input_text(path)
+        .map_err(|error| refused(TableProblem::Unreadable(error.to_string())))?;
     parse_document(&text, DocumentFormat::detect(path, &text))
-        .map_err(|problem| format!("{flag} `{shown}`: {problem}"))
+        .map_err(|problem| refused(TableProblem::Invalid(problem)))
+}
+
+/// Why a table file was refused: `--prices `my.yaml`: line 3 column 2: …`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{flag} `{path}`: {problem}")]
+pub struct TableFileError {
+    pub flag: &'static str,
+    pub path: String,
+    pub problem: TableProblem,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableProblem {
+    /// The file could not be read (missing, a folder, over the input cap).
+    #[error("{0}")]
+    Unreadable(String),
+    #[error("{0}")]
+    Invalid(DocumentProblem),
 }
 
 /// A table embedded at build time (`prices/gemini.yaml`, `models/gemini.yaml`);

@@ -255,8 +255,8 @@ impl ModelTable {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ModelFileError {
     /// It could not be read or parsed (the message names the flag and file).
-    #[error("{0}")]
-    Read(String),
+    #[error(transparent)]
+    Read(#[from] crate::document::TableFileError),
     #[error("--models `{path}`: model `{}`: {problem}", crate::text::quote(.model))]
     Rules {
         path: String,

@@ -143,13 +143,7 @@ pub fn fit_table<const N: usize>(
     rows: &[[String; N]],
     width: usize,
 ) -> Fitted {
-    let natural: Vec<usize> = (0..N)
-        .map(|i| {
-            rows.iter()
-                .map(|row| chars(&row[i]))
-                .fold(chars(header[i]), usize::max)
-        })
-        .collect();
+    let natural = natural_widths(&header, rows);
     let least = |i: usize| match fits[i] {
         Fit::Free => natural[i].min(FREE_MIN),
         _ => natural[i],
@@ -204,24 +198,7 @@ pub fn fit_table<const N: usize>(
         }
     }
     let widths = free_widths(&shown, &fits, &natural, &least, width);
-    let mut table = Table::new();
-    table
-        .load_preset(UTF8_FULL_CONDENSED)
-        .set_content_arrangement(ContentArrangement::Disabled)
-        .set_header(
-            shown
-                .iter()
-                .zip(&widths)
-                .map(|(&i, &w)| truncate(header[i], w)),
-        );
-    for row in rows {
-        table.add_row(
-            shown
-                .iter()
-                .zip(&widths)
-                .map(|(&i, &w)| truncate(&row[i], w)),
-        );
-    }
+    let table = render(&header, rows, &shown, &widths);
     let hidden = (0..N)
         .filter(|&i| !shown.contains(&i) && !says_nothing(i) && !common.contains(&i))
         .map(|i| header[i].to_string())
@@ -237,6 +214,45 @@ pub fn fit_table<const N: usize>(
         common,
         width,
     }
+}
+
+/// Each column's width uncut: its widest cell or its header.
+fn natural_widths<const N: usize>(header: &[&str; N], rows: &[[String; N]]) -> Vec<usize> {
+    (0..N)
+        .map(|i| {
+            rows.iter()
+                .map(|row| chars(&row[i]))
+                .fold(chars(header[i]), usize::max)
+        })
+        .collect()
+}
+
+/// The `shown` columns of `rows` under `header`, each cut to its width.
+fn render<const N: usize>(
+    header: &[&str; N],
+    rows: &[[String; N]],
+    shown: &[usize],
+    widths: &[usize],
+) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(
+            shown
+                .iter()
+                .zip(widths)
+                .map(|(&i, &w)| truncate(header[i], w)),
+        );
+    for row in rows {
+        table.add_row(
+            shown
+                .iter()
+                .zip(widths)
+                .map(|(&i, &w)| truncate(&row[i], w)),
+        );
+    }
+    table
 }
 
 /// Each shown column's width: whole for kept ones, and what is left shared

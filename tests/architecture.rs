@@ -167,3 +167,75 @@ fn the_checker_sees_an_upward_import() {
     assert!(layers["provider"] < layers["chat"]);
     assert!(layers["runs"] < layers["sink"]);
 }
+
+/// The error types of `Result<T, E>`s in a line whose `E` is a bare
+/// `String` (a message where the caller needs a type it can act on).
+fn string_errors(line: &str) -> usize {
+    let code = line.split("//").next().unwrap_or_default();
+    let mut found = 0;
+    for (start, _) in code.match_indices("Result<") {
+        let mut depth = 0;
+        let mut args = vec![String::new()];
+        for c in code[start + "Result<".len()..].chars() {
+            match c {
+                '<' | '(' | '[' => depth += 1,
+                '>' | ')' | ']' if depth == 0 => break,
+                '>' | ')' | ']' => depth -= 1,
+                ',' if depth == 0 => {
+                    args.push(String::new());
+                    continue;
+                }
+                _ => {}
+            }
+            args.last_mut().unwrap().push(c);
+        }
+        if args.len() == 2 && args[1].trim() == "String" {
+            found += 1;
+        }
+    }
+    found
+}
+
+#[test]
+fn library_errors_are_types_not_strings() {
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    let mut problems = Vec::new();
+    for path in files {
+        let relative = path.strip_prefix(repo()).unwrap().to_path_buf();
+        if matches!(top_module(&relative).as_str(), "cli" | "main") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (number, line) in text.lines().enumerate() {
+            if string_errors(line) > 0 {
+                problems.push(format!(
+                    "{}:{}: {}",
+                    relative.display(),
+                    number + 1,
+                    line.trim()
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "a library error is a type (thiserror), not a String:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_sees_a_string_error() {
+    assert_eq!(
+        string_errors("fn f() -> Result<Vec<(u8, u16)>, String> {"),
+        1
+    );
+    assert_eq!(string_errors("pick: Result<Result<String, String>, E>"), 1);
+    assert_eq!(
+        string_errors("fn f() -> rusqlite::Result<HashMap<String, String>>"),
+        0
+    );
+    assert_eq!(string_errors("fn f() -> Result<String, Error>"), 0);
+    assert_eq!(string_errors("// Result<(), String>"), 0);
+}

@@ -902,3 +902,43 @@ fn the_judge_cache_knows_who_judged_and_a_failed_rescore_writes_nothing() {
         .count();
     assert_eq!(sidecars, 0);
 }
+
+/// A judge whose model is busy says so, as a turn's retries do: an eval
+/// `notice` record for the judged turn and a line on stderr, naming the judge;
+/// `--rescore` says it on stderr.
+#[test]
+fn a_retrying_judge_says_so_for_the_turn_it_judges() {
+    const NOTICE: &str = "Gemini (judging) answered 503; retrying (2 of 3) in 0.0 s";
+    let busy = || -> Responder {
+        Box::new(|_| Reply::Status {
+            code: 503,
+            headers: vec![("Retry-After".into(), "0".into())],
+            body: r#"{"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}"#
+                .into(),
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let suite = rubric_suite(dir.path(), "", 1);
+    let server = TestServer::start(vec![busy(), verdict(true, 0.9)]);
+    let out = eval(dir.path(), &suite, Some(&server), &["--format", "ndjson"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let notices = ndjson(&out.stdout, "notice");
+    assert_eq!(notices.len(), 1, "{}", out.stdout);
+    assert_eq!(notices[0]["case"], "payment");
+    assert_eq!(notices[0]["notice"]["who"], "Gemini (judging)");
+    assert_eq!(notices[0]["notice"]["status"], 503);
+    assert!(out.stderr.contains(NOTICE), "{}", out.stderr);
+
+    let server = TestServer::start(vec![busy(), verdict(true, 0.9)]);
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+        .env("GEMINI_API_KEY", KEY)
+        .env("GEMINI_BASE_URL", &server.base_url)
+        .arg("eval")
+        .arg(&suite)
+        .args(["--rescore", "--no-judge-cache"]);
+    let rescored = run_command(&mut command);
+    assert_eq!(rescored.code, 0, "{}\n{}", rescored.stdout, rescored.stderr);
+    assert!(rescored.stderr.contains(NOTICE), "{}", rescored.stderr);
+}

@@ -52,38 +52,55 @@ impl InjectCase {
 }
 
 /// `--techniques a,b`: each id known, none twice.
-pub fn parse_techniques(list: &str) -> Result<Vec<&'static Technique>, String> {
+pub fn parse_techniques(list: &str) -> Result<Vec<&'static Technique>, TechniqueError> {
     let mut chosen: Vec<&'static Technique> = Vec::new();
     for id in list.split(',').map(str::trim).filter(|id| !id.is_empty()) {
         let technique = techniques::technique(id).ok_or_else(|| {
-            let ids = TECHNIQUES.iter().map(|t| t.id);
-            match crate::text::closest(id, ids) {
-                Some(near) => format!(
-                    "unknown technique `{}`; did you mean `{near}`?",
-                    crate::text::quote(id)
-                ),
-                None => format!(
-                    "unknown technique `{}` (the techniques: {})",
-                    crate::text::quote(id),
-                    TECHNIQUES.map(|t| t.id).join(", ")
-                ),
+            let quoted = crate::text::quote(id);
+            match crate::text::closest(id, TECHNIQUES.iter().map(|t| t.id)) {
+                Some(near) => TechniqueError::UnknownNear {
+                    quoted,
+                    near: near.to_string(),
+                },
+                None => TechniqueError::Unknown { quoted },
             }
         })?;
         if chosen.iter().any(|t| t.id == technique.id) {
-            return Err(format!("technique `{id}` is given twice"));
+            return Err(TechniqueError::Twice(id.to_string()));
         }
         chosen.push(technique);
     }
     if chosen.is_empty() {
-        return Err("name at least one technique".into());
+        return Err(TechniqueError::None);
     }
     Ok(chosen)
+}
+
+/// Why `--techniques` was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum TechniqueError {
+    #[error("unknown technique `{quoted}`; did you mean `{near}`?")]
+    UnknownNear { quoted: String, near: String },
+    #[error("unknown technique `{quoted}` (the techniques: {})", TECHNIQUES.map(|t| t.id).join(", "))]
+    Unknown { quoted: String },
+    #[error("technique `{0}` is given twice")]
+    Twice(String),
+    #[error("name at least one technique")]
+    None,
+}
+
+/// A claim whose id is too long to derive its injected claims' ids from.
+#[derive(Debug, thiserror::Error)]
+#[error("claim `{claim}`: its id is too long to derive `{derived}` from")]
+pub struct IdTooLong {
+    claim: String,
+    derived: String,
 }
 
 /// The cases for `claims`: every chosen technique once per claim, each at
 /// a placement that rotates with the technique from a seeded start, so a
 /// few claims cover every technique at every placement.
-pub fn plan_cases(claims: &[Claim], options: &InjectOptions) -> Result<Vec<InjectCase>, String> {
+pub fn plan_cases(claims: &[Claim], options: &InjectOptions) -> Result<Vec<InjectCase>, IdTooLong> {
     let techniques: Vec<&'static Technique> = if options.techniques.is_empty() {
         TECHNIQUES.iter().collect()
     } else {
@@ -112,11 +129,10 @@ pub fn plan_cases(claims: &[Claim], options: &InjectOptions) -> Result<Vec<Injec
                 technique.id.to_uppercase()
             );
             if !is_valid_claim_id(&id) {
-                return Err(format!(
-                    "claim `{}`: its id is too long to derive `{}` from",
-                    crate::text::quote(&claim.id),
-                    crate::text::quote(&id)
-                ));
+                return Err(IdTooLong {
+                    claim: crate::text::quote(&claim.id),
+                    derived: crate::text::quote(&id),
+                });
             }
             let hijack = technique.id == "screen-hijack";
             let derived = plant::plant(claim, placement, &payload, hijack, &id);

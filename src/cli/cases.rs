@@ -75,7 +75,7 @@ fn inject(args: InjectArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         judge: args.judge,
         with_scripts: args.with_scripts,
     };
-    let cases = plan_cases(&claims, &options).map_err(CliError::usage)?;
+    let cases = plan_cases(&claims, &options).map_err(|e| CliError::usage(e.to_string()))?;
     let files = render(&cases, &options, &command_line(&args, &techniques));
     for file in &files {
         let path = args.out_dir.join(&file.path);

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use chrono::Utc;
 use clap::{Args, ValueEnum};
 
-use promptlab::compare::gate::apply;
+use promptlab::compare::gate::{GateResult, apply};
 use promptlab::compare::render::{json, markdown, text};
-use promptlab::compare::{Gates, RunFilter, compare, load_set};
+use promptlab::compare::{Comparison, Gates, RunFilter, compare, load_set};
 use promptlab::prompts::PromptRegistry;
 use promptlab::report::compare_page;
 use promptlab::sink::Style;
@@ -135,11 +135,13 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     let judge = criterion
         .as_ref()
         .map(|_| {
-            args.judge_args.build(
-                &SuiteJudge::default(),
-                &stores.cache_dir,
-                super::model::limits_from_env()?,
-            )
+            args.judge_args
+                .build(
+                    &SuiteJudge::default(),
+                    &stores.cache_dir,
+                    super::model::limits_from_env()?,
+                )
+                .map(|judge| judge.with_notices(super::judge::notices_on_stderr()))
         })
         .transpose()?;
     let mut comparison = compare(a, b)?;
@@ -154,26 +156,7 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
         allow_unpaired: args.allow_unpaired,
     };
     let gate = apply(&comparison, gates);
-    // Colours only when the table goes to a terminal.
-    let style = match args.output {
-        Some(_) => Style::plain(),
-        None => Style::for_stdout(),
-    };
-    let report = match args.format {
-        CompareFormat::Markdown => markdown(&comparison, &gate),
-        CompareFormat::Json => json(&comparison, &gate) + "\n",
-        CompareFormat::Table => text(
-            &comparison,
-            &gate,
-            style,
-            args.all,
-            promptlab::table::terminal_width(),
-        ),
-        CompareFormat::Html => {
-            let title = format!("promptlab compare: {} ↔ {}", args.a, args.b);
-            compare_page(&comparison, &gate, &title, Utc::now())
-        }
-    };
+    let report = render(&args, &comparison, &gate);
     match &args.output {
         Some(path) => {
             write_page(path, &report)?;
@@ -191,6 +174,30 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     } else {
         Exit::Failure
     })
+}
+
+/// The comparison in the `--format` asked for.
+fn render(args: &CompareArgs, comparison: &Comparison, gate: &GateResult) -> String {
+    // Colours only when the table goes to a terminal.
+    let style = match args.output {
+        Some(_) => Style::plain(),
+        None => Style::for_stdout(),
+    };
+    match args.format {
+        CompareFormat::Markdown => markdown(comparison, gate),
+        CompareFormat::Json => json(comparison, gate) + "\n",
+        CompareFormat::Table => text(
+            comparison,
+            gate,
+            style,
+            args.all,
+            promptlab::table::terminal_width(),
+        ),
+        CompareFormat::Html => {
+            let title = format!("promptlab compare: {} ↔ {}", args.a, args.b);
+            compare_page(comparison, gate, &title, Utc::now())
+        }
+    }
 }
 
 /// `--judge CRITERION` or `--judge-file FILE`.

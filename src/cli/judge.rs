@@ -160,6 +160,15 @@ impl JudgeArgs {
     }
 }
 
+/// A judge's retries said on stderr, for the commands whose judge calls
+/// are not a turn's (`eval --rescore`, `compare --judge`):
+/// `Gemini (judging) answered 503; retrying (2 of 3) in 1.2 s`.
+pub fn notices_on_stderr() -> promptlab::judge::RetryNotices {
+    promptlab::judge::RetryNotices::new(|notice| {
+        eprintln!("{}", promptlab::text::printable(&notice.to_string()));
+    })
+}
+
 /// `prompts:` of an override-style file, or a plain map of id → text.
 fn read_judge_prompts(path: &Path) -> Result<BTreeMap<String, String>, CliError> {
     #[derive(serde::Deserialize)]

@@ -299,29 +299,7 @@ pub fn load_set(
             });
         }
     }
-    let mut found = Vec::new();
-    for file in files.paths {
-        let log = match read_run_log(&file) {
-            Ok(log) => log,
-            Err(error) => {
-                set.unreadable.push(UnreadableLog {
-                    path: file,
-                    error: error.to_string(),
-                });
-                continue;
-            }
-        };
-        let wanted_fingerprint = wanted
-            .as_ref()
-            .is_none_or(|fp| &log.header.fingerprint == fp);
-        let wanted_suite = filter
-            .suite
-            .as_deref()
-            .is_none_or(|name| log.header.labels.as_ref().is_some_and(|l| l.suite == name));
-        if wanted_fingerprint && wanted_suite {
-            found.push(RunEntry::from_log(&log));
-        }
-    }
+    let found = read_wanted(files.paths, wanted.as_ref(), filter, &mut set.unreadable);
     if found.is_empty() {
         return Err(CompareError::Empty(source));
     }
@@ -343,6 +321,38 @@ pub fn load_set(
     set.runs = keep_newest_version(std::mem::take(&mut set.runs), &mut set.superseded);
     set.runs = deduplicate(std::mem::take(&mut set.runs), &mut set.superseded);
     Ok(set)
+}
+
+/// The logs among `paths` of the `wanted` fingerprint and `--suite`; each
+/// that cannot be read goes to `unreadable`.
+fn read_wanted(
+    paths: Vec<PathBuf>,
+    wanted: Option<&String>,
+    filter: &RunFilter,
+    unreadable: &mut Vec<UnreadableLog>,
+) -> Vec<RunEntry> {
+    let mut found = Vec::new();
+    for file in paths {
+        let log = match read_run_log(&file) {
+            Ok(log) => log,
+            Err(error) => {
+                unreadable.push(UnreadableLog {
+                    path: file,
+                    error: error.to_string(),
+                });
+                continue;
+            }
+        };
+        let wanted_fingerprint = wanted.is_none_or(|fp| &log.header.fingerprint == fp);
+        let wanted_suite = filter
+            .suite
+            .as_deref()
+            .is_none_or(|name| log.header.labels.as_ref().is_some_and(|l| l.suite == name));
+        if wanted_fingerprint && wanted_suite {
+            found.push(RunEntry::from_log(&log));
+        }
+    }
+    found
 }
 
 /// `SPEC@VARIANT` names one variant of a side (`runs/models@lite-low`), so

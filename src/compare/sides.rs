@@ -46,12 +46,12 @@ pub fn resolve_spec(
         Side::EvalRun(prefix) => eval_run_side(runs_dir, |index| {
             let mut ids = index.eval_run_ids(&prefix)?;
             match ids.len() {
-                1 => Ok(Ok(ids.remove(0))),
-                0 => Ok(Err(format!(
+                1 => Ok(ids.remove(0)),
+                0 => Err(CompareError::EvalRun(format!(
                     "no eval run recorded in `{}` starts with `{prefix}`",
                     runs_dir.display()
                 ))),
-                n => Ok(Err(format!(
+                n => Err(CompareError::EvalRun(format!(
                     "`{prefix}` matches {n} eval runs: {}; give more of it",
                     ids.join(", ")
                 ))),
@@ -65,13 +65,13 @@ pub fn resolve_spec(
             };
             eval_run_side(runs_dir, |index| {
                 let runs = index.eval_runs_of(&suite)?;
-                Ok(runs.get(back as usize).cloned().ok_or_else(|| {
-                    format!(
+                runs.get(back as usize).cloned().ok_or_else(|| {
+                    CompareError::EvalRun(format!(
                         "`{spec}`: suite {suite} has {} eval runs recorded in `{}`",
                         runs.len(),
                         runs_dir.display()
-                    )
-                }))
+                    ))
+                })
             })
         }
         Side::Path(_) | Side::Fingerprint(_) => {
@@ -97,10 +97,10 @@ pub fn resolve_spec(
 /// says why none), whose member logs the side then reads.
 fn eval_run_side(
     runs_dir: &Path,
-    pick: impl FnOnce(&RunIndex) -> Result<Result<String, String>, crate::index::IndexError>,
+    pick: impl FnOnce(&RunIndex) -> Result<String, CompareError>,
 ) -> Result<Resolved, CompareError> {
     let opened = RunIndex::open(runs_dir)?;
-    let id = pick(&opened.index)?.map_err(CompareError::EvalRun)?;
+    let id = pick(&opened.index)?;
     let paths = opened.index.member_paths(&id)?;
     Ok(Resolved {
         source: format!("eval run {id} in {}", runs_dir.display()),

@@ -170,7 +170,8 @@ fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, RowProblem> {
             if cell.trim().is_empty() {
                 continue;
             }
-            let value = cell_value(column, cell).map_err(|m| problem(row, Some(column), m))?;
+            let value = cell_value(column, cell)
+                .map_err(|e| problem(row, Some(column), format!("not valid JSON: {e}")))?;
             insert_at(&mut object, column, value);
         }
         rows.push((row, Value::Object(object)));
@@ -247,11 +248,9 @@ fn check_header(columns: &[String]) -> Result<(), RowProblem> {
 }
 
 /// A cell as the JSON value an inline case would hold there.
-fn cell_value(column: &str, cell: &str) -> Result<Value, String> {
+fn cell_value(column: &str, cell: &str) -> Result<Value, serde_json::Error> {
     let trimmed = cell.trim();
-    let json = || {
-        serde_json::from_str::<Value>(trimmed).map_err(|error| format!("not valid JSON: {error}"))
-    };
+    let json = || serde_json::from_str::<Value>(trimmed);
     let list = LIST_COLUMNS.contains(&column);
     if JSON_COLUMNS.contains(&column) || (list && trimmed.starts_with('[')) {
         return json();
@@ -260,7 +259,7 @@ fn cell_value(column: &str, cell: &str) -> Result<Value, String> {
         let items = trimmed.split('|').map(str::trim).filter(|i| !i.is_empty());
         return items
             .map(|item| match item.starts_with('{') {
-                true => serde_json::from_str(item).map_err(|e| format!("not valid JSON: {e}")),
+                true => serde_json::from_str(item),
                 false => Ok(Value::String(item.to_string())),
             })
             .collect::<Result<Vec<_>, _>>()

@@ -189,31 +189,7 @@ pub fn judge(expect: &Expectations, seen: &Observation, rubric: &[RubricVerdict]
     let mut failures = Vec::new();
     check_answer(expect, &seen.answer, &mut failures);
     check_tools(expect, seen, &mut failures);
-    for wanted in &expect.client_action.0 {
-        if !seen
-            .client_actions
-            .iter()
-            .any(|action| is_subset(wanted, action))
-        {
-            failures.push(format!(
-                "client action {} was not emitted (emitted: {})",
-                compact(wanted),
-                list_or_none(seen.client_actions.iter().map(compact))
-            ));
-        }
-    }
-    for unwanted in &expect.client_action_not.0 {
-        if let Some(action) = seen
-            .client_actions
-            .iter()
-            .find(|action| is_subset(unwanted, action))
-        {
-            failures.push(format!(
-                "client action {} was emitted, which it must not be",
-                compact(action)
-            ));
-        }
-    }
+    check_client_actions(expect, seen, &mut failures);
     // A deployment's rounds are not on the wire: not judged (docs/worker.md).
     if let Some(max) = expect.max_rounds.filter(|_| !seen.remote)
         && seen.rounds > max
@@ -251,6 +227,36 @@ pub fn judge(expect: &Expectations, seen: &Observation, rubric: &[RubricVerdict]
         outcome,
         failures: [errors, failures].concat(),
         rubric: used,
+    }
+}
+
+/// `clientAction` and `clientActionNot`: each wanted action emitted (a
+/// subset of one that was), no unwanted one.
+fn check_client_actions(expect: &Expectations, seen: &Observation, failures: &mut Vec<String>) {
+    for wanted in &expect.client_action.0 {
+        if !seen
+            .client_actions
+            .iter()
+            .any(|action| is_subset(wanted, action))
+        {
+            failures.push(format!(
+                "client action {} was not emitted (emitted: {})",
+                compact(wanted),
+                list_or_none(seen.client_actions.iter().map(compact))
+            ));
+        }
+    }
+    for unwanted in &expect.client_action_not.0 {
+        if let Some(action) = seen
+            .client_actions
+            .iter()
+            .find(|action| is_subset(unwanted, action))
+        {
+            failures.push(format!(
+                "client action {} was emitted, which it must not be",
+                compact(action)
+            ));
+        }
     }
 }
 

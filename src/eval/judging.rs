@@ -135,6 +135,7 @@ pub async fn judge_rubric(
     message: &str,
     seen: &Observation,
     cancel: &CancellationToken,
+    notices: Option<&crate::judge::RetryNotices>,
 ) -> Vec<RubricVerdict> {
     let unjudgeable = seen.cancelled || (seen.error.is_some() && expect.no_error != Some(false));
     if expect.rubric.0.is_empty() || unjudgeable {
@@ -146,7 +147,7 @@ pub async fn judge_rubric(
             .rubric
             .0
             .iter()
-            .map(|criterion| judge.rubric(criterion, &evidence, cancel)),
+            .map(|criterion| judge.rubric(criterion, &evidence, cancel, notices)),
     )
     .await
 }

@@ -120,7 +120,15 @@ async fn rescore_one(
     let rubric = match judge {
         _ if expect.rubric.0.is_empty() => Vec::new(),
         Some(judge) => {
-            judge_rubric(judge, &expect, &observation.message, &observation, cancel).await
+            judge_rubric(
+                judge,
+                &expect,
+                &observation.message,
+                &observation,
+                cancel,
+                None,
+            )
+            .await
         }
         None => match recorded_rubric(&log, path) {
             Ok(rubric) => rubric,

@@ -30,15 +30,21 @@ pub fn is_eval_run_id(text: &str) -> bool {
 }
 
 /// `--eval-run ID`, checked: the id, or why it is not one.
-pub fn parse_eval_run_id(text: &str) -> Result<String, String> {
+pub fn parse_eval_run_id(text: &str) -> Result<String, NotAnEvalRunId> {
     if is_eval_run_id(text) {
         return Ok(text.to_string());
     }
-    Err(format!(
-        "`{}` is not an eval run id: `ev-` and 10 lowercase hex characters, e.g. {}",
-        crate::text::quote(text),
-        new_eval_run_id()
-    ))
+    Err(NotAnEvalRunId {
+        quoted: crate::text::quote(text),
+        example: new_eval_run_id(),
+    })
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("`{quoted}` is not an eval run id: `ev-` and 10 lowercase hex characters, e.g. {example}")]
+pub struct NotAnEvalRunId {
+    quoted: String,
+    example: String,
 }
 
 #[cfg(test)]

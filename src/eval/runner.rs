@@ -506,7 +506,13 @@ async fn record_verdict(
     let expect = plan.expectations(spec);
     let rubric = match judge {
         Some(judge) => {
-            judge_rubric(judge, &expect, &observation.message, &observation, cancel).await
+            // The judge's retries are told as this turn's notices.
+            let (messages, spec) = (messages.clone(), spec.clone());
+            let notices = crate::judge::RetryNotices::new(move |notice| {
+                let _ = messages.send(EvalMessage::Notice(spec.clone(), notice));
+            });
+            let seen = &observation;
+            judge_rubric(judge, &expect, &seen.message, seen, cancel, Some(&notices)).await
         }
         None => Vec::new(),
     };
@@ -600,7 +606,7 @@ fn judged_from_log(
     let observation = Observation::from_log(log);
     let verdict = match crate::runs::rescore::recorded_rubric(log, path) {
         Ok(rubric) => plan.judge(spec, &observation, &rubric),
-        Err(error) => Verdict::new(Outcome::Error, vec![error]),
+        Err(error) => Verdict::new(Outcome::Error, vec![error.to_string()]),
     };
     TurnResult::new(spec, observation, verdict)
 }

@@ -597,8 +597,9 @@ impl LoadedSuite {
             ("toolNotCalled", &settings.expect.tool_not_called),
         ] {
             for (index, tool) in tools.0.iter().enumerate() {
-                check_tool_name(tool.name())
-                    .map_err(|message| self.rule(format!("{at}.expect.{key}[{index}]"), message))?;
+                check_tool_name(tool.name()).map_err(|unknown| {
+                    self.rule(format!("{at}.expect.{key}[{index}]"), unknown.to_string())
+                })?;
             }
         }
         super::judging::check_judging(settings, self.repeats())
@@ -631,8 +632,8 @@ pub fn case_messages(case: &Case) -> Vec<ChatMessage> {
 
 /// A tool expectation must name a tool a turn can offer: a misspelt name
 /// would make `toolNotCalled` always pass and `toolCalled` always fail.
-fn check_tool_name(name: &str) -> Result<(), String> {
-    let known: Vec<&str> = crate::tools::all_tools(true)
+fn check_tool_name(name: &str) -> Result<(), UnknownTool> {
+    let known: Vec<&'static str> = crate::tools::all_tools(true)
         .iter()
         .map(|tool| tool.name)
         .collect();
@@ -641,9 +642,23 @@ fn check_tool_name(name: &str) -> Result<(), String> {
     }
     let quoted = crate::text::quote(name);
     Err(match crate::text::closest(name, known.iter().copied()) {
-        Some(near) => format!("unknown tool `{quoted}`; did you mean `{near}`?"),
-        None => format!("unknown tool `{quoted}` (the tools: {})", known.join(", ")),
+        Some(near) => UnknownTool::Near {
+            quoted,
+            near: near.to_string(),
+        },
+        None => UnknownTool::None { quoted, known },
     })
+}
+
+#[derive(Debug, thiserror::Error)]
+enum UnknownTool {
+    #[error("unknown tool `{quoted}`; did you mean `{near}`?")]
+    Near { quoted: String, near: String },
+    #[error("unknown tool `{quoted}` (the tools: {})", .known.join(", "))]
+    None {
+        quoted: String,
+        known: Vec<&'static str>,
+    },
 }
 
 /// Names that become labels and file-friendly keys.

@@ -165,7 +165,7 @@ pub(super) fn read_folder(
         if name.starts_with("ev-") && name.ends_with(".json") {
             match read_file(&entry.path()) {
                 Ok(run) => files.push((name, run)),
-                Err(problem) => report.problems.push(problem),
+                Err(problem) => report.problems.push(problem.to_string()),
             }
         }
     }
@@ -188,25 +188,44 @@ pub(super) fn read_folder(
 }
 
 /// One summary file, or why it cannot be read (said as a skipped file).
-fn read_file(path: &Path) -> Result<EvalRunFile, String> {
+fn read_file(path: &Path) -> Result<EvalRunFile, UnreadableSummary> {
+    let unreadable = |problem| UnreadableSummary {
+        path: path.display().to_string(),
+        problem,
+    };
     let bytes = std::fs::File::open(path)
         .and_then(|file| crate::input::read_limited(file, MAX_SUMMARY_BYTES))
-        .map_err(|error| format!("eval summary `{}`: {error}", path.display()))?;
+        .map_err(|error| unreadable(SummaryProblem::Read(error)))?;
     let run: EvalRunFile = serde_json::from_slice(&bytes).map_err(|error| {
-        format!(
-            "eval summary `{}`: {}",
-            path.display(),
-            crate::text::quote(&error.to_string())
-        )
+        unreadable(SummaryProblem::Invalid(crate::text::quote(
+            &error.to_string(),
+        )))
     })?;
     if !crate::runs::version::is_eval_run_id(&run.eval_run) {
-        return Err(format!(
-            "eval summary `{}`: `{}` is not an eval run id",
-            path.display(),
-            crate::text::quote(&run.eval_run)
-        ));
+        return Err(unreadable(SummaryProblem::NotAnId(crate::text::quote(
+            &run.eval_run,
+        ))));
     }
     Ok(run)
+}
+
+/// A summary file skipped by the sync, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("eval summary `{path}`: {problem}")]
+struct UnreadableSummary {
+    path: String,
+    problem: SummaryProblem,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum SummaryProblem {
+    #[error("{0}")]
+    Read(std::io::Error),
+    /// serde's message, quoted briefly.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("`{0}` is not an eval run id")]
+    NotAnId(String),
 }
 
 #[cfg(test)]
@@ -218,7 +237,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let garbage = dir.path().join("ev-0000000001.json");
         std::fs::write(&garbage, "x".repeat(10_000)).unwrap();
-        let problem = read_file(&garbage).unwrap_err();
+        let problem = read_file(&garbage).unwrap_err().to_string();
         assert!(problem.starts_with(&format!("eval summary `{}`: ", garbage.display())));
         assert!(problem.len() < 400, "{problem}");
         let file = EvalRunFile {
@@ -240,6 +259,7 @@ mod tests {
         assert!(
             read_file(&named)
                 .unwrap_err()
+                .to_string()
                 .ends_with("`../../etc` is not an eval run id")
         );
         assert_eq!(

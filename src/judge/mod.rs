@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use cache::JudgeCache;
 pub use evidence::{Evidence, ToolEvidence};
-pub use model::{JudgeModel, JudgeQuery, ProviderJudge, Question, RawReply};
+pub use model::{JudgeModel, JudgeQuery, ProviderJudge, Question, RawReply, RetryNotices};
 
 use crate::cost::{Cost, PriceTable};
 use crate::digest::sha256_hex;
@@ -233,6 +233,9 @@ pub struct Judge {
     settings: JudgeSettings,
     prompts: JudgePrompts,
     cache: Option<JudgeCache>,
+    /// Where a call says that it retries, when its caller gives no place
+    /// of its own (`rubric`'s `notices`).
+    notices: Option<RetryNotices>,
 }
 
 impl Judge {
@@ -248,7 +251,15 @@ impl Judge {
             settings,
             prompts,
             cache,
+            notices: None,
         }
+    }
+
+    /// Says each retry of its calls through `notices` (unless a call gives
+    /// its own place to say it).
+    pub fn with_notices(mut self, notices: RetryNotices) -> Judge {
+        self.notices = Some(notices);
+        self
     }
 
     /// Prices its calls with `prices` (`--prices`) instead of the shipped table.
@@ -284,6 +295,7 @@ impl Judge {
         criterion: &str,
         evidence: &Evidence,
         cancel: &CancellationToken,
+        notices: Option<&RetryNotices>,
     ) -> RubricVerdict {
         let query = JudgeQuery {
             system: self.prompts.rubric.clone(),
@@ -295,6 +307,7 @@ impl Judge {
                 criterion: criterion.to_string(),
                 answer: evidence.answer.clone(),
             },
+            notices: notices.or(self.notices.as_ref()).cloned(),
         };
         let mut verdict = RubricVerdict {
             criterion: criterion.to_string(),
@@ -342,6 +355,7 @@ impl Judge {
                 first: first.answer.clone(),
                 second: second.answer.clone(),
             },
+            notices: self.notices.clone(),
         };
         match self
             .ask(JudgeKind::Pairwise, &query, reply::parse_pairwise, cancel)

@@ -11,7 +11,9 @@ use tokio_util::sync::CancellationToken;
 use crate::digest::sha256_hex;
 use crate::event::Usage;
 use crate::prompts::thinking::ThinkingLevel;
-use crate::provider::{AiMessage, ModelEvent, ModelProvider, ModelRequest, ProviderError};
+use crate::provider::{
+    AiMessage, ModelEvent, ModelProvider, ModelRequest, ProviderError, RetryNotice,
+};
 
 /// The most a judge may write. A verdict is a sentence or two, but a
 /// thinking model's thoughts count against the same limit.
@@ -31,6 +33,32 @@ pub struct JudgeQuery {
     pub thinking_level: ThinkingLevel,
     /// The same question, structured, for a scripted judge.
     pub question: Question,
+    /// Where the call says that it retries (not part of the question).
+    pub notices: Option<RetryNotices>,
+}
+
+/// Where a judge call says that its model failed a try and is retrying it:
+/// eval gives each judged turn's notices to its progress view and NDJSON,
+/// as the turn's own retries are, so a judge that retries says so.
+#[derive(Clone)]
+pub struct RetryNotices(Arc<dyn Fn(RetryNotice) + Send + Sync>);
+
+impl RetryNotices {
+    pub fn new(say: impl Fn(RetryNotice) + Send + Sync + 'static) -> RetryNotices {
+        RetryNotices(Arc::new(say))
+    }
+
+    /// Says `notice`, naming the judge: `Gemini (judging) answered 503; …`.
+    fn say(&self, mut notice: RetryNotice) {
+        notice.who = format!("{} (judging)", notice.who);
+        (self.0)(notice)
+    }
+}
+
+impl std::fmt::Debug for RetryNotices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RetryNotices")
+    }
 }
 
 impl JudgeQuery {
@@ -143,9 +171,11 @@ impl JudgeModel for ProviderJudge {
                             crate::text::quote(&call.name)
                         )));
                     }
-                    // A judge's retries stay quiet: its verdict records the
-                    // outcome, and its caller says when judging fails.
-                    ModelEvent::Retry(_) => {}
+                    ModelEvent::Retry(notice) => {
+                        if let Some(notices) = &query.notices {
+                            notices.say(notice);
+                        }
+                    }
                     ModelEvent::Done(summary) => {
                         reply.usage = summary.usage;
                         reply.thinking_tokens = summary.thinking_tokens;

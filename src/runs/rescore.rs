@@ -103,7 +103,7 @@ pub fn standing_verdict(
         Ok(None) => footer.and_then(|f| f.verdict.clone()),
         Err(error) => Some(RecordedVerdict {
             outcome: super::record::Outcome::Error,
-            failures: vec![unreadable(path, &error)],
+            failures: vec![UnreadableRescore::new(path, error).to_string()],
             rubric: Vec::new(),
         }),
     }
@@ -111,7 +111,7 @@ pub fn standing_verdict(
 
 /// The judge's recorded rubric verdicts of a turn (see `current_verdict`);
 /// an error when its re-score cannot be read.
-pub fn recorded_rubric(log: &RunLog, path: &Path) -> Result<Vec<RubricVerdict>, String> {
+pub fn recorded_rubric(log: &RunLog, path: &Path) -> Result<Vec<RubricVerdict>, UnreadableRescore> {
     match read_rescore(path, &log.header.turn_id) {
         Ok(Some(record)) => Ok(record.verdict.rubric),
         Ok(None) => Ok(log
@@ -120,13 +120,23 @@ pub fn recorded_rubric(log: &RunLog, path: &Path) -> Result<Vec<RubricVerdict>, 
             .and_then(|f| f.verdict.as_ref())
             .map(|v| v.rubric.clone())
             .unwrap_or_default()),
-        Err(error) => Err(unreadable(path, &error)),
+        Err(error) => Err(UnreadableRescore::new(path, error)),
     }
 }
 
-fn unreadable(log: &Path, error: &io::Error) -> String {
-    format!(
-        "the re-score `{}` cannot be read: {error}",
-        rescore_path(log).display()
-    )
+/// A re-score beside a log that is there but cannot be read.
+#[derive(Debug, thiserror::Error)]
+#[error("the re-score `{path}` cannot be read: {error}")]
+pub struct UnreadableRescore {
+    path: String,
+    error: io::Error,
+}
+
+impl UnreadableRescore {
+    fn new(log: &Path, error: io::Error) -> Self {
+        UnreadableRescore {
+            path: rescore_path(log).display().to_string(),
+            error,
+        }
+    }
 }

@@ -31,6 +31,17 @@ use crate::telemetry::{TraceParent, TurnLabels};
 /// How long a client is told to wait when every turn slot is taken.
 pub const RETRY_AFTER_SECS: u64 = 1;
 
+/// Frames queued for the response body before the writer holds on to what
+/// it writes (coalescing it into the next frame) instead of queueing more.
+const FRAMES_IN_FLIGHT: usize = 16;
+
+/// What a client that does not read its stream can leave waiting in memory
+/// before its turn is cancelled (the run log records it as cancelled).
+pub const MAX_UNREAD_BYTES: usize = 4 << 20;
+
+/// How long the end of a stream waits for a client that stopped reading.
+const FINISH_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub async fn chat(
     State(state): State<Arc<ServeState>>,
     headers: axum::http::HeaderMap,
@@ -63,13 +74,13 @@ pub async fn chat(
         .get("traceparent")
         .and_then(|value| value.to_str().ok())
         .and_then(crate::telemetry::config::parse_trace_parent);
-    let (sender, receiver) = mpsc::unbounded_channel::<Bytes>();
+    let (sender, receiver) = mpsc::channel::<Bytes>(FRAMES_IN_FLIGHT);
     spawn_turn(state, request, sender, permit, parent);
     sse_response(receiver)
 }
 
 /// The streaming response: each frame is sent as soon as it is written.
-fn sse_response(receiver: mpsc::UnboundedReceiver<Bytes>) -> Response {
+fn sse_response(receiver: mpsc::Receiver<Bytes>) -> Response {
     let frames = futures_util::stream::unfold(receiver, |mut receiver| async move {
         let frame = receiver.recv().await?;
         Some((Ok::<Bytes, Infallible>(frame), receiver))
@@ -89,7 +100,7 @@ fn sse_response(receiver: mpsc::UnboundedReceiver<Bytes>) -> Response {
 fn spawn_turn(
     state: Arc<ServeState>,
     request: ChatRequest,
-    sender: mpsc::UnboundedSender<Bytes>,
+    sender: mpsc::Sender<Bytes>,
     permit: OwnedSemaphorePermit,
     parent: Option<TraceParent>,
 ) {
@@ -103,7 +114,7 @@ fn spawn_turn(
 async fn run_turn(
     state: Arc<ServeState>,
     request: ChatRequest,
-    sender: mpsc::UnboundedSender<Bytes>,
+    sender: mpsc::Sender<Bytes>,
     cancel: CancellationToken,
     parent: Option<TraceParent>,
 ) {
@@ -147,6 +158,11 @@ async fn run_turn(
         sinks.push(&mut writer);
         drive(turn, &mut sinks, &cancel).await
     };
+    // What the writer held back while the client was behind, now that
+    // nothing more will be written.
+    if let EventWriter::Sse(out) = writer.inner {
+        out.finish().await;
+    }
     warn_failures(&delivery.recorder_failures);
     let recorded = match recorder {
         Some(recorder) => finish_log(recorder).await,
@@ -187,7 +203,7 @@ fn warn_failures(failures: &[String]) {
 /// Cancels the turn as soon as the client has gone (the response body, and
 /// with it the receiver, is dropped), without waiting for the next event.
 fn watch_disconnect(
-    sender: mpsc::UnboundedSender<Bytes>,
+    sender: mpsc::Sender<Bytes>,
     cancel: CancellationToken,
     done: CancellationToken,
 ) {
@@ -229,27 +245,42 @@ impl<S: TurnSink> TurnSink for PublicErrors<'_, S> {
 
 /// An `io::Write` that sends what is written, at each flush, as one frame
 /// of the response body; a closed channel is a reader gone (`BrokenPipe`).
+/// The channel is bounded: while the client is behind, flushed bytes wait
+/// here and go as one frame when there is room, up to `MAX_UNREAD_BYTES`.
 struct ChannelOut {
-    sender: mpsc::UnboundedSender<Bytes>,
+    sender: mpsc::Sender<Bytes>,
     pending: Vec<u8>,
+    /// The client fell `MAX_UNREAD_BYTES` behind: nothing more is kept.
+    abandoned: bool,
 }
 
 impl ChannelOut {
-    fn new(sender: mpsc::UnboundedSender<Bytes>) -> ChannelOut {
+    fn new(sender: mpsc::Sender<Bytes>) -> ChannelOut {
         ChannelOut {
             sender,
             pending: Vec::new(),
+            abandoned: false,
+        }
+    }
+
+    /// Sends what is still held back, waiting (a while) for the client to
+    /// read it.
+    async fn finish(self) {
+        if !self.pending.is_empty() {
+            let send = self.sender.send(Bytes::from(self.pending));
+            let _ = tokio::time::timeout(FINISH_WAIT, send).await;
         }
     }
 }
 
+fn client_gone() -> io::Error {
+    io::Error::new(io::ErrorKind::BrokenPipe, "the client has gone")
+}
+
 impl io::Write for ChannelOut {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        if self.sender.is_closed() {
-            return Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "the client has gone",
-            ));
+        if self.sender.is_closed() || self.abandoned {
+            return Err(client_gone());
         }
         self.pending.extend_from_slice(bytes);
         Ok(bytes.len())
@@ -259,9 +290,24 @@ impl io::Write for ChannelOut {
         if self.pending.is_empty() {
             return Ok(());
         }
-        let frame = Bytes::from(std::mem::take(&mut self.pending));
-        self.sender
-            .send(frame)
-            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the client has gone"))
+        match self.sender.try_reserve() {
+            Ok(permit) => {
+                permit.send(Bytes::from(std::mem::take(&mut self.pending)));
+                Ok(())
+            }
+            Err(mpsc::error::TrySendError::Closed(())) => Err(client_gone()),
+            Err(mpsc::error::TrySendError::Full(())) if self.pending.len() <= MAX_UNREAD_BYTES => {
+                Ok(())
+            }
+            Err(mpsc::error::TrySendError::Full(())) => {
+                // The turn is cancelled: what waits is dropped, not sent.
+                self.pending = Vec::new();
+                self.abandoned = true;
+                Err(io::Error::other(format!(
+                    "the client is not reading its stream ({} MiB waiting)",
+                    MAX_UNREAD_BYTES >> 20
+                )))
+            }
+        }
     }
 }

@@ -4,21 +4,9 @@
 use promptlab::eval::EvalPlan;
 use promptlab::eval::TurnResult;
 use promptlab::eval::report::turns_from_runs;
-use promptlab::eval::run_id::{EvalRunKind, parse_eval_run_id};
+use promptlab::eval::run_id::EvalRunKind;
 
-use super::EvalArgs;
 use super::mode::EvalMode;
-use crate::cli::error::CliError;
-
-/// Gives the plan the id `--eval-run` names, if any (the shards of one CI
-/// run share it); else it keeps its fresh one.
-pub fn adopt_id(args: &EvalArgs, plan: &mut EvalPlan) -> Result<(), CliError> {
-    if let Some(id) = &args.eval_run {
-        plan.eval_run =
-            parse_eval_run_id(id).map_err(|e| CliError::usage(format!("--eval-run: {e}")))?;
-    }
-    Ok(())
-}
 
 /// `eval run ev-0123456789 (merge) · 12 turns from ev-aaaaaaaaaa, 3 from logs without an id`
 pub fn eval_run_line(mode: &EvalMode, plan: &EvalPlan, results: &[TurnResult]) -> String {

@@ -10,6 +10,7 @@ mod mode;
 mod preflight;
 mod progress;
 mod rescore;
+mod settings;
 mod summary;
 mod summary_table;
 mod variant_providers;
@@ -41,6 +42,7 @@ use super::error::{CliError, Exit};
 use super::judge::{JudgeArgs, SuiteJudge};
 use super::model::ModelArgs;
 use mode::EvalMode;
+use settings::EvalSettings;
 use watch::TurnSnapshot;
 
 const AFTER_HELP: &str = "\
@@ -188,10 +190,12 @@ pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exi
     let telemetry = Telemetry::from_env(args.trace_parent.as_deref())
         .map_err(|error| CliError::usage(error.to_string()))?;
     let tracing = telemetry.tracing();
-    let exit = match args.mode(&stores.runs_dir) {
-        EvalMode::Watch => watch::run(&args, store, stores, tracing.as_ref()),
-        mode => run_once(&args, &mode, store, stores, tracing.as_ref()).map(|(exit, _)| exit),
-    };
+    let exit = EvalSettings::from_args(args, &stores.runs_dir).and_then(|settings| match &settings
+        .mode
+    {
+        EvalMode::Watch => watch::run(&settings, store, stores, tracing.as_ref()),
+        mode => run_once(&settings, mode, store, stores, tracing.as_ref()).map(|(exit, _)| exit),
+    });
     telemetry.finish();
     exit
 }
@@ -199,7 +203,7 @@ pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exi
 /// One run of the suite: its exit, and each turn's outcome (for `--watch`
 /// to say what changed).
 fn run_once(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     mode: &EvalMode,
     store: &ClaimStore,
     stores: &StoreArgs,
@@ -207,14 +211,16 @@ fn run_once(
 ) -> Result<(Exit, Vec<TurnSnapshot>), CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let started_at = Utc::now();
-    preflight::check_args(args, store)?;
-    let shard = resolve_shard(args.shard.as_deref())?;
-    let mut plan = plan(args, store, shard)?;
-    eval_run::adopt_id(args, &mut plan)?;
-    preflight::check_overrides(args, &plan)?;
+    preflight::check_store(store)?;
+    let mut plan = plan(settings, store, settings.shard)?;
+    if let Some(id) = &settings.eval_run {
+        // The shards of one CI run share the id `--eval-run` names.
+        plan.eval_run = id.clone();
+    }
+    preflight::check_overrides(settings, &plan)?;
     preflight::check_forced_levels(&plan)?;
     if *mode == EvalMode::List {
-        list::print_list(&plan, args.format)?;
+        list::print_list(&plan, settings.output.format)?;
         return Ok((Exit::Success, Vec::new()));
     }
     if mode.runs_turns() {
@@ -223,18 +229,18 @@ fn run_once(
     let finish = |plan: &EvalPlan, results: Vec<TurnResult>, stop, budget: Option<&Budget>| {
         let snapshot = watch::snapshot(plan, &results);
         let when_and_where = (started_at, runs_dir);
-        summary::finish(args, mode, plan, results, stop, when_and_where, budget)
+        summary::finish(settings, mode, plan, results, stop, when_and_where, budget)
             .map(|exit| (exit, snapshot))
     };
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
     // turns or re-scoring them asks the judge.
     let judge = if plan.has_rubric() && !matches!(mode, EvalMode::Merge(_)) {
-        Some(Arc::new(build_judge(args, &plan, &stores.cache_dir)?))
+        Some(Arc::new(build_judge(settings, &plan, &stores.cache_dir)?))
     } else {
         None
     };
     if let EvalMode::Rescore(dirs) = mode {
-        let (results, stop) = rescore::run(args, &plan, dirs, judge.as_deref(), tracing)?;
+        let (results, stop) = rescore::run(settings, &plan, dirs, judge.as_deref(), tracing)?;
         return finish(&plan, results, stop, None);
     }
     if let EvalMode::Merge(dirs) = mode {
@@ -251,7 +257,7 @@ fn run_once(
         return finish(&plan, results, None, None);
     }
     let resume = matches!(mode, EvalMode::Run { resume: true });
-    let ran = run_remaining(args, resume, (store, stores), plan, judge, tracing)?;
+    let ran = run_remaining(settings, resume, (store, stores), plan, judge, tracing)?;
     let (plan, results, stop, budget) = ran;
     finish(&plan, results, stop, budget.as_deref())
 }
@@ -268,7 +274,7 @@ type Ran = (
 /// Runs the plan's turns (those `--resume` finds done are read back, not
 /// run again) under `--max-cost` and `-j`.
 fn run_remaining(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     resume_done: bool,
     (store, stores): (&ClaimStore, &StoreArgs),
     mut plan: EvalPlan,
@@ -276,8 +282,8 @@ fn run_remaining(
     tracing: Option<&Tracing>,
 ) -> Result<Ran, CliError> {
     let runs_dir = stores.runs_dir.as_path();
-    let provider = preflight::provider_choice(args, &plan)?;
-    preflight::say_thinking_notes(&plan, judge.as_deref(), args.model.provider);
+    let provider = preflight::provider_choice(settings, &plan)?;
+    preflight::say_thinking_notes(&plan, judge.as_deref(), settings.model.provider);
     let mut results = Vec::new();
     if resume_done {
         let (done, warnings) = resume(&mut plan, runs_dir)?;
@@ -291,27 +297,27 @@ fn run_remaining(
         );
         results = done;
     }
-    let budget = args.max_cost.map(|limit| Arc::new(Budget::new(limit)));
+    let budget = settings.max_cost.map(|limit| Arc::new(Budget::new(limit)));
     if budget.is_some() {
-        preflight::check_prices(args, &plan, judge.as_deref())?;
+        preflight::check_prices(settings, &plan, judge.as_deref())?;
     }
-    let settings = Arc::new(promptlab::eval::RunSettings {
+    let run_settings = Arc::new(promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
         judge,
         budget: budget.clone(),
-        model_cache: (args.cache || (plan.suite.suite.cache && !args.no_cache))
+        model_cache: (settings.cache.uses_cache(plan.suite.suite.cache))
             .then(|| ModelCache::new(stores.cache_dir.join("model"))),
         store: store.clone(),
         runs_dir: runs_dir.to_path_buf(),
-        concurrency: usize::from(args.jobs),
-        today: today_or_local(args.today),
+        concurrency: usize::from(settings.jobs),
+        today: today_or_local(settings.today),
         provider,
         // Only NDJSON writes a turn's events as they happen.
-        feed: promptlab::eval::Feed::new(args.format == EvalFormat::Ndjson),
+        feed: promptlab::eval::Feed::new(settings.output.format == EvalFormat::Ndjson),
         tracing: tracing.cloned(),
     });
     let plan = Arc::new(plan);
-    let (ran, stop) = progress::run_with_progress(args, &plan, &settings, results.len())?;
+    let (ran, stop) = progress::run_with_progress(settings, &plan, &run_settings, results.len())?;
     results.extend(ran);
     Ok((plan, results, stop, budget.filter(|b| b.reached())))
 }
@@ -319,12 +325,12 @@ fn run_remaining(
 /// The judge of the suite's rubric criteria; warns when it is also a
 /// variant's chat model (a model grading its own answers).
 fn build_judge(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     plan: &EvalPlan,
     cache_dir: &Path,
 ) -> Result<promptlab::judge::Judge, CliError> {
     let section = plan.suite.suite.judge.clone().unwrap_or_default();
-    let judge = args.judge.build(
+    let mut judge = settings.judge.build(
         &SuiteJudge {
             provider: section.provider,
             base_url: section.base_url,
@@ -333,10 +339,14 @@ fn build_judge(
             prompts: section.prompts,
         },
         cache_dir,
-        args.model.limits(),
+        settings.model.limits(),
     )?;
+    if !settings.output.quiet {
+        // Said by `--rescore`; a running turn's judge tells its own notices.
+        judge = judge.with_notices(crate::cli::judge::notices_on_stderr());
+    }
     let model = &judge.settings().model;
-    if !args.quiet
+    if !settings.output.quiet
         && let Some(variant) = plan
             .matrix
             .variants
@@ -368,30 +378,20 @@ fn parse_usd(text: &str) -> Result<f64, String> {
     }
 }
 
-/// `--shard I/N` or `--shard auto`.
-fn resolve_shard(text: Option<&str>) -> Result<Option<Shard>, CliError> {
-    match text {
-        None => Ok(None),
-        Some("auto") => Shard::from_ci(|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
-            .map(Some)
-            .map_err(CliError::usage),
-        Some(text) => text
-            .parse()
-            .map(Some)
-            .map_err(|e| CliError::usage(format!("--shard: {e}"))),
-    }
-}
-
 /// The suite with `--overrides` variants added and `--variant` applied, its
 /// matrix, and the turns `--case`, `--claim` and `--shard` select.
-fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<EvalPlan, CliError> {
+fn plan(
+    settings: &EvalSettings,
+    store: &ClaimStore,
+    shard: Option<Shard>,
+) -> Result<EvalPlan, CliError> {
     let registry = PromptRegistry::embedded();
-    let mut suite = LoadedSuite::load(&args.suite, registry)?;
-    add_override_variants(&mut suite, &args.overrides)?;
-    select_variants(&mut suite, &args.variant)?;
+    let mut suite = LoadedSuite::load(&settings.suite, registry)?;
+    add_override_variants(&mut suite, &settings.overrides)?;
+    select_variants(&mut suite, &settings.variants)?;
     let defaults = ModelSettings {
-        model: args.model.model.clone(),
-        thinking_level: args.model.thinking_level,
+        model: settings.model.model.clone(),
+        thinking_level: settings.model.thinking_level,
         forced: false,
         provider: None,
         base_url: None,
@@ -401,8 +401,8 @@ fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<Eva
         eprintln!("warning: {warning}");
     }
     let selection = Selection {
-        cases: args.case.clone(),
-        claims: args.claim.clone(),
+        cases: settings.cases.clone(),
+        claims: settings.claims.clone(),
         shard,
     };
     let plan = EvalPlan::new(suite, matrix, selection);
@@ -410,8 +410,8 @@ fn plan(args: &EvalArgs, store: &ClaimStore, shard: Option<Shard>) -> Result<Eva
         return Err(CliError::usage(format!(
             "no turn of suite `{}` matches --case {} --claim {}",
             plan.suite.name,
-            or_any(&args.case),
-            or_any(&args.claim)
+            or_any(&settings.cases),
+            or_any(&settings.claims)
         )));
     }
     Ok(plan)

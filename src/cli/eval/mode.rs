@@ -1,13 +1,11 @@
-//! What one `eval` invocation does, decided by one rule from its flags
-//! (clap has already refused the combinations that conflict): every part of
-//! `eval` asks for the mode instead of reading `--list`, `--report`,
-//! `--rescore`, `--resume` and `--watch` itself.
+//! What one `eval` invocation does (decided from its flags by
+//! `EvalSettings::from_args`): every part of `eval` asks for the mode
+//! instead of reading `--list`, `--report`, `--rescore`, `--resume` and
+//! `--watch` itself.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use promptlab::eval::run_id::EvalRunKind;
-
-use super::EvalArgs;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum EvalMode {
@@ -22,30 +20,6 @@ pub enum EvalMode {
     Rescore(Vec<PathBuf>),
     /// `--watch`: run, then again on each change.
     Watch,
-}
-
-impl EvalArgs {
-    /// This invocation's mode; `runs_dir` is where `--rescore` reads when
-    /// no `--report` folder is given.
-    pub fn mode(&self, runs_dir: &Path) -> EvalMode {
-        if self.watch {
-            EvalMode::Watch
-        } else if self.list {
-            EvalMode::List
-        } else if self.rescore {
-            EvalMode::Rescore(if self.report.is_empty() {
-                vec![runs_dir.to_path_buf()]
-            } else {
-                self.report.clone()
-            })
-        } else if !self.report.is_empty() {
-            EvalMode::Merge(self.report.clone())
-        } else {
-            EvalMode::Run {
-                resume: self.resume,
-            }
-        }
-    }
 }
 
 impl EvalMode {

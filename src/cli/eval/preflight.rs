@@ -12,61 +12,14 @@ use promptlab::eval::{EvalPlan, ProviderChoice};
 use promptlab::provider::gemini::GeminiConfig;
 use promptlab::provider::script::ScriptProvider;
 
-use super::EvalArgs;
+use super::settings::EvalSettings;
 use crate::cli::error::CliError;
 use crate::cli::model::ProviderKind;
 
-/// Flags and paths, before the suite is read.
-pub fn check_args(args: &EvalArgs, store: &ClaimStore) -> Result<(), CliError> {
-    for (flag, rate) in [
-        ("--pass-threshold", Some(args.pass_threshold)),
-        ("--min-pass-rate", args.min_pass_rate),
-    ] {
-        if let Some(rate) = rate
-            && !(0.0..=1.0).contains(&rate)
-        {
-            return Err(CliError::usage(format!(
-                "{flag} must be between 0 and 1, got {rate}"
-            )));
-        }
-    }
-    if args.max_concurrent.is_some() && args.model.provider != ProviderKind::Worker {
-        return Err(CliError::usage(
-            "--max-concurrent caps requests to a deployment: it is for --provider worker (-j sets how many turns run at once)",
-        ));
-    }
-    crate::cli::folders::claims_folder(store)?;
-    for dir in &args.report {
-        folder("--report", dir)?;
-    }
-    if args.model.provider == ProviderKind::Replay
-        && args.report.is_empty()
-        && let Some(dir) = &args.model.replay
-    {
-        folder("--replay", dir)?;
-    }
-    if !args.list {
-        for (flag, path) in [
-            ("--junit", &args.junit),
-            ("--markdown-summary", &args.markdown_summary),
-        ] {
-            if let Some(path) = path {
-                writable(flag, path)?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn folder(flag: &str, dir: &Path) -> Result<(), CliError> {
-    if dir.is_dir() {
-        Ok(())
-    } else {
-        Err(CliError::usage(format!(
-            "{flag} `{}`: no such folder",
-            dir.display()
-        )))
-    }
+/// The claims folder, before the suite is read (the flags were checked by
+/// `EvalSettings::from_args`).
+pub fn check_store(store: &ClaimStore) -> Result<(), CliError> {
+    crate::cli::folders::claims_folder(store)
 }
 
 /// The report's folder exists and takes a new file (checked by creating
@@ -99,12 +52,12 @@ pub fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
 
 /// Unusable overrides, or applied ones with a placeholder no brand fills, in
 /// any variant: a warning each, or exit 2 with `--strict`.
-pub fn check_overrides(args: &EvalArgs, plan: &EvalPlan) -> Result<(), CliError> {
+pub fn check_overrides(settings: &EvalSettings, plan: &EvalPlan) -> Result<(), CliError> {
     let problems = override_warnings(plan);
     if problems.is_empty() {
         return Ok(());
     }
-    if args.strict {
+    if settings.strict {
         return Err(CliError::usage(format!(
             "override problems (--strict):\n  {}",
             problems.join("\n  ")
@@ -138,12 +91,15 @@ pub fn override_warnings(plan: &EvalPlan) -> Vec<String> {
 /// provider (`provider`, `baseUrl` in the suite), else the run's. A provider
 /// that cannot work (no key, no script, no recordings) stops the run before
 /// it starts.
-pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
-    let variants = super::variant_providers::build(args, plan)?;
+pub fn provider_choice(
+    settings: &EvalSettings,
+    plan: &EvalPlan,
+) -> Result<ProviderChoice, CliError> {
+    let variants = super::variant_providers::build(settings, plan)?;
     if variants.is_empty() {
-        return run_choice(args, plan);
+        return run_choice(settings, plan);
     }
-    if args.model.provider == ProviderKind::Worker {
+    if settings.model.provider == ProviderKind::Worker {
         return Err(CliError::usage(
             "--provider worker runs whole turns on a deployment: a variant's own `provider` cannot apply",
         ));
@@ -153,7 +109,7 @@ pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoic
         Some(any) if variants.len() == plan.matrix.variants.len() => {
             ProviderChoice::Shared(any.clone())
         }
-        _ => run_choice(args, plan)?,
+        _ => run_choice(settings, plan)?,
     };
     Ok(ProviderChoice::PerVariant {
         run: Box::new(run),
@@ -162,8 +118,8 @@ pub fn provider_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoic
 }
 
 /// The run's own provider (`--provider`).
-fn run_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
-    match args.model.provider {
+fn run_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
+    match settings.model.provider {
         ProviderKind::Gemini => {
             if GeminiConfig::from_env().api_key.is_none() {
                 return Err(CliError::usage(
@@ -172,21 +128,21 @@ fn run_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliErr
                 ));
             }
             Ok(ProviderChoice::Shared(
-                args.model.build_provider()?.provider,
+                settings.model.build_provider()?.provider,
             ))
         }
         ProviderKind::OpenAi => {
-            let provider = args.model.build_provider()?.provider;
+            let provider = settings.model.build_provider()?.provider;
             provider
                 .check_ready()
                 .map_err(|error| CliError::usage(error.message))?;
             Ok(ProviderChoice::Shared(provider))
         }
-        ProviderKind::Script => script_choice(args, plan),
+        ProviderKind::Script => script_choice(settings, plan),
         ProviderKind::Worker => {
-            let client = args.model.build_worker(
+            let client = settings.model.build_worker(
                 promptlab::prompts::PromptRegistry::embedded(),
-                Some(args.max_concurrent.unwrap_or(args.jobs)),
+                Some(settings.max_concurrent.unwrap_or(settings.jobs)),
             )?;
             for warning in unseen_on_the_wire(plan) {
                 eprintln!(
@@ -197,7 +153,7 @@ fn run_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliErr
             Ok(ProviderChoice::Worker(client))
         }
         ProviderKind::Replay => {
-            let dir = args.model.replay.as_ref().ok_or_else(|| {
+            let dir = settings.model.replay.as_ref().ok_or_else(|| {
                 CliError::usage(
                     "eval with --provider replay needs --replay DIR: a runs folder holding this suite's recordings",
                 )
@@ -211,13 +167,13 @@ fn run_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliErr
     }
 }
 
-fn script_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
+fn script_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
     let load = |path: &Path| {
         ScriptProvider::load(path)
             .map(Arc::new)
             .map_err(CliError::from)
     };
-    let default = args.model.script.as_deref().map(load).transpose()?;
+    let default = settings.model.script.as_deref().map(load).transpose()?;
     let mut by_case = HashMap::new();
     for (index, case) in plan.suite.suite.cases.iter().enumerate() {
         if let Some(script) = &case.script {
@@ -235,14 +191,14 @@ fn script_choice(args: &EvalArgs, plan: &EvalPlan) -> Result<ProviderChoice, Cli
 /// `--max-cost` needs a price for every model the run calls: a spend that
 /// cannot be known cannot be kept under a limit.
 pub fn check_prices(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     plan: &EvalPlan,
     judge: Option<&promptlab::judge::Judge>,
 ) -> Result<(), CliError> {
     let prices = promptlab::cost::prices_in_force();
     let mut models: Vec<(&str, &str)> = Vec::new();
     for variant in &plan.matrix.variants {
-        let provider = variant.model.provider.unwrap_or(args.model.provider);
+        let provider = variant.model.provider.unwrap_or(settings.model.provider);
         if provider.bills() && provider != ProviderKind::Worker {
             models.push((provider.name(), variant.model.model.as_str()));
         }
@@ -268,22 +224,22 @@ pub fn check_prices(
 /// once, before the run, so that a pass is not mistaken for a full check.
 fn unseen_on_the_wire(plan: &EvalPlan) -> Vec<String> {
     let suite = &plan.suite.suite;
-    let (mut args, mut rounds) = (Vec::new(), Vec::new());
+    let (mut with_args, mut rounds) = (Vec::new(), Vec::new());
     for case in &suite.cases {
         let expect = case.settings(&suite.defaults).expect;
         let tools = expect.tool_called.0.iter().chain(&expect.tool_not_called.0);
         if tools.into_iter().any(|tool| tool.args().is_some()) {
-            args.push(case.name.as_str());
+            with_args.push(case.name.as_str());
         }
         if expect.max_rounds.is_some() {
             rounds.push(case.name.as_str());
         }
     }
     let mut warnings = Vec::new();
-    if !args.is_empty() {
+    if !with_args.is_empty() {
         warnings.push(format!(
             "--provider worker: tool arguments are not on the wire, so tool expectations are matched by name alone in: {}",
-            args.join(", ")
+            with_args.join(", ")
         ));
     }
     if !rounds.is_empty() {

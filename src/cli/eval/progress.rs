@@ -14,7 +14,8 @@ use promptlab::eval::report::{EvalRecord, TurnPlace, TurnRecord, spec_label, tur
 use promptlab::eval::{EvalMessage, EvalPlan, Outcome, RunSettings, TurnResult, run_turns};
 use promptlab::provider::RetryNotice;
 
-use super::{EvalArgs, EvalFormat};
+use super::EvalFormat;
+use super::settings::EvalSettings;
 use crate::cli::error::{CliError, Exit};
 use crate::cli::signals::cancel_on_signals;
 
@@ -84,23 +85,24 @@ struct Feedback<'a> {
 /// Runs the plan's remaining turns; returns their results and the exit a
 /// signal (or a closed stdout) asked for.
 pub fn run_with_progress(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     plan: &Arc<EvalPlan>,
-    settings: &Arc<RunSettings>,
+    run_settings: &Arc<RunSettings>,
     already: usize,
 ) -> Result<(Vec<TurnResult>, Option<Exit>), CliError> {
     let runtime = tokio::runtime::Runtime::new()?;
     let total = plan.selected().count();
     let mut feedback = Feedback {
         plan,
-        ndjson: args.format == EvalFormat::Ndjson,
-        quiet: args.quiet,
-        bar: (!args.quiet && std::io::stderr().is_terminal()).then(|| progress_bar(total, already)),
+        ndjson: settings.output.format == EvalFormat::Ndjson,
+        quiet: settings.output.quiet,
+        bar: (!settings.output.quiet && std::io::stderr().is_terminal())
+            .then(|| progress_bar(total, already)),
         finished: already,
         total,
         stdout_closed: false,
         tally: Tally::default(),
-        jobs: settings.concurrency,
+        jobs: run_settings.concurrency,
     };
     let cancel = CancellationToken::new();
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
@@ -108,7 +110,7 @@ pub fn run_with_progress(
         let stop = cancel_on_signals(cancel.clone());
         let run = run_turns(
             Arc::clone(plan),
-            Arc::clone(settings),
+            Arc::clone(run_settings),
             cancel.clone(),
             sender,
         );

@@ -11,12 +11,12 @@ use promptlab::eval::{EvalPlan, TurnResult};
 use promptlab::judge::{Judge, JudgeSpend};
 use promptlab::telemetry::Tracing;
 
-use super::EvalArgs;
+use super::settings::EvalSettings;
 use crate::cli::error::{CliError, Exit};
 use crate::cli::signals::cancel_on_signals;
 
 pub fn run(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     plan: &EvalPlan,
     dirs: &[PathBuf],
     judge: Option<&Judge>,
@@ -26,7 +26,7 @@ pub fn run(
     let cancel = CancellationToken::new();
     let (results, stop) = runtime.block_on(async {
         let stop = cancel_on_signals(cancel.clone());
-        let results = rescore_turns(plan, dirs, judge, usize::from(args.jobs), &cancel).await;
+        let results = rescore_turns(plan, dirs, judge, usize::from(settings.jobs), &cancel).await;
         (results, stop.exit())
     });
     let results = results?;
@@ -43,7 +43,7 @@ pub fn run(
             tracing.rescored(&labels.case, log, &verdict, original.as_ref());
         }
     }
-    if !args.quiet {
+    if !settings.output.quiet {
         let rescored = results.iter().filter(|r| r.run_log.is_some()).count();
         let mut judge = JudgeSpend::default();
         for result in &results {

@@ -20,10 +20,11 @@ use promptlab::markdown::{CELL_CHARS, code, code_in_table, inline};
 use promptlab::sink::{Style, printable};
 use promptlab::table::terminal_width;
 
+use super::EvalFormat;
 use super::mode::EvalMode;
 use super::progress::write_record;
+use super::settings::EvalSettings;
 use super::summary_table::{judging_lines, model_text, seconds, summary_table};
-use super::{EvalArgs, EvalFormat};
 use crate::cli::error::{CliError, Exit};
 use crate::cli::model::ProviderKind;
 use crate::cli::output::write_hidden;
@@ -48,7 +49,7 @@ struct EvalEnd<'a> {
 /// Summary, failures, reports and the exit code; `(started_at, runs_dir)`:
 /// when the run started and the runs folder its summary is kept in.
 pub fn finish(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     mode: &EvalMode,
     plan: &EvalPlan,
     mut results: Vec<TurnResult>,
@@ -57,7 +58,7 @@ pub fn finish(
     budget: Option<&Budget>,
 ) -> Result<Exit, CliError> {
     in_matrix_order(&mut results);
-    let summaries = summarize(plan, &results, args.pass_threshold);
+    let summaries = summarize(plan, &results, settings.pass_threshold);
     let missing = not_run(plan, &results);
     let logs_lost: Vec<String> = results
         .iter()
@@ -67,8 +68,8 @@ pub fn finish(
                 .map(|e| format!("{}: {e}", turn_label(plan, r)))
         })
         .collect();
-    let folds = fold_cases(plan, &results, args.pass_threshold);
-    let mut exit = exit_code(args, &summaries, &folds, &logs_lost, stop);
+    let folds = fold_cases(plan, &results, settings.pass_threshold);
+    let mut exit = exit_code(settings, &summaries, &folds, &logs_lost, stop);
     if budget.is_some() && exit == Exit::Success {
         // Turns that did not run were not judged: the run cannot pass.
         exit = Exit::Failure;
@@ -85,9 +86,9 @@ pub fn finish(
         stop,
         write_errors: Vec::new(),
     };
-    if let Some(path) = &args.junit {
+    if let Some(path) = &settings.output.junit {
         let context = JunitContext {
-            threshold: args.pass_threshold,
+            threshold: settings.pass_threshold,
             started_at,
             not_run: &missing,
             not_run_reason: if budget.is_some() {
@@ -103,18 +104,18 @@ pub fn finish(
         let xml = junit_xml(plan, &outcome.results, &context).map_err(|e| e.to_string());
         outcome.report_write("JUnit", path, xml);
     }
-    if let Some(path) = &args.markdown_summary {
-        let markdown = Ok(markdown(&outcome, args.show_failures));
+    if let Some(path) = &settings.output.markdown_summary {
+        let markdown = Ok(markdown(&outcome, settings.output.show_failures));
         outcome.report_write("Markdown summary", path, markdown);
     }
-    match args.format {
+    match settings.output.format {
         EvalFormat::Ndjson => {
             print_ndjson(mode, &outcome)?;
-            if every_turn_scripted(args, &outcome.results) && !args.quiet {
+            if every_turn_scripted(settings, &outcome.results) && !settings.output.quiet {
                 eprintln!("warning: {SCRIPTED_WARNING}");
             }
         }
-        EvalFormat::Pretty => print_pretty(args, mode, &outcome)?,
+        EvalFormat::Pretty => print_pretty(settings, mode, &outcome)?,
     }
     for error in &outcome.write_errors {
         eprintln!("error: {}", printable(error));
@@ -136,8 +137,8 @@ checks the tools, the loop and the expectations";
 
 /// Whether every turn ran on the script provider (results merged from
 /// `--report` logs are not known to be scripted).
-fn every_turn_scripted(args: &EvalArgs, results: &[TurnResult]) -> bool {
-    args.model.provider == ProviderKind::Script
+fn every_turn_scripted(settings: &EvalSettings, results: &[TurnResult]) -> bool {
+    settings.model.provider == ProviderKind::Script
         && !results.is_empty()
         && results.iter().all(|result| !result.from_log)
 }
@@ -146,7 +147,7 @@ fn every_turn_scripted(args: &EvalArgs, results: &[TurnResult]) -> bool {
 /// then any case whose repeats did not reach its threshold (by default:
 /// any turn that did not pass) — or, with `--min-pass-rate`, a variant below it.
 fn exit_code(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     summaries: &[VariantSummary],
     folds: &[CaseFold],
     logs_lost: &[String],
@@ -155,7 +156,7 @@ fn exit_code(
     if let Some(stop) = stop {
         return stop;
     }
-    let below = match args.min_pass_rate {
+    let below = match settings.min_pass_rate {
         Some(rate) => summaries
             .iter()
             .any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
@@ -190,7 +191,7 @@ impl EvalEnd<'_> {
     }
 
     /// `12 turns: 10 passed, 1 failed, 1 errored`, and what else must be said.
-    fn tail(&self, args: &EvalArgs) -> String {
+    fn tail(&self, settings: &EvalSettings) -> String {
         let count = |o| {
             self.results
                 .iter()
@@ -239,10 +240,10 @@ impl EvalEnd<'_> {
                 self.results.len() + self.not_run
             );
         }
-        if let Some(rate) = args.min_pass_rate {
+        if let Some(rate) = settings.min_pass_rate {
             let _ = write!(tail, " · minimum pass rate {:.1}%", rate * 100.0);
         }
-        if let Some(path) = &args.junit
+        if let Some(path) = &settings.output.junit
             && !self.write_errors.iter().any(|e| e.contains("JUnit"))
         {
             let _ = write!(tail, " · JUnit written to {}", path.display());
@@ -302,7 +303,11 @@ fn summary_record(mode: &EvalMode, outcome: &EvalEnd) -> SummaryRecord {
     }
 }
 
-fn print_pretty(args: &EvalArgs, mode: &EvalMode, outcome: &EvalEnd) -> Result<(), CliError> {
+fn print_pretty(
+    settings: &EvalSettings,
+    mode: &EvalMode,
+    outcome: &EvalEnd,
+) -> Result<(), CliError> {
     let style = Style::for_stdout();
     let mut out = std::io::stdout().lock();
     let plan = outcome.plan;
@@ -317,14 +322,14 @@ fn print_pretty(args: &EvalArgs, mode: &EvalMode, outcome: &EvalEnd) -> Result<(
     for line in judging_lines(&outcome.summaries, plan) {
         writeln!(out, "{}", printable(&line))?;
     }
-    if args.by == Some(super::by_tag::ByGroup::Tag) {
+    if settings.output.by == Some(super::by_tag::ByGroup::Tag) {
         let tags = promptlab::eval::tags::summarize_tags(plan, &outcome.results);
         super::by_tag::write_by_tag(&mut out, &tags)?;
     }
     let failing = outcome.failing();
     if !failing.is_empty() {
         writeln!(out, "\n{}", style.bold("Failures:"))?;
-        for result in failing.iter().take(args.show_failures) {
+        for result in failing.iter().take(settings.output.show_failures) {
             let mark = match result.verdict.outcome {
                 Outcome::Error => style.red("error"),
                 _ => style.red("fail"),
@@ -338,19 +343,19 @@ fn print_pretty(args: &EvalArgs, mode: &EvalMode, outcome: &EvalEnd) -> Result<(
                 writeln!(out, "    {}", style.dim(&line))?;
             }
         }
-        if failing.len() > args.show_failures {
-            let more = failing.len() - args.show_failures;
+        if failing.len() > settings.output.show_failures {
+            let more = failing.len() - settings.output.show_failures;
             writeln!(out, "… and {more} more (--show-failures N lists more)")?;
         }
     }
     for lost in &outcome.logs_lost {
         writeln!(out, "{}", style.red(&format!("run log lost: {lost}")))?;
     }
-    if every_turn_scripted(args, &outcome.results) {
+    if every_turn_scripted(settings, &outcome.results) {
         let warning = format!("\nwarning: {SCRIPTED_WARNING}");
         writeln!(out, "{}", style.yellow(&warning))?;
     }
-    let tail = outcome.tail(args);
+    let tail = outcome.tail(settings);
     let tail = if outcome.exit == Exit::Success {
         style.green(&tail)
     } else {

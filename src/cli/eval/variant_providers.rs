@@ -14,13 +14,13 @@ use promptlab::provider::build::ProviderSpec;
 use promptlab::provider::gemini::GeminiConfig;
 use promptlab::provider::openai::OpenAiConfig;
 
-use super::EvalArgs;
+use super::settings::EvalSettings;
 use crate::cli::error::CliError;
 use crate::cli::model::seconds;
 
 /// Variant index → its own provider, for the variants that name one.
 pub fn build(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     plan: &EvalPlan,
 ) -> Result<HashMap<usize, Arc<dyn ModelProvider>>, CliError> {
     let mut built = HashMap::new();
@@ -28,7 +28,7 @@ pub fn build(
         let Some(kind) = variant.model.provider else {
             continue;
         };
-        let model = &args.model;
+        let model = &settings.model;
         let connect_timeout = seconds("--connect-timeout", model.connect_timeout)?;
         let idle_timeout = seconds("--idle-timeout", model.idle_timeout)?;
         let spec = match kind {

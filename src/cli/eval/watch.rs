@@ -22,7 +22,8 @@ use promptlab::eval::{EvalPlan, Outcome, TurnResult};
 use promptlab::judge::JudgeSpend;
 
 use super::mode::EvalMode;
-use super::{EvalArgs, plan, run_once};
+use super::settings::{CacheChoice, EvalSettings};
+use super::{plan, run_once};
 use crate::cli::StoreArgs;
 use crate::cli::error::{CliError, Exit};
 
@@ -55,42 +56,26 @@ pub fn snapshot(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TurnSnapshot> {
 }
 
 pub fn run(
-    args: &EvalArgs,
+    settings: &EvalSettings,
     store: &ClaimStore,
     stores: &StoreArgs,
     tracing: Option<&promptlab::telemetry::Tracing>,
 ) -> Result<Exit, CliError> {
-    if !args.cache && !args.quiet {
+    if settings.cache != CacheChoice::Always && !settings.output.quiet {
         eprintln!(
             "tip: add --cache so that each run calls the model only for the turns an edit changed"
         );
     }
     let runtime = tokio::runtime::Runtime::new()?;
     let mut previous: Option<Vec<TurnSnapshot>> = None;
-    let mut watched = BTreeSet::from([absolute(&args.suite)]);
+    let mut watched = BTreeSet::from([absolute(&settings.suite)]);
     for iteration in 1.. {
-        watched.extend(watch_set(args, store));
-        let (sender, mut changes) = tokio::sync::mpsc::unbounded_channel();
-        // Only writes, creations, renames and removals: a run reads these
-        // files too, and reading must not start another run.
-        let mut watcher = notify::recommended_watcher(move |result: notify::Result<Event>| {
-            if let Ok(event) = result
-                && matches!(
-                    event.kind,
-                    EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
-                )
-            {
-                let _ = sender.send(event.paths);
-            }
-        })
-        .map_err(|e| CliError::Io(std::io::Error::other(format!("--watch: {e}"))))?;
-        for folder in folders(&watched) {
-            // A folder that is gone (a deleted override folder) is not watched.
-            let _ = watcher.watch(&folder, RecursiveMode::NonRecursive);
-        }
+        watched.extend(watch_set(settings, store));
+        // Dropped at the end of the iteration: the next watches anew.
+        let (_watcher, mut changes) = start_watcher(&watched)?;
         println!("── watch: run {iteration} ──");
         match run_once(
-            args,
+            settings,
             &EvalMode::Run { resume: false },
             store,
             stores,
@@ -113,27 +98,7 @@ pub fn run(
             watched.len(),
             if watched.len() == 1 { "" } else { "s" }
         );
-        let stop = runtime.block_on(async {
-            loop {
-                tokio::select! {
-                    paths = changes.recv() => {
-                        let Some(paths) = paths else { continue };
-                        let Some(first) = paths.into_iter().find(|p| is_watched(&watched, p)) else {
-                            continue;
-                        };
-                        // An editor saves in several steps: let them finish.
-                        tokio::time::sleep(DEBOUNCE).await;
-                        while changes.try_recv().is_ok() {}
-                        println!("watch: {} changed; running again", first.display());
-                        return None;
-                    }
-                    result = tokio::signal::ctrl_c() => {
-                        return result.ok().map(|()| Exit::Cancelled);
-                    }
-                    () = terminate() => return Some(Exit::Terminated),
-                }
-            }
-        });
+        let stop = runtime.block_on(next_change(&mut changes, &watched));
         if let Some(exit) = stop {
             let tally = previous.as_deref().map(tally).unwrap_or_default();
             println!("watch: stopped{tally}");
@@ -141,6 +106,59 @@ pub fn run(
         }
     }
     Ok(Exit::Success)
+}
+
+type Changes = tokio::sync::mpsc::UnboundedReceiver<Vec<PathBuf>>;
+
+/// Watches the folders of `watched`; its events come through `Changes`.
+fn start_watcher(
+    watched: &BTreeSet<PathBuf>,
+) -> Result<(notify::RecommendedWatcher, Changes), CliError> {
+    // Unbounded: events are drained as they come, and dropping one could
+    // miss the save that matters.
+    let (sender, changes) = tokio::sync::mpsc::unbounded_channel();
+    // Only writes, creations, renames and removals: a run reads these
+    // files too, and reading must not start another run.
+    let mut watcher = notify::recommended_watcher(move |result: notify::Result<Event>| {
+        if let Ok(event) = result
+            && matches!(
+                event.kind,
+                EventKind::Create(_) | EventKind::Modify(_) | EventKind::Remove(_)
+            )
+        {
+            let _ = sender.send(event.paths);
+        }
+    })
+    .map_err(|e| CliError::Io(std::io::Error::other(format!("--watch: {e}"))))?;
+    for folder in folders(watched) {
+        // A folder that is gone (a deleted override folder) is not watched.
+        let _ = watcher.watch(&folder, RecursiveMode::NonRecursive);
+    }
+    Ok((watcher, changes))
+}
+
+/// Waits for a watched file to change (`None`: run again) or for Ctrl-C or
+/// SIGTERM (the exit).
+async fn next_change(changes: &mut Changes, watched: &BTreeSet<PathBuf>) -> Option<Exit> {
+    loop {
+        tokio::select! {
+            paths = changes.recv() => {
+                let Some(paths) = paths else { continue };
+                let Some(first) = paths.into_iter().find(|p| is_watched(watched, p)) else {
+                    continue;
+                };
+                // An editor saves in several steps: let them finish.
+                tokio::time::sleep(DEBOUNCE).await;
+                while changes.try_recv().is_ok() {}
+                println!("watch: {} changed; running again", first.display());
+                return None;
+            }
+            result = tokio::signal::ctrl_c() => {
+                return result.ok().map(|()| Exit::Cancelled);
+            }
+            () = terminate() => return Some(Exit::Terminated),
+        }
+    }
 }
 
 /// `; last run: 24 passed, 2 failed, 0 errored`.
@@ -205,16 +223,16 @@ fn changes_since(previous: Option<&[TurnSnapshot]>, now: &[TurnSnapshot]) -> Vec
 /// scripts, override files and `casesFrom` bank it names, the claim files it selects, and
 /// the judge's script and prompts. An invalid suite gives what can be
 /// known without it.
-fn watch_set(args: &EvalArgs, store: &ClaimStore) -> BTreeSet<PathBuf> {
-    let mut files = BTreeSet::from([absolute(&args.suite)]);
+fn watch_set(settings: &EvalSettings, store: &ClaimStore) -> BTreeSet<PathBuf> {
+    let mut files = BTreeSet::from([absolute(&settings.suite)]);
     let flags = [
-        &args.model.script,
-        &args.judge.judge_script,
-        &args.judge.judge_prompts,
+        &settings.model.script,
+        &settings.judge.judge_script,
+        &settings.judge.judge_prompts,
     ];
     files.extend(flags.into_iter().flatten().map(|p| absolute(p)));
-    files.extend(args.overrides.iter().map(|p| absolute(p)));
-    let Ok(plan) = plan(args, store, None) else {
+    files.extend(settings.overrides.iter().map(|p| absolute(p)));
+    let Ok(plan) = plan(settings, store, None) else {
         return files;
     };
     let base = plan.suite.base_dir().to_path_buf();

@@ -60,7 +60,8 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RetryNotice {
-    /// Who failed: `Gemini`, `the deployment`.
+    /// Who failed: `Gemini`, `the deployment`; `Gemini (judging)` when it is
+    /// the judge's model, retrying for the turn it judges.
     pub who: String,
     /// The HTTP status of the failed try; none for a refused connection.
     #[serde(default, skip_serializing_if = "Option::is_none")]
