@@ -335,7 +335,12 @@ fn model_change_warnings(
         found.into_iter().collect::<Vec<_>>().join(" and ")
     };
     let fields: [(&str, RunField); 2] = [
-        ("provider", |r| r.provider.as_str()),
+        // A deployment (`worker`) runs Gemini: comparing it with a local
+        // Gemini run is what `--provider worker` is for, not a change.
+        ("provider", |r| match r.provider.as_str() {
+            "worker" => "gemini",
+            provider => provider,
+        }),
         ("model", |r| r.model.as_str()),
     ];
     for pair in versions {
