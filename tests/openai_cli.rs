@@ -199,3 +199,26 @@ async fn serve_answers_the_prompt_lab_from_an_openai_compatible_server() {
     let (code, _) = server.stop("INT", std::time::Duration::from_secs(10));
     assert_eq!(code, 0);
 }
+
+#[test]
+fn a_models_file_tells_an_older_server_max_tokens_and_silences_the_warning() {
+    let server = TestServer::start(tool_round());
+    let dir = tempfile::tempdir().unwrap();
+    let models = write(
+        dir.path(),
+        "models.yaml",
+        "models:\n  llama3.1:8b:\n    source: our Ollama box\n    date: 2026-12-01\n    maxTokensField: max_tokens\n",
+    );
+    let models = models.to_string_lossy().into_owned();
+    let out = chat(&server, &dir.path().join("runs"), &["--models", &models]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("not in the model table"),
+        "{}",
+        out.stderr
+    );
+    let body = server.requests()[0].json();
+    assert!(body["max_tokens"].is_u64(), "{body}");
+    assert!(body.get("max_completion_tokens").is_none(), "{body}");
+    assert!(body.get("reasoning_effort").is_none(), "{body}");
+}
