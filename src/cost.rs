@@ -1,8 +1,11 @@
 //! What model calls cost: a price table as data (`prices/gemini.yaml`,
-//! extendable with `--prices FILE`), and the price of one call from its
-//! token counts. A model without a price costs "unknown", never 0; a call
-//! that reached no model (a cache hit, a scripted or replayed answer: a
-//! provider kind that does not bill) costs nothing.
+//! `prices/openai.yaml`, extendable with `--prices FILE`), keyed
+//! `provider/model` (a bare name is Gemini's, so older files keep
+//! working), and the price of one call from its token counts. A model
+//! without a price costs "unknown", never 0 (a local model too, unless a
+//! file prices it, at 0 if it is free); a call that reached no model (a
+//! cache hit, a scripted or replayed answer: a provider kind that does not
+//! bill) costs nothing.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -12,7 +15,34 @@ use serde::Deserialize;
 use crate::event::Usage;
 
 /// The shipped prices, embedded at build time.
-const EMBEDDED: &str = include_str!("../prices/gemini.yaml");
+const EMBEDDED: [(&str, &str); 2] = [
+    ("prices/gemini.yaml", include_str!("../prices/gemini.yaml")),
+    ("prices/openai.yaml", include_str!("../prices/openai.yaml")),
+];
+
+/// The providers with prices of their own; any other that bills (a
+/// deployment, `worker`) runs Gemini's models.
+const PRICED_PROVIDERS: [&str; 2] = ["gemini", "openai"];
+
+/// A price file's key as the table keys it: `provider/model`, a bare name
+/// (or one whose first segment is no priced provider, `Qwen/Qwen3-8B`)
+/// being Gemini's.
+fn table_key(name: &str) -> String {
+    match name.split_once('/') {
+        Some((provider, _)) if PRICED_PROVIDERS.contains(&provider) => name.to_string(),
+        _ => format!("gemini/{name}"),
+    }
+}
+
+/// The key a call of `model` by `provider` is priced under.
+pub fn price_key(provider: &str, model: &str) -> String {
+    let priced_as = if PRICED_PROVIDERS.contains(&provider) {
+        provider
+    } else {
+        "gemini"
+    };
+    format!("{priced_as}/{model}")
+}
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -142,10 +172,12 @@ pub struct PriceTable {
 impl PriceTable {
     /// The shipped prices.
     pub fn embedded() -> PriceTable {
-        let file: PriceFile = crate::document::parse_shipped("prices/gemini.yaml", EMBEDDED);
-        PriceTable {
-            models: file.models,
+        let mut models = BTreeMap::new();
+        for (name, text) in EMBEDDED {
+            let file: PriceFile = crate::document::parse_shipped(name, text);
+            models.extend(file.models.into_iter().map(|(k, v)| (table_key(&k), v)));
         }
+        PriceTable { models }
     }
 
     /// The shipped prices with `path`'s models added or replacing them.
@@ -168,22 +200,27 @@ impl PriceTable {
                 });
             }
         }
-        self.models.extend(file.models);
+        self.models
+            .extend(file.models.into_iter().map(|(k, v)| (table_key(&k), v)));
         Ok(self)
     }
 
-    pub fn get(&self, model: &str) -> Option<&ModelPrices> {
-        self.models.get(model)
+    /// The prices of `model` as `provider` serves it.
+    pub fn get(&self, provider: &str, model: &str) -> Option<&ModelPrices> {
+        self.models.get(&price_key(provider, model))
     }
 
+    /// Every priced model, keyed `provider/model`.
     pub fn models(&self) -> impl Iterator<Item = (&str, &ModelPrices)> {
         self.models.iter().map(|(k, v)| (k.as_str(), v))
     }
 
-    /// What one call of `model` cost, through a provider that `bills`
-    /// (`ProviderKind::bills`: a script or a replay reaches no model).
+    /// What one call of `model` by `provider` cost, through a provider
+    /// that `bills` (`ProviderKind::bills`: a script or a replay reaches no
+    /// model).
     pub fn call_cost(
         &self,
+        provider: &str,
         bills: bool,
         model: &str,
         usage: Usage,
@@ -193,7 +230,7 @@ impl PriceTable {
         if cached || !bills {
             return Cost::ZERO;
         }
-        match self.get(model) {
+        match self.get(provider, model) {
             Some(prices) => Cost::Usd(prices.price(usage, thinking_tokens)),
             None => Cost::Unknown,
         }
@@ -290,13 +327,17 @@ mod tests {
             );
             assert_eq!(prices.bad_rate(), None);
         }
-        assert!(table.get("gemini-3.1-flash-lite").is_some());
+        assert!(table.get("gemini", "gemini-3.1-flash-lite").is_some());
+        assert!(table.get("worker", "gemini-3.1-flash-lite").is_some());
+        assert!(table.get("openai", "gpt-5-mini").is_some());
+        assert!(table.get("openai", "gemini-3.1-flash-lite").is_none());
+        assert!(table.get("gemini", "gpt-5-mini").is_none());
     }
 
     #[test]
     fn a_call_is_priced_by_its_tier_with_cached_and_thinking_tokens_apart() {
         let table = PriceTable::embedded();
-        let pro = table.get("gemini-3-pro-preview").unwrap();
+        let pro = table.get("gemini", "gemini-3-pro-preview").unwrap();
         // 100k prompt (20k cached), 1,000 output of which 400 thinking: standard tier.
         let small = pro.price(usage(100_000, 20_000, 1_000), 400);
         let expected =
@@ -310,13 +351,21 @@ mod tests {
     #[test]
     fn unknown_is_never_zero_and_free_providers_cost_nothing() {
         let table = PriceTable::embedded();
-        let call = |bills, model| table.call_cost(bills, model, usage(1000, 0, 100), 0, false);
+        let call =
+            |bills, model| table.call_cost("gemini", bills, model, usage(1000, 0, 100), 0, false);
         assert_eq!(call(true, "gemini-9-ultra"), Cost::Unknown);
         assert_eq!(call(false, "gemini-9-ultra"), Cost::ZERO);
         assert_eq!(Cost::Usd(1.0) + Cost::Unknown, Cost::Unknown);
         assert_eq!(Cost::Unknown.display(), "unknown");
         assert!(matches!(call(true, "gemini-3.1-flash-lite"), Cost::Usd(c) if c > 0.0));
-        let hit = table.call_cost(true, "gemini-9-ultra", usage(1000, 0, 100), 0, true);
+        let hit = table.call_cost(
+            "gemini",
+            true,
+            "gemini-9-ultra",
+            usage(1000, 0, 100),
+            0,
+            true,
+        );
         assert_eq!(hit, Cost::ZERO, "a cache hit is never billed");
     }
 }

@@ -1,6 +1,8 @@
-//! What each model accepts, as data (`models/gemini.yaml`, extendable with
-//! `--models FILE`): the thinking control it takes — `thinkingLevel` with the
-//! levels it has, or `thinkingBudget` with the tokens sent for each level —
+//! What each model accepts, as data (`models/gemini.yaml`,
+//! `models/openai.yaml`, extendable with `--models FILE`): the thinking
+//! control it takes — `thinkingLevel` with the levels it has, or
+//! `thinkingBudget` with the tokens sent for each level; an OpenAI-compatible
+//! model's `reasoningEffort` levels and `maxTokensField` —
 //! and the one rule that fits an asked-for level to it. The chat loop, the
 //! judge, the eval preflight and the Gemini wire format all go through here.
 
@@ -12,8 +14,11 @@ use serde::{Deserialize, Serialize};
 use crate::document::{InForce, parse_shipped, read_table_file};
 use crate::prompts::thinking::ThinkingLevel;
 
-/// The shipped table, embedded at build time.
-const EMBEDDED: &str = include_str!("../models/gemini.yaml");
+/// The shipped tables, embedded at build time.
+const EMBEDDED: [(&str, &str); 2] = [
+    ("models/gemini.yaml", include_str!("../models/gemini.yaml")),
+    ("models/openai.yaml", include_str!("../models/openai.yaml")),
+];
 
 /// The most tokens a `thinkingBudget` may name (Gemini's largest is 32,768).
 const MAX_BUDGET: u32 = 1_000_000;
@@ -45,6 +50,24 @@ pub struct ModelRules {
     /// Or: the model takes `thinkingConfig.thinkingBudget`, this many tokens per level.
     #[serde(default)]
     pub thinking_budget: Option<Budgets>,
+    /// An OpenAI-compatible model: the levels of `reasoning_effort` it takes
+    /// (a model without it is sent none).
+    #[serde(default)]
+    pub reasoning_effort: Option<Vec<ThinkingLevel>>,
+    /// An OpenAI-compatible model or server: the field that caps the answer,
+    /// `max_completion_tokens` (the default) or `max_tokens` (older vLLM,
+    /// Ollama, llama.cpp).
+    #[serde(default)]
+    pub max_tokens_field: Option<TokenField>,
+}
+
+/// Which Chat Completions field carries the output cap.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TokenField {
+    #[default]
+    MaxCompletionTokens,
+    MaxTokens,
 }
 
 /// The `thinkingBudget` sent for each level.
@@ -111,10 +134,12 @@ pub struct ModelTable {
 impl ModelTable {
     /// The shipped table.
     pub fn embedded() -> ModelTable {
-        let file: ModelFile = parse_shipped("models/gemini.yaml", EMBEDDED);
-        ModelTable {
-            models: file.models,
+        let mut models = BTreeMap::new();
+        for (name, text) in EMBEDDED {
+            let file: ModelFile = parse_shipped(name, text);
+            models.extend(file.models);
         }
+        ModelTable { models }
     }
 
     /// This table with `path`'s models added or replacing its own.
@@ -167,12 +192,49 @@ impl ModelTable {
         }
     }
 
+    /// `asked` as an OpenAI-compatible `model` takes it (`reasoningEffort`):
+    /// fitted as `fit` does when the table lists its levels; a model without
+    /// levels is sent no effort, and one not in the table says so once.
+    pub fn fit_effort(&self, model: &str, asked: ThinkingLevel) -> Fitted {
+        match self.get(model) {
+            Some(rules) if rules.reasoning_effort.is_some() => self.fit(model, asked),
+            Some(_) => Fitted {
+                asked,
+                sent: asked,
+                note: None,
+            },
+            None => Fitted {
+                asked,
+                sent: asked,
+                note: Some(format!(
+                    "warning: model `{}` is not in the model table (models/openai.yaml, --models): its reasoning rules are unknown, so no reasoning_effort is sent, and its answer is capped with max_completion_tokens",
+                    crate::text::quote(model)
+                )),
+            },
+        }
+    }
+
     /// What goes on the wire for `sent` (already fitted) to `model`.
     pub fn control(&self, model: &str, sent: ThinkingLevel) -> ThinkingControl {
         match self.get(model).and_then(|rules| rules.thinking_budget) {
             Some(budgets) => ThinkingControl::Budget(budgets.of(sent)),
             None => ThinkingControl::Level(sent),
         }
+    }
+
+    /// The `reasoning_effort` an OpenAI-compatible `model` is sent for
+    /// `sent` (already fitted): none unless the table gives its levels.
+    pub fn reasoning_effort(&self, model: &str, sent: ThinkingLevel) -> Option<ThinkingLevel> {
+        let rules = self.get(model)?;
+        rules.reasoning_effort.as_ref()?;
+        Some(rules.fit(sent))
+    }
+
+    /// The field that caps an OpenAI-compatible `model`'s answer.
+    pub fn token_field(&self, model: &str) -> TokenField {
+        self.get(model)
+            .and_then(|rules| rules.max_tokens_field)
+            .unwrap_or_default()
     }
 
     /// A level that must be sent as it is (`forceThinkingLevel`): refused,
@@ -206,11 +268,13 @@ pub enum ModelFileError {
 /// What is wrong with one model's rules.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RulesProblem {
-    #[error("give thinkingLevel or thinkingBudget, not both")]
+    #[error("give one of thinkingLevel, thinkingBudget or reasoningEffort")]
     Both,
-    #[error("needs thinkingLevel (the levels it takes) or thinkingBudget (tokens per level)")]
+    #[error(
+        "needs thinkingLevel (the levels it takes) or thinkingBudget (tokens per level); an OpenAI-compatible model reasoningEffort or maxTokensField"
+    )]
     Neither,
-    #[error("thinkingLevel lists no level")]
+    #[error("thinkingLevel or reasoningEffort lists no level")]
     NoLevel,
     #[error("a thinkingBudget is at most {MAX_BUDGET} tokens")]
     BudgetTooLarge,
@@ -230,7 +294,11 @@ pub struct NotTaken {
 impl ModelRules {
     /// The levels this model takes, lowest first.
     pub fn levels(&self) -> Vec<ThinkingLevel> {
-        match &self.thinking_level {
+        match self
+            .thinking_level
+            .as_ref()
+            .or(self.reasoning_effort.as_ref())
+        {
             Some(levels) => ALL_LEVELS
                 .into_iter()
                 .filter(|level| levels.contains(level))
@@ -264,6 +332,19 @@ impl ModelRules {
     }
 
     fn check(&self) -> Result<(), RulesProblem> {
+        if let Some(levels) = &self.reasoning_effort {
+            return match (&self.thinking_level, &self.thinking_budget) {
+                (None, None) if levels.is_empty() => Err(RulesProblem::NoLevel),
+                (None, None) => Ok(()),
+                _ => Err(RulesProblem::Both),
+            };
+        }
+        if self.max_tokens_field.is_some()
+            && self.thinking_level.is_none()
+            && self.thinking_budget.is_none()
+        {
+            return Ok(());
+        }
         match (&self.thinking_level, &self.thinking_budget) {
             (Some(_), Some(_)) => Err(RulesProblem::Both),
             (None, None) => Err(RulesProblem::Neither),
@@ -291,98 +372,4 @@ fn rank(level: ThinkingLevel) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use ThinkingLevel::{High, Low, Medium, Minimal};
-
-    #[test]
-    fn the_shipped_table_loads_with_a_source_and_date_and_valid_rules() {
-        let table = ModelTable::embedded();
-        for (model, rules) in table.models() {
-            assert!(
-                !rules.source.is_empty() && !rules.date.is_empty(),
-                "{model}"
-            );
-            rules.check().unwrap_or_else(|e| panic!("{model}: {e}"));
-        }
-        // Every priced model has rules.
-        for (model, _) in crate::cost::PriceTable::embedded().models() {
-            assert!(
-                table.get(model).is_some(),
-                "{model} is priced but has no rules"
-            );
-        }
-    }
-
-    #[test]
-    fn a_missing_level_goes_up_else_to_the_highest() {
-        let table = ModelTable::embedded();
-        let pro = |asked| table.fit("gemini-3-pro-preview", asked);
-        assert_eq!(pro(Minimal).sent, Low);
-        assert_eq!(pro(Medium).sent, High);
-        assert_eq!(
-            pro(Medium).note.as_deref(),
-            Some("note: gemini-3-pro-preview takes low or high: medium sent as high")
-        );
-        assert_eq!(pro(High).note, None);
-        assert_eq!(
-            table.fit("models/gemini-3.1-pro-preview", Minimal).sent,
-            Low
-        );
-        let rules = ModelRules {
-            source: "s".into(),
-            date: "d".into(),
-            thinking_level: Some(vec![Low]),
-            thinking_budget: None,
-        };
-        assert_eq!(rules.fit(High), Low, "nothing higher: the highest it has");
-        let unknown = table.fit("gemini-9-ultra", Medium);
-        assert_eq!(unknown.sent, Medium);
-        assert!(
-            unknown
-                .note
-                .unwrap()
-                .contains("its thinking rules are unknown")
-        );
-    }
-
-    #[test]
-    fn budget_models_get_a_budget_and_level_models_a_level() {
-        let table = ModelTable::embedded();
-        assert_eq!(
-            table.control("gemini-2.5-pro", Minimal),
-            ThinkingControl::Budget(128)
-        );
-        assert_eq!(
-            table.control("gemini-2.5-flash", Minimal),
-            ThinkingControl::Budget(0)
-        );
-        assert_eq!(
-            table.control("gemini-2.5-flash", High),
-            ThinkingControl::Budget(24_576)
-        );
-        assert_eq!(
-            table.control("gemini-2.5-pro", Medium),
-            ThinkingControl::Budget(8_192)
-        );
-        assert_eq!(
-            table.control("gemini-3-pro-preview", High),
-            ThinkingControl::Level(High)
-        );
-        assert_eq!(table.fit("gemini-2.5-pro", Minimal).note, None);
-    }
-
-    #[test]
-    fn a_forced_level_the_model_lacks_is_refused_naming_its_levels() {
-        let table = ModelTable::embedded();
-        assert_eq!(
-            table
-                .check_forced("gemini-3-pro-preview", Minimal)
-                .unwrap_err()
-                .to_string(),
-            "gemini-3-pro-preview takes low or high, not minimal"
-        );
-        assert!(table.check_forced("gemini-3-pro-preview", Low).is_ok());
-        assert!(table.check_forced("gemini-9-ultra", Minimal).is_ok());
-    }
-}
+mod tests;

@@ -75,6 +75,8 @@ fn plan(dir: &std::path::Path) -> EvalPlan {
         model: "m".into(),
         thinking_level: ThinkingLevel::Low,
         forced: false,
+        provider: None,
+        base_url: None,
     };
     let matrix = build_matrix(&suite, &store(), registry, &defaults).unwrap();
     EvalPlan::new(suite, matrix, Selection::default())

@@ -161,7 +161,7 @@ fn a_models_file_adds_rules_and_a_bad_one_is_refused_precisely() {
     for (text, problem) in [
         (
             "models:\n  m:\n    source: s\n    date: d\n    thinkingLevel: [low]\n    thinkingBudget: {minimal: 0, low: 1, medium: 2, high: 3}\n",
-            "model `m`: give thinkingLevel or thinkingBudget, not both",
+            "model `m`: give one of thinkingLevel, thinkingBudget or reasoningEffort",
         ),
         (
             "models:\n  m:\n    source: s\n    date: d\n    thinkingLevel: [extreme]\n",

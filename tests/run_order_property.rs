@@ -44,6 +44,8 @@ fn plan(
         model: "m".into(),
         thinking_level: ThinkingLevel::Low,
         forced: false,
+        provider: None,
+        base_url: None,
     };
     let matrix = build_matrix(&suite, &store, registry, &defaults).unwrap();
     EvalPlan::new(suite, matrix, selection)

@@ -291,7 +291,11 @@ fn prepare(
         request.force_thinking_level,
     );
     let models = crate::models::models_in_force();
-    let fitted = models.fit(&request.model, thinking_level);
+    let fitted = if ctx.provider.kind() == crate::provider::ProviderKind::OpenAi {
+        models.fit_effort(&request.model, thinking_level)
+    } else {
+        models.fit(&request.model, thinking_level)
+    };
     let brand = request
         .prompt
         .brand

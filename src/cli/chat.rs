@@ -27,7 +27,7 @@ use super::turn::{KeepText, TurnRun, drive_turn, trace_for};
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session: /help, /overrides FILE, //text; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq .\n  promptlab chat --provider worker --endpoint https://staging.example.com --claim-id CLM-HH-0001 --send-claim \"What is the excess?\"  # the deployed API (docs/worker.md)"
+    after_help = "Examples:\n  promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --provider script --script tests/data/scripts/excess.yaml \"What is the excess?\"\n  promptlab chat --claim-id CLM-HH-0001 --capability summarise --overrides overrides/plain-spoken.yaml\n  promptlab chat -i --claim-id CLM-HH-0001          # a session: /help, /overrides FILE, //text; Ctrl-D leaves\n  echo \"Has anything been paid?\" | promptlab chat --claim-id CLM-HH-0001 | jq .\n  promptlab chat --provider worker --endpoint https://staging.example.com --claim-id CLM-HH-0001 --send-claim \"What is the excess?\"  # the deployed API (docs/worker.md)\n  OPENAI_BASE_URL=http://127.0.0.1:11434/v1 promptlab chat --provider openai --model llama3.1:8b --claim-id CLM-HH-0001 \"What is the excess?\"  # Ollama, vLLM, llama.cpp, OpenAI (docs/providers.md)"
 )]
 pub struct ChatArgs {
     /// The user's message. Read from stdin when absent (and not -i).

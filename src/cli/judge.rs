@@ -11,8 +11,10 @@ use promptlab::chat::ThinkingLevel;
 use promptlab::document::{DocumentFormat, parse_document};
 use promptlab::judge::script::ScriptJudge;
 use promptlab::judge::{Judge, JudgeCache, JudgeModel, JudgePrompts, JudgeSettings, ProviderJudge};
+use promptlab::provider::ProviderKind;
 use promptlab::provider::build::ProviderSpec;
 use promptlab::provider::gemini::GeminiConfig;
+use promptlab::provider::openai::OpenAiConfig;
 use promptlab::provider::transport::CallLimits;
 
 use super::error::CliError;
@@ -26,6 +28,9 @@ pub const DEFAULT_JUDGE_THINKING_LEVEL: ThinkingLevel = ThinkingLevel::Medium;
 pub enum JudgeProviderKind {
     /// Gemini with a JSON reply schema (needs GEMINI_API_KEY).
     Gemini,
+    /// An OpenAI-compatible server with a strict JSON schema reply
+    /// (PROMPTLAB_JUDGE_API_KEY, else OPENAI_API_KEY; OPENAI_BASE_URL).
+    Openai,
     /// Verdicts scripted in a YAML file (--judge-script), for offline runs.
     Script,
 }
@@ -39,15 +44,15 @@ pub struct JudgeArgs {
     /// The judge's thinking level [default: the suite's, else medium].
     #[arg(long, value_name = "LEVEL", env = "PROMPTLAB_JUDGE_THINKING_LEVEL")]
     pub judge_thinking_level: Option<ThinkingLevel>,
-    /// Who judges: Gemini, or a script of verdicts (--judge-script) for offline runs.
+    /// Who judges: Gemini, an OpenAI-compatible server, or a script of verdicts
+    /// (--judge-script) for offline runs [default: the suite's `judge.provider`, else gemini].
     #[arg(
         long,
         value_enum,
         value_name = "PROVIDER",
-        env = "PROMPTLAB_JUDGE_PROVIDER",
-        default_value = "gemini"
+        env = "PROMPTLAB_JUDGE_PROVIDER"
     )]
-    pub judge_provider: JudgeProviderKind,
+    pub judge_provider: Option<JudgeProviderKind>,
     /// The YAML script of verdicts for --judge-provider script (docs/judging.md).
     #[arg(long, value_name = "FILE")]
     pub judge_script: Option<PathBuf>,
@@ -63,6 +68,10 @@ pub struct JudgeArgs {
 /// What a suite says about its judge (nothing, for `compare`).
 #[derive(Debug, Clone, Default)]
 pub struct SuiteJudge {
+    /// `judge.provider`: gemini or openai.
+    pub provider: Option<ProviderKind>,
+    /// `judge.baseUrl`: an OpenAI-compatible judge's server.
+    pub base_url: Option<String>,
     pub model: Option<String>,
     pub thinking_level: Option<ThinkingLevel>,
     pub prompts: BTreeMap<String, String>,
@@ -78,13 +87,22 @@ impl JudgeArgs {
         cache_dir: &Path,
         limits: CallLimits,
     ) -> Result<Judge, CliError> {
+        let provider = self.judge_provider.unwrap_or(match suite.provider {
+            Some(ProviderKind::OpenAi) => JudgeProviderKind::Openai,
+            _ => JudgeProviderKind::Gemini,
+        });
+        let model = self
+            .judge_model
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+            .or_else(|| suite.model.clone());
+        if provider == JudgeProviderKind::Openai && model.is_none() {
+            return Err(CliError::usage(
+                "--judge-provider openai needs a judge model: --judge-model NAME (or the suite's judge.model)",
+            ));
+        }
         let settings = JudgeSettings {
-            model: self
-                .judge_model
-                .clone()
-                .filter(|m| !m.trim().is_empty())
-                .or_else(|| suite.model.clone())
-                .unwrap_or_else(|| DEFAULT_JUDGE_MODEL.to_string()),
+            model: model.unwrap_or_else(|| DEFAULT_JUDGE_MODEL.to_string()),
             thinking_level: self
                 .judge_thinking_level
                 .or(suite.thinking_level)
@@ -100,7 +118,7 @@ impl JudgeArgs {
                 .map(|(id, text)| (id.as_str(), text.as_str())),
         )
         .map_err(|e| CliError::usage(format!("judge prompts: {e}")))?;
-        let model: Arc<dyn JudgeModel> = match self.judge_provider {
+        let model: Arc<dyn JudgeModel> = match provider {
             JudgeProviderKind::Script => {
                 let path = self.judge_script.as_ref().ok_or_else(|| {
                     CliError::usage("--judge-provider script needs --judge-script FILE")
@@ -121,6 +139,20 @@ impl JudgeArgs {
                 }
                 let gemini = super::model::build_spec(ProviderSpec::Gemini(config))?;
                 Arc::new(ProviderJudge(gemini))
+            }
+            JudgeProviderKind::Openai => {
+                let config = OpenAiConfig {
+                    limits,
+                    ..OpenAiConfig::judge_from_env(suite.base_url.as_deref())
+                };
+                let openai = super::model::build_spec(ProviderSpec::OpenAi(config))?;
+                openai.check_ready().map_err(|error| {
+                    CliError::usage(format!(
+                        "the judge (--judge-provider openai): {}; PROMPTLAB_JUDGE_API_KEY gives the judge a key of its own",
+                        error.message
+                    ))
+                })?;
+                Arc::new(ProviderJudge(openai))
             }
         };
         let cache = (!self.no_judge_cache).then(|| JudgeCache::new(cache_dir.join("judge")));

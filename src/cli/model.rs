@@ -13,6 +13,7 @@ use std::time::Duration;
 use promptlab::provider::ModelProvider;
 use promptlab::provider::build::{BuildError, ProviderSpec};
 use promptlab::provider::gemini::GeminiConfig;
+use promptlab::provider::openai::OpenAiConfig;
 use promptlab::provider::replay::ReplayProvider;
 use promptlab::provider::transport::CallLimits;
 use promptlab::provider::transport::bounds::parse_max_call_time;
@@ -77,7 +78,7 @@ pub struct ModelArgs {
     /// claim (by default an id is sent, for the deployment's own store).
     #[arg(long)]
     pub send_claim: bool,
-    /// Gemini and worker: seconds to wait for a connection.
+    /// Gemini, OpenAI and worker: seconds to wait for a connection.
     #[arg(
         long,
         value_name = "SECS",
@@ -85,7 +86,7 @@ pub struct ModelArgs {
         default_value_t = 10.0
     )]
     pub connect_timeout: f64,
-    /// Gemini and worker: seconds to wait for the response to start, or for its next bytes.
+    /// Gemini, OpenAI and worker: seconds to wait for the response to start, or for its next bytes.
     #[arg(
         long,
         value_name = "SECS",
@@ -93,7 +94,7 @@ pub struct ModelArgs {
         default_value_t = 120.0
     )]
     pub idle_timeout: f64,
-    /// Gemini (chat, eval, judge) and worker: the longest one model call or one deployment turn
+    /// Gemini, OpenAI (chat, eval, judge) and worker: the longest one model call or one deployment turn
     /// may take, request to last byte, however steadily it streams: 90s, 10m or seconds.
     #[arg(
         long,
@@ -136,6 +137,12 @@ impl ModelArgs {
                 idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
                 limits: self.limits(),
                 ..GeminiConfig::from_env()
+            }),
+            ProviderKind::OpenAi => ProviderSpec::OpenAi(OpenAiConfig {
+                connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
+                idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+                limits: self.limits(),
+                ..OpenAiConfig::from_env()
             }),
             ProviderKind::Worker => {
                 return Err(CliError::usage(
@@ -295,7 +302,7 @@ pub fn warn_unredactable(warnings: &[String]) {
 }
 
 /// A positive number of seconds.
-fn seconds(flag: &str, value: f64) -> Result<Duration, CliError> {
+pub fn seconds(flag: &str, value: f64) -> Result<Duration, CliError> {
     if value.is_finite() && value > 0.0 && value < 86_400.0 {
         Ok(Duration::from_secs_f64(value))
     } else {

@@ -314,30 +314,44 @@ fn unmatched_version_warnings(
     }
 }
 
-/// Says plainly when paired versions ran different models or thinking
-/// levels: a model change must never pass for a prompt change.
+/// One field of a run, by which paired versions are told apart.
+type RunField = fn(&RunEntry) -> &str;
+
+/// Says plainly when paired versions ran different providers, models or
+/// thinking levels: a model change must never pass for a prompt change.
 fn model_change_warnings(
     a: &RunSet,
     b: &RunSet,
     versions: &[VersionPair],
     warnings: &mut Vec<String>,
 ) {
-    let models = |set: &RunSet, version: &str| {
+    let ran = |set: &RunSet, version: &str, field: RunField| {
         let found: std::collections::BTreeSet<&str> = set
             .runs
             .iter()
             .filter(|r| r.version() == version)
-            .map(|r| r.model.as_str())
+            .map(field)
             .collect();
         found.into_iter().collect::<Vec<_>>().join(" and ")
     };
+    let fields: [(&str, RunField); 2] = [
+        // A deployment (`worker`) runs Gemini: comparing it with a local
+        // Gemini run is what `--provider worker` is for, not a change.
+        ("provider", |r| match r.provider.as_str() {
+            "worker" => "gemini",
+            provider => provider,
+        }),
+        ("model", |r| r.model.as_str()),
+    ];
     for pair in versions {
-        let (in_a, in_b) = (models(a, &pair.a), models(b, &pair.b));
-        if in_a != in_b {
-            warnings.push(format!(
-                "the sides differ in model: A `{}` ran {in_a}, B `{}` ran {in_b} — a difference may come from the model, not the prompt",
-                pair.a, pair.b
-            ));
+        for (what, field) in fields {
+            let (in_a, in_b) = (ran(a, &pair.a, field), ran(b, &pair.b, field));
+            if in_a != in_b {
+                warnings.push(format!(
+                    "the sides differ in {what}: A `{}` ran {in_a}, B `{}` ran {in_b} — a difference may come from the {what}, not the prompt",
+                    pair.a, pair.b
+                ));
+            }
         }
     }
 }

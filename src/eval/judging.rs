@@ -79,6 +79,30 @@ pub fn check_judge_section(section: &JudgeSection) -> Result<(), (String, String
     if section.model.as_ref().is_some_and(|m| m.trim().is_empty()) {
         return Err(("judge.model".into(), "the model name is empty".into()));
     }
+    use crate::provider::ProviderKind;
+    if let Some(provider) = section.provider
+        && !matches!(provider, ProviderKind::Gemini | ProviderKind::OpenAi)
+    {
+        return Err((
+            "judge.provider".into(),
+            format!("a judge is gemini or openai, not {provider}"),
+        ));
+    }
+    if let Some(url) = &section.base_url {
+        let http = url.starts_with("http://") || url.starts_with("https://");
+        if !http {
+            return Err((
+                "judge.baseUrl".into(),
+                format!("`{}` is not an http(s) URL", crate::text::quote(url)),
+            ));
+        }
+        if section.provider != Some(ProviderKind::OpenAi) {
+            return Err((
+                "judge.baseUrl".into(),
+                "is for an OpenAI-compatible judge: set judge.provider: openai".into(),
+            ));
+        }
+    }
     judge_prompts(section)
         .map(|_| ())
         .map_err(|e| ("judge.prompts".into(), e.to_string()))

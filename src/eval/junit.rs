@@ -97,6 +97,10 @@ fn test_suite(
     if variant.model.forced {
         properties.push(("force-thinking-level", "true".to_string()));
     }
+    // A variant's own provider (docs/providers.md); else the run's.
+    if let Some(provider) = variant.model.provider {
+        properties.push(("provider", provider.name().to_string()));
+    }
     if let Some(shard) = &context.shard {
         properties.push(("shard", shard.clone()));
     }

@@ -33,12 +33,32 @@ pub struct ModelSettings {
     /// The default level; a quick action's own wins unless `forced`.
     pub thinking_level: ThinkingLevel,
     pub forced: bool,
+    /// The variant's own provider (else the run's `--provider`) and, for an
+    /// OpenAI-compatible one, its server.
+    pub provider: Option<crate::provider::ProviderKind>,
+    pub base_url: Option<String>,
+}
+
+impl ModelSettings {
+    /// Whether a recorded turn of `provider` with these settings is one of
+    /// this variant's (a variant without a provider of its own takes any).
+    pub fn is_recorded(&self, recorded: &ModelSettings, provider: &str) -> bool {
+        self.model == recorded.model
+            && self.thinking_level == recorded.thinking_level
+            && self.forced == recorded.forced
+            && self.provider.is_none_or(|kind| kind.name() == provider)
+    }
 }
 
 impl std::fmt::Display for ModelSettings {
-    /// `gemini-3.1-flash-lite, thinking low` (`, forced` when it is).
+    /// `gemini-3.1-flash-lite, thinking low` (`, forced` when it is);
+    /// `gpt-5-mini (openai), thinking low` for a variant's own provider.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}, thinking {}", self.model, self.thinking_level)?;
+        write!(f, "{}", self.model)?;
+        if let Some(provider) = self.provider {
+            write!(f, " ({provider})")?;
+        }
+        write!(f, ", thinking {}", self.thinking_level)?;
         if self.forced {
             f.write_str(" (forced)")?;
         }
@@ -197,6 +217,8 @@ fn prepare_variants(
                 .unwrap_or_else(|| defaults.model.clone()),
             thinking_level: variant.thinking_level.unwrap_or(defaults.thinking_level),
             forced: variant.force_thinking_level,
+            provider: variant.provider,
+            base_url: variant.base_url.clone(),
         };
         if let Some(twin) = prepared
             .iter()

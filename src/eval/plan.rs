@@ -148,13 +148,16 @@ impl EvalPlan {
             model: header.model.clone(),
             thinking_level: header.request.thinking_level,
             forced: header.request.force_thinking_level,
+            provider: None,
+            base_url: None,
         };
         self.matrix
             .variants
             .iter()
             .find(|variant| variant.name == labels.variant)
             .is_some_and(|variant| {
-                variant.fingerprint == header.fingerprint && variant.model == recorded
+                variant.fingerprint == header.fingerprint
+                    && variant.model.is_recorded(&recorded, &header.provider)
             })
     }
     pub fn labels(&self, spec: &TurnSpec) -> RunLabels {

@@ -28,6 +28,10 @@ pub struct VariantSummary {
     pub fingerprint: String,
     /// The model the variant's turns asked for.
     pub model: String,
+    /// The variant's own provider (`provider` in the suite); absent: the
+    /// run's `--provider`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     /// Their default thinking level (a quick action's own wins unless forced).
     pub thinking_level: ThinkingLevel,
     pub force_thinking_level: bool,
@@ -137,6 +141,7 @@ fn variant_summary(
         variant: variant.name.clone(),
         fingerprint: variant.fingerprint.clone(),
         model: variant.model.model.clone(),
+        provider: variant.model.provider.map(|kind| kind.name().to_string()),
         thinking_level: variant.model.thinking_level,
         force_thinking_level: variant.model.forced,
         planned,

@@ -91,6 +91,12 @@ pub enum ProviderChoice {
     Replay(HashMap<TurnKey, PathBuf>),
     /// Each turn runs whole on a deployment (`--provider worker`).
     Worker(WorkerClient),
+    /// Variants with a provider of their own (a suite variant's `provider`)
+    /// get it; the others, the run's.
+    PerVariant {
+        run: Box<ProviderChoice>,
+        variants: HashMap<usize, Arc<dyn ModelProvider>>,
+    },
 }
 
 /// Why a turn has no model to run with; its verdict is an error.
@@ -114,6 +120,10 @@ impl ProviderChoice {
     ) -> Result<Arc<dyn ModelProvider>, NoProvider> {
         match self {
             ProviderChoice::Shared(provider) => Ok(provider.clone()),
+            ProviderChoice::PerVariant { run, variants } => match variants.get(&spec.variant) {
+                Some(provider) => Ok(provider.clone()),
+                None => run.for_turn(plan, spec),
+            },
             ProviderChoice::Worker(_) => Err(NoProvider::Worker),
             ProviderChoice::Script { default, by_case } => by_case
                 .get(&spec.case)
@@ -142,6 +152,7 @@ impl ProviderChoice {
     pub fn kind(&self) -> ProviderKind {
         match self {
             ProviderChoice::Shared(provider) => provider.kind(),
+            ProviderChoice::PerVariant { run, .. } => run.kind(),
             ProviderChoice::Script { .. } => ProviderKind::Script,
             ProviderChoice::Replay(_) => ProviderKind::Replay,
             ProviderChoice::Worker(_) => ProviderKind::Worker,

@@ -51,6 +51,12 @@ pub struct Suite {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct JudgeSection {
+    /// Who judges: `gemini` (the default) or `openai` (else `--judge-provider`).
+    #[serde(default)]
+    pub provider: Option<crate::provider::ProviderKind>,
+    /// An OpenAI-compatible judge's server, up to its `/v1` (else `OPENAI_BASE_URL`).
+    #[serde(default)]
+    pub base_url: Option<String>,
     /// The judge model (else `--judge-model`'s default).
     #[serde(default)]
     pub model: Option<String>,
@@ -131,6 +137,12 @@ pub struct Variant {
     /// …unless this is set: then the variant's level wins everywhere.
     #[serde(default)]
     pub force_thinking_level: bool,
+    /// Who answers this variant's turns: `gemini` or `openai` (else `--provider`).
+    #[serde(default)]
+    pub provider: Option<crate::provider::ProviderKind>,
+    /// An OpenAI-compatible variant's server, up to its `/v1` (else `OPENAI_BASE_URL`).
+    #[serde(default)]
+    pub base_url: Option<String>,
 }
 
 impl Variant {
@@ -143,6 +155,8 @@ impl Variant {
             model: None,
             thinking_level: None,
             force_thinking_level: false,
+            provider: None,
+            base_url: None,
         }
     }
 }
@@ -465,6 +479,9 @@ impl LoadedSuite {
                     "the model name is empty",
                 ));
             }
+            check_variant_provider(variant).map_err(|(field, message)| {
+                self.rule(format!("variants[{index}].{field}"), message)
+            })?;
         }
         if let Some(section) = &suite.judge {
             super::judging::check_judge_section(section)
@@ -651,4 +668,44 @@ fn is_label(text: &str) -> bool {
         && text
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// A variant's own provider: Gemini or an OpenAI-compatible server (a
+/// script, a replay or a deployment is the whole run's `--provider`), with
+/// a model of its own when it is OpenAI-compatible, and a base URL only then.
+fn check_variant_provider(variant: &Variant) -> Result<(), (&'static str, String)> {
+    use crate::provider::ProviderKind;
+    match variant.provider {
+        None | Some(ProviderKind::Gemini) => {}
+        Some(ProviderKind::OpenAi) if variant.model.is_none() => {
+            return Err((
+                "model",
+                "a variant with provider openai names its model".to_string(),
+            ));
+        }
+        Some(ProviderKind::OpenAi) => {}
+        Some(other) => {
+            return Err((
+                "provider",
+                format!(
+                    "a variant's provider is gemini or openai, not {other} (that is the whole run's --provider)"
+                ),
+            ));
+        }
+    }
+    if let Some(url) = &variant.base_url {
+        if variant.provider != Some(ProviderKind::OpenAi) {
+            return Err((
+                "baseUrl",
+                "is for an OpenAI-compatible variant: set provider: openai".to_string(),
+            ));
+        }
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Err((
+                "baseUrl",
+                format!("`{}` is not an http(s) URL", crate::text::quote(url)),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -401,6 +401,7 @@ impl Judge {
             cost_usd: self
                 .prices
                 .call_cost(
+                    self.model.kind().name(),
                     self.model.kind().bills(),
                     &query.model,
                     usage,

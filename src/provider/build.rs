@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::gemini::{GeminiConfig, GeminiProvider};
+use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::replay::ReplayProvider;
 use super::script::{ScriptError, ScriptProvider};
 use super::{ModelProvider, ProviderError, ProviderKind};
@@ -14,6 +15,8 @@ use super::{ModelProvider, ProviderError, ProviderKind};
 /// A provider to build.
 pub enum ProviderSpec {
     Gemini(GeminiConfig),
+    /// An OpenAI-compatible Chat Completions server.
+    OpenAi(OpenAiConfig),
     /// The YAML script of `--script`.
     Script(PathBuf),
     /// Replayed calls, already read from their run log (the run-log layer
@@ -25,6 +28,7 @@ impl ProviderSpec {
     pub fn kind(&self) -> ProviderKind {
         match self {
             ProviderSpec::Gemini(_) => ProviderKind::Gemini,
+            ProviderSpec::OpenAi(_) => ProviderKind::OpenAi,
             ProviderSpec::Script(_) => ProviderKind::Script,
             ProviderSpec::Replay(_) => ProviderKind::Replay,
         }
@@ -53,6 +57,14 @@ pub fn build(spec: ProviderSpec) -> Result<Built, BuildError> {
             let warnings = gemini.unredactable().to_vec();
             Ok(Built {
                 provider: Arc::new(gemini),
+                warnings,
+            })
+        }
+        ProviderSpec::OpenAi(config) => {
+            let openai = OpenAiProvider::new(config)?;
+            let warnings = openai.unredactable().to_vec();
+            Ok(Built {
+                provider: Arc::new(openai),
                 warnings,
             })
         }

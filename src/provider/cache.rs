@@ -80,6 +80,7 @@ impl ModelCache {
 
 /// The cache key of `request` to `provider` (its identity), for sample `sample`.
 pub fn request_key(provider: &str, request: &ModelRequest, sample: u32) -> String {
+    let models = crate::models::models_in_force();
     let canonical = json!({
         "provider": provider,
         "model": request.model,
@@ -89,7 +90,10 @@ pub fn request_key(provider: &str, request: &ModelRequest, sample: u32) -> Strin
         // The level as sent (already fitted), and how: a `--models` change of
         // a budget is a different request.
         "thinkingLevel": request.thinking_level.as_str(),
-        "thinking": crate::models::models_in_force().control(&request.model, request.thinking_level),
+        "thinking": models.control(&request.model, request.thinking_level),
+        // An OpenAI-compatible model's effort and cap field, as sent.
+        "reasoningEffort": models.reasoning_effort(&request.model, request.thinking_level),
+        "tokenField": models.token_field(&request.model),
         "maxOutputTokens": request.max_output_tokens,
         "responseSchema": request.response_schema,
         "sample": sample,

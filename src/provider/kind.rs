@@ -1,6 +1,6 @@
 //! Which provider answers — the one list every command, the run log and
-//! (later) telemetry name providers by: `gemini`, `script`, `replay`,
-//! `worker`. Whether its answers are billed is a property of the kind
+//! (later) telemetry name providers by: `gemini`, `openai`, `script`,
+//! `replay`, `worker`. Whether its answers are billed is a property of the kind
 //! (`bills`), not a list of names compared as strings.
 
 use serde::{Deserialize, Serialize};
@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 pub enum ProviderKind {
     /// Google's Gemini API (needs GEMINI_API_KEY).
     Gemini,
+    /// Any OpenAI-compatible Chat Completions server: OpenAI, Azure OpenAI,
+    /// vLLM, Ollama, llama.cpp (OPENAI_BASE_URL, OPENAI_API_KEY).
+    #[serde(rename = "openai")]
+    OpenAi,
     /// A model scripted in a YAML file (--script).
     Script,
     /// The model turns of a recorded run log (--replay).
@@ -21,14 +25,15 @@ pub enum ProviderKind {
 /// A name that is no provider's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "unknown provider `{}` (expected gemini, script, replay or worker)",
+    "unknown provider `{}` (expected gemini, openai, script, replay or worker)",
     crate::text::quote(.0)
 )]
 pub struct UnknownProvider(pub String);
 
 impl ProviderKind {
-    pub const ALL: [ProviderKind; 4] = [
+    pub const ALL: [ProviderKind; 5] = [
         ProviderKind::Gemini,
+        ProviderKind::OpenAi,
         ProviderKind::Script,
         ProviderKind::Replay,
         ProviderKind::Worker,
@@ -38,6 +43,7 @@ impl ProviderKind {
     pub fn name(self) -> &'static str {
         match self {
             ProviderKind::Gemini => "gemini",
+            ProviderKind::OpenAi => "openai",
             ProviderKind::Script => "script",
             ProviderKind::Replay => "replay",
             ProviderKind::Worker => "worker",
@@ -48,6 +54,9 @@ impl ProviderKind {
     pub fn help(self) -> &'static str {
         match self {
             ProviderKind::Gemini => "Google's Gemini API (needs GEMINI_API_KEY)",
+            ProviderKind::OpenAi => {
+                "An OpenAI-compatible server: OpenAI, Azure, vLLM, Ollama, llama.cpp (OPENAI_BASE_URL, OPENAI_API_KEY)"
+            }
             ProviderKind::Script => "A model scripted in a YAML file (--script)",
             ProviderKind::Replay => "The model turns of a recorded run log (--replay)",
             ProviderKind::Worker => "The whole turn, run by a deployed chat API (--endpoint)",
@@ -59,7 +68,7 @@ impl ProviderKind {
     /// kind without a price costs "unknown", never 0.
     pub fn bills(self) -> bool {
         match self {
-            ProviderKind::Gemini | ProviderKind::Worker => true,
+            ProviderKind::Gemini | ProviderKind::OpenAi | ProviderKind::Worker => true,
             ProviderKind::Script | ProviderKind::Replay => false,
         }
     }
@@ -104,6 +113,7 @@ mod tests {
         assert!(ProviderKind::named_costs_nothing("script"));
         assert!(ProviderKind::named_costs_nothing("replay"));
         assert!(!ProviderKind::named_costs_nothing("gemini"));
+        assert!(!ProviderKind::named_costs_nothing("openai"));
         assert!(!ProviderKind::named_costs_nothing("someone-else"));
         assert!("Gemini".parse::<ProviderKind>().is_err());
     }

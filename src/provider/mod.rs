@@ -9,6 +9,7 @@ pub mod cache;
 mod error;
 pub mod gemini;
 mod kind;
+pub mod openai;
 pub mod replay;
 pub mod script;
 pub mod sse;

@@ -150,6 +150,7 @@ impl RunRecorder {
                 let cost = match &call.summary {
                     Some(summary) if summary.partial => Cost::Unknown,
                     Some(summary) => self.prices.call_cost(
+                        &self.provider,
                         !crate::provider::ProviderKind::named_costs_nothing(&self.provider),
                         &self.model,
                         summary.usage,

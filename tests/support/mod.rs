@@ -6,6 +6,7 @@
 pub mod browser;
 pub mod engine;
 pub mod http_server;
+pub mod openai_streams;
 pub mod references;
 pub mod reports;
 pub mod serve;
@@ -30,7 +31,8 @@ pub fn promptlab() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_promptlab"));
     command.current_dir(repo_root()).env("NO_COLOR", "1");
     for (key, _) in std::env::vars() {
-        if key.starts_with("PROMPTLAB_") || key.starts_with("GEMINI_") {
+        if key.starts_with("PROMPTLAB_") || key.starts_with("GEMINI_") || key.starts_with("OPENAI_")
+        {
             command.env_remove(key);
         }
     }

@@ -13,6 +13,7 @@ mod rescore;
 mod settings;
 mod summary;
 mod summary_table;
+mod variant_providers;
 mod watch;
 
 // Shared with the other commands that write a report file.
@@ -62,9 +63,12 @@ Examples:
   promptlab eval suites/smoke.yaml --watch --cache --max-cost 2   # re-run on each save, only what changed
   promptlab eval suites/regression.yaml --provider worker --endpoint https://staging.example.com -j 8 --max-concurrent 4 --runs-dir runs/staging
   promptlab compare runs/local runs/staging      # does the deployment answer like the harness? (docs/worker.md)
+  OPENAI_BASE_URL=http://127.0.0.1:8000/v1 promptlab eval suites/regression.yaml --provider openai --model Qwen/Qwen3-8B
+  promptlab eval suites/rubric.yaml --judge-provider openai --judge-model gpt-5-mini   # OPENAI_API_KEY or PROMPTLAB_JUDGE_API_KEY
 
 Rubric criteria, thresholds over repeats, re-scoring and the judge's flags: docs/judging.md. The
-model-call cache, cost, --max-cost and --watch: docs/cache.md.";
+model-call cache, cost, --max-cost and --watch: docs/cache.md. Variants on Gemini and on
+OpenAI-compatible models side by side (`provider`, `model`, `baseUrl` per variant): docs/providers.md.";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum EvalFormat {
@@ -279,7 +283,7 @@ fn run_remaining(
 ) -> Result<Ran, CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(settings, &plan)?;
-    preflight::say_thinking_notes(&plan, judge.as_deref());
+    preflight::say_thinking_notes(&plan, judge.as_deref(), settings.model.provider);
     let mut results = Vec::new();
     if resume_done {
         let (done, warnings) = resume(&mut plan, runs_dir)?;
@@ -328,6 +332,8 @@ fn build_judge(
     let section = plan.suite.suite.judge.clone().unwrap_or_default();
     let mut judge = settings.judge.build(
         &SuiteJudge {
+            provider: section.provider,
+            base_url: section.base_url,
             model: section.model,
             thinking_level: section.thinking_level,
             prompts: section.prompts,
@@ -387,6 +393,8 @@ fn plan(
         model: settings.model.model.clone(),
         thinking_level: settings.model.thinking_level,
         forced: false,
+        provider: None,
+        base_url: None,
     };
     let matrix = build_matrix(&suite, store, registry, &defaults)?;
     for warning in &matrix.claim_warnings {

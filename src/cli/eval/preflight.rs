@@ -87,12 +87,38 @@ pub fn override_warnings(plan: &EvalPlan) -> Vec<String> {
     problems
 }
 
-/// Where the suite's turns get their model answers; a provider that cannot
-/// work (no key, no script, no recordings) stops the run before it starts.
+/// Where the suite's turns get their model answers: a variant's own
+/// provider (`provider`, `baseUrl` in the suite), else the run's. A provider
+/// that cannot work (no key, no script, no recordings) stops the run before
+/// it starts.
 pub fn provider_choice(
     settings: &EvalSettings,
     plan: &EvalPlan,
 ) -> Result<ProviderChoice, CliError> {
+    let variants = super::variant_providers::build(settings, plan)?;
+    if variants.is_empty() {
+        return run_choice(settings, plan);
+    }
+    if settings.model.provider == ProviderKind::Worker {
+        return Err(CliError::usage(
+            "--provider worker runs whole turns on a deployment: a variant's own `provider` cannot apply",
+        ));
+    }
+    let run = match variants.values().next() {
+        // Every variant has its own: the run's provider answers nothing.
+        Some(any) if variants.len() == plan.matrix.variants.len() => {
+            ProviderChoice::Shared(any.clone())
+        }
+        _ => run_choice(settings, plan)?,
+    };
+    Ok(ProviderChoice::PerVariant {
+        run: Box::new(run),
+        variants,
+    })
+}
+
+/// The run's own provider (`--provider`).
+fn run_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
     match settings.model.provider {
         ProviderKind::Gemini => {
             if GeminiConfig::from_env().api_key.is_none() {
@@ -104,6 +130,13 @@ pub fn provider_choice(
             Ok(ProviderChoice::Shared(
                 settings.model.build_provider()?.provider,
             ))
+        }
+        ProviderKind::OpenAi => {
+            let provider = settings.model.build_provider()?.provider;
+            provider
+                .check_ready()
+                .map_err(|error| CliError::usage(error.message))?;
+            Ok(ProviderChoice::Shared(provider))
         }
         ProviderKind::Script => script_choice(settings, plan),
         ProviderKind::Worker => {
@@ -163,16 +196,21 @@ pub fn check_prices(
     judge: Option<&promptlab::judge::Judge>,
 ) -> Result<(), CliError> {
     let prices = promptlab::cost::prices_in_force();
-    let mut models: Vec<&str> = Vec::new();
-    if settings.model.provider == ProviderKind::Gemini {
-        models.extend(plan.matrix.variants.iter().map(|v| v.model.model.as_str()));
+    let mut models: Vec<(&str, &str)> = Vec::new();
+    for variant in &plan.matrix.variants {
+        let provider = variant.model.provider.unwrap_or(settings.model.provider);
+        if provider.bills() && provider != ProviderKind::Worker {
+            models.push((provider.name(), variant.model.model.as_str()));
+        }
     }
-    if let Some(judge) =
-        judge.filter(|j| j.provider_kind() == promptlab::provider::ProviderKind::Gemini)
+    if let Some(judge) = judge.filter(|j| j.provider_kind().bills()) {
+        models.push((judge.provider_kind().name(), &judge.settings().model));
+    }
+    match models
+        .into_iter()
+        .find(|(provider, model)| prices.get(provider, model).is_none())
+        .map(|(_, model)| model)
     {
-        models.push(&judge.settings().model);
-    }
-    match models.into_iter().find(|model| prices.get(model).is_none()) {
         Some(model) => Err(CliError::usage(format!(
             "--max-cost: model `{model}` has no price, so what the run spends cannot be known; \
              give its rates with --prices FILE (docs/cache.md)"
@@ -235,8 +273,13 @@ pub fn check_forced_levels(plan: &EvalPlan) -> Result<(), CliError> {
 
 /// Each level the run sends other than asked (a model that lacks it), and
 /// each model whose rules are unknown, said once before the run.
-pub fn say_thinking_notes(plan: &EvalPlan, judge: Option<&promptlab::judge::Judge>) {
+pub fn say_thinking_notes(
+    plan: &EvalPlan,
+    judge: Option<&promptlab::judge::Judge>,
+    provider: ProviderKind,
+) {
     let models = promptlab::models::models_in_force();
+    let args_openai = provider == ProviderKind::OpenAi;
     let registry = promptlab::prompts::PromptRegistry::embedded();
     let suite = &plan.suite.suite;
     let mut notes = std::collections::BTreeSet::new();
@@ -252,14 +295,30 @@ pub fn say_thinking_notes(plan: &EvalPlan, judge: Option<&promptlab::judge::Judg
                 settings.thinking_level,
                 settings.forced,
             );
-            notes.extend(models.fit(&settings.model, asked).note);
+            let openai = settings
+                .provider
+                .map_or(args_openai, |p| p == ProviderKind::OpenAi);
+            let fitted = if openai {
+                models.fit_effort(&settings.model, asked)
+            } else {
+                models.fit(&settings.model, asked)
+            };
+            notes.extend(fitted.note);
         }
     }
-    if let Some(judge) =
-        judge.filter(|j| j.provider_kind() == promptlab::provider::ProviderKind::Gemini)
-    {
+    if let Some(judge) = judge {
         let settings = judge.settings();
-        notes.extend(models.fit(&settings.model, settings.thinking_level).note);
+        match judge.provider_kind() {
+            ProviderKind::Gemini => {
+                notes.extend(models.fit(&settings.model, settings.thinking_level).note)
+            }
+            ProviderKind::OpenAi => notes.extend(
+                models
+                    .fit_effort(&settings.model, settings.thinking_level)
+                    .note,
+            ),
+            _ => {}
+        }
     }
     for note in notes {
         eprintln!("{}", promptlab::text::printable(&note));

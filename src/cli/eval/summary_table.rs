@@ -72,14 +72,20 @@ fn row(s: &VariantSummary) -> [String; 11] {
     .map(|cell| promptlab::sink::printable(&cell))
 }
 
-/// `gemini-3.1-flash-lite · low` (`· high, forced`).
+/// `gemini-3.1-flash-lite · low` (`· high, forced`); a variant's own
+/// provider beside its model: `llama3.1:8b (openai) · low`.
 pub fn model_text(s: &VariantSummary) -> String {
     let forced = if s.force_thinking_level {
         ", forced"
     } else {
         ""
     };
-    format!("{} · {}{forced}", s.model, s.thinking_level)
+    let provider = s
+        .provider
+        .as_ref()
+        .map(|p| format!(" ({p})"))
+        .unwrap_or_default();
+    format!("{}{provider} · {}{forced}", s.model, s.thinking_level)
 }
 
 pub fn seconds(ms: Option<u64>) -> String {

@@ -263,6 +263,16 @@ fn snippet(text: &str) -> String {
     }
 }
 
+impl crate::provider::transport::call::Decoder for CallAccumulator {
+    fn accept(&mut self, item: SseItem) -> Result<Vec<ModelEvent>, ProviderError> {
+        CallAccumulator::accept(self, item)
+    }
+
+    fn finish(self, retries: u32) -> Result<CallSummary, ProviderError> {
+        CallAccumulator::finish(self, retries).map_err(ProviderError::from)
+    }
+}
+
 #[cfg(test)]
 #[path = "accumulate_tests.rs"]
 mod tests;

@@ -5,17 +5,16 @@
 //! The key travels only in the `x-goog-api-key` header, marked sensitive; it
 //! is never put in a URL, a message or a log. What is Gemini's here: the
 //! request JSON (`wire.rs`), its chunks as events (`accumulate.rs`,
-//! `usage.rs`), Google's error bodies and which of their statuses retry
-//! (429/500/503, honouring `RetryInfo`; `errors.rs`), and an in-stream
-//! error before any output, retried like a status (`read.rs`). The
-//! transport does the rest, as for every model client: retries (a refused
+//! `usage.rs`, the transport's `Decoder`), Google's error bodies and which
+//! of their statuses retry (429/500/503, honouring `RetryInfo`;
+//! `errors.rs`). The transport does the rest (`transport::call`: an
+//! in-stream error before any output retried like a status), as for every model client: retries (a refused
 //! connection included) with notices, the SSE body under the idle timeout
 //! and the call's bounds, no redirects, redaction of the key and the base
 //! URL's userinfo from every message, URLs shown without userinfo or query.
 
 mod accumulate;
 pub mod errors;
-mod read;
 pub mod schema;
 mod usage;
 pub mod wire;
@@ -27,14 +26,14 @@ use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
 
+use self::accumulate::CallAccumulator;
 use self::errors::{is_retryable, parse_error_body};
-use self::read::{ReadEnd, StreamReader};
 use self::wire::build_request;
+use super::transport::call::{Call, call_stream};
 use super::transport::{
-    CallBudget, CallLimits, Decision, Failure, Peer, Protocol, Redactor, RetryPolicy, Secret,
-    Sending, Transport,
+    CallLimits, Failure, Peer, Protocol, Redactor, RetryPolicy, Secret, Transport,
 };
-use super::{ErrorKind, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError};
+use super::{ErrorKind, ModelProvider, ModelRequest, ModelStream, ProviderError};
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
 /// The exact message of SPEC §1.1 when there is no key.
@@ -225,7 +224,7 @@ impl ModelProvider for GeminiProvider {
     }
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let calls = call_stream(self.prepare(&request), cancel);
+        let calls = call_stream(self.prepare(&request), CallAccumulator::new, cancel);
         // The one redaction step: every message a server could have
         // shaped passes here before anything shows or records it.
         let redactor = self.transport.redactor.clone();
@@ -248,6 +247,7 @@ impl GeminiProvider {
         })?;
         Ok(Call {
             transport: self.transport.clone(),
+            protocol: std::sync::Arc::new(GeminiAnswers),
             limits: self.config.limits,
             url,
             headers: self.headers()?,
@@ -261,122 +261,8 @@ fn not_ready() -> ProviderError {
     ProviderError::of(ErrorKind::NotReady, NO_KEY_MESSAGE)
 }
 
-/// One model call as a stream: sent (with retries while nothing was
-/// forwarded, each announced), read, and ended by its budget's deadline if
-/// it runs long.
-fn call_stream(
-    prepared: Result<Call, ProviderError>,
-    cancel: CancellationToken,
-) -> impl futures_util::Stream<Item = Result<ModelEvent, ProviderError>> {
-    async_stream::stream! {
-        let call = match prepared {
-            Ok(call) => call,
-            Err(error) => {
-                yield Err(error);
-                return;
-            }
-        };
-        let mut budget = CallBudget::start(call.limits);
-        let mut retries = 0;
-        'attempts: loop {
-            let mut sent = None;
-            {
-                let sending = call.transport.send_with_retries(&budget, &cancel, retries, || call.send_once());
-                futures_util::pin_mut!(sending);
-                while let Some(step) = sending.next().await {
-                    match step {
-                        Sending::Notice(notice) => yield Ok(ModelEvent::Retry(notice)),
-                        Sending::Sent(result, made) => {
-                            retries = made;
-                            sent = Some(result);
-                        }
-                    }
-                }
-            }
-            let response = match sent {
-                Some(Ok(response)) => response,
-                Some(Err(error)) => {
-                    yield Err(error);
-                    return;
-                }
-                None => return,
-            };
-            let mut reader = StreamReader::new(&call.transport, response);
-            loop {
-                let (events, end) = reader.next(&mut budget, &cancel).await;
-                for event in events {
-                    yield Ok(event);
-                }
-                let fault = match end {
-                    None => continue,
-                    Some(ReadEnd::Cancelled) => return,
-                    Some(ReadEnd::Finished) => {
-                        yield std::mem::take(&mut reader.accumulator)
-                            .finish(retries)
-                            .map(ModelEvent::Done)
-                            .map_err(ProviderError::from);
-                        return;
-                    }
-                    Some(ReadEnd::Fault(fault)) => fault,
-                };
-                // Retried only while nothing of this call was shown.
-                let fault = if reader.forwarded {
-                    fault
-                } else {
-                    match call.transport.policy.decide(WHO, retries, Failure::from(fault)) {
-                        Decision::Retry { wait, notice } => {
-                            yield Ok(ModelEvent::Retry(notice));
-                            if let Err(error) = call.transport.pause(wait, &budget, &cancel).await {
-                                yield Err(error);
-                                return;
-                            }
-                            retries += 1;
-                            continue 'attempts;
-                        }
-                        Decision::GiveUp(error) => error,
-                    }
-                };
-                yield Err(cut_short(fault, reader, retries));
-                return;
-            }
-        }
-    }
-}
-
-/// A call's stream that broke: the usage it reported before it was cut
-/// stays with the error; what was billed is unknown (`partial`).
-fn cut_short(fault: ProviderError, reader: StreamReader, retries: u32) -> ProviderError {
-    let partial = match reader.accumulator.finish(retries) {
-        Ok(summary) => Some(summary),
-        Err(end) => end.summary.map(|summary| *summary),
-    };
-    fault.with_summary(partial.map(|mut summary| {
-        summary.partial = true;
-        summary
-    }))
-}
-
 /// How messages name the server.
 pub(super) const WHO: &str = "Gemini";
-
-/// Everything one model call needs, moved into its stream.
-struct Call {
-    transport: Transport,
-    limits: CallLimits,
-    url: String,
-    headers: HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Call {
-    /// One try: a 2xx response, or why not.
-    async fn send_once(&self) -> Result<reqwest::Response, Failure> {
-        let request = self
-            .transport
-            .post(&self.url, self.headers.clone(), self.body.clone());
-        self.transport.send_once(request, &GeminiAnswers).await
-    }
-}
 
 /// What Google's error statuses mean.
 struct GeminiAnswers;

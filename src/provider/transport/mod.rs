@@ -11,10 +11,13 @@
 //! - the bounds on one call: text, body and `--max-call-time` (`bounds.rs`);
 //! - one retry policy with its notices (`retry.rs`), driven here by
 //!   `Transport::send_with_retries`;
-//! - one SSE body reader: idle timeout, caps, cancellation (`body.rs`).
+//! - one SSE body reader: idle timeout, caps, cancellation (`body.rs`);
+//! - one streamed model call over them, a protocol's `Decoder` turning its
+//!   items into events (`call.rs`).
 
 pub mod body;
 pub mod bounds;
+pub mod call;
 pub mod client;
 pub mod redact;
 pub mod retry;

@@ -1,0 +1,98 @@
+//! The model table's rules: the shipped tables load, levels fit, files are checked.
+
+use super::*;
+use ThinkingLevel::{High, Low, Medium, Minimal};
+
+#[test]
+fn the_shipped_table_loads_with_a_source_and_date_and_valid_rules() {
+    let table = ModelTable::embedded();
+    for (model, rules) in table.models() {
+        assert!(
+            !rules.source.is_empty() && !rules.date.is_empty(),
+            "{model}"
+        );
+        rules.check().unwrap_or_else(|e| panic!("{model}: {e}"));
+    }
+    // Every priced model has rules.
+    for (key, _) in crate::cost::PriceTable::embedded().models() {
+        let model = key.split_once('/').map_or(key, |(_, model)| model);
+        assert!(
+            table.get(model).is_some(),
+            "{model} is priced but has no rules"
+        );
+    }
+}
+
+#[test]
+fn a_missing_level_goes_up_else_to_the_highest() {
+    let table = ModelTable::embedded();
+    let pro = |asked| table.fit("gemini-3-pro-preview", asked);
+    assert_eq!(pro(Minimal).sent, Low);
+    assert_eq!(pro(Medium).sent, High);
+    assert_eq!(
+        pro(Medium).note.as_deref(),
+        Some("note: gemini-3-pro-preview takes low or high: medium sent as high")
+    );
+    assert_eq!(pro(High).note, None);
+    assert_eq!(
+        table.fit("models/gemini-3.1-pro-preview", Minimal).sent,
+        Low
+    );
+    let rules = ModelRules {
+        source: "s".into(),
+        date: "d".into(),
+        thinking_level: Some(vec![Low]),
+        thinking_budget: None,
+        reasoning_effort: None,
+        max_tokens_field: None,
+    };
+    assert_eq!(rules.fit(High), Low, "nothing higher: the highest it has");
+    let unknown = table.fit("gemini-9-ultra", Medium);
+    assert_eq!(unknown.sent, Medium);
+    assert!(
+        unknown
+            .note
+            .unwrap()
+            .contains("its thinking rules are unknown")
+    );
+}
+
+#[test]
+fn budget_models_get_a_budget_and_level_models_a_level() {
+    let table = ModelTable::embedded();
+    assert_eq!(
+        table.control("gemini-2.5-pro", Minimal),
+        ThinkingControl::Budget(128)
+    );
+    assert_eq!(
+        table.control("gemini-2.5-flash", Minimal),
+        ThinkingControl::Budget(0)
+    );
+    assert_eq!(
+        table.control("gemini-2.5-flash", High),
+        ThinkingControl::Budget(24_576)
+    );
+    assert_eq!(
+        table.control("gemini-2.5-pro", Medium),
+        ThinkingControl::Budget(8_192)
+    );
+    assert_eq!(
+        table.control("gemini-3-pro-preview", High),
+        ThinkingControl::Level(High)
+    );
+    assert_eq!(table.fit("gemini-2.5-pro", Minimal).note, None);
+}
+
+#[test]
+fn a_forced_level_the_model_lacks_is_refused_naming_its_levels() {
+    let table = ModelTable::embedded();
+    assert_eq!(
+        table
+            .check_forced("gemini-3-pro-preview", Minimal)
+            .unwrap_err()
+            .to_string(),
+        "gemini-3-pro-preview takes low or high, not minimal"
+    );
+    assert!(table.check_forced("gemini-3-pro-preview", Low).is_ok());
+    assert!(table.check_forced("gemini-9-ultra", Minimal).is_ok());
+}

@@ -1,0 +1,396 @@
+//! The OpenAI-compatible provider: `POST {OPENAI_BASE_URL}/chat/completions`,
+//! streamed — Chat Completions' conversions over the shared transport
+//! (`provider::transport`), for OpenAI, Azure OpenAI (v1), vLLM, Ollama
+//! (`/v1`), llama.cpp's server and the rest (docs/providers.md).
+//!
+//! The key (`OPENAI_API_KEY`, from the environment only) travels only in
+//! `Authorization: Bearer`, marked sensitive, and only when there is one: a
+//! local server may need none; api.openai.com itself always does. What is
+//! OpenAI's here: the request JSON (`wire.rs`), its chunks as events and
+//! its usage (`decode.rs`), its error bodies and which statuses retry
+//! (`errors.rs`), a judge's reply schema in strict form (`schema.rs`). The
+//! transport does the rest, as for Gemini (`transport::call`).
+
+pub mod decode;
+pub mod errors;
+pub mod schema;
+pub mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderValue};
+use tokio_util::sync::CancellationToken;
+
+use self::decode::ChunkDecoder;
+use self::errors::{is_retryable, parse_error_body};
+use super::transport::call::{Call, call_stream};
+use super::transport::{
+    CallLimits, Failure, Peer, Protocol, Redactor, RetryPolicy, Secret, Transport,
+};
+use super::{ErrorKind, ModelProvider, ModelRequest, ModelStream, ProviderError, ProviderKind};
+use crate::models::ModelTable;
+
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// When the default server is asked without a key.
+pub const NO_KEY_MESSAGE: &str = "OPENAI_API_KEY is not set: api.openai.com needs it (export OPENAI_API_KEY=…), or point OPENAI_BASE_URL at a server that needs none";
+
+#[derive(Clone)]
+pub struct OpenAiConfig {
+    pub api_key: Option<String>,
+    /// Up to and including the API's version segment: `…/v1`.
+    pub base_url: String,
+    /// Where `api_key` came from, for messages (`OPENAI_API_KEY`).
+    pub key_name: &'static str,
+    pub connect_timeout: Duration,
+    /// The longest wait for the response to start or for its next bytes.
+    pub idle_timeout: Duration,
+    /// Tries per model call, the first included.
+    pub max_attempts: u32,
+    /// The first retry's delay before jitter; doubled for each further one.
+    pub backoff: Duration,
+    /// A server asking for a longer wait than this is not retried.
+    pub max_retry_wait: Duration,
+    /// The most text, body and time one call may take (`--max-call-time`).
+    pub limits: CallLimits,
+    /// How each model takes its output cap and reasoning level.
+    pub models: Arc<ModelTable>,
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("base_url", &super::transport::shown_url(&self.base_url))
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_attempts", &self.max_attempts)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> OpenAiConfig {
+        OpenAiConfig {
+            api_key: None,
+            base_url: DEFAULT_BASE_URL.to_string(),
+            key_name: "OPENAI_API_KEY",
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            max_attempts: 3,
+            backoff: Duration::from_secs(1),
+            max_retry_wait: Duration::from_secs(60),
+            limits: CallLimits::default(),
+            models: crate::models::models_in_force(),
+        }
+    }
+}
+
+fn non_empty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl OpenAiConfig {
+    /// Key from `OPENAI_API_KEY`, base URL from `OPENAI_BASE_URL`.
+    pub fn from_env() -> OpenAiConfig {
+        OpenAiConfig {
+            api_key: non_empty("OPENAI_API_KEY"),
+            base_url: non_empty("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+            ..OpenAiConfig::default()
+        }
+    }
+
+    /// A judge's: key from `PROMPTLAB_JUDGE_API_KEY`, else `OPENAI_API_KEY`;
+    /// base URL `base_url` when given, else `OPENAI_BASE_URL`.
+    pub fn judge_from_env(base_url: Option<&str>) -> OpenAiConfig {
+        let (api_key, key_name) = match non_empty("PROMPTLAB_JUDGE_API_KEY") {
+            Some(key) => (Some(key), "PROMPTLAB_JUDGE_API_KEY"),
+            None => (non_empty("OPENAI_API_KEY"), "OPENAI_API_KEY"),
+        };
+        let from_env = OpenAiConfig::from_env();
+        OpenAiConfig {
+            api_key,
+            key_name,
+            base_url: base_url.map_or(from_env.base_url.clone(), str::to_string),
+            ..from_env
+        }
+    }
+
+    /// The retry policy these settings make.
+    pub fn policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: self.max_attempts,
+            backoff: self.backoff,
+            max_retry_wait: self.max_retry_wait,
+            count_tries: false,
+        }
+    }
+
+    /// Whether the server is OpenAI's own, which always needs a key.
+    fn is_openai(&self) -> bool {
+        reqwest::Url::parse(self.base_url.trim())
+            .ok()
+            .and_then(|url| {
+                url.host_str()
+                    .map(|host| host.eq_ignore_ascii_case("api.openai.com"))
+            })
+            .unwrap_or(false)
+    }
+}
+
+pub struct OpenAiProvider {
+    config: OpenAiConfig,
+    transport: Transport,
+    url: Result<String, ProviderError>,
+    /// Secrets too short to redact, named for one warning.
+    unredactable: Vec<String>,
+}
+
+impl OpenAiProvider {
+    pub fn new(config: OpenAiConfig) -> Result<OpenAiProvider, ProviderError> {
+        let client = super::transport::client(config.connect_timeout).map_err(|error| {
+            ProviderError::of(
+                ErrorKind::Invalid,
+                format!(
+                    "could not set up the HTTP client: {}",
+                    super::transport::error_chain(error)
+                ),
+            )
+        })?;
+        let userinfo = reqwest::Url::parse(config.base_url.trim())
+            .map(|url| super::transport::redact::url_userinfo(&url))
+            .unwrap_or_default();
+        let key = config.api_key.iter().map(|key| Secret {
+            name: config.key_name,
+            value: key,
+        });
+        let url = userinfo.iter().map(|value| Secret {
+            name: "the userinfo of OPENAI_BASE_URL",
+            value,
+        });
+        let (redactor, unredactable) = Redactor::new(key.chain(url));
+        let who = if config.is_openai() {
+            "OpenAI"
+        } else {
+            "the OpenAI-compatible server"
+        };
+        let peer = Peer {
+            name: who,
+            shown: super::transport::shown_url(&config.base_url),
+            redirect_name: format!("{who} at {}", super::transport::shown_url(&config.base_url)),
+            idle_setting: "the idle timeout",
+        };
+        let transport =
+            Transport::new(client, redactor, peer, config.policy(), config.idle_timeout);
+        let url = endpoint(&config.base_url);
+        Ok(OpenAiProvider {
+            config,
+            transport,
+            url,
+            unredactable,
+        })
+    }
+
+    /// A warning for each secret too short to be redacted from messages.
+    pub fn unredactable(&self) -> &[String] {
+        &self.unredactable
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ProviderError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            reqwest::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if let Some(key) = self.config.api_key.as_deref() {
+            let mut value =
+                HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
+                    ProviderError::of(
+                        ErrorKind::Invalid,
+                        format!(
+                            "{} contains characters that cannot be sent in an HTTP header",
+                            self.config.key_name
+                        ),
+                    )
+                })?;
+            value.set_sensitive(true);
+            headers.insert(reqwest::header::AUTHORIZATION, value);
+        }
+        Ok(headers)
+    }
+
+    /// Everything one call sends, checked before anything is.
+    fn prepare(&self, request: &ModelRequest) -> Result<Call, ProviderError> {
+        self.check_ready()?;
+        check_model(&request.model)?;
+        let url = self.url.clone()?;
+        let body = serde_json::to_vec(&wire::build_request(request, &self.config.models)).map_err(
+            |error| {
+                ProviderError::of(
+                    ErrorKind::Invalid,
+                    format!("could not encode the request: {error}"),
+                )
+            },
+        )?;
+        Ok(Call {
+            transport: self.transport.clone(),
+            protocol: Arc::new(OpenAiAnswers),
+            limits: self.config.limits,
+            url,
+            headers: self.headers()?,
+            body,
+        })
+    }
+}
+
+/// `{base}/chat/completions`, for an http(s) base URL without a query.
+fn endpoint(text: &str) -> Result<String, ProviderError> {
+    let invalid =
+        |why: String| ProviderError::of(ErrorKind::Invalid, format!("OPENAI_BASE_URL {why}"));
+    let url = reqwest::Url::parse(text.trim())
+        .map_err(|error| invalid(format!("is not a URL: {error}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(invalid(format!(
+            "must be http or https, not `{}`",
+            crate::text::quote(url.scheme())
+        )));
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        return Err(invalid(
+            "must have no query or fragment: it ends at the API's version, like https://api.openai.com/v1".to_string(),
+        ));
+    }
+    Ok(format!(
+        "{}/chat/completions",
+        url.as_str().trim_end_matches('/')
+    ))
+}
+
+/// A model name goes in the body, so any name a server gives is fine
+/// (`llama3.1:8b`, `Qwen/Qwen3-8B`) as long as it is one printable line.
+fn check_model(model: &str) -> Result<(), ProviderError> {
+    let valid = !model.trim().is_empty()
+        && model.chars().count() <= 256
+        && !model.chars().any(char::is_control);
+    if valid {
+        Ok(())
+    } else {
+        Err(ProviderError::of(
+            ErrorKind::Invalid,
+            format!(
+                "`{}` is not a valid model name (one line, at most 256 characters)",
+                crate::text::quote(model)
+            ),
+        ))
+    }
+}
+
+impl ModelProvider for OpenAiProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::OpenAi
+    }
+
+    /// The endpoint too (without credentials or query): answers of one
+    /// server are never served as another's from the model-call cache.
+    fn identity(&self) -> String {
+        let endpoint = match reqwest::Url::parse(self.config.base_url.trim()) {
+            Ok(mut url) => {
+                let _ = url.set_username("");
+                let _ = url.set_password(None);
+                url.set_query(None);
+                url.set_fragment(None);
+                url.to_string()
+            }
+            Err(_) => crate::digest::sha256_hex(&self.config.base_url),
+        };
+        format!("openai@{endpoint}")
+    }
+
+    fn check_ready(&self) -> Result<(), ProviderError> {
+        if self.config.api_key.is_none() && self.config.is_openai() {
+            return Err(ProviderError::of(ErrorKind::NotReady, NO_KEY_MESSAGE));
+        }
+        Ok(())
+    }
+
+    fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
+        let calls = call_stream(self.prepare(&request), ChunkDecoder::new, cancel);
+        // Every message a server could have shaped is redacted here.
+        let redactor = self.transport.redactor.clone();
+        Box::pin(calls.map(move |item| {
+            item.map_err(|error| error.map_message(|message| redactor.redact_owned(message)))
+        }))
+    }
+}
+
+/// What OpenAI-compatible error statuses mean.
+struct OpenAiAnswers;
+
+impl Protocol for OpenAiAnswers {
+    fn status_failure(
+        &self,
+        status: StatusCode,
+        retry_after: Option<Duration>,
+        body: &str,
+    ) -> Failure {
+        let code = status.as_u16();
+        let message = match parse_error_body(body) {
+            Some(error) => error.describe(Some(code)),
+            None if body.trim().is_empty() => format!("OpenAI API error {code}"),
+            None => format!(
+                "OpenAI API error {code}: {}",
+                crate::text::one_line(body, 200)
+            ),
+        };
+        Failure {
+            error: ProviderError::of(
+                ErrorKind::Status {
+                    code,
+                    retryable: is_retryable(code),
+                },
+                message,
+            ),
+            retry_after,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_urls_are_checked_and_the_key_never_shows() {
+        let config = OpenAiConfig {
+            api_key: Some("sk-sentinel-0123456789".into()),
+            ..OpenAiConfig::default()
+        };
+        assert!(!format!("{config:?}").contains("sk-sentinel"));
+        let parse = endpoint;
+        assert_eq!(
+            parse("http://127.0.0.1:11434/v1/").unwrap(),
+            "http://127.0.0.1:11434/v1/chat/completions"
+        );
+        assert!(parse("ftp://x/v1").is_err());
+        assert!(parse("https://x/v1?api-version=1").is_err());
+        assert!(check_model("llama3.1:8b").is_ok());
+        assert!(check_model("Qwen/Qwen3-8B").is_ok());
+        assert!(check_model("a\nb").is_err());
+        assert!(check_model(" ").is_err());
+    }
+
+    #[test]
+    fn only_openai_itself_needs_a_key() {
+        let openai = OpenAiProvider::new(OpenAiConfig::default()).unwrap();
+        assert_eq!(openai.check_ready().unwrap_err().kind, ErrorKind::NotReady);
+        let local = OpenAiProvider::new(OpenAiConfig {
+            base_url: "http://127.0.0.1:8000/v1".into(),
+            ..OpenAiConfig::default()
+        })
+        .unwrap();
+        assert!(local.check_ready().is_ok());
+        assert_eq!(local.identity(), "openai@http://127.0.0.1:8000/v1");
+    }
+}

@@ -1,0 +1,170 @@
+//! The Chat Completions request as typed serde structs: the assembled
+//! system prompt first, the conversation (an assistant turn replayed from
+//! its provider_state exactly as it was sent back), tools as JSON-Schema
+//! functions, usage asked for in the stream, the output cap in the field
+//! the model table names, `reasoning_effort` only for a model listed with
+//! levels, and a judge's reply schema as `response_format` (strict).
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::models::{ModelTable, TokenField};
+use crate::provider::{AiMessage, ModelRequest, ToolCall, ToolResultMessage};
+
+/// The name `response_format.json_schema` carries (letters, digits, `_`, `-`).
+pub const REPLY_SCHEMA_NAME: &str = "promptlab_reply";
+
+#[derive(Debug, Serialize)]
+pub struct ChatCompletionRequest {
+    pub model: String,
+    pub messages: Vec<Value>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Value>,
+    pub stream: bool,
+    pub stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StreamOptions {
+    pub include_usage: bool,
+}
+
+/// Maps our request to Chat Completions, with `table` saying how the model
+/// takes its output cap and its reasoning level.
+pub fn build_request(request: &ModelRequest, table: &ModelTable) -> ChatCompletionRequest {
+    let mut messages = Vec::with_capacity(request.messages.len() + 1);
+    messages.push(json!({"role": "system", "content": request.system}));
+    for message in &request.messages {
+        push_message(&mut messages, message);
+    }
+    let cap = Some(request.max_output_tokens);
+    let (max_completion_tokens, max_tokens) = match table.token_field(&request.model) {
+        TokenField::MaxCompletionTokens => (cap, None),
+        TokenField::MaxTokens => (None, cap),
+    };
+    ChatCompletionRequest {
+        model: request.model.clone(),
+        messages,
+        tools: request.tools.iter().map(tool).collect(),
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        max_completion_tokens,
+        max_tokens,
+        reasoning_effort: table
+            .reasoning_effort(&request.model, request.thinking_level)
+            .map(|level| level.as_str()),
+        response_format: request.response_schema.as_ref().map(|schema| {
+            json!({
+                "type": "json_schema",
+                "json_schema": {
+                    "name": REPLY_SCHEMA_NAME,
+                    "schema": super::schema::to_strict(schema),
+                    "strict": true,
+                },
+            })
+        }),
+    }
+}
+
+fn tool(declaration: &crate::tools::ToolDeclaration) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": declaration.name,
+            "description": declaration.description,
+            "parameters": declaration.parameters,
+        },
+    })
+}
+
+fn push_message(messages: &mut Vec<Value>, message: &AiMessage) {
+    match message {
+        AiMessage::User { text } => messages.push(json!({"role": "user", "content": text})),
+        AiMessage::Assistant {
+            text,
+            tool_calls,
+            provider_state,
+        } => messages
+            .push(replayed(provider_state.as_ref()).unwrap_or_else(|| assistant(text, tool_calls))),
+        AiMessage::ToolResults { results } => {
+            messages.extend(results.iter().enumerate().map(|(i, r)| tool_result(i, r)));
+        }
+    }
+}
+
+/// The assistant message this adapter recorded, if this provider_state is ours.
+fn replayed(state: Option<&Value>) -> Option<Value> {
+    let message = state?.get("openai")?.get("message")?;
+    message.is_object().then(|| message.clone())
+}
+
+/// An assistant turn rebuilt from its text and calls (one recorded by
+/// another provider, or a replay without state).
+fn assistant(text: &str, calls: &[ToolCall]) -> Value {
+    let mut message = Map::new();
+    message.insert("role".into(), json!("assistant"));
+    let content = if text.is_empty() && !calls.is_empty() {
+        Value::Null
+    } else {
+        json!(text)
+    };
+    message.insert("content".into(), content);
+    if !calls.is_empty() {
+        let calls: Vec<Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(index, call)| {
+                json!({
+                    "id": call_id(call.id.as_deref(), index),
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.args.to_string()},
+                })
+            })
+            .collect();
+        message.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Value::Object(message)
+}
+
+/// A tool's result, answering its call by id; a failed one says so as
+/// `{"error": …}`, as Gemini's `functionResponse` does.
+fn tool_result(index: usize, result: &ToolResultMessage) -> Value {
+    let content = if result.ok {
+        result.content.clone()
+    } else {
+        json!({"error": result.content}).to_string()
+    };
+    json!({
+        "role": "tool",
+        "tool_call_id": call_id(result.call_id.as_deref(), index),
+        "content": content,
+    })
+}
+
+/// A call's id; one made by a model that gave none (a script, another
+/// provider) is named by its position, the same in the call and its result.
+fn call_id(id: Option<&str>, index: usize) -> String {
+    match id {
+        Some(id) if !id.is_empty() => id.to_string(),
+        _ => format!("call_{index}"),
+    }
+}
+
+/// The provider_state the adapter attaches to an assistant turn: the
+/// message as the server sent it back, to be replayed as is.
+pub fn provider_state(message: Value) -> Value {
+    Value::Object(Map::from_iter([(
+        "openai".to_string(),
+        Value::Object(Map::from_iter([("message".to_string(), message)])),
+    )]))
+}

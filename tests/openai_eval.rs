@@ -1,0 +1,384 @@
+//! OpenAI-compatible models in suites, judges and comparisons, through the
+//! binary against real local servers: one suite on Gemini and a local model
+//! side by side (run logs, the summary, the table and JUnit name the
+//! provider), bad variant and judge sections refused by field, a rubric and
+//! pairwise judge asked with a strict schema and its own key, and compare's
+//! warning when the sides differ in provider.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use promptlab::runs::read_run_log;
+use serde_json::{Value, json};
+use support::http_server::{RecordedRequest, Reply, Responder, TestServer};
+use support::openai_streams::{delta, finish, sse, text_reply, usage};
+use support::reports::answer_script;
+use support::{promptlab, run_command, write};
+
+const CRITERION: &str = "does not promise payment before coverage is confirmed";
+
+fn judged_suite(dir: &Path, judge: &str) -> PathBuf {
+    write(
+        dir,
+        "answer.yaml",
+        &answer_script("Coverage is not confirmed yet, so I cannot say it will be paid."),
+    );
+    write(
+        dir,
+        "suite.yaml",
+        &format!(
+            "name: judged\nclaims: {{ids: [CLM-HH-0001]}}\ndefaults: {{today: 2026-11-30}}\n{judge}\
+             cases:\n  - name: payment\n    message: Will this claim be paid?\n    script: answer.yaml\n    expect:\n      rubric: {CRITERION}\n"
+        ),
+    )
+}
+
+#[test]
+fn an_openai_compatible_judge_grades_with_a_strict_schema_and_its_own_key() {
+    let verdict =
+        json!({"pass": true, "score": 0.9, "reason": "it waits for coverage"}).to_string();
+    let body = sse(&[
+        delta(json!({"role": "assistant", "content": ""})),
+        delta(json!({"content": verdict})),
+        finish("stop"),
+        usage(900, 0, 30, 0),
+    ]);
+    let server = TestServer::start(vec![Box::new(move |_| Reply::stream(body.clone()))]);
+    let dir = tempfile::tempdir().unwrap();
+    let suite = judged_suite(
+        dir.path(),
+        &format!(
+            "judge: {{provider: openai, baseUrl: '{}/v1', model: judge-model}}\n",
+            server.base_url
+        ),
+    );
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+        .env("PROMPTLAB_JUDGE_API_KEY", "judge-own-key-0123456789")
+        .env("OPENAI_API_KEY", "chat-key-0123456789")
+        .arg("eval")
+        .arg(&suite)
+        .args(["--provider", "script", "--format", "ndjson", "--cache-dir"])
+        .arg(dir.path().join("cache"));
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer judge-own-key-0123456789"),
+        "PROMPTLAB_JUDGE_API_KEY wins over OPENAI_API_KEY"
+    );
+    let body = requests[0].json();
+    assert_eq!(body["model"], "judge-model");
+    let format = &body["response_format"];
+    assert_eq!(format["type"], "json_schema");
+    assert_eq!(format["json_schema"]["strict"], true);
+    assert_eq!(
+        format["json_schema"]["schema"]["additionalProperties"],
+        false
+    );
+    assert!(body.get("tools").is_none());
+    let turn = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|record| record["kind"] == "turn")
+        .expect("a turn record");
+    assert_eq!(turn["rubric"][0]["pass"], true, "{turn}");
+}
+
+#[test]
+fn an_openai_judge_without_a_model_or_with_a_bad_suite_section_stops_before_any_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    for (judge, expected) in [
+        (
+            "judge: {provider: openai}\n",
+            "--judge-provider openai needs a judge model",
+        ),
+        (
+            "judge: {provider: script}\n",
+            "a judge is gemini or openai, not script",
+        ),
+        (
+            "judge: {baseUrl: 'http://127.0.0.1:9/v1'}\n",
+            "is for an OpenAI-compatible judge",
+        ),
+    ] {
+        let suite = judged_suite(dir.path(), judge);
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+            .arg("eval")
+            .arg(&suite)
+            .args(["--provider", "script"]);
+        let out = run_command(&mut command);
+        assert_eq!(out.code, 2, "{judge}: {}", out.stderr);
+        assert!(out.stderr.contains(expected), "{judge}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn one_suite_runs_the_same_prompts_on_gemini_and_an_openai_compatible_model_side_by_side() {
+    use support::http_server::fixture;
+    let gemini = TestServer::start(vec![Box::new(|_| {
+        Reply::stream(fixture("streaming-success-basic-reply-short.txt"))
+    })]);
+    let openai = TestServer::start(vec![Box::new(|_| Reply::stream(text_reply("Cheyenne.")))]);
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        &format!(
+            "name: side-by-side\nclaims: {{ids: [CLM-HH-0001]}}\ndefaults: {{today: 2026-11-30}}\n\
+             variants:\n  - name: on-gemini\n  - name: on-local\n    provider: openai\n    model: llama3.1:8b\n    baseUrl: '{}/v1'\n\
+             cases:\n  - name: capital\n    message: What is the capital of Wyoming?\n",
+            openai.base_url
+        ),
+    );
+    let runs = dir.path().join("runs");
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", &runs)
+        .env("GEMINI_API_KEY", "gemini-test-key-0123456789")
+        .env("GEMINI_BASE_URL", &gemini.base_url)
+        .arg("eval")
+        .arg(&suite)
+        .args(["--format", "ndjson", "--cache-dir"])
+        .arg(dir.path().join("cache"));
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    assert_eq!(gemini.requests().len(), 1, "the plain variant asked Gemini");
+    assert_eq!(
+        openai.requests().len(),
+        1,
+        "the openai variant asked its own server"
+    );
+    assert_eq!(openai.requests()[0].json()["model"], "llama3.1:8b");
+    let mut providers: Vec<String> = support::files_under(&runs)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "ndjson"))
+        .map(|p| read_run_log(&p).unwrap().header.provider)
+        .collect();
+    providers.sort();
+    assert_eq!(
+        providers,
+        ["gemini", "openai"],
+        "each run log names who answered"
+    );
+    let summary = out
+        .stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|record| record["kind"] == "summary")
+        .expect("a summary record");
+    let variants = summary["variants"].as_array().unwrap();
+    assert_eq!(variants[0].get("provider"), None, "the run's provider");
+    assert_eq!(variants[1]["provider"], "openai", "{summary}");
+    assert_eq!(variants[1]["model"], "llama3.1:8b");
+    let junit = dir.path().join("junit.xml");
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", &runs)
+        .env("GEMINI_API_KEY", "gemini-test-key-0123456789")
+        .env("GEMINI_BASE_URL", &gemini.base_url)
+        .arg("eval")
+        .arg(&suite)
+        .arg("--resume")
+        .arg("--junit")
+        .arg(&junit)
+        .args(["--cache-dir"])
+        .arg(dir.path().join("cache"));
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("llama3.1:8b (openai)"),
+        "the table names it: {}",
+        out.stdout
+    );
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    assert!(
+        xml.contains(r#"<property name="provider" value="openai"/>"#),
+        "{xml}"
+    );
+    assert_eq!(
+        openai.requests().len(),
+        1,
+        "--resume took the recorded turns"
+    );
+}
+
+#[test]
+fn a_variant_provider_that_cannot_apply_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    for (variant, expected) in [
+        ("provider: openai", "variants[0].model"),
+        (
+            "provider: script\n    model: m",
+            "a variant's provider is gemini or openai, not script",
+        ),
+        (
+            "baseUrl: 'http://127.0.0.1:9/v1'",
+            "is for an OpenAI-compatible variant",
+        ),
+        (
+            "provider: openai\n    model: m\n    baseUrl: 'ftp://x'",
+            "is not an http(s) URL",
+        ),
+    ] {
+        let suite = write(
+            dir.path(),
+            "suite.yaml",
+            &format!(
+                "name: bad\nclaims: {{ids: [CLM-HH-0001]}}\nvariants:\n  - name: v\n    {variant}\ncases:\n  - name: c\n    message: Hi\n"
+            ),
+        );
+        let mut command = promptlab();
+        command
+            .arg("eval")
+            .arg(&suite)
+            .args(["--provider", "script"]);
+        let out = run_command(&mut command);
+        assert_eq!(out.code, 2, "{variant}: {}", out.stderr);
+        assert!(out.stderr.contains(expected), "{variant}: {}", out.stderr);
+    }
+}
+
+#[test]
+fn compare_warns_when_the_sides_differ_in_provider() {
+    use support::http_server::fixture;
+    let dir = tempfile::tempdir().unwrap();
+    let gemini = TestServer::start(vec![Box::new(|_| {
+        Reply::stream(fixture("streaming-success-basic-reply-short.txt"))
+    })]);
+    let mut command = promptlab();
+    let out = run_command(
+        command
+            .env("GEMINI_API_KEY", "gemini-test-key-0123456789")
+            .env("GEMINI_BASE_URL", &gemini.base_url)
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("a"))
+            .args([
+                "chat",
+                "--model",
+                "gemma-3-27b",
+                "--claim-id",
+                "CLM-HH-0001",
+                "--format",
+                "ndjson",
+                "Is it covered?",
+            ]),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let openai = TestServer::start(vec![Box::new(|_| Reply::stream(text_reply("Yes.")))]);
+    let mut command = promptlab();
+    let out = run_command(
+        command
+            .env("OPENAI_BASE_URL", format!("{}/v1", openai.base_url))
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("b"))
+            .args([
+                "chat",
+                "--provider",
+                "openai",
+                "--model",
+                "gemma-3-27b",
+                "--claim-id",
+                "CLM-HH-0001",
+                "--format",
+                "ndjson",
+                "Is it covered?",
+            ]),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let mut command = promptlab();
+    let out = run_command(
+        command
+            .arg("compare")
+            .arg(dir.path().join("a"))
+            .arg(dir.path().join("b")),
+    );
+    let all = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        all.contains(
+            "the sides differ in provider: A `default` ran gemini, B `default` ran openai"
+        ),
+        "{all}"
+    );
+    assert!(
+        !all.contains("the sides differ in model"),
+        "the same model name: {all}"
+    );
+}
+
+#[test]
+fn compare_judges_pairs_with_an_openai_compatible_judge() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut folders = Vec::new();
+    for (name, answer) in [
+        ("a", "The excess is in the policy."),
+        ("b", "The excess is £350."),
+    ] {
+        write(dir.path(), &format!("{name}.yaml"), &answer_script(answer));
+        let suite = write(
+            dir.path(),
+            &format!("suite-{name}.yaml"),
+            &format!(
+                "name: pw\nclaims: {{ids: [CLM-HH-0001]}}\ndefaults: {{today: 2026-11-30}}\ncases:\n  - name: excess\n    message: What is the excess?\n    script: {name}.yaml\n"
+            ),
+        );
+        let runs = dir.path().join(format!("runs-{name}"));
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .arg("eval")
+            .arg(&suite)
+            .args(["--provider", "script", "-q"]);
+        assert_eq!(run_command(&mut command).code, 0);
+        folders.push(runs);
+    }
+    let tie = json!({"winner": "tie", "reason": "both name it"}).to_string();
+    let reply = move || {
+        let body = sse(&[
+            delta(json!({"content": tie})),
+            finish("stop"),
+            usage(500, 0, 12, 0),
+        ]);
+        Box::new(move |_: &RecordedRequest| Reply::stream(body.clone())) as Responder
+    };
+    let judge = TestServer::start(vec![reply(), reply()]);
+    let mut command = promptlab();
+    let out = run_command(
+        command
+            .env("OPENAI_BASE_URL", format!("{}/v1", judge.base_url))
+            .arg("compare")
+            .arg(&folders[0])
+            .arg(&folders[1])
+            .args([
+                "--judge",
+                "states the excess amount",
+                "--judge-provider",
+                "openai",
+            ])
+            .args([
+                "--judge-model",
+                "judge-model",
+                "--format",
+                "json",
+                "--cache-dir",
+            ])
+            .arg(dir.path().join("cache")),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["pairwise"]["judgeCalls"], 2, "both orders: {report}");
+    let requests = judge.requests();
+    assert_eq!(requests.len(), 2);
+    let schema = &requests[0].json()["response_format"]["json_schema"];
+    assert_eq!(schema["strict"], true);
+    assert_eq!(
+        schema["schema"]["properties"]["winner"]["enum"],
+        json!(["first", "second", "tie"])
+    );
+    assert_eq!(schema["schema"]["required"], json!(["reason", "winner"]));
+}
