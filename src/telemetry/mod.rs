@@ -154,6 +154,18 @@ fn link_to(trace: &crate::runs::record::TraceRef) -> Option<opentelemetry::trace
 pub fn provider_name(provider: &str) -> String {
     match provider {
         "gemini" => "gcp.gemini".to_string(),
+        // Chat Completions, whoever serves it (OpenAI, vLLM, Ollama, …).
+        "openai" => "openai".to_string(),
         other => format!("promptlab.{other}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn providers_take_the_conventions_names_where_there_are_some() {
+        assert_eq!(super::provider_name("gemini"), "gcp.gemini");
+        assert_eq!(super::provider_name("openai"), "openai");
+        assert_eq!(super::provider_name("script"), "promptlab.script");
     }
 }
