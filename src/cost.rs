@@ -149,27 +149,21 @@ pub fn format_usd(usd: f64) -> String {
     }
 }
 
-static IN_FORCE: crate::document::InForce<PriceTable> = crate::document::InForce::new();
+static SHIPPED: crate::document::Shipped<PriceTable> = crate::document::Shipped::new();
 
-/// The prices in force for this process: those installed at start-up
-/// (`--prices FILE`), else the shipped table, parsed once.
-pub fn prices_in_force() -> std::sync::Arc<PriceTable> {
-    IN_FORCE.get(PriceTable::embedded)
-}
-
-/// Makes `table` the prices in force (a binary's `--prices`); only the
-/// first call counts, and only before any price was read.
-pub fn install_prices(table: PriceTable) {
-    IN_FORCE.install(table);
-}
-
-/// The prices in force: the shipped table with `--prices` files over it.
+/// A price table: the shipped one, or it with `--prices` files over it
+/// (a value the commands carry to run logs and the judge; no global).
 #[derive(Debug, Clone)]
 pub struct PriceTable {
     models: BTreeMap<String, ModelPrices>,
 }
 
 impl PriceTable {
+    /// The shipped prices, parsed once: what a command uses without `--prices`.
+    pub fn shipped() -> std::sync::Arc<PriceTable> {
+        SHIPPED.get(PriceTable::embedded)
+    }
+
     /// The shipped prices.
     pub fn embedded() -> PriceTable {
         let mut models = BTreeMap::new();

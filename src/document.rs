@@ -132,34 +132,30 @@ pub fn parse_shipped<T: DeserializeOwned>(name: &str, text: &str) -> T {
         .unwrap_or_else(|problem| panic!("{name} is invalid: {problem}"))
 }
 
-/// The table in force for this process: the one installed at start-up (a
-/// binary's `--prices`/`--models`), else the shipped one, built once.
-pub struct InForce<T> {
+/// A shipped table, parsed once when first asked for. Not a setting: a
+/// `--prices` or `--models` file makes a table of its own, which the
+/// commands carry as a value to what needs it.
+pub struct Shipped<T> {
     cell: std::sync::OnceLock<std::sync::Arc<T>>,
 }
 
-impl<T> InForce<T> {
-    pub const fn new() -> InForce<T> {
-        InForce {
+impl<T> Shipped<T> {
+    pub const fn new() -> Shipped<T> {
+        Shipped {
             cell: std::sync::OnceLock::new(),
         }
     }
 
-    pub fn get(&self, shipped: impl FnOnce() -> T) -> std::sync::Arc<T> {
+    pub fn get(&self, parse: impl FnOnce() -> T) -> std::sync::Arc<T> {
         self.cell
-            .get_or_init(|| std::sync::Arc::new(shipped()))
+            .get_or_init(|| std::sync::Arc::new(parse()))
             .clone()
-    }
-
-    /// Only the first call counts, and only before the table was read.
-    pub fn install(&self, table: T) {
-        let _ = self.cell.set(std::sync::Arc::new(table));
     }
 }
 
-impl<T> Default for InForce<T> {
-    fn default() -> InForce<T> {
-        InForce::new()
+impl<T> Default for Shipped<T> {
+    fn default() -> Self {
+        Shipped::new()
     }
 }
 

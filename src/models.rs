@@ -11,7 +11,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::document::{InForce, parse_shipped, read_table_file};
+use crate::document::{Shipped, parse_shipped, read_table_file};
 use crate::prompts::thinking::ThinkingLevel;
 
 /// The shipped tables, embedded at build time.
@@ -111,19 +111,7 @@ pub struct Fitted {
     pub note: Option<String>,
 }
 
-static IN_FORCE: InForce<ModelTable> = InForce::new();
-
-/// The model table in force for this process: the one installed at start-up
-/// (`--models FILE`), else the shipped one.
-pub fn models_in_force() -> std::sync::Arc<ModelTable> {
-    IN_FORCE.get(ModelTable::embedded)
-}
-
-/// Makes `table` the model table in force (a binary's `--models`); only the
-/// first call counts, and only before the table was read.
-pub fn install_models(table: ModelTable) {
-    IN_FORCE.install(table);
-}
+static SHIPPED: Shipped<ModelTable> = Shipped::new();
 
 /// The shipped rules with `--models` files over them.
 #[derive(Debug, Clone)]
@@ -132,6 +120,11 @@ pub struct ModelTable {
 }
 
 impl ModelTable {
+    /// The shipped table, parsed once: what a command uses without `--models`.
+    pub fn shipped() -> std::sync::Arc<ModelTable> {
+        SHIPPED.get(ModelTable::embedded)
+    }
+
     /// The shipped table.
     pub fn embedded() -> ModelTable {
         let mut models = BTreeMap::new();

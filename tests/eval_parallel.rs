@@ -102,6 +102,7 @@ async fn two_turns_with_a_blocking_step_overlap() {
         provider: ProviderChoice::Shared(Arc::new(Blocking(Arc::clone(&rendezvous)))),
         feed: Feed::new(false),
         tracing: None,
+        prices: promptlab::cost::PriceTable::shipped(),
     };
     let settings = Arc::new(settings);
     let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();

@@ -290,7 +290,8 @@ fn prepare(
         request.thinking_level,
         request.force_thinking_level,
     );
-    let models = crate::models::models_in_force();
+    // The table the provider sends by: its levels are what it can send.
+    let models = ctx.provider.models();
     let fitted = if ctx.provider.kind() == crate::provider::ProviderKind::OpenAi {
         models.fit_effort(&request.model, thinking_level)
     } else {

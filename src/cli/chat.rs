@@ -102,7 +102,9 @@ pub fn run(
     }
     let format = args.format.unwrap_or_else(default_format);
     let cache = args.cache.then_some(stores.cache_dir.as_path());
-    let (runner, replay) = args.model.turn_runner(registry, store, cache)?;
+    let (runner, replay) = args
+        .model
+        .turn_runner(registry, store, cache, &stores.tables)?;
     let claim = args.model.claim_to_send(claim, store)?;
     // A local turn looks its claim id up here; a deployment, in its own store.
     if matches!(claim, ClaimInput::Id(_))
@@ -115,6 +117,7 @@ pub fn run(
     }
     let base = TurnSettings {
         record_in: (!args.no_record).then(|| runs_dir.to_path_buf()),
+        prices: std::sync::Arc::clone(&stores.tables.prices),
         provider_name: runner.provider_name(),
         claim,
         prompt: loaded.options,
@@ -238,6 +241,8 @@ pub fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: Lookup<'_>)
 pub struct TurnSettings {
     /// Where run logs go; `None` with --no-record.
     pub record_in: Option<PathBuf>,
+    /// What the run logs price calls by (`--prices`).
+    pub prices: std::sync::Arc<promptlab::cost::PriceTable>,
     pub provider_name: &'static str,
     pub claim: ClaimInput,
     /// The session's `/overrides FILE` replaces `prompt.overrides`.
@@ -262,9 +267,10 @@ impl TurnSettings {
     }
 
     pub fn recorder(&self, request: &ChatRequest) -> Option<RunRecorder> {
-        self.record_in
-            .as_ref()
-            .map(|dir| RunRecorder::new(dir, request, self.provider_name, None))
+        self.record_in.as_ref().map(|dir| {
+            RunRecorder::new(dir, request, self.provider_name, None)
+                .with_prices(std::sync::Arc::clone(&self.prices))
+        })
     }
 }
 

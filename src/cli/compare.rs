@@ -140,6 +140,7 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
                     &SuiteJudge::default(),
                     &stores.cache_dir,
                     super::model::limits_from_env()?,
+                    &stores.tables,
                 )
                 .map(|judge| judge.with_notices(super::judge::notices_on_stderr()))
         })

@@ -86,6 +86,7 @@ impl JudgeArgs {
         suite: &SuiteJudge,
         cache_dir: &Path,
         limits: CallLimits,
+        tables: &crate::cli::Tables,
     ) -> Result<Judge, CliError> {
         let provider = self.judge_provider.unwrap_or(match suite.provider {
             Some(ProviderKind::OpenAi) => JudgeProviderKind::Openai,
@@ -137,7 +138,7 @@ impl JudgeArgs {
                          --judge-script FILE",
                     ));
                 }
-                let gemini = super::model::build_spec(ProviderSpec::Gemini(config))?;
+                let gemini = super::model::build_spec(ProviderSpec::Gemini(config), tables)?;
                 Arc::new(ProviderJudge(gemini))
             }
             JudgeProviderKind::Openai => {
@@ -145,7 +146,7 @@ impl JudgeArgs {
                     limits,
                     ..OpenAiConfig::judge_from_env(suite.base_url.as_deref())
                 };
-                let openai = super::model::build_spec(ProviderSpec::OpenAi(config))?;
+                let openai = super::model::build_spec(ProviderSpec::OpenAi(config), tables)?;
                 openai.check_ready().map_err(|error| {
                     CliError::usage(format!(
                         "the judge (--judge-provider openai): {}; PROMPTLAB_JUDGE_API_KEY gives the judge a key of its own",
@@ -156,7 +157,7 @@ impl JudgeArgs {
             }
         };
         let cache = (!self.no_judge_cache).then(|| JudgeCache::new(cache_dir.join("judge")));
-        Ok(Judge::new(model, settings, prompts, cache))
+        Ok(Judge::new(model, settings, prompts, cache).with_prices(Arc::clone(&tables.prices)))
     }
 }
 

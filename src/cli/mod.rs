@@ -121,6 +121,26 @@ pub struct StoreArgs {
     /// the shipped table (models/gemini.yaml); see docs/models.md.
     #[arg(long, global = true, value_name = "FILE", env = "PROMPTLAB_MODELS")]
     pub models: Option<PathBuf>,
+    /// The tables `--prices` and `--models` make, read once at start-up and
+    /// carried from here to whatever prices a call or fits a level.
+    #[arg(skip)]
+    pub tables: Tables,
+}
+
+/// The price table and the model table a command runs with.
+#[derive(Debug, Clone)]
+pub struct Tables {
+    pub prices: std::sync::Arc<PriceTable>,
+    pub models: std::sync::Arc<promptlab::models::ModelTable>,
+}
+
+impl Default for Tables {
+    fn default() -> Tables {
+        Tables {
+            prices: PriceTable::shipped(),
+            models: promptlab::models::ModelTable::shipped(),
+        }
+    }
 }
 
 /// `--color`: the clap face of `sink::ColorChoice`.
@@ -181,19 +201,19 @@ pub enum Command {
     Cache(cache::CacheCommand),
 }
 
-pub fn run(cli: Cli) -> Result<Exit, CliError> {
+pub fn run(mut cli: Cli) -> Result<Exit, CliError> {
     set_color_choice(cli.color.into());
     if let Some(path) = &cli.stores.prices {
         let table = PriceTable::embedded()
             .with_file(path)
             .map_err(CliError::usage)?;
-        promptlab::cost::install_prices(table);
+        cli.stores.tables.prices = std::sync::Arc::new(table);
     }
     if let Some(path) = &cli.stores.models {
         let table = promptlab::models::ModelTable::embedded()
             .with_file(path)
             .map_err(CliError::usage)?;
-        promptlab::models::install_models(table);
+        cli.stores.tables.models = std::sync::Arc::new(table);
     }
     let store = ClaimStore::new(&cli.stores.claims_dir);
     match cli.command {
@@ -205,7 +225,7 @@ pub fn run(cli: Cli) -> Result<Exit, CliError> {
         Command::Evals(command) => evals::run(command, &cli.stores.runs_dir),
         Command::Compare(args) => compare::run(args, &cli.stores),
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
-        Command::Replay(args) => replay::run(args, &store, &cli.stores.runs_dir),
+        Command::Replay(args) => replay::run(args, &store, &cli.stores),
         Command::Report(args) => report::run(args, &cli.stores.runs_dir),
         Command::Init(args) => init::run(args),
         Command::Completions(args) => shell::completions(args, Cli::command()),

@@ -24,6 +24,7 @@ use promptlab::claims::ClaimStore;
 use promptlab::prompts::PromptRegistry;
 use promptlab::worker::{Endpoint, TurnRunner, WorkerClient, WorkerConfig, WorkerError};
 
+use super::Tables;
 use super::error::CliError;
 
 pub use promptlab::provider::ProviderKind;
@@ -124,7 +125,7 @@ impl From<Arc<dyn ModelProvider>> for BuiltProvider {
 
 impl ModelArgs {
     /// The provider these flags choose.
-    pub fn build_provider(&self) -> Result<BuiltProvider, CliError> {
+    pub fn build_provider(&self, tables: &Tables) -> Result<BuiltProvider, CliError> {
         let mut replay = None;
         let spec = match self.provider {
             ProviderKind::Script => ProviderSpec::Script(
@@ -155,12 +156,14 @@ impl ModelArgs {
                     .as_ref()
                     .ok_or_else(|| CliError::usage("--provider replay needs --replay RUNLOG"))?;
                 let log = read_run_log(path)?;
-                let provider = Arc::new(promptlab::runs::replay::replay_provider(&log));
+                let provider = promptlab::runs::replay::replay_provider(&log)
+                    .with_models(Arc::clone(&tables.models));
+                let provider = Arc::new(provider);
                 replay = Some(Arc::clone(&provider));
                 ProviderSpec::Replay(provider)
             }
         };
-        let built = build_spec(spec)?;
+        let built = build_spec(spec, tables)?;
         Ok(BuiltProvider {
             provider: built,
             replay,
@@ -217,6 +220,7 @@ impl ModelArgs {
         registry: &'static PromptRegistry,
         store: &ClaimStore,
         cache_dir: Option<&std::path::Path>,
+        tables: &Tables,
     ) -> Result<(TurnRunner, Option<Arc<ReplayProvider>>), CliError> {
         if self.provider == ProviderKind::Worker {
             if cache_dir.is_some() {
@@ -226,7 +230,7 @@ impl ModelArgs {
             }
             return Ok((TurnRunner::Worker(self.build_worker(registry, None)?), None));
         }
-        let built = self.build_provider()?;
+        let built = self.build_provider(tables)?;
         let provider = match cache_dir {
             Some(dir) => with_cache(built.provider, true, dir),
             None => built.provider,
@@ -275,9 +279,11 @@ pub fn limits_from_env() -> Result<CallLimits, CliError> {
     Ok(limits)
 }
 
-/// Builds `spec` (the one library builder) and says its warnings once.
-pub fn build_spec(spec: ProviderSpec) -> Result<Arc<dyn ModelProvider>, CliError> {
-    let built = promptlab::provider::build::build(spec).map_err(|error| match error {
+/// Builds `spec` (the one library builder) with the run's model table, and
+/// says its warnings once.
+pub fn build_spec(spec: ProviderSpec, tables: &Tables) -> Result<Arc<dyn ModelProvider>, CliError> {
+    let models = Arc::clone(&tables.models);
+    let built = promptlab::provider::build::build(spec, models).map_err(|error| match error {
         BuildError::Provider(error) => CliError::from(error),
         BuildError::Script(error) => CliError::from(error),
     })?;

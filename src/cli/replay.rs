@@ -1,7 +1,6 @@
 //! `promptlab replay RUNLOG`: re-run a recorded turn with its recorded model
 //! responses, offline, and say where the new run diverges.
 
-use std::path::Path;
 use std::sync::Arc;
 
 use clap::Args;
@@ -47,7 +46,12 @@ pub struct ReplayArgs {
     pub trace_parent: Option<String>,
 }
 
-pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
+pub fn run(
+    args: ReplayArgs,
+    store: &ClaimStore,
+    stores: &super::StoreArgs,
+) -> Result<Exit, CliError> {
+    let runs_dir = stores.runs_dir.as_path();
     let path = find_run(&[runs_dir.to_path_buf()], &args.run)?;
     let log = read_run_log(&path)?;
     if let Some(remote) = &log.header.remote {
@@ -68,14 +72,16 @@ pub fn run(args: ReplayArgs, store: &ClaimStore, runs_dir: &Path) -> Result<Exit
     }
     let registry = PromptRegistry::embedded();
     request.validate(registry)?;
-    let replay = Arc::new(promptlab::runs::replay::replay_provider(&log));
+    let replay = promptlab::runs::replay::replay_provider(&log);
+    let replay = Arc::new(replay.with_models(Arc::clone(&stores.tables.models)));
     let ctx = TurnContext {
         registry,
         store: store.clone(),
         provider: replay.clone(),
     };
     let recorder = (!args.no_record)
-        .then(|| RunRecorder::new(runs_dir, &request, "replay", log.header.labels.clone()));
+        .then(|| RunRecorder::new(runs_dir, &request, "replay", log.header.labels.clone()))
+        .map(|recorder| recorder.with_prices(Arc::clone(&stores.tables.prices)));
     let format = args.format.unwrap_or_else(super::chat::default_format);
     // Before the runtime: the exporter starts its own thread and client.
     let telemetry = Telemetry::from_env(args.trace_parent.as_deref())

@@ -83,7 +83,7 @@ pub fn run(
     let trust = Trust::new(args.host, &args.allowed_host, &args.cors_origin)
         .map_err(|error| CliError::usage(error.to_string()))?;
     let registry = PromptRegistry::embedded();
-    let mut built = args.model.build_provider()?;
+    let mut built = args.model.build_provider(&stores.tables)?;
     built.provider = super::model::with_cache(built.provider, args.cache, &stores.cache_dir);
     let ctx = TurnContext {
         registry,
@@ -107,9 +107,11 @@ pub fn run(
     )
     .with_overrides_dir(args.overrides_dir.clone());
     if let (ProviderKind::Script, Some(path)) = (args.model.provider, &args.model.script) {
-        state.provider = TurnProvider::ScriptPerTurn(Arc::new(ScriptProvider::load(path)?));
+        let script = ScriptProvider::load(path)?.with_models(Arc::clone(&stores.tables.models));
+        state.provider = TurnProvider::ScriptPerTurn(Arc::new(script));
     }
     state.tracing = telemetry.tracing();
+    state.prices = Arc::clone(&stores.tables.prices);
     let state = Arc::new(state);
     let router = promptlab::serve::router(state.clone(), Arc::new(trust));
     let limits = ConnectionLimits {

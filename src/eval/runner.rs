@@ -88,7 +88,11 @@ pub enum ProviderChoice {
         by_case: HashMap<usize, Arc<ScriptProvider>>,
     },
     /// Each turn replays its own recording.
-    Replay(HashMap<TurnKey, PathBuf>),
+    Replay {
+        recordings: HashMap<TurnKey, PathBuf>,
+        /// What a replayed turn fits its level by (`--models`).
+        models: Arc<crate::models::ModelTable>,
+    },
     /// Each turn runs whole on a deployment (`--provider worker`).
     Worker(WorkerClient),
     /// Variants with a provider of their own (a suite variant's `provider`)
@@ -130,7 +134,7 @@ impl ProviderChoice {
                 .or(default.as_ref())
                 .map(|script| Arc::new(script.restarted()) as Arc<dyn ModelProvider>)
                 .ok_or(NoProvider::NoScript),
-            ProviderChoice::Replay(recordings) => {
+            ProviderChoice::Replay { recordings, models } => {
                 let key = plan.key(spec);
                 let path = recordings.get(&key).ok_or_else(|| {
                     NoProvider::NoRecording(format!(
@@ -139,7 +143,8 @@ impl ProviderChoice {
                     ))
                 })?;
                 let log = read_run_log(path)?;
-                Ok(Arc::new(crate::runs::replay::replay_provider(&log)))
+                let replay = crate::runs::replay::replay_provider(&log);
+                Ok(Arc::new(replay.with_models(Arc::clone(models))))
             }
         }
     }
@@ -154,7 +159,7 @@ impl ProviderChoice {
             ProviderChoice::Shared(provider) => provider.kind(),
             ProviderChoice::PerVariant { run, .. } => run.kind(),
             ProviderChoice::Script { .. } => ProviderKind::Script,
-            ProviderChoice::Replay(_) => ProviderKind::Replay,
+            ProviderChoice::Replay { .. } => ProviderKind::Replay,
             ProviderChoice::Worker(_) => ProviderKind::Worker,
         }
     }
@@ -177,6 +182,8 @@ pub struct RunSettings {
     pub feed: Feed,
     /// Each turn as a trace, with its verdict (`docs/telemetry.md`); `None`: off.
     pub tracing: Option<crate::telemetry::Tracing>,
+    /// What the run logs price calls by (`--prices` over the shipped table).
+    pub prices: Arc<crate::cost::PriceTable>,
 }
 
 /// Whether the progress feed wants every event of every turn (`--format
@@ -327,7 +334,7 @@ async fn run_one(
             Ok(provider) => {
                 // A replay is recorded already: only live and scripted calls are cached.
                 let provider = match (&settings.model_cache, choice) {
-                    (Some(_), ProviderChoice::Replay(_)) | (None, _) => provider,
+                    (Some(_), ProviderChoice::Replay { .. }) | (None, _) => provider,
                     (Some(cache), _) => {
                         Arc::new(CachingProvider::new(provider, cache.clone(), spec.sample))
                     }
@@ -403,7 +410,8 @@ fn recorder_for(
         request,
         runner.provider_name(),
         Some(plan.labels(spec)),
-    );
+    )
+    .with_prices(Arc::clone(&settings.prices));
     match trace {
         Some(trace) => recorder.with_trace(trace.ids()),
         None => recorder,

@@ -246,7 +246,7 @@ impl Judge {
         cache: Option<JudgeCache>,
     ) -> Judge {
         Judge {
-            prices: crate::cost::prices_in_force(),
+            prices: PriceTable::shipped(),
             model,
             settings,
             prompts,

@@ -146,9 +146,7 @@ impl JudgeModel for ProviderJudge {
                 }],
                 tools: Vec::new(),
                 // Fitted to the judge model as a chat turn's level is.
-                thinking_level: crate::models::models_in_force()
-                    .fit(&query.model, query.thinking_level)
-                    .sent,
+                thinking_level: self.0.models().fit(&query.model, query.thinking_level).sent,
                 max_output_tokens: JUDGE_MAX_OUTPUT_TOKENS,
                 response_schema: Some(query.schema.clone()),
             };

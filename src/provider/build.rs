@@ -11,6 +11,7 @@ use super::openai::{OpenAiConfig, OpenAiProvider};
 use super::replay::ReplayProvider;
 use super::script::{ScriptError, ScriptProvider};
 use super::{ModelProvider, ProviderError, ProviderKind};
+use crate::models::ModelTable;
 
 /// A provider to build.
 pub enum ProviderSpec {
@@ -50,10 +51,12 @@ pub enum BuildError {
     Script(#[from] ScriptError),
 }
 
-pub fn build(spec: ProviderSpec) -> Result<Built, BuildError> {
+/// Builds `spec`, sending by `models` (`--models` over the shipped table);
+/// a replay is built with its table by the run-log layer.
+pub fn build(spec: ProviderSpec, models: Arc<ModelTable>) -> Result<Built, BuildError> {
     match spec {
         ProviderSpec::Gemini(config) => {
-            let gemini = GeminiProvider::new(config)?;
+            let gemini = GeminiProvider::new(GeminiConfig { models, ..config })?;
             let warnings = gemini.unredactable().to_vec();
             Ok(Built {
                 provider: Arc::new(gemini),
@@ -61,7 +64,7 @@ pub fn build(spec: ProviderSpec) -> Result<Built, BuildError> {
             })
         }
         ProviderSpec::OpenAi(config) => {
-            let openai = OpenAiProvider::new(config)?;
+            let openai = OpenAiProvider::new(OpenAiConfig { models, ..config })?;
             let warnings = openai.unredactable().to_vec();
             Ok(Built {
                 provider: Arc::new(openai),
@@ -69,7 +72,7 @@ pub fn build(spec: ProviderSpec) -> Result<Built, BuildError> {
             })
         }
         ProviderSpec::Script(path) => Ok(Built {
-            provider: Arc::new(ScriptProvider::load(&path)?),
+            provider: Arc::new(ScriptProvider::load(&path)?.with_models(models)),
             warnings: Vec::new(),
         }),
         ProviderSpec::Replay(replay) => Ok(Built {

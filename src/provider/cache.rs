@@ -79,8 +79,12 @@ impl ModelCache {
 }
 
 /// The cache key of `request` to `provider` (its identity), for sample `sample`.
-pub fn request_key(provider: &str, request: &ModelRequest, sample: u32) -> String {
-    let models = crate::models::models_in_force();
+pub fn request_key(
+    provider: &str,
+    models: &crate::models::ModelTable,
+    request: &ModelRequest,
+    sample: u32,
+) -> String {
     let canonical = json!({
         "provider": provider,
         "model": request.model,
@@ -123,12 +127,21 @@ impl ModelProvider for CachingProvider {
         self.inner.kind()
     }
 
+    fn models(&self) -> std::sync::Arc<crate::models::ModelTable> {
+        self.inner.models()
+    }
+
     fn check_ready(&self) -> Result<(), ProviderError> {
         self.inner.check_ready()
     }
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
-        let key = request_key(&self.inner.identity(), &request, self.sample);
+        let key = request_key(
+            &self.inner.identity(),
+            &self.inner.models(),
+            &request,
+            self.sample,
+        );
         if let Some(hit) = self.cache.get(&key) {
             return replay(hit);
         }

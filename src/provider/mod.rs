@@ -168,4 +168,11 @@ pub trait ModelProvider: Send + Sync {
     fn identity(&self) -> String {
         self.name().to_string()
     }
+
+    /// The model table it sends by (thinking levels and budgets, efforts,
+    /// the cap's field): the one it was built with (`--models` over the
+    /// shipped one), for the turn to fit its level to.
+    fn models(&self) -> std::sync::Arc<crate::models::ModelTable> {
+        crate::models::ModelTable::shipped()
+    }
 }

@@ -10,6 +10,8 @@ use std::sync::{Arc, Mutex};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use crate::models::ModelTable;
+
 use super::{
     AiMessage, CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError,
     ToolCall, ToolResultMessage,
@@ -43,6 +45,8 @@ pub struct ReplayProvider {
     origin: String,
     next_call: AtomicUsize,
     divergences: Arc<Mutex<Vec<Divergence>>>,
+    /// The table the replayed turn fits its level by.
+    models: Arc<ModelTable>,
 }
 
 impl ReplayProvider {
@@ -53,7 +57,14 @@ impl ReplayProvider {
             origin,
             next_call: AtomicUsize::new(0),
             divergences: Arc::new(Mutex::new(Vec::new())),
+            models: ModelTable::shipped(),
         }
+    }
+
+    /// Fits the turn's level by `models` (`--models`) instead of the shipped table.
+    pub fn with_models(mut self, models: Arc<ModelTable>) -> ReplayProvider {
+        self.models = models;
+        self
     }
 
     /// How many model calls the recording holds.
@@ -82,6 +93,10 @@ impl ReplayProvider {
 impl ModelProvider for ReplayProvider {
     fn kind(&self) -> crate::provider::ProviderKind {
         crate::provider::ProviderKind::Replay
+    }
+
+    fn models(&self) -> Arc<ModelTable> {
+        Arc::clone(&self.models)
     }
 
     fn stream_turn(&self, request: ModelRequest, _cancel: CancellationToken) -> ModelStream {

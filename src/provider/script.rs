@@ -32,6 +32,7 @@ use super::{
 };
 use crate::document::{DocumentFormat, DocumentProblem, parse_document};
 use crate::event::Usage;
+use crate::models::ModelTable;
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -114,6 +115,8 @@ pub struct ScriptProvider {
     /// What the script says, hashed: a changed script is another model.
     identity: String,
     next_turn: AtomicUsize,
+    /// The table a turn fits its level by, as a model's would.
+    models: Arc<ModelTable>,
 }
 
 impl ScriptProvider {
@@ -127,7 +130,14 @@ impl ScriptProvider {
             origin: origin.into(),
             identity,
             next_turn: AtomicUsize::new(0),
+            models: ModelTable::shipped(),
         }
+    }
+
+    /// Fits turns' levels by `models` (`--models`) instead of the shipped table.
+    pub fn with_models(mut self, models: Arc<ModelTable>) -> ScriptProvider {
+        self.models = models;
+        self
     }
 
     pub fn load(path: &Path) -> Result<ScriptProvider, ScriptError> {
@@ -153,6 +163,7 @@ impl ScriptProvider {
             origin: self.origin.clone(),
             identity: self.identity.clone(),
             next_turn: AtomicUsize::new(0),
+            models: Arc::clone(&self.models),
         }
     }
 }
@@ -165,6 +176,10 @@ fn state_for(turn: usize) -> Value {
 impl ModelProvider for ScriptProvider {
     fn kind(&self) -> crate::provider::ProviderKind {
         crate::provider::ProviderKind::Script
+    }
+
+    fn models(&self) -> Arc<ModelTable> {
+        Arc::clone(&self.models)
     }
 
     fn identity(&self) -> String {

@@ -129,10 +129,10 @@ async fn run_turn(
         ),
         paths: &state.paths,
     };
-    let recorder = state
-        .runs_dir
-        .as_ref()
-        .map(|dir| RunRecorder::new(dir, &request, state.provider_name, None));
+    let recorder = state.runs_dir.as_ref().map(|dir| {
+        RunRecorder::new(dir, &request, state.provider_name, None)
+            .with_prices(Arc::clone(&state.prices))
+    });
     let mut trace = state.tracing.as_ref().map(|tracing| {
         tracing.turn(TurnLabels {
             provider: crate::telemetry::provider_name(state.provider_name),

@@ -87,6 +87,8 @@ pub struct ServeState {
     pub overrides_dir: PathBuf,
     /// Each turn as a trace (`docs/telemetry.md`); `None`: off.
     pub tracing: Option<crate::telemetry::Tracing>,
+    /// What run logs price calls by (`--prices` over the shipped table).
+    pub prices: Arc<crate::cost::PriceTable>,
 }
 
 impl ServeState {
@@ -112,6 +114,7 @@ impl ServeState {
             shutdown: CancellationToken::new(),
             overrides_dir: PathBuf::from(DEFAULT_OVERRIDES_DIR),
             tracing: None,
+            prices: crate::cost::PriceTable::shipped(),
         }
     }
 

@@ -71,7 +71,7 @@ impl RunRecorder {
     ) -> RunRecorder {
         RunRecorder {
             runs_dir: runs_dir.to_path_buf(),
-            prices: crate::cost::prices_in_force(),
+            prices: PriceTable::shipped(),
             request: RequestRecord::from_request(request),
             provider: provider.to_string(),
             model: request.model.clone(),

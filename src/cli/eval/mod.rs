@@ -190,12 +190,14 @@ pub fn run(args: EvalArgs, store: &ClaimStore, stores: &StoreArgs) -> Result<Exi
     let telemetry = Telemetry::from_env(args.trace_parent.as_deref())
         .map_err(|error| CliError::usage(error.to_string()))?;
     let tracing = telemetry.tracing();
-    let exit = EvalSettings::from_args(args, &stores.runs_dir).and_then(|settings| match &settings
-        .mode
-    {
-        EvalMode::Watch => watch::run(&settings, store, stores, tracing.as_ref()),
-        mode => run_once(&settings, mode, store, stores, tracing.as_ref()).map(|(exit, _)| exit),
-    });
+    let exit = EvalSettings::from_args(args, &stores.runs_dir, stores.tables.clone()).and_then(
+        |settings| match &settings.mode {
+            EvalMode::Watch => watch::run(&settings, store, stores, tracing.as_ref()),
+            mode => {
+                run_once(&settings, mode, store, stores, tracing.as_ref()).map(|(exit, _)| exit)
+            }
+        },
+    );
     telemetry.finish();
     exit
 }
@@ -218,7 +220,7 @@ fn run_once(
         plan.eval_run = id.clone();
     }
     preflight::check_overrides(settings, &plan)?;
-    preflight::check_forced_levels(&plan)?;
+    preflight::check_forced_levels(&plan, &settings.tables.models)?;
     if *mode == EvalMode::List {
         list::print_list(&plan, settings.output.format)?;
         return Ok((Exit::Success, Vec::new()));
@@ -283,7 +285,12 @@ fn run_remaining(
 ) -> Result<Ran, CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(settings, &plan)?;
-    preflight::say_thinking_notes(&plan, judge.as_deref(), settings.model.provider);
+    preflight::say_thinking_notes(
+        &plan,
+        judge.as_deref(),
+        settings.model.provider,
+        &settings.tables.models,
+    );
     let mut results = Vec::new();
     if resume_done {
         let (done, warnings) = resume(&mut plan, runs_dir)?;
@@ -315,6 +322,7 @@ fn run_remaining(
         // Only NDJSON writes a turn's events as they happen.
         feed: promptlab::eval::Feed::new(settings.output.format == EvalFormat::Ndjson),
         tracing: tracing.cloned(),
+        prices: Arc::clone(&settings.tables.prices),
     });
     let plan = Arc::new(plan);
     let (ran, stop) = progress::run_with_progress(settings, &plan, &run_settings, results.len())?;
@@ -340,6 +348,7 @@ fn build_judge(
         },
         cache_dir,
         settings.model.limits(),
+        &settings.tables,
     )?;
     if !settings.output.quiet {
         // Said by `--rescore`; a running turn's judge tells its own notices.

@@ -128,11 +128,11 @@ fn run_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice
                 ));
             }
             Ok(ProviderChoice::Shared(
-                settings.model.build_provider()?.provider,
+                settings.model.build_provider(&settings.tables)?.provider,
             ))
         }
         ProviderKind::OpenAi => {
-            let provider = settings.model.build_provider()?.provider;
+            let provider = settings.model.build_provider(&settings.tables)?.provider;
             provider
                 .check_ready()
                 .map_err(|error| CliError::usage(error.message))?;
@@ -158,11 +158,10 @@ fn run_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice
                     "eval with --provider replay needs --replay DIR: a runs folder holding this suite's recordings",
                 )
             })?;
-            Ok(ProviderChoice::Replay(index_recorded(
-                std::slice::from_ref(dir),
-                plan,
-                false,
-            )?))
+            Ok(ProviderChoice::Replay {
+                recordings: index_recorded(std::slice::from_ref(dir), plan, false)?,
+                models: Arc::clone(&settings.tables.models),
+            })
         }
     }
 }
@@ -170,7 +169,7 @@ fn run_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice
 fn script_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
     let load = |path: &Path| {
         ScriptProvider::load(path)
-            .map(Arc::new)
+            .map(|script| Arc::new(script.with_models(Arc::clone(&settings.tables.models))))
             .map_err(CliError::from)
     };
     let default = settings.model.script.as_deref().map(load).transpose()?;
@@ -195,7 +194,7 @@ pub fn check_prices(
     plan: &EvalPlan,
     judge: Option<&promptlab::judge::Judge>,
 ) -> Result<(), CliError> {
-    let prices = promptlab::cost::prices_in_force();
+    let prices = &settings.tables.prices;
     let mut models: Vec<(&str, &str)> = Vec::new();
     for variant in &plan.matrix.variants {
         let provider = variant.model.provider.unwrap_or(settings.model.provider);
@@ -253,8 +252,10 @@ fn unseen_on_the_wire(plan: &EvalPlan) -> Vec<String> {
 
 /// A variant that forces a thinking level its model lacks (models/gemini.yaml)
 /// would get a 400 on every turn: refused before any turn runs.
-pub fn check_forced_levels(plan: &EvalPlan) -> Result<(), CliError> {
-    let models = promptlab::models::models_in_force();
+pub fn check_forced_levels(
+    plan: &EvalPlan,
+    models: &promptlab::models::ModelTable,
+) -> Result<(), CliError> {
     for variant in &plan.matrix.variants {
         let settings = &variant.model;
         if settings.forced {
@@ -277,8 +278,8 @@ pub fn say_thinking_notes(
     plan: &EvalPlan,
     judge: Option<&promptlab::judge::Judge>,
     provider: ProviderKind,
+    models: &promptlab::models::ModelTable,
 ) {
-    let models = promptlab::models::models_in_force();
     let args_openai = provider == ProviderKind::OpenAi;
     let registry = promptlab::prompts::PromptRegistry::embedded();
     let suite = &plan.suite.suite;

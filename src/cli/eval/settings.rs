@@ -15,6 +15,7 @@ use super::by_tag::ByGroup;
 use super::mode::EvalMode;
 use super::preflight::writable;
 use super::{EvalArgs, EvalFormat};
+use crate::cli::Tables;
 use crate::cli::error::CliError;
 use crate::cli::judge::JudgeArgs;
 use crate::cli::model::{ModelArgs, ProviderKind};
@@ -51,6 +52,8 @@ pub struct EvalSettings {
     /// Unusable overrides exit 2 instead of warning.
     pub strict: bool,
     pub today: Option<NaiveDate>,
+    /// What prices the run's calls and fits its levels (`--prices`, `--models`).
+    pub tables: Tables,
 }
 
 /// What `eval` prints and writes besides its run logs.
@@ -89,7 +92,7 @@ impl EvalSettings {
     /// Validates `args` (clap has already refused the combinations that
     /// conflict); `runs_dir` is where `--rescore` reads when no `--report`
     /// folder is given.
-    pub fn from_args(args: EvalArgs, runs_dir: &Path) -> Result<Self, CliError> {
+    pub fn from_args(args: EvalArgs, runs_dir: &Path, tables: Tables) -> Result<Self, CliError> {
         let mode = mode(&args, runs_dir);
         check_rates(&args)?;
         check_folders(&args)?;
@@ -146,6 +149,7 @@ impl EvalSettings {
             max_cost: args.max_cost,
             strict: args.strict,
             today: args.today,
+            tables,
         })
     }
 }

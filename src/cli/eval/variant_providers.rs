@@ -59,7 +59,7 @@ pub fn build(
                 )));
             }
         };
-        let provider = crate::cli::model::build_spec(spec)?;
+        let provider = crate::cli::model::build_spec(spec, &settings.tables)?;
         provider.check_ready().map_err(|error| {
             CliError::usage(format!("variant `{}`: {}", variant.name, error.message))
         })?;

@@ -19,6 +19,9 @@ pub mod schema;
 mod usage;
 pub mod wire;
 
+use std::sync::Arc;
+
+use crate::models::ModelTable;
 use std::time::Duration;
 
 use futures_util::StreamExt;
@@ -54,6 +57,8 @@ pub struct GeminiConfig {
     pub max_retry_wait: Duration,
     /// The most text, body and time one call may take (`--max-call-time`).
     pub limits: CallLimits,
+    /// How each model takes its thinking level (`--models` over the shipped).
+    pub models: Arc<ModelTable>,
 }
 
 impl std::fmt::Debug for GeminiConfig {
@@ -80,6 +85,7 @@ impl Default for GeminiConfig {
             backoff: Duration::from_secs(1),
             max_retry_wait: Duration::from_secs(60),
             limits: CallLimits::default(),
+            models: ModelTable::shipped(),
         }
     }
 }
@@ -200,6 +206,10 @@ impl ModelProvider for GeminiProvider {
         crate::provider::ProviderKind::Gemini
     }
 
+    fn models(&self) -> Arc<ModelTable> {
+        self.config.models.clone()
+    }
+
     /// The endpoint too (without credentials or query): a mock's or a
     /// proxy's answers are never served as Google's.
     fn identity(&self) -> String {
@@ -239,12 +249,13 @@ impl GeminiProvider {
     /// Everything one call sends, checked before anything is.
     fn prepare(&self, request: &ModelRequest) -> Result<Call, ProviderError> {
         let url = self.url(&request.model)?;
-        let body = serde_json::to_vec(&build_request(request)).map_err(|error| {
-            ProviderError::of(
-                ErrorKind::Invalid,
-                format!("could not encode the request: {error}"),
-            )
-        })?;
+        let body =
+            serde_json::to_vec(&build_request(request, &self.config.models)).map_err(|error| {
+                ProviderError::of(
+                    ErrorKind::Invalid,
+                    format!("could not encode the request: {error}"),
+                )
+            })?;
         Ok(Call {
             transport: self.transport.clone(),
             protocol: std::sync::Arc::new(GeminiAnswers),

@@ -79,15 +79,10 @@ pub enum ThinkingConfig {
     Budget(u32),
 }
 
-/// Maps our request to Gemini's, with the model table in force.
-pub fn build_request(request: &ModelRequest) -> GenerateContentRequest {
-    build_request_with(request, &crate::models::models_in_force())
-}
-
 /// Maps our request to Gemini's: system prompt, history with the model's own
 /// parts replayed from provider_state, tools in the loop's order, thinking
 /// as `table` says the model takes it (the level is already fitted).
-pub fn build_request_with(request: &ModelRequest, table: &ModelTable) -> GenerateContentRequest {
+pub fn build_request(request: &ModelRequest, table: &ModelTable) -> GenerateContentRequest {
     let has_tools = !request.tools.is_empty();
     GenerateContentRequest {
         contents: request.messages.iter().map(content_for).collect(),
@@ -293,7 +288,7 @@ mod tests {
             max_output_tokens: 100,
             response_schema: schema,
         };
-        serde_json::to_value(build_request(&request)).unwrap()
+        serde_json::to_value(build_request(&request, &ModelTable::shipped())).unwrap()
     }
 
     #[test]
@@ -336,7 +331,7 @@ mod tests {
                 max_output_tokens: 100,
                 response_schema: None,
             };
-            serde_json::to_value(build_request_with(&request, &table)).unwrap()["generationConfig"]
+            serde_json::to_value(build_request(&request, &table)).unwrap()["generationConfig"]
                 ["thinkingConfig"]
                 .clone()
         };

@@ -83,7 +83,7 @@ impl Default for OpenAiConfig {
             backoff: Duration::from_secs(1),
             max_retry_wait: Duration::from_secs(60),
             limits: CallLimits::default(),
-            models: crate::models::models_in_force(),
+            models: ModelTable::shipped(),
         }
     }
 }
@@ -290,6 +290,10 @@ fn check_model(model: &str) -> Result<(), ProviderError> {
 impl ModelProvider for OpenAiProvider {
     fn kind(&self) -> ProviderKind {
         ProviderKind::OpenAi
+    }
+
+    fn models(&self) -> Arc<ModelTable> {
+        self.config.models.clone()
     }
 
     /// The endpoint too (without credentials or query): answers of one
