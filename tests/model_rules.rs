@@ -340,3 +340,65 @@ proptest::proptest! {
         let _ = promptlab::models::ModelTable::embedded().with_file(&path);
     }
 }
+
+/// A `--models` file is the table every kind of turn fits its level by,
+/// not only Gemini's wire: a scripted chat turn and a scripted eval turn
+/// record the level the file's rules give (with the shipped table the
+/// unknown model would be sent `medium`).
+#[test]
+fn a_models_file_rules_scripted_and_replayed_turns_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = dir.path().join("models.yaml");
+    std::fs::write(
+        &models,
+        "models:\n  gemini-9-ultra:\n    source: a test\n    date: 2026-12-01\n    thinkingLevel: [low, high]\n",
+    )
+    .unwrap();
+    let script = dir.path().join("answer.yaml");
+    std::fs::write(
+        &script,
+        support::reports::answer_script("The excess is 250."),
+    )
+    .unwrap();
+    let runs = dir.path().join("runs");
+    let base = |command: &mut std::process::Command| {
+        command
+            .arg("--models")
+            .arg(&models)
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .args(["--model", "gemini-9-ultra", "--thinking-level", "medium"]);
+    };
+    let mut chat = promptlab();
+    chat.args([
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--provider",
+        "script",
+        "--script",
+    ])
+    .arg(&script);
+    base(&mut chat);
+    let out = run_command(chat.arg("What is the excess?"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let suite = suite(dir.path(), "  - name: ultra\n", "{answerContains: excess}");
+    let mut eval = promptlab();
+    eval.arg("eval")
+        .arg(&suite)
+        .args(["--provider", "script", "--script"])
+        .arg(&script);
+    base(&mut eval);
+    let out = run_command(&mut eval);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let logs = logs(&runs);
+    assert_eq!(logs.len(), 2);
+    for log in &logs {
+        let header = record(log, "header");
+        assert_eq!(header["thinkingLevel"], "medium");
+        assert_eq!(
+            header["thinkingSent"],
+            serde_json::json!({"level": "high"}),
+            "{header}"
+        );
+    }
+}
