@@ -23,9 +23,10 @@ use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
+use crate::runs::prompt_store::{PromptParts, store_prompt};
 use crate::runs::record::{
-    ClaimRecord, PromptRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord,
-    RunStatus, SCHEMA_VERSION,
+    ClaimRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord, RunStatus,
+    SCHEMA_VERSION,
 };
 
 pub struct RunRecorder {
@@ -134,14 +135,20 @@ impl RunRecorder {
                 Ok(())
             }
             TurnOutput::Prepared(prepared) => {
+                // Stored (once per prompt) before the header names it, so
+                // that no log names a prompt that is not there.
+                let key = store_prompt(
+                    &self.runs_dir,
+                    &PromptParts {
+                        applied_overrides: &prepared.applied_overrides,
+                        blocks: &prepared.prompt.blocks,
+                        tools: &prepared.tools,
+                    },
+                )?;
                 let log = self.open_log()?;
                 log.header.fill_from(prepared);
-                log.write_header()?;
-                log.write(&RunRecord::Prompt(Box::new(PromptRecord {
-                    applied_overrides: prepared.applied_overrides.clone(),
-                    blocks: prepared.prompt.blocks.clone(),
-                    tools: prepared.tools.clone(),
-                })))
+                log.header.prompt_sha256 = Some(key);
+                log.write_header()
             }
             TurnOutput::Event(event) => self.open_log()?.event(event),
             TurnOutput::ModelCall(call) => {
@@ -276,6 +283,7 @@ impl RunRecorder {
                 brand: None,
                 system_sha256: None,
                 tools_sha256: None,
+                prompt_sha256: None,
                 labels: self.labels.clone(),
                 remote: start.remote.clone(),
                 trace: self.trace.clone(),
