@@ -10,7 +10,8 @@ use std::time::Instant;
 
 use chrono::NaiveDate;
 use tokio::sync::Semaphore;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -217,6 +218,25 @@ impl TurnResult {
         }
     }
 
+    /// What a finished turn keeps until the end of the run: its verdict,
+    /// numbers, ids and as much of its answer as JUnit shows (one character
+    /// more, so that JUnit still knows it was cut) — not the tool calls,
+    /// client actions, tool evidence or question it was judged on, which
+    /// were most of the ~2.5 KB a turn held.
+    pub fn kept(mut self) -> TurnResult {
+        let observation = &mut self.observation;
+        let shown = super::junit::ANSWER_CHARS + 1;
+        if let Some((cut, _)) = observation.answer.char_indices().nth(shown) {
+            observation.answer.truncate(cut);
+        }
+        observation.answer.shrink_to_fit();
+        observation.tool_calls = Vec::new();
+        observation.client_actions = Vec::new();
+        observation.tools = Vec::new();
+        observation.message = String::new();
+        self
+    }
+
     pub fn new(spec: &TurnSpec, observation: Observation, verdict: Verdict) -> TurnResult {
         TurnResult {
             spec: spec.clone(),
@@ -226,6 +246,32 @@ impl TurnResult {
             log_error: None,
             from_log: false,
         }
+    }
+}
+
+/// How many messages the progress feed holds before a turn sending one
+/// waits for its reader: a bound on memory when the reader (a terminal, a
+/// pipe) is slower than the turns.
+pub const FEED_CAPACITY: usize = 1_024;
+
+/// Sends a message the feed must not lose from a turn's sink (which cannot
+/// await): at once when there is room, else by waiting for room on this
+/// worker thread (`block_in_place`, so the runtime's other tasks move on),
+/// or, on a single-threaded runtime, from a task of its own. A closed feed
+/// (the run is ending) takes nothing.
+fn deliver(messages: &Sender<EvalMessage>, message: EvalMessage) {
+    let Err(TrySendError::Full(message)) = messages.try_send(message) else {
+        return;
+    };
+    let threaded = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if threaded {
+        tokio::task::block_in_place(|| {
+            let _ = messages.blocking_send(message);
+        });
+    } else {
+        let messages = messages.clone();
+        tokio::spawn(async move { messages.send(message).await });
     }
 }
 
@@ -249,7 +295,7 @@ pub async fn run_turns(
     plan: Arc<EvalPlan>,
     settings: Arc<RunSettings>,
     cancel: CancellationToken,
-    messages: UnboundedSender<EvalMessage>,
+    messages: Sender<EvalMessage>,
 ) -> Vec<TurnResult> {
     // With a budget, variants take turns, so a stop leaves none with no runs.
     let order: Box<dyn Iterator<Item = TurnSpec> + Send + '_> = if settings.budget.is_some() {
@@ -279,7 +325,10 @@ pub async fn run_turns(
             if let Some(budget) = &settings.budget {
                 budget.spend(&result);
             }
-            let _ = messages.send(EvalMessage::Finished(Box::new(result.clone())));
+            let result = result.kept();
+            let _ = messages
+                .send(EvalMessage::Finished(Box::new(result.clone())))
+                .await;
             // Given up only now: the next turn is checked against a budget
             // that counts this one's spend.
             drop(slot);
@@ -308,7 +357,7 @@ async fn run_one(
     settings: &RunSettings,
     spec: &TurnSpec,
     cancel: CancellationToken,
-    messages: &UnboundedSender<EvalMessage>,
+    messages: &Sender<EvalMessage>,
 ) -> TurnResult {
     let runner = match &settings.provider {
         ProviderChoice::Worker(client) => TurnRunner::Worker(client.clone()),
@@ -362,7 +411,7 @@ async fn run_one(
         (&runner, &watch.fingerprints)
         && let Some(warning) = client.fingerprint_warning(local, reported)
     {
-        let _ = messages.send(EvalMessage::Warning(warning));
+        deliver(messages, EvalMessage::Warning(warning));
     }
     let mut observation = watch.observation;
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -393,6 +442,13 @@ fn recorder_for(
         runner.provider_name(),
         Some(plan.labels(spec)),
     );
+    // Nobody reads a turn's events as they happen unless the feed carries
+    // them: the log can be written out per model call, not per record.
+    let recorder = if settings.feed.events {
+        recorder
+    } else {
+        recorder.batched()
+    };
     match trace {
         Some(trace) => recorder.with_trace(trace.ids()),
         None => recorder,
@@ -433,7 +489,7 @@ struct Watch<'a> {
     /// The prompt version computed here, and the one `done` reported.
     fingerprints: (Option<String>, Option<String>),
     spec: &'a TurnSpec,
-    messages: &'a UnboundedSender<EvalMessage>,
+    messages: &'a Sender<EvalMessage>,
     feed: &'a Feed,
 }
 
@@ -462,7 +518,7 @@ impl TurnSink for Watch<'_> {
             TurnOutput::Notice(notice) => EvalMessage::Notice(self.spec.clone(), notice.clone()),
             _ => return Ok(()),
         };
-        let _ = self.messages.send(message);
+        deliver(self.messages, message);
         Ok(())
     }
 
@@ -482,7 +538,7 @@ async fn record_verdict(
     recorder: RunRecorder,
     judge: Option<&Judge>,
     cancel: &CancellationToken,
-    messages: &UnboundedSender<EvalMessage>,
+    messages: &Sender<EvalMessage>,
 ) -> TurnResult {
     let Some(mut footer) = recorder.draft_footer(RunStatus::Cancelled) else {
         let error = "the turn ended before its run log was opened".to_string();
@@ -531,12 +587,13 @@ fn lost_log(
     spec: &TurnSpec,
     observation: Observation,
     error: String,
-    messages: &UnboundedSender<EvalMessage>,
+    messages: &Sender<EvalMessage>,
 ) -> TurnResult {
     let label = crate::eval::report::spec_label(plan, spec);
-    let _ = messages.send(EvalMessage::Warning(format!(
-        "run log of {label} not written: {error}"
-    )));
+    deliver(
+        messages,
+        EvalMessage::Warning(format!("run log of {label} not written: {error}")),
+    );
     let verdict = Verdict::new(
         Outcome::Error,
         vec![format!("run log not written: {error}")],
