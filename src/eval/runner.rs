@@ -11,26 +11,26 @@ use std::time::Instant;
 use chrono::NaiveDate;
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc::Sender;
-use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
 use super::expect::{Observation, Outcome, Verdict, last_user_message};
+pub use super::feed::{EvalMessage, FEED_CAPACITY, Feed};
+use super::feed::{Watch, deliver};
 use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey};
-use crate::chat::event::ChatEvent;
-use crate::chat::service::{TurnContext, TurnOutput};
+use crate::chat::service::TurnContext;
 use crate::claims::ClaimStore;
 use crate::judge::Judge;
 use crate::prompts::PromptRegistry;
 use crate::provider::cache::{CachingProvider, ModelCache};
 use crate::provider::script::ScriptProvider;
-use crate::provider::{ModelProvider, ProviderKind, RetryNotice};
+use crate::provider::{ModelProvider, ProviderKind};
 use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
-use crate::sink::driver::{SinkRole, TurnSink, drive};
+use crate::sink::driver::drive;
 use crate::sink::run_log::RunRecorder;
 use crate::telemetry::TurnLabels;
 use crate::worker::{TurnRunner, WorkerClient};
@@ -169,29 +169,6 @@ pub struct RunSettings {
     pub tracing: Option<crate::telemetry::Tracing>,
 }
 
-/// Whether the progress feed wants every event of every turn (`--format
-/// ndjson` writes them); events nobody asked for are not cloned into it,
-/// only counted.
-#[derive(Debug, Default)]
-pub struct Feed {
-    pub events: bool,
-    skipped: std::sync::atomic::AtomicU64,
-}
-
-impl Feed {
-    pub fn new(events: bool) -> Feed {
-        Feed {
-            events,
-            ..Feed::default()
-        }
-    }
-
-    /// Events left out of the feed because nobody asked for them.
-    pub fn skipped(&self) -> u64 {
-        self.skipped.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
 /// One judged turn.
 #[derive(Debug, Clone)]
 pub struct TurnResult {
@@ -247,43 +224,6 @@ impl TurnResult {
             from_log: false,
         }
     }
-}
-
-/// How many messages the progress feed holds before a turn sending one
-/// waits for its reader: a bound on memory when the reader (a terminal, a
-/// pipe) is slower than the turns.
-pub const FEED_CAPACITY: usize = 1_024;
-
-/// Sends a message the feed must not lose from a turn's sink (which cannot
-/// await): at once when there is room, else by waiting for room on this
-/// worker thread (`block_in_place`, so the runtime's other tasks move on),
-/// or, on a single-threaded runtime, from a task of its own. A closed feed
-/// (the run is ending) takes nothing.
-fn deliver(messages: &Sender<EvalMessage>, message: EvalMessage) {
-    let Err(TrySendError::Full(message)) = messages.try_send(message) else {
-        return;
-    };
-    let threaded = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if threaded {
-        tokio::task::block_in_place(|| {
-            let _ = messages.blocking_send(message);
-        });
-    } else {
-        let messages = messages.clone();
-        tokio::spawn(async move { messages.send(message).await });
-    }
-}
-
-/// What a running suite reports as it goes.
-#[derive(Debug, Clone)]
-pub enum EvalMessage {
-    Event(TurnSpec, ChatEvent),
-    /// A running turn is retrying a failed try of its model or deployment.
-    Notice(TurnSpec, RetryNotice),
-    Finished(Box<TurnResult>),
-    /// A problem that does not stop the suite.
-    Warning(String),
 }
 
 /// Runs the plan's remaining turns at most `concurrency` at a time, each
@@ -482,51 +422,6 @@ fn end_trace(plan: &EvalPlan, mut trace: crate::telemetry::TurnTrace, result: &T
     trace.end(Some(&verdict));
 }
 
-/// What an eval watches of a running turn: the observation its verdict is
-/// judged on, and the events it forwards to the progress feed.
-struct Watch<'a> {
-    observation: Observation,
-    /// The prompt version computed here, and the one `done` reported.
-    fingerprints: (Option<String>, Option<String>),
-    spec: &'a TurnSpec,
-    messages: &'a Sender<EvalMessage>,
-    feed: &'a Feed,
-}
-
-impl TurnSink for Watch<'_> {
-    fn role(&self) -> SinkRole {
-        SinkRole::Observer
-    }
-
-    fn accept(&mut self, output: &TurnOutput) -> std::io::Result<()> {
-        self.observation.observe(output);
-        match output {
-            TurnOutput::Started(start) => self.fingerprints.0 = Some(start.fingerprint.clone()),
-            TurnOutput::Event(ChatEvent::Done(done)) => {
-                self.fingerprints.1 = Some(done.prompts.fingerprint.clone());
-            }
-            _ => {}
-        }
-        // The feed may have closed (the run is ending): nothing to tell.
-        let message = match output {
-            TurnOutput::Event(_) if !self.feed.events => {
-                let skipped = &self.feed.skipped;
-                skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                return Ok(());
-            }
-            TurnOutput::Event(event) => EvalMessage::Event(self.spec.clone(), event.clone()),
-            TurnOutput::Notice(notice) => EvalMessage::Notice(self.spec.clone(), notice.clone()),
-            _ => return Ok(()),
-        };
-        deliver(self.messages, message);
-        Ok(())
-    }
-
-    fn describe(&self) -> String {
-        "the eval's observation".to_string()
-    }
-}
-
 /// Judges the turn on exactly the numbers its footer records (so that a
 /// merge of shards, which judges from the logs, reaches the same verdict),
 /// puts its rubric criteria to the judge, then completes the log with the
@@ -684,5 +579,53 @@ pub fn missing_result(spec: &TurnSpec) -> TurnResult {
     TurnResult {
         from_log: true,
         ..TurnResult::new(spec, observation, verdict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_result_has_what_the_end_of_the_run_reads_and_no_more() {
+        let spec = TurnSpec {
+            index: 3,
+            variant: 0,
+            claim_id: "CLM-HH-0001".into(),
+            case: 0,
+            sample: 1,
+        };
+        let shown = super::super::junit::ANSWER_CHARS;
+        let observation = Observation {
+            answer: "é".repeat(shown + 50),
+            tool_calls: vec![("get_claim_section".into(), serde_json::json!({}))],
+            client_actions: vec![serde_json::json!({"action": "navigate"})],
+            message: "What is the excess?".into(),
+            latency_ms: 12,
+            turn_id: Some("t".into()),
+            ..Observation::default()
+        };
+        let verdict = Verdict::new(Outcome::Fail, vec!["no £350".into()]);
+        let kept = TurnResult::new(&spec, observation, verdict.clone()).kept();
+        // One character past what JUnit shows, so JUnit still marks the cut.
+        assert_eq!(kept.observation.answer.chars().count(), shown + 1);
+        assert!(
+            kept.observation.tool_calls.is_empty() && kept.observation.client_actions.is_empty()
+        );
+        assert!(kept.observation.message.is_empty());
+        assert_eq!(kept.verdict, verdict);
+        assert_eq!(
+            (
+                kept.observation.latency_ms,
+                kept.observation.turn_id.as_deref()
+            ),
+            (12, Some("t"))
+        );
+        let short = Observation {
+            answer: "The excess is £350.".into(),
+            ..Observation::default()
+        };
+        let kept = TurnResult::new(&spec, short, verdict).kept();
+        assert_eq!(kept.observation.answer, "The excess is £350.");
     }
 }
