@@ -193,12 +193,17 @@ pub struct RunLabels {
     pub eval_run: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A turn's assembled prompt: the inline `prompt` record of logs of schema
+/// 2 and older, and the stored `<runs dir>/prompts/<sha256>.json` of newer
+/// ones (`runs::prompt_store`).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptRecord {
     /// The applied overrides, id → text as written (before branding).
     pub applied_overrides: BTreeMap<String, String>,
+    /// The system prompt, block by block in block order, with where each came from.
     pub blocks: Vec<PromptBlock>,
+    /// The tool declarations as offered.
     pub tools: Vec<ToolDeclaration>,
 }
 
