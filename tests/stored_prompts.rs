@@ -393,3 +393,34 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_header_naming_its_prompt_badly_still_shows_and_quotes_little_of_it() {
+    let runs = tempfile::tempdir().unwrap();
+    assert_eq!(record_turn(runs.path()).code, 0);
+    let log = run_logs_under(runs.path()).remove(0);
+    let original = std::fs::read_to_string(&log).unwrap();
+    let key = read_run_log(&log).unwrap().header.prompt_sha256.unwrap();
+    let long = "a".repeat(100_000);
+    for bad in ["../../../../etc/passwd", "A".repeat(64).as_str(), &long, ""] {
+        let named = original.replacen(&key, &bad.replace('"', ""), 1);
+        std::fs::write(&log, named).unwrap();
+        let shown = in_runs(runs.path(), &["runs", "show", log.to_str().unwrap()]);
+        assert_eq!(shown.code, 0, "{}", shown.stderr);
+        let said = shown
+            .stdout
+            .lines()
+            .find(|line| line.starts_with("the prompt text is not at hand"))
+            .unwrap_or_else(|| panic!("{bad:.40}: {}", shown.stdout));
+        assert!(said.contains("is not a SHA-256"), "{said:.300}");
+        assert!(
+            said.len() < 400,
+            "at most a little of the input: {} bytes",
+            said.len()
+        );
+        assert!(
+            !shown.stdout.contains("root:"),
+            "nothing read outside the runs folder"
+        );
+    }
+}
