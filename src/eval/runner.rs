@@ -245,7 +245,9 @@ pub async fn run_turns(
     };
     let slots = Arc::new(Semaphore::new(settings.concurrency.max(1)));
     let mut tasks = JoinSet::new();
-    let mut results = Vec::new();
+    // Sized once: growing by doubling would hold the old and the new
+    // buffer at once, the largest block of a long run's memory.
+    let mut results = Vec::with_capacity(plan.to_run().count());
     for spec in order {
         // A slot first: the set never holds more than `-j` turns, and a
         // turn is checked against the budget when it could really start.
