@@ -96,16 +96,27 @@ impl KeyedFiles {
             .ok_or_else(|| io::Error::other("not a hex key"))?;
         let folder = path.parent().unwrap_or(&self.dir);
         std::fs::create_dir_all(folder)?;
-        let temp = folder.join(format!(
-            ".{key}.{}.{}.tmp",
-            std::process::id(),
-            TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        // Created exclusively: a temporary is only ever this writer's.
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temp)?;
+        // Created exclusively: a temporary is only ever this writer's. One
+        // left by a crashed process of the same id is passed over.
+        let mut attempts = 0;
+        let (temp, mut file) = loop {
+            let temp = folder.join(format!(
+                ".{key}.{}.{}.tmp",
+                std::process::id(),
+                TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            match std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+            {
+                Ok(file) => break (temp, file),
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempts < 16 => {
+                    attempts += 1;
+                }
+                Err(error) => return Err(error),
+            }
+        };
         match file.write_all(bytes).and_then(|()| file.sync_all()) {
             Ok(()) => Ok((path, temp)),
             Err(error) => {
