@@ -154,7 +154,10 @@ impl RunRecorder {
             }
             TurnOutput::Prepared(prepared) => {
                 // Stored (once per prompt) before the header names it, so
-                // that no log names a prompt that is not there.
+                // that no log names a prompt that is not there. The turn's
+                // clock does not count it (a new prompt's fsync), as it does
+                // not count the log's own.
+                let storing = Instant::now();
                 let key = store_prompt(
                     &self.runs_dir,
                     &PromptParts {
@@ -164,6 +167,7 @@ impl RunRecorder {
                     },
                 )?;
                 let log = self.open_log()?;
+                log.clock += storing.elapsed();
                 log.header.fill_from(prepared);
                 log.header.prompt_sha256 = Some(key);
                 log.write_header()
