@@ -1,7 +1,8 @@
 //! A stand-in for Gemini's `streamGenerateContent` for benchmarks (see
 //! BENCHMARKS.md): every request is answered, after `LATENCY_MS`, with one
 //! streamed text reply and its usage, like a model that took that long. It
-//! counts the requests it answered and prints the count to stderr on each
+//! counts the requests it answered (`…:generateContent` gets the same reply
+//! as one JSON body) and prints the count to stderr on each
 //! `GET /count` and when stopped.
 //!
 //! `cargo run --release --example mock_gemini -- PORT LATENCY_MS`
@@ -29,10 +30,24 @@ struct Mock {
     answered: Arc<AtomicUsize>,
 }
 
-async fn answer(State(mock): State<Mock>) -> impl IntoResponse {
+/// The same reply, unstreamed, for `…:generateContent` (what promptfoo's
+/// Google provider calls, for the side-by-side in BENCHMARKS.md).
+const JSON_REPLY: &str = concat!(
+    r#"{"candidates":[{"content":{"role":"model","parts":[{"text":"The excess on this policy is recorded in its policy section."}]},"finishReason":"STOP"}],"#,
+    r#""usageMetadata":{"promptTokenCount":5200,"candidatesTokenCount":40,"thoughtsTokenCount":20,"cachedContentTokenCount":3900,"totalTokenCount":5260},"modelVersion":"mock"}"#
+);
+
+async fn answer(
+    State(mock): State<Mock>,
+    axum::extract::Path(call): axum::extract::Path<String>,
+) -> impl IntoResponse {
     tokio::time::sleep(mock.latency).await;
     mock.answered.fetch_add(1, Ordering::Relaxed);
-    ([(header::CONTENT_TYPE, "text/event-stream")], REPLY)
+    if call.ends_with(":generateContent") {
+        ([(header::CONTENT_TYPE, "application/json")], JSON_REPLY)
+    } else {
+        ([(header::CONTENT_TYPE, "text/event-stream")], REPLY)
+    }
 }
 
 async fn count(State(mock): State<Mock>) -> String {

@@ -239,3 +239,71 @@ fn the_checker_sees_a_string_error() {
     assert_eq!(string_errors("fn f() -> Result<String, Error>"), 0);
     assert_eq!(string_errors("// Result<(), String>"), 0);
 }
+
+/// Each function's length in lines, from its `fn` line to its closing brace
+/// at the same indentation: `(line, length, signature)`.
+fn function_lengths(text: &str) -> Vec<(usize, usize, String)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut found = Vec::new();
+    for (start, line) in lines.iter().enumerate() {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        let signature = [
+            "pub ",
+            "pub(crate) ",
+            "pub(super) ",
+            "async ",
+            "const ",
+            "unsafe ",
+        ]
+        .iter()
+        .fold(trimmed, |rest, prefix| {
+            rest.strip_prefix(prefix).unwrap_or(rest)
+        });
+        let signature = signature.strip_prefix("async ").unwrap_or(signature);
+        if !signature.starts_with("fn ") || line.trim_end().ends_with(';') {
+            continue;
+        }
+        let close = format!("{}}}", " ".repeat(indent));
+        if let Some(end) = lines[start + 1..].iter().position(|l| *l == close) {
+            found.push((start + 1, end + 2, trimmed.to_string()));
+        }
+    }
+    found
+}
+
+#[test]
+fn every_function_is_under_80_lines() {
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    let mut problems = Vec::new();
+    for path in files {
+        let relative = path.strip_prefix(repo()).unwrap().to_path_buf();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (line, length, signature) in function_lengths(&text) {
+            if length > 80 {
+                problems.push(format!(
+                    "{}:{line}: {length} lines: {signature}",
+                    relative.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "functions over 80 lines:\n{}",
+        problems.join("\n")
+    );
+}
+
+#[test]
+fn the_checker_measures_a_function() {
+    let text = "fn short() {\n    1\n}\n\n    pub async fn inner(\n        x: u8,\n    ) {\n        x;\n    }\n";
+    assert_eq!(
+        function_lengths(text),
+        [
+            (1, 3, "fn short() {".to_string()),
+            (5, 5, "pub async fn inner(".to_string())
+        ]
+    );
+}

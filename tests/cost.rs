@@ -210,7 +210,8 @@ fn a_bad_price_file_is_refused_by_name() {
 fn walk_one(dir: &Path) -> std::path::PathBuf {
     for entry in std::fs::read_dir(dir).unwrap().flatten() {
         let path = entry.path();
-        if path.is_dir() {
+        // `prompts/` holds the stored prompts, not logs.
+        if path.is_dir() && entry.file_name() != "prompts" {
             return walk_one(&path);
         }
         if path.extension().is_some_and(|e| e == "ndjson") {

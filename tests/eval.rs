@@ -94,9 +94,10 @@ fn a_passing_suite_exits_0_and_writes_valid_junit() {
     assert_eq!(cases[0].attribute("name"), Some("CLM-HH-0001 · excess"));
     // Every turn was recorded, labelled with its place in the suite.
     let mut logs = 0;
-    // The prompt versions' folders (`evals/` holds the eval runs' summaries).
+    // The prompt versions' folders (`evals/` holds the eval runs' summaries,
+    // `prompts/` the stored prompts).
     for folder in std::fs::read_dir(runs.path()).unwrap().flatten() {
-        if folder.file_name() == "evals" {
+        if folder.file_name() == "evals" || folder.file_name() == "prompts" {
             continue;
         }
         for file in std::fs::read_dir(folder.path()).unwrap() {
@@ -214,9 +215,10 @@ fn concurrency_is_real_and_bounded() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     // Overlap of the six turns' recorded lifetimes: three at once, never more.
     let mut spans = Vec::new();
-    // The prompt versions' folders (`evals/` holds the eval runs' summaries).
+    // The prompt versions' folders (`evals/` holds the eval runs' summaries,
+    // `prompts/` the stored prompts).
     for folder in std::fs::read_dir(runs.path()).unwrap().flatten() {
-        if folder.file_name() == "evals" {
+        if folder.file_name() == "evals" || folder.file_name() == "prompts" {
             continue;
         }
         for file in std::fs::read_dir(folder.path()).unwrap() {

@@ -105,7 +105,7 @@ async fn two_turns_with_a_blocking_step_overlap() {
         prices: promptlab::cost::PriceTable::shipped(),
     };
     let settings = Arc::new(settings);
-    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    let (sender, mut receiver) = tokio::sync::mpsc::channel(promptlab::eval::runner::FEED_CAPACITY);
     let results = run_turns(
         Arc::new(plan(dir.path())),
         Arc::clone(&settings),

@@ -61,7 +61,7 @@ fn header_runs(runs: &Path) -> Vec<Option<String>> {
         .iter()
         .map(|path| {
             let header = read_run_log(path).unwrap().header;
-            assert_eq!(header.schema, 2);
+            assert_eq!(header.schema, promptlab::runs::record::SCHEMA_VERSION);
             header.labels.and_then(|labels| labels.eval_run)
         })
         .collect()

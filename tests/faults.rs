@@ -161,9 +161,10 @@ fn gemini(command: &mut Command, server: &TestServer, runs: &Path) {
 /// Every log under `runs`: complete, readable line by line, with a footer.
 fn complete_logs(runs: &Path) -> Vec<(PathBuf, RunStatus)> {
     let mut logs = Vec::new();
-    // The prompt versions' folders (`evals/` holds the eval runs' summaries).
+    // The prompt versions' folders (`evals/` holds the eval runs' summaries,
+    // `prompts/` the stored prompts).
     for folder in std::fs::read_dir(runs).unwrap().flatten() {
-        if folder.file_name() == "evals" {
+        if folder.file_name() == "evals" || folder.file_name() == "prompts" {
             continue;
         }
         for file in std::fs::read_dir(folder.path()).unwrap().flatten() {

@@ -179,12 +179,15 @@ fn an_error_body_echoing_the_key_is_redacted_in_stdout_stderr_and_the_log() {
             out.stdout
         );
     }
-    for version in std::fs::read_dir(runs.path()).unwrap().flatten() {
-        for file in std::fs::read_dir(version.path()).unwrap().flatten() {
-            let text = std::fs::read_to_string(file.path()).unwrap();
-            assert!(!text.contains(KEY) && !text.contains(encoded), "{text}");
-            assert!(text.contains("[redacted]"));
-        }
+    for log in support::run_logs_under(runs.path()) {
+        let text = std::fs::read_to_string(log).unwrap();
+        assert!(!text.contains(KEY) && !text.contains(encoded), "{text}");
+        assert!(text.contains("[redacted]"));
+    }
+    // Nor does any other file there (the stored prompts).
+    for file in support::files_under(runs.path()) {
+        let text = std::fs::read_to_string(file).unwrap();
+        assert!(!text.contains(KEY) && !text.contains(encoded), "{text}");
     }
 }
 

@@ -22,6 +22,8 @@ fn logs_in(runs: &Path) -> Vec<PathBuf> {
         .into_iter()
         .flatten()
         .flatten()
+        // Fingerprint folders only: `prompts/` holds the stored prompts.
+        .filter(|folder| folder.file_name() != "prompts")
         .flat_map(|folder| {
             std::fs::read_dir(folder.path())
                 .into_iter()

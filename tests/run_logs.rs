@@ -25,7 +25,11 @@ fn promptlab_in(runs: &Path) -> Command {
 
 fn logs_in(runs: &Path) -> Vec<PathBuf> {
     let mut logs = Vec::new();
+    // Fingerprint folders only: `prompts/` holds the stored prompts.
     for folder in std::fs::read_dir(runs).into_iter().flatten().flatten() {
+        if folder.file_name() == "prompts" {
+            continue;
+        }
         for file in std::fs::read_dir(folder.path())
             .into_iter()
             .flatten()

@@ -22,6 +22,7 @@ use promptlab::compare::render::CompareReport;
 use promptlab::eval::report::EvalRecord;
 use promptlab::event::ChatEvent;
 use promptlab::index::history::{EvalRunDetail, EvalRunRow, Trend};
+use promptlab::runs::record::PromptRecord;
 use promptlab::runs::row::RunRow;
 
 /// Each documented output: its file name and its schema from the types.
@@ -39,6 +40,7 @@ fn schemas() -> Vec<(&'static str, Value)> {
         ("evals-list", schema_of::<Vec<EvalRunRow>>()),
         ("evals-show", schema_of::<EvalRunDetail>()),
         ("evals-trend", schema_of::<Trend>()),
+        ("run-log-prompt", schema_of::<PromptRecord>()),
     ]
 }
 
@@ -174,6 +176,11 @@ fn real_outputs(dir: &Path) -> Vec<(&'static str, Value)> {
     let log = promptlab::runs::store::run_log_paths(&runs)
         .unwrap()
         .remove(0);
+    // The prompt the log names, stored once beside the logs.
+    for stored in std::fs::read_dir(runs.join("prompts")).unwrap() {
+        let bytes = std::fs::read(stored.unwrap().path()).unwrap();
+        outputs.push(("run-log-prompt", serde_json::from_slice(&bytes).unwrap()));
+    }
     let replays = [
         &["replay", "--format", "ndjson"][..],
         &["runs", "show", "--format", "ndjson"],

@@ -300,11 +300,9 @@ async fn sigterm_cancels_running_turns_marks_their_logs_and_exits_0() {
     let (code, stderr) = server.stop("TERM", WAIT);
     assert_eq!(code, 0, "{stderr}");
     while stream.next().await.is_some() {}
-    let log = std::fs::read_dir(&runs)
-        .unwrap()
-        .flatten()
-        .flat_map(|version| std::fs::read_dir(version.path()).unwrap().flatten())
-        .map(|file| promptlab::runs::read_run_log(&file.path()).unwrap())
+    let log = support::run_logs_under(&runs)
+        .iter()
+        .map(|file| promptlab::runs::read_run_log(file).unwrap())
         .next()
         .expect("the turn was recorded");
     assert_eq!(log.footer.unwrap().status, RunStatus::Cancelled);

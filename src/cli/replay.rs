@@ -109,13 +109,24 @@ pub fn run(
     if run.exit == Exit::Cancelled {
         return Ok(stop.unwrap_or(Exit::Cancelled));
     }
+    Ok(say_divergences(&log, &replay, &run.events, &path).unwrap_or(run.exit))
+}
+
+/// Says whether the replayed turn matches its recording; `Some(Failure)`
+/// when it diverges (each difference said), `None` when it matches.
+fn say_divergences(
+    log: &promptlab::runs::RunLog,
+    replay: &promptlab::provider::replay::ReplayProvider,
+    events: &[promptlab::event::ChatEvent],
+    path: &std::path::Path,
+) -> Option<Exit> {
     let recorded: Vec<_> = log.events().cloned().collect();
     let mut differences: Vec<String> = replay
         .divergences()
         .into_iter()
         .map(|d| format!("model call {}: {}", d.model_call, d.message))
         .collect();
-    differences.extend(compare_events(&recorded, &run.events));
+    differences.extend(compare_events(&recorded, events));
     if differences.is_empty() {
         eprintln!(
             "replay matches the recording: {} events, {} model calls ({})",
@@ -123,11 +134,11 @@ pub fn run(
             replay.recorded_calls(),
             path.display()
         );
-        return Ok(run.exit);
+        return None;
     }
     eprintln!("replay diverges from the recording {}:", path.display());
     for difference in differences {
         eprintln!("  {difference}");
     }
-    Ok(Exit::Failure)
+    Some(Exit::Failure)
 }

@@ -136,6 +136,9 @@ fn write_header(log: &RunLog, style: Style, out: &mut impl Write) -> Result<(), 
     for ignored in &header.ignored_overrides {
         writeln!(out, "{}", style.yellow(&format!("{ignored}")))?;
     }
+    if let Some(missing) = &log.prompt_missing {
+        writeln!(out, "{}", style.yellow(&printable(missing)))?;
+    }
     for message in &header.request.messages {
         let role = format!("{:?}:", message.role).to_lowercase();
         writeln!(out, "{} {}", style.bold(&role), printable(&message.text))?;

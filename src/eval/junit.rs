@@ -26,7 +26,7 @@ use super::plan::EvalPlan;
 use super::runner::TurnResult;
 
 /// How much of an answer a testcase's `<system-out>` carries.
-const ANSWER_CHARS: usize = 2_000;
+pub const ANSWER_CHARS: usize = 2_000;
 
 /// What the report needs beyond the results.
 pub struct JunitContext<'a> {

@@ -4,6 +4,7 @@
 pub mod budget;
 pub mod cases_from;
 pub mod expect;
+pub mod feed;
 pub mod fold;
 pub mod judging;
 pub mod junit;

@@ -10,26 +10,27 @@ use std::time::Instant;
 
 use chrono::NaiveDate;
 use tokio::sync::Semaphore;
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::Sender;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::budget::Budget;
 use super::expect::{Observation, Outcome, Verdict, last_user_message};
+pub use super::feed::{EvalMessage, FEED_CAPACITY, Feed};
+use super::feed::{Watch, deliver};
 use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey};
-use crate::chat::event::ChatEvent;
-use crate::chat::service::{TurnContext, TurnOutput};
+use crate::chat::service::TurnContext;
 use crate::claims::ClaimStore;
 use crate::judge::Judge;
 use crate::prompts::PromptRegistry;
 use crate::provider::cache::{CachingProvider, ModelCache};
 use crate::provider::script::ScriptProvider;
-use crate::provider::{ModelProvider, ProviderKind, RetryNotice};
+use crate::provider::{ModelProvider, ProviderKind};
 use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
-use crate::sink::driver::{SinkRole, TurnSink, drive};
+use crate::sink::driver::drive;
 use crate::sink::run_log::RunRecorder;
 use crate::telemetry::TurnLabels;
 use crate::worker::{TurnRunner, WorkerClient};
@@ -186,29 +187,6 @@ pub struct RunSettings {
     pub prices: Arc<crate::cost::PriceTable>,
 }
 
-/// Whether the progress feed wants every event of every turn (`--format
-/// ndjson` writes them); events nobody asked for are not cloned into it,
-/// only counted.
-#[derive(Debug, Default)]
-pub struct Feed {
-    pub events: bool,
-    skipped: std::sync::atomic::AtomicU64,
-}
-
-impl Feed {
-    pub fn new(events: bool) -> Feed {
-        Feed {
-            events,
-            ..Feed::default()
-        }
-    }
-
-    /// Events left out of the feed because nobody asked for them.
-    pub fn skipped(&self) -> u64 {
-        self.skipped.load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
 /// One judged turn.
 #[derive(Debug, Clone)]
 pub struct TurnResult {
@@ -235,6 +213,25 @@ impl TurnResult {
         }
     }
 
+    /// What a finished turn keeps until the end of the run: its verdict,
+    /// numbers, ids and as much of its answer as JUnit shows (one character
+    /// more, so that JUnit still knows it was cut) — not the tool calls,
+    /// client actions, tool evidence or question it was judged on, which
+    /// were most of the ~2.5 KB a turn held.
+    pub fn kept(mut self) -> TurnResult {
+        let observation = &mut self.observation;
+        let shown = super::junit::ANSWER_CHARS + 1;
+        if let Some((cut, _)) = observation.answer.char_indices().nth(shown) {
+            observation.answer.truncate(cut);
+        }
+        observation.answer.shrink_to_fit();
+        observation.tool_calls = Vec::new();
+        observation.client_actions = Vec::new();
+        observation.tools = Vec::new();
+        observation.message = String::new();
+        self
+    }
+
     pub fn new(spec: &TurnSpec, observation: Observation, verdict: Verdict) -> TurnResult {
         TurnResult {
             spec: spec.clone(),
@@ -247,17 +244,6 @@ impl TurnResult {
     }
 }
 
-/// What a running suite reports as it goes.
-#[derive(Debug, Clone)]
-pub enum EvalMessage {
-    Event(TurnSpec, ChatEvent),
-    /// A running turn is retrying a failed try of its model or deployment.
-    Notice(TurnSpec, RetryNotice),
-    Finished(Box<TurnResult>),
-    /// A problem that does not stop the suite.
-    Warning(String),
-}
-
 /// Runs the plan's remaining turns at most `concurrency` at a time, each
 /// an ordinary task (a `JoinSet` under a semaphore of `-j`), so that one
 /// turn's blocking step — an fsync, a cache write, a log read — never
@@ -267,7 +253,7 @@ pub async fn run_turns(
     plan: Arc<EvalPlan>,
     settings: Arc<RunSettings>,
     cancel: CancellationToken,
-    messages: UnboundedSender<EvalMessage>,
+    messages: Sender<EvalMessage>,
 ) -> Vec<TurnResult> {
     // With a budget, variants take turns, so a stop leaves none with no runs.
     let order: Box<dyn Iterator<Item = TurnSpec> + Send + '_> = if settings.budget.is_some() {
@@ -277,7 +263,9 @@ pub async fn run_turns(
     };
     let slots = Arc::new(Semaphore::new(settings.concurrency.max(1)));
     let mut tasks = JoinSet::new();
-    let mut results = Vec::new();
+    // Sized once: growing by doubling would hold the old and the new
+    // buffer at once, the largest block of a long run's memory.
+    let mut results = Vec::with_capacity(plan.to_run().count());
     for spec in order {
         // A slot first: the set never holds more than `-j` turns, and a
         // turn is checked against the budget when it could really start.
@@ -297,7 +285,10 @@ pub async fn run_turns(
             if let Some(budget) = &settings.budget {
                 budget.spend(&result);
             }
-            let _ = messages.send(EvalMessage::Finished(Box::new(result.clone())));
+            let result = result.kept();
+            let _ = messages
+                .send(EvalMessage::Finished(Box::new(result.clone())))
+                .await;
             // Given up only now: the next turn is checked against a budget
             // that counts this one's spend.
             drop(slot);
@@ -326,7 +317,7 @@ async fn run_one(
     settings: &RunSettings,
     spec: &TurnSpec,
     cancel: CancellationToken,
-    messages: &UnboundedSender<EvalMessage>,
+    messages: &Sender<EvalMessage>,
 ) -> TurnResult {
     let runner = match &settings.provider {
         ProviderChoice::Worker(client) => TurnRunner::Worker(client.clone()),
@@ -380,7 +371,7 @@ async fn run_one(
         (&runner, &watch.fingerprints)
         && let Some(warning) = client.fingerprint_warning(local, reported)
     {
-        let _ = messages.send(EvalMessage::Warning(warning));
+        deliver(messages, EvalMessage::Warning(warning));
     }
     let mut observation = watch.observation;
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
@@ -412,6 +403,13 @@ fn recorder_for(
         Some(plan.labels(spec)),
     )
     .with_prices(Arc::clone(&settings.prices));
+    // Nobody reads a turn's events as they happen unless the feed carries
+    // them: the log can be written out per model call, not per record.
+    let recorder = if settings.feed.events {
+        recorder
+    } else {
+        recorder.batched()
+    };
     match trace {
         Some(trace) => recorder.with_trace(trace.ids()),
         None => recorder,
@@ -445,51 +443,6 @@ fn end_trace(plan: &EvalPlan, mut trace: crate::telemetry::TurnTrace, result: &T
     trace.end(Some(&verdict));
 }
 
-/// What an eval watches of a running turn: the observation its verdict is
-/// judged on, and the events it forwards to the progress feed.
-struct Watch<'a> {
-    observation: Observation,
-    /// The prompt version computed here, and the one `done` reported.
-    fingerprints: (Option<String>, Option<String>),
-    spec: &'a TurnSpec,
-    messages: &'a UnboundedSender<EvalMessage>,
-    feed: &'a Feed,
-}
-
-impl TurnSink for Watch<'_> {
-    fn role(&self) -> SinkRole {
-        SinkRole::Observer
-    }
-
-    fn accept(&mut self, output: &TurnOutput) -> std::io::Result<()> {
-        self.observation.observe(output);
-        match output {
-            TurnOutput::Started(start) => self.fingerprints.0 = Some(start.fingerprint.clone()),
-            TurnOutput::Event(ChatEvent::Done(done)) => {
-                self.fingerprints.1 = Some(done.prompts.fingerprint.clone());
-            }
-            _ => {}
-        }
-        // The feed may have closed (the run is ending): nothing to tell.
-        let message = match output {
-            TurnOutput::Event(_) if !self.feed.events => {
-                let skipped = &self.feed.skipped;
-                skipped.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                return Ok(());
-            }
-            TurnOutput::Event(event) => EvalMessage::Event(self.spec.clone(), event.clone()),
-            TurnOutput::Notice(notice) => EvalMessage::Notice(self.spec.clone(), notice.clone()),
-            _ => return Ok(()),
-        };
-        let _ = self.messages.send(message);
-        Ok(())
-    }
-
-    fn describe(&self) -> String {
-        "the eval's observation".to_string()
-    }
-}
-
 /// Judges the turn on exactly the numbers its footer records (so that a
 /// merge of shards, which judges from the logs, reaches the same verdict),
 /// puts its rubric criteria to the judge, then completes the log with the
@@ -501,7 +454,7 @@ async fn record_verdict(
     recorder: RunRecorder,
     judge: Option<&Judge>,
     cancel: &CancellationToken,
-    messages: &UnboundedSender<EvalMessage>,
+    messages: &Sender<EvalMessage>,
 ) -> TurnResult {
     let Some(mut footer) = recorder.draft_footer(RunStatus::Cancelled) else {
         let error = "the turn ended before its run log was opened".to_string();
@@ -517,7 +470,7 @@ async fn record_verdict(
             // The judge's retries are told as this turn's notices.
             let (messages, spec) = (messages.clone(), spec.clone());
             let notices = crate::judge::RetryNotices::new(move |notice| {
-                let _ = messages.send(EvalMessage::Notice(spec.clone(), notice));
+                super::feed::deliver(&messages, EvalMessage::Notice(spec.clone(), notice));
             });
             let seen = &observation;
             judge_rubric(judge, &expect, &seen.message, seen, cancel, Some(&notices)).await
@@ -556,12 +509,13 @@ fn lost_log(
     spec: &TurnSpec,
     observation: Observation,
     error: String,
-    messages: &UnboundedSender<EvalMessage>,
+    messages: &Sender<EvalMessage>,
 ) -> TurnResult {
     let label = crate::eval::report::spec_label(plan, spec);
-    let _ = messages.send(EvalMessage::Warning(format!(
-        "run log of {label} not written: {error}"
-    )));
+    deliver(
+        messages,
+        EvalMessage::Warning(format!("run log of {label} not written: {error}")),
+    );
     let verdict = Verdict::new(
         Outcome::Error,
         vec![format!("run log not written: {error}")],
@@ -652,5 +606,53 @@ pub fn missing_result(spec: &TurnSpec) -> TurnResult {
     TurnResult {
         from_log: true,
         ..TurnResult::new(spec, observation, verdict)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kept_result_has_what_the_end_of_the_run_reads_and_no_more() {
+        let spec = TurnSpec {
+            index: 3,
+            variant: 0,
+            claim_id: "CLM-HH-0001".into(),
+            case: 0,
+            sample: 1,
+        };
+        let shown = super::super::junit::ANSWER_CHARS;
+        let observation = Observation {
+            answer: "é".repeat(shown + 50),
+            tool_calls: vec![("get_claim_section".into(), serde_json::json!({}))],
+            client_actions: vec![serde_json::json!({"action": "navigate"})],
+            message: "What is the excess?".into(),
+            latency_ms: 12,
+            turn_id: Some("t".into()),
+            ..Observation::default()
+        };
+        let verdict = Verdict::new(Outcome::Fail, vec!["no £350".into()]);
+        let kept = TurnResult::new(&spec, observation, verdict.clone()).kept();
+        // One character past what JUnit shows, so JUnit still marks the cut.
+        assert_eq!(kept.observation.answer.chars().count(), shown + 1);
+        assert!(
+            kept.observation.tool_calls.is_empty() && kept.observation.client_actions.is_empty()
+        );
+        assert!(kept.observation.message.is_empty());
+        assert_eq!(kept.verdict, verdict);
+        assert_eq!(
+            (
+                kept.observation.latency_ms,
+                kept.observation.turn_id.as_deref()
+            ),
+            (12, Some("t"))
+        );
+        let short = Observation {
+            answer: "The excess is £350.".into(),
+            ..Observation::default()
+        };
+        let kept = TurnResult::new(&spec, short, verdict).kept();
+        assert_eq!(kept.observation.answer, "The excess is £350.");
     }
 }

@@ -182,13 +182,15 @@ pub(super) fn set_stamp(db: &Connection, name: &str, stamp: &str) -> rusqlite::R
 }
 
 /// The runs folder itself (`""`, for logs directly in it) and its real
-/// subfolders, by name (a link to a folder is not followed, as listing does).
+/// subfolders, by name (a link to a folder is not followed, as listing does),
+/// but not the stored prompts, which hold no logs.
 fn folders(root: &Path) -> std::io::Result<Vec<(String, PathBuf)>> {
     let mut found = vec![(String::new(), root.to_path_buf())];
     for entry in std::fs::read_dir(root)? {
         let entry = entry?;
         if entry.file_type().is_ok_and(|kind| kind.is_dir())
             && let Ok(name) = entry.file_name().into_string()
+            && name != crate::runs::prompt_store::PROMPTS_FOLDER
         {
             found.push((name, entry.path()));
         }

@@ -124,12 +124,18 @@ impl ReportTurn {
             client_actions: Vec::new(),
             done: None,
             error: footer.and_then(|f| f.error.clone()),
-            blocks: log.prompt.as_ref().map_or_else(Vec::new, |p| {
-                p.blocks
+            blocks: match (&log.prompt, &log.prompt_missing) {
+                (Some(p), _) => p
+                    .blocks
                     .iter()
                     .map(|b| (b.id.clone(), source_name(&b.source), shared.get(&b.text)))
-                    .collect()
-            }),
+                    .collect(),
+                // A log copied without its stored prompt says so in its place.
+                (None, Some(why)) => {
+                    vec![("prompt".into(), "not at hand".into(), shared.get(why))]
+                }
+                (None, None) => Vec::new(),
+            },
         };
         turn.read_events(log);
         if footer.is_none() {

@@ -3,6 +3,7 @@
 pub mod evidence;
 pub mod feedback;
 pub mod naming;
+pub mod prompt_store;
 pub mod record;
 pub mod replay;
 pub mod rescore;

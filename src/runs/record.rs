@@ -1,8 +1,10 @@
 //! The records of a run log (one NDJSON file per turn; `docs/run-logs.md`).
 //!
 //! Line 1 is always the `header`: small, so that `runs list` reads only it
-//! and the last line. Then the `prompt` (the applied override texts, the
-//! assembled blocks, the tool declarations), every `event` with its time
+//! and the last line. Logs of schema 3 name their prompt (the applied
+//! override texts, the assembled blocks, the tool declarations), stored once
+//! for every log that used it (`runs::prompt_store`); older ones have it
+//! inline as a `prompt` record after the header. Then every `event` with its time
 //! offset, a `model_call` trace after each model call, a `notice` before each retry
 //! of a failed try, and last the
 //! `footer`. A file without a footer is partial.
@@ -22,8 +24,10 @@ use crate::provider::RetryNotice;
 use crate::tools::ToolDeclaration;
 
 /// Bumped when a record changes. 2: eval turns name their eval run
-/// (`labels.evalRun`). Older logs read as before: what they lack is absent.
-pub const SCHEMA_VERSION: u32 = 2;
+/// (`labels.evalRun`). 3: the prompt is stored apart, named by the
+/// header's `promptSha256`, instead of an inline `prompt` record. Older
+/// logs read as before: what they lack is absent.
+pub const SCHEMA_VERSION: u32 = 3;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
@@ -87,6 +91,10 @@ pub struct RunHeader {
     pub system_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools_sha256: Option<String>,
+    /// The turn's prompt record, stored once under
+    /// `<runs dir>/prompts/<promptSha256>.json` (SHA-256 of its bytes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_sha256: Option<String>,
     /// Where an eval run put this turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<RunLabels>,
@@ -185,12 +193,17 @@ pub struct RunLabels {
     pub eval_run: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// A turn's assembled prompt: the inline `prompt` record of logs of schema
+/// 2 and older, and the stored `<runs dir>/prompts/<sha256>.json` of newer
+/// ones (`runs::prompt_store`).
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PromptRecord {
     /// The applied overrides, id → text as written (before branding).
     pub applied_overrides: BTreeMap<String, String>,
+    /// The system prompt, block by block in block order, with where each came from.
     pub blocks: Vec<PromptBlock>,
+    /// The tool declarations as offered.
     pub tools: Vec<ToolDeclaration>,
 }
 

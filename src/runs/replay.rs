@@ -58,9 +58,10 @@ pub fn request_from_log(
         ));
     }
     if log.prompt.is_none() && !log.header.overridden.is_empty() {
-        warnings.push(
-            "the run log has no prompt record: its overrides cannot be re-applied".to_string(),
-        );
+        warnings.push(match &log.prompt_missing {
+            Some(why) => format!("{why}: its overrides cannot be re-applied"),
+            None => "the run log has no prompt record: its overrides cannot be re-applied".into(),
+        });
     }
     let overrides = log
         .prompt

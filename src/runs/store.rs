@@ -58,7 +58,12 @@ pub struct RunSummary {
 pub struct RunLog {
     pub path: PathBuf,
     pub header: RunHeader,
-    pub prompt: Option<PromptRecord>,
+    /// Inline (logs of schema 2 and older) or stored once beside the log's
+    /// folder (`prompt_store`); shared between logs of one prompt.
+    pub prompt: Option<std::sync::Arc<PromptRecord>>,
+    /// Why the prompt the header names is not at hand (the log was copied
+    /// without its runs folder's `prompts/`, or that file is damaged).
+    pub prompt_missing: Option<String>,
     /// Events and model-call traces, in the order they happened.
     pub entries: Vec<LogEntry>,
     pub footer: Option<RunFooter>,
@@ -120,7 +125,11 @@ pub fn list_run_logs(dir: &Path) -> io::Result<RunLogListing> {
         let entry = entry.map_err(|error| naming(dir, error))?;
         let path = entry.path();
         // A fingerprint folder is a real folder: a link to one is not followed.
+        // The stored prompts are not logs.
         if entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+            if entry.file_name() == super::prompt_store::PROMPTS_FOLDER {
+                continue;
+            }
             for inner in std::fs::read_dir(&path).map_err(|error| naming(&path, error))? {
                 let inner = inner.map_err(|error| naming(&path, error))?.path();
                 if is_run_log(&inner) {
@@ -374,7 +383,7 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
         }
         match parse_bytes(path, index + 1, &line) {
             Ok(RunRecord::Header(record)) => header = Some(*record),
-            Ok(RunRecord::Prompt(record)) => prompt = Some(*record),
+            Ok(RunRecord::Prompt(record)) => prompt = Some(std::sync::Arc::new(*record)),
             Ok(RunRecord::Event { t, event }) => entries.push(LogEntry::Event(t, event)),
             Ok(RunRecord::ModelCall { call, .. }) => entries.push(LogEntry::ModelCall(call)),
             Ok(RunRecord::Footer(record)) => footer = Some(record),
@@ -385,10 +394,19 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
             Err(error) => return Err(error),
         }
     }
+    let header = header.ok_or_else(|| invalid(path, 1, "no header record"))?;
+    let mut prompt_missing = None;
+    if let (None, Some(key)) = (&prompt, &header.prompt_sha256) {
+        match super::prompt_store::load_prompt(path, key) {
+            Ok(stored) => prompt = Some(stored),
+            Err(why) => prompt_missing = Some(why.to_string()),
+        }
+    }
     Ok(RunLog {
         path: path.to_path_buf(),
-        header: header.ok_or_else(|| invalid(path, 1, "no header record"))?,
+        header,
         prompt,
+        prompt_missing,
         entries,
         footer,
     })

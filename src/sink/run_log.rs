@@ -1,7 +1,8 @@
 //! The run-log recorder: writes one turn's NDJSON run log as the turn goes.
 //!
 //! The file is created under `<runs dir>/<fingerprint>/` with a `.partial`
-//! suffix, flushed after every record, and renamed to its final name only
+//! suffix, flushed after every record (or, `batched`, at each model call),
+//! and renamed to its final name only
 //! after the footer is written and synced — so a killed process leaves a
 //! file that is clearly partial, never one posing as complete. Names carry
 //! the start time and the full turn id and are created with `create_new`,
@@ -23,9 +24,10 @@ use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
+use crate::runs::prompt_store::{PromptParts, store_prompt};
 use crate::runs::record::{
-    ClaimRecord, PromptRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord,
-    RunStatus, SCHEMA_VERSION,
+    ClaimRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord, RunStatus,
+    SCHEMA_VERSION,
 };
 
 pub struct RunRecorder {
@@ -37,6 +39,8 @@ pub struct RunRecorder {
     claim: Option<ClaimRecord>,
     labels: Option<RunLabels>,
     trace: Option<crate::runs::record::TraceRef>,
+    /// Flush at model calls and the footer only (`batched`).
+    batched: bool,
     log: Option<OpenLog>,
 }
 
@@ -44,6 +48,8 @@ struct OpenLog {
     partial_path: PathBuf,
     final_path: PathBuf,
     out: BufWriter<File>,
+    /// Flushed at model calls and the footer, not after every record.
+    batched: bool,
     clock: Instant,
     header: RunHeader,
     header_written: bool,
@@ -87,8 +93,21 @@ impl RunRecorder {
             },
             labels,
             trace: None,
+            batched: false,
             log: None,
         }
+    }
+
+    /// Writes the log out at each model call and at the footer instead of
+    /// after every record: for a turn whose events nobody reads as they
+    /// happen (an eval without `--format ndjson`), so that the rule "what a
+    /// reader saw is in the run log" has no reader to keep it for. A crash
+    /// still leaves a `.partial` file, as far as the last model call (or
+    /// the last 8 KiB written); the footer is still synced before the
+    /// rename, so a complete name never holds a torn log.
+    pub fn batched(mut self) -> RunRecorder {
+        self.batched = true;
+        self
     }
 
     /// Records the turn's trace in the header (`docs/telemetry.md`).
@@ -134,14 +153,24 @@ impl RunRecorder {
                 Ok(())
             }
             TurnOutput::Prepared(prepared) => {
+                // Stored (once per prompt) before the header names it, so
+                // that no log names a prompt that is not there. The turn's
+                // clock does not count it (a new prompt's fsync), as it does
+                // not count the log's own.
+                let storing = Instant::now();
+                let key = store_prompt(
+                    &self.runs_dir,
+                    &PromptParts {
+                        applied_overrides: &prepared.applied_overrides,
+                        blocks: &prepared.prompt.blocks,
+                        tools: &prepared.tools,
+                    },
+                )?;
                 let log = self.open_log()?;
+                log.clock += storing.elapsed();
                 log.header.fill_from(prepared);
-                log.write_header()?;
-                log.write(&RunRecord::Prompt(Box::new(PromptRecord {
-                    applied_overrides: prepared.applied_overrides.clone(),
-                    blocks: prepared.prompt.blocks.clone(),
-                    tools: prepared.tools.clone(),
-                })))
+                log.header.prompt_sha256 = Some(key);
+                log.write_header()
             }
             TurnOutput::Event(event) => self.open_log()?.event(event),
             TurnOutput::ModelCall(call) => {
@@ -176,7 +205,8 @@ impl RunRecorder {
                 let t = log.elapsed_ms();
                 // Borrowed, not cloned: a call's text and provider state
                 // may be 16 MiB each (the bound on one call).
-                log.write(&ModelCallLine { t, call })
+                log.write(&ModelCallLine { t, call })?;
+                log.out.flush()
             }
             TurnOutput::Notice(notice) => {
                 let log = self.open_log()?;
@@ -257,6 +287,7 @@ impl RunRecorder {
             partial_path,
             final_path,
             out: BufWriter::new(file),
+            batched: self.batched,
             clock: Instant::now(),
             header: RunHeader {
                 schema: SCHEMA_VERSION,
@@ -277,6 +308,7 @@ impl RunRecorder {
                 brand: None,
                 system_sha256: None,
                 tools_sha256: None,
+                prompt_sha256: None,
                 labels: self.labels.clone(),
                 remote: start.remote.clone(),
                 trace: self.trace.clone(),
@@ -363,13 +395,21 @@ impl OpenLog {
     fn write(&mut self, record: &impl serde::Serialize) -> io::Result<()> {
         serde_json::to_writer(&mut self.out, record)?;
         self.out.write_all(b"\n")?;
+        if self.batched {
+            return Ok(());
+        }
         self.out.flush()
     }
 
     fn write_header(&mut self) -> io::Result<()> {
         self.header_written = true;
-        let header = RunRecord::Header(Box::new(self.header.clone()));
-        self.write(&header)
+        let line = HeaderLine {
+            header: &self.header,
+        };
+        serde_json::to_writer(&mut self.out, &line)?;
+        self.out.write_all(b"\n")?;
+        // The header is always written out at once: a listing sees the turn.
+        self.out.flush()
     }
 
     fn event(&mut self, event: &ChatEvent) -> io::Result<()> {
@@ -395,11 +435,24 @@ impl OpenLog {
             }
             _ => {}
         }
-        self.write(&RunRecord::Event {
-            t,
-            event: event.clone(),
-        })
+        self.write(&EventLine { t, event })
     }
+}
+
+/// `RunRecord::Header` as written, borrowing the header: the same JSON.
+#[derive(serde::Serialize)]
+#[serde(tag = "record", rename = "header")]
+struct HeaderLine<'a> {
+    #[serde(flatten)]
+    header: &'a RunHeader,
+}
+
+/// `RunRecord::Event` as written, borrowing the event: the same JSON.
+#[derive(serde::Serialize)]
+#[serde(tag = "record", rename = "event")]
+struct EventLine<'a> {
+    t: u64,
+    event: &'a ChatEvent,
 }
 
 /// `RunRecord::ModelCall` as written, borrowing the call: the same JSON.
@@ -408,4 +461,31 @@ impl OpenLog {
 struct ModelCallLine<'a> {
     t: u64,
     call: &'a crate::chat::service::ModelCallRecord,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log written before the lines borrowed their records.
+    const OLD_LOG: &str = include_str!(
+        "../../tests/data/old-runlog/20261201T140313.494Z-37789fc2-67d8-4956-8785-e5b2234112a3.ndjson"
+    );
+
+    #[test]
+    fn the_borrowed_lines_write_what_the_records_wrote() {
+        for line in OLD_LOG.lines() {
+            let written = match serde_json::from_str::<RunRecord>(line).unwrap() {
+                RunRecord::Header(header) => serde_json::to_string(&HeaderLine { header: &header }),
+                RunRecord::Event { t, event } => {
+                    serde_json::to_string(&EventLine { t, event: &event })
+                }
+                RunRecord::ModelCall { t, call } => {
+                    serde_json::to_string(&ModelCallLine { t, call: &call })
+                }
+                _ => continue,
+            };
+            assert_eq!(written.unwrap(), line);
+        }
+    }
 }

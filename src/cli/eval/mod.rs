@@ -229,7 +229,11 @@ fn run_once(
         crate::cli::folders::runs_folder_writable(runs_dir)?;
     }
     let finish = |plan: &EvalPlan, results: Vec<TurnResult>, stop, budget: Option<&Budget>| {
-        let snapshot = watch::snapshot(plan, &results);
+        // Only `--watch` compares runs: no label per turn otherwise.
+        let snapshot = match settings.mode == EvalMode::Watch {
+            true => watch::snapshot(plan, &results),
+            false => Vec::new(),
+        };
         let when_and_where = (started_at, runs_dir);
         summary::finish(settings, mode, plan, results, stop, when_and_where, budget)
             .map(|exit| (exit, snapshot))

@@ -105,7 +105,9 @@ pub fn run_with_progress(
         jobs: run_settings.concurrency,
     };
     let cancel = CancellationToken::new();
-    let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel();
+    // Bounded: a slow reader of the feed holds the turns back rather than
+    // letting messages pile up (events nobody asked for are never sent).
+    let (sender, mut receiver) = tokio::sync::mpsc::channel(promptlab::eval::runner::FEED_CAPACITY);
     let (results, stop) = runtime.block_on(async {
         let stop = cancel_on_signals(cancel.clone());
         let run = run_turns(

@@ -86,28 +86,7 @@ pub fn finish(
         stop,
         write_errors: Vec::new(),
     };
-    if let Some(path) = &settings.output.junit {
-        let context = JunitContext {
-            threshold: settings.pass_threshold,
-            started_at,
-            not_run: &missing,
-            not_run_reason: if budget.is_some() {
-                "budget reached"
-            } else {
-                "cancelled"
-            },
-            shard: plan
-                .selection
-                .shard
-                .map(|s| format!("{}/{}", s.index, s.count)),
-        };
-        let xml = junit_xml(plan, &outcome.results, &context).map_err(|e| e.to_string());
-        outcome.report_write("JUnit", path, xml);
-    }
-    if let Some(path) = &settings.output.markdown_summary {
-        let markdown = Ok(markdown(&outcome, settings.output.show_failures));
-        outcome.report_write("Markdown summary", path, markdown);
-    }
+    outcome.write_reports(settings, started_at, &missing);
     match settings.output.format {
         EvalFormat::Ndjson => {
             print_ndjson(mode, &outcome)?;
@@ -170,6 +149,38 @@ fn exit_code(
 }
 
 impl EvalEnd<'_> {
+    /// `--junit` and `--markdown-summary`, each written whole or not at all.
+    fn write_reports(
+        &mut self,
+        settings: &EvalSettings,
+        started_at: DateTime<Utc>,
+        missing: &[promptlab::eval::TurnSpec],
+    ) {
+        if let Some(path) = &settings.output.junit {
+            let context = JunitContext {
+                threshold: settings.pass_threshold,
+                started_at,
+                not_run: missing,
+                not_run_reason: if self.budget.is_some() {
+                    "budget reached"
+                } else {
+                    "cancelled"
+                },
+                shard: self
+                    .plan
+                    .selection
+                    .shard
+                    .map(|s| format!("{}/{}", s.index, s.count)),
+            };
+            let xml = junit_xml(self.plan, &self.results, &context).map_err(|e| e.to_string());
+            self.report_write("JUnit", path, xml);
+        }
+        if let Some(path) = &settings.output.markdown_summary {
+            let markdown = Ok(markdown(self, settings.output.show_failures));
+            self.report_write("Markdown summary", path, markdown);
+        }
+    }
+
     fn report_write(&mut self, what: &str, path: &Path, contents: Result<String, String>) {
         let written = contents.and_then(|text| write_atomically(path, &text));
         if let Err(error) = written {

@@ -67,6 +67,15 @@ struct StreamReader<D> {
 }
 
 impl<D: Decoder> StreamReader<D> {
+    fn new(call: &Call, response: reqwest::Response, decoder: D, who: &'static str) -> Self {
+        StreamReader {
+            body: call.transport.sse_body(response, MAX_EVENT_BYTES),
+            decoder,
+            who,
+            forwarded: false,
+        }
+    }
+
     /// Reads the next chunk: the events it completes, then how the stream
     /// ended if it did. The call's budget stops a text past its bound.
     async fn next(
@@ -149,12 +158,7 @@ pub fn call_stream<D: Decoder>(
                 }
                 None => return,
             };
-            let mut reader = StreamReader {
-                body: call.transport.sse_body(response, MAX_EVENT_BYTES),
-                decoder: decoder(),
-                who,
-                forwarded: false,
-            };
+            let mut reader = StreamReader::new(&call, response, decoder(), who);
             loop {
                 let (events, end) = reader.next(&mut budget, &cancel).await;
                 for event in events {

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# promptfoo and promptlab side by side on the same mock Gemini
+# (examples/mock_gemini.rs, answering at once): 1,008 one-call cases each
+# (24 claims × 7 questions × 6 samples; promptlab's benches/eval-1000-model.yaml),
+# 16 at a time, no cache, nothing written by promptfoo (`--no-write`). Prints
+# each one's CPU and peak memory and the ratios (BENCHMARKS.md, issue #31).
+#   cargo build --release --bin promptlab --example mock_gemini
+#   (install promptfoo as BENCHMARKS.md says), then: benches/promptfoo/side-by-side.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+work=$(mktemp -d)
+target/release/examples/mock_gemini 0 0 > "$work/mock.out" 2>"$work/mock.err" &
+mock=$!
+trap 'kill $mock 2>/dev/null; rm -rf "$work"' EXIT
+for _ in $(seq 100); do grep -q listening "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
+base=$(sed -n 's/^listening on //p' "$work/mock.out")
+python3 - "$work" "$base" <<'PY'
+import json, sys
+work, base = sys.argv[1], sys.argv[2]
+claims = [f"CLM-{i:02d}" for i in range(24)]
+questions = ["What is the excess?", "Summarise the claim.", "Build a timeline.", "Is this covered?",
+             "Is the reserve right?", "What next?", "Show me the coverage."]
+tests = [{"vars": {"claim": c, "question": q, "sample": s}}
+         for c in claims for q in questions for s in range(1, 7)]
+config = {
+    "description": "1,008 one-call cases against the mock Gemini",
+    "prompts": ["You are a claims handler's assistant. Claim {{claim}}. {{question}} (sample {{sample}})"],
+    "providers": [{"id": "google:gemini-3.1-flash-lite", "config": {"apiBaseUrl": base}}],
+    "defaultTest": {"assert": [{"type": "icontains", "value": "excess"}]},
+    "tests": tests,
+}
+json.dump(config, open(f"{work}/promptfooconfig.json", "w"))
+PY
+export PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_CONFIG_DIR="$work/pf-home" GEMINI_API_KEY=bench
+/usr/bin/time -f "%U %S %e %M" -o "$work/pf.time" \
+    benches/promptfoo/node_modules/.bin/promptfoo eval -c "$work/promptfooconfig.json" \
+    --no-write --no-cache -j 16 --no-table --no-progress-bar > "$work/pf.out" 2>&1 || true
+GEMINI_BASE_URL=$base /usr/bin/time -f "%U %S %e %M" -o "$work/pl.time" \
+    target/release/promptlab --runs-dir "$work/runs" eval benches/eval-1000-model.yaml -j 16 -q \
+    > "$work/pl.out" 2>&1 || true
+grep -E "Successes|Failures|passed|Pass Rate" "$work/pf.out" | tail -3 || true
+tail -1 "$work/pl.out"
+echo "mock answered $(curl -s "$base/count") requests"
+read -r pu ps pw pm < "$work/pf.time"
+read -r lu ls lw lm < "$work/pl.time"
+awk -v pu="$pu" -v ps="$ps" -v pw="$pw" -v pm="$pm" -v lu="$lu" -v ls="$ls" -v lw="$lw" -v lm="$lm" 'BEGIN {
+    printf "promptfoo: user=%.2fs sys=%.2fs wall=%.2fs peak_rss=%.1fMB cpu_per_case=%.2fms\n", pu, ps, pw, pm / 1024, (pu + ps) * 1000 / 1008
+    printf "promptlab: user=%.2fs sys=%.2fs wall=%.2fs peak_rss=%.1fMB cpu_per_turn=%.2fms\n", lu, ls, lw, lm / 1024, (lu + ls) * 1000 / 1008
+    printf "ratio promptfoo/promptlab: CPU %.1fx, peak memory %.1fx\n", (pu + ps) / (lu + ls), pm / lm }'
