@@ -238,8 +238,11 @@ pub fn provider(base_url: &str) -> GeminiProvider {
     GeminiProvider::new(GeminiConfig {
         api_key: Some("test-key".into()),
         base_url: base_url.to_string(),
-        idle_timeout: Duration::from_secs(5),
-        backoff: Duration::from_millis(10),
+        http: promptlab::provider::transport::HttpSettings {
+            idle_timeout: Duration::from_secs(5),
+            backoff: Duration::from_millis(10),
+            ..Default::default()
+        },
         ..GeminiConfig::default()
     })
     .unwrap()

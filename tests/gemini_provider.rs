@@ -19,8 +19,11 @@ fn config(base_url: &str) -> GeminiConfig {
     GeminiConfig {
         api_key: Some("test-key".into()),
         base_url: base_url.to_string(),
-        idle_timeout: Duration::from_secs(5),
-        backoff: Duration::from_millis(10),
+        http: promptlab::provider::transport::HttpSettings {
+            idle_timeout: Duration::from_secs(5),
+            backoff: Duration::from_millis(10),
+            ..Default::default()
+        },
         ..GeminiConfig::default()
     }
 }
@@ -267,7 +270,10 @@ async fn a_server_asking_too_long_a_wait_is_not_retried() {
         success(),
     ]);
     let provider = GeminiProvider::new(GeminiConfig {
-        max_retry_wait: Duration::from_secs(1),
+        http: promptlab::provider::transport::HttpSettings {
+            max_retry_wait: Duration::from_secs(1),
+            ..Default::default()
+        },
         ..config(&server.base_url)
     })
     .unwrap();
@@ -357,7 +363,10 @@ async fn a_stall_past_the_idle_timeout_ends_the_call() {
         hold: Duration::from_secs(30),
     })]);
     let provider = GeminiProvider::new(GeminiConfig {
-        idle_timeout: Duration::from_millis(300),
+        http: promptlab::provider::transport::HttpSettings {
+            idle_timeout: Duration::from_millis(300),
+            ..Default::default()
+        },
         ..config(&server.base_url)
     })
     .unwrap();

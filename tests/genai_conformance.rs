@@ -54,8 +54,11 @@ fn provider(base_url: &str) -> GeminiProvider {
     GeminiProvider::new(GeminiConfig {
         api_key: Some("promptlab-fake-key".into()),
         base_url: base_url.to_string(),
-        max_attempts: 1,
-        idle_timeout: Duration::from_secs(20),
+        http: promptlab::provider::transport::HttpSettings {
+            max_attempts: 1,
+            idle_timeout: Duration::from_secs(20),
+            ..Default::default()
+        },
         ..GeminiConfig::default()
     })
     .unwrap()

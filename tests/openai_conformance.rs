@@ -40,8 +40,11 @@ fn provider(base_url: &str, models: ModelTable) -> OpenAiProvider {
     OpenAiProvider::new(OpenAiConfig {
         api_key: Some("promptlab-fake-key".into()),
         base_url: format!("{base_url}/v1"),
-        max_attempts: 1,
-        idle_timeout: Duration::from_secs(20),
+        http: promptlab::provider::transport::HttpSettings {
+            max_attempts: 1,
+            idle_timeout: Duration::from_secs(20),
+            ..Default::default()
+        },
         models: Arc::new(models),
         ..OpenAiConfig::default()
     })

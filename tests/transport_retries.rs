@@ -45,8 +45,11 @@ fn gemini(base_url: &str) -> GeminiProvider {
     GeminiProvider::new(GeminiConfig {
         api_key: Some("test-key-0123456789".into()),
         base_url: base_url.to_string(),
-        idle_timeout: Duration::from_secs(5),
-        backoff: Duration::from_millis(200),
+        http: promptlab::provider::transport::HttpSettings {
+            idle_timeout: Duration::from_secs(5),
+            backoff: Duration::from_millis(200),
+            ..Default::default()
+        },
         ..GeminiConfig::default()
     })
     .unwrap()
@@ -70,8 +73,8 @@ fn success() -> Responder {
 
 fn worker(base_url: &str) -> WorkerClient {
     let mut config = WorkerConfig::new(Endpoint::parse(base_url).unwrap());
-    config.backoff = Duration::from_millis(200);
-    config.idle_timeout = Duration::from_secs(5);
+    config.http.backoff = Duration::from_millis(200);
+    config.http.idle_timeout = Duration::from_secs(5);
     WorkerClient::new(config, PromptRegistry::embedded()).unwrap()
 }
 

@@ -19,8 +19,8 @@ const DONE: &str = r#"{"type":"done","model":"m","usage":{"inputTokens":1,"outpu
 
 fn client(server: &TestServer, tweak: impl FnOnce(&mut WorkerConfig)) -> WorkerClient {
     let mut config = WorkerConfig::new(Endpoint::parse(&server.base_url).unwrap());
-    config.backoff = Duration::from_millis(10);
-    config.idle_timeout = Duration::from_secs(5);
+    config.http.backoff = Duration::from_millis(10);
+    config.http.idle_timeout = Duration::from_secs(5);
     tweak(&mut config);
     WorkerClient::new(config, PromptRegistry::embedded()).unwrap()
 }
@@ -227,7 +227,7 @@ async fn a_refused_connection_is_retried_then_named() {
     ))
     .unwrap();
     let mut config = WorkerConfig::new(endpoint);
-    config.backoff = Duration::from_millis(5);
+    config.http.backoff = Duration::from_millis(5);
     let client = WorkerClient::new(config, PromptRegistry::embedded()).unwrap();
     let outputs = run(&client, request()).await;
     let message = error_of(&outputs);
@@ -248,7 +248,9 @@ async fn a_stall_ends_at_the_idle_timeout() {
         body: b"data: {\"type\":\"text_delta\",\"text\":\"a\"}\n\n".to_vec(),
         hold: Duration::from_secs(30),
     })]);
-    let client = client(&server, |c| c.idle_timeout = Duration::from_millis(300));
+    let client = client(&server, |c| {
+        c.http.idle_timeout = Duration::from_millis(300)
+    });
     let started = std::time::Instant::now();
     let outputs = run(&client, request()).await;
     let message = error_of(&outputs);

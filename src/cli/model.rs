@@ -26,6 +26,7 @@ use promptlab::worker::{Endpoint, TurnRunner, WorkerClient, WorkerConfig, Worker
 
 use super::Tables;
 use super::error::CliError;
+use promptlab::provider::transport::HttpSettings;
 
 pub use promptlab::provider::ProviderKind;
 
@@ -134,14 +135,12 @@ impl ModelArgs {
                     .ok_or_else(|| CliError::usage("--provider script needs --script FILE"))?,
             ),
             ProviderKind::Gemini => ProviderSpec::Gemini(GeminiConfig {
-                connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
-                idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+                http: self.http(HttpSettings::default())?,
                 limits: self.limits(),
                 ..GeminiConfig::from_env()
             }),
             ProviderKind::OpenAi => ProviderSpec::OpenAi(OpenAiConfig {
-                connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
-                idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+                http: self.http(HttpSettings::default())?,
                 limits: self.limits(),
                 ..OpenAiConfig::from_env()
             }),
@@ -192,8 +191,7 @@ impl ModelArgs {
         config.token = std::env::var("PROMPTLAB_ENDPOINT_TOKEN")
             .ok()
             .filter(|token| !token.trim().is_empty());
-        config.connect_timeout = seconds("--connect-timeout", self.connect_timeout)?;
-        config.idle_timeout = seconds("--idle-timeout", self.idle_timeout)?;
+        config.http = self.http(config.http)?;
         config.limits = self.limits();
         if let Some(max) = max_concurrent {
             config.max_concurrent = usize::from(max);
@@ -201,6 +199,15 @@ impl ModelArgs {
         let client = WorkerClient::new(config, registry)?;
         warn_unredactable(client.unredactable());
         Ok(client)
+    }
+
+    /// `base` with `--connect-timeout` and `--idle-timeout` over it.
+    pub fn http(&self, base: HttpSettings) -> Result<HttpSettings, CliError> {
+        Ok(HttpSettings {
+            connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
+            idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+            ..base
+        })
     }
 
     /// The bounds on one model call or deployment turn.

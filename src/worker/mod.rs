@@ -33,7 +33,7 @@ use crate::chat::{
 };
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
 use crate::provider::transport::{
-    CallBudget, CallLimits, Failure, Peer, Redactor, RetryPolicy, Secret, Sending, Transport,
+    CallBudget, CallLimits, Failure, HttpSettings, Peer, Redactor, Secret, Sending, Transport,
 };
 use crate::provider::{ErrorKind, ProviderError, ProviderKind};
 
@@ -45,16 +45,8 @@ pub struct WorkerConfig {
     pub endpoint: Endpoint,
     /// Sent as `Authorization: Bearer …`; never shown, logged or recorded.
     pub token: Option<String>,
-    pub connect_timeout: Duration,
-    /// The longest wait for the response to start or for its next bytes.
-    pub idle_timeout: Duration,
-    /// Tries per turn, the first included; retries happen only before the
-    /// stream starts.
-    pub max_attempts: u32,
-    /// The first retry's delay before jitter; doubled for each further one.
-    pub backoff: Duration,
-    /// A server asking for a longer wait than this is not retried.
-    pub max_retry_wait: Duration,
+    /// Timeouts and retries; a turn is retried only before its stream starts.
+    pub http: HttpSettings,
     /// The most requests in flight at once, over every turn of this client.
     pub max_concurrent: usize,
     /// The most text, body and time one turn may take (`--max-call-time`).
@@ -66,11 +58,12 @@ impl WorkerConfig {
         WorkerConfig {
             endpoint,
             token: None,
-            connect_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(120),
-            max_attempts: 3,
-            backoff: Duration::from_millis(500),
-            max_retry_wait: Duration::from_secs(30),
+            // A deployment is nearer than a model API: quicker, shorter retries.
+            http: HttpSettings {
+                backoff: Duration::from_millis(500),
+                max_retry_wait: Duration::from_secs(30),
+                ..HttpSettings::default()
+            },
             max_concurrent: 64,
             limits: CallLimits::default(),
         }
@@ -82,8 +75,7 @@ impl std::fmt::Debug for WorkerConfig {
         f.debug_struct("WorkerConfig")
             .field("endpoint", &self.endpoint)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .field("idle_timeout", &self.idle_timeout)
-            .field("max_attempts", &self.max_attempts)
+            .field("http", &self.http)
             .field("max_concurrent", &self.max_concurrent)
             .finish_non_exhaustive()
     }
@@ -132,7 +124,7 @@ impl WorkerClient {
         registry: &'static PromptRegistry,
     ) -> Result<WorkerClient, WorkerError> {
         let headers = transport::headers(config.token.as_deref()).map_err(WorkerError::Token)?;
-        let http = crate::provider::transport::client(config.connect_timeout)
+        let http = crate::provider::transport::client(config.http.connect_timeout)
             .map_err(|error| WorkerError::Client(crate::provider::transport::error_chain(error)))?;
         let in_flight = Arc::new(Semaphore::new(config.max_concurrent.max(1)));
         let userinfo = crate::provider::transport::redact::url_userinfo(config.endpoint.url());
@@ -152,13 +144,9 @@ impl WorkerClient {
             shown,
             idle_setting: "--idle-timeout",
         };
-        let policy = RetryPolicy {
-            max_attempts: config.max_attempts,
-            backoff: config.backoff,
-            max_retry_wait: config.max_retry_wait,
-            count_tries: true,
-        };
-        let transport = Transport::new(http, redactor, peer, policy, config.idle_timeout);
+        // The worker's messages count the tries (docs/worker.md).
+        let policy = config.http.policy(true);
+        let transport = Transport::new(http, redactor, peer, policy, config.http.idle_timeout);
         Ok(WorkerClient {
             config: Arc::new(config),
             registry,

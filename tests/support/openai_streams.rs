@@ -120,8 +120,11 @@ pub fn config(base_url: &str) -> OpenAiConfig {
     OpenAiConfig {
         api_key: Some(KEY.into()),
         base_url: format!("{base_url}/v1"),
-        idle_timeout: Duration::from_secs(5),
-        backoff: Duration::from_millis(10),
+        http: promptlab::provider::transport::HttpSettings {
+            idle_timeout: Duration::from_secs(5),
+            backoff: Duration::from_millis(10),
+            ..Default::default()
+        },
         ..OpenAiConfig::default()
     }
 }

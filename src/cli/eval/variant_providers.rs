@@ -13,10 +13,10 @@ use promptlab::provider::ProviderKind;
 use promptlab::provider::build::ProviderSpec;
 use promptlab::provider::gemini::GeminiConfig;
 use promptlab::provider::openai::OpenAiConfig;
+use promptlab::provider::transport::HttpSettings;
 
 use super::settings::EvalSettings;
 use crate::cli::error::CliError;
-use crate::cli::model::seconds;
 
 /// Variant index → its own provider, for the variants that name one.
 pub fn build(
@@ -29,20 +29,17 @@ pub fn build(
             continue;
         };
         let model = &settings.model;
-        let connect_timeout = seconds("--connect-timeout", model.connect_timeout)?;
-        let idle_timeout = seconds("--idle-timeout", model.idle_timeout)?;
+        let http = model.http(HttpSettings::default())?;
         let spec = match kind {
             ProviderKind::Gemini => ProviderSpec::Gemini(GeminiConfig {
-                connect_timeout,
-                idle_timeout,
+                http,
                 limits: model.limits(),
                 ..GeminiConfig::from_env()
             }),
             ProviderKind::OpenAi => {
                 let from_env = OpenAiConfig::from_env();
                 ProviderSpec::OpenAi(OpenAiConfig {
-                    connect_timeout,
-                    idle_timeout,
+                    http,
                     limits: model.limits(),
                     base_url: variant
                         .model

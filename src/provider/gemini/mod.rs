@@ -32,10 +32,9 @@ use tokio_util::sync::CancellationToken;
 use self::accumulate::CallAccumulator;
 use self::errors::{is_retryable, parse_error_body};
 use self::wire::build_request;
+use super::transport::HttpSettings;
 use super::transport::call::{Call, call_stream};
-use super::transport::{
-    CallLimits, Failure, Peer, Protocol, Redactor, RetryPolicy, Secret, Transport,
-};
+use super::transport::{CallLimits, Failure, Peer, Protocol, Redactor, Secret, Transport};
 use super::{ErrorKind, ModelProvider, ModelRequest, ModelStream, ProviderError};
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -46,15 +45,8 @@ pub const NO_KEY_MESSAGE: &str = "GEMINI_API_KEY is not configured on the API.";
 pub struct GeminiConfig {
     pub api_key: Option<String>,
     pub base_url: String,
-    pub connect_timeout: Duration,
-    /// The longest wait for the response to start or for its next bytes.
-    pub idle_timeout: Duration,
-    /// Tries per model call, the first included.
-    pub max_attempts: u32,
-    /// The first retry's delay before jitter; doubled for each further one.
-    pub backoff: Duration,
-    /// A server asking for a longer wait than this is not retried.
-    pub max_retry_wait: Duration,
+    /// Timeouts and retries.
+    pub http: HttpSettings,
     /// The most text, body and time one call may take (`--max-call-time`).
     pub limits: CallLimits,
     /// How each model takes its thinking level (`--models` over the shipped).
@@ -66,9 +58,7 @@ impl std::fmt::Debug for GeminiConfig {
         f.debug_struct("GeminiConfig")
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("base_url", &self.base_url)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("idle_timeout", &self.idle_timeout)
-            .field("max_attempts", &self.max_attempts)
+            .field("http", &self.http)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
@@ -79,11 +69,7 @@ impl Default for GeminiConfig {
         GeminiConfig {
             api_key: None,
             base_url: DEFAULT_BASE_URL.to_string(),
-            connect_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(120),
-            max_attempts: 3,
-            backoff: Duration::from_secs(1),
-            max_retry_wait: Duration::from_secs(60),
+            http: HttpSettings::default(),
             limits: CallLimits::default(),
             models: ModelTable::shipped(),
         }
@@ -109,21 +95,9 @@ pub struct GeminiProvider {
     unredactable: Vec<String>,
 }
 
-impl GeminiConfig {
-    /// The retry policy these settings make.
-    pub fn policy(&self) -> RetryPolicy {
-        RetryPolicy {
-            max_attempts: self.max_attempts,
-            backoff: self.backoff,
-            max_retry_wait: self.max_retry_wait,
-            count_tries: false,
-        }
-    }
-}
-
 impl GeminiProvider {
     pub fn new(config: GeminiConfig) -> Result<GeminiProvider, ProviderError> {
-        let client = super::transport::client(config.connect_timeout).map_err(|error| {
+        let client = super::transport::client(config.http.connect_timeout).map_err(|error| {
             ProviderError::of(
                 ErrorKind::Invalid,
                 format!(
@@ -150,8 +124,13 @@ impl GeminiProvider {
             redirect_name: WHO.to_string(),
             idle_setting: "the idle timeout",
         };
-        let transport =
-            Transport::new(client, redactor, peer, config.policy(), config.idle_timeout);
+        let transport = Transport::new(
+            client,
+            redactor,
+            peer,
+            config.http.policy(false),
+            config.http.idle_timeout,
+        );
         Ok(GeminiProvider {
             config,
             transport,

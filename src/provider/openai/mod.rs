@@ -26,10 +26,9 @@ use tokio_util::sync::CancellationToken;
 
 use self::decode::ChunkDecoder;
 use self::errors::{is_retryable, parse_error_body};
+use super::transport::HttpSettings;
 use super::transport::call::{Call, call_stream};
-use super::transport::{
-    CallLimits, Failure, Peer, Protocol, Redactor, RetryPolicy, Secret, Transport,
-};
+use super::transport::{CallLimits, Failure, Peer, Protocol, Redactor, Secret, Transport};
 use super::{ErrorKind, ModelProvider, ModelRequest, ModelStream, ProviderError, ProviderKind};
 use crate::models::ModelTable;
 
@@ -44,15 +43,8 @@ pub struct OpenAiConfig {
     pub base_url: String,
     /// Where `api_key` came from, for messages (`OPENAI_API_KEY`).
     pub key_name: &'static str,
-    pub connect_timeout: Duration,
-    /// The longest wait for the response to start or for its next bytes.
-    pub idle_timeout: Duration,
-    /// Tries per model call, the first included.
-    pub max_attempts: u32,
-    /// The first retry's delay before jitter; doubled for each further one.
-    pub backoff: Duration,
-    /// A server asking for a longer wait than this is not retried.
-    pub max_retry_wait: Duration,
+    /// Timeouts and retries.
+    pub http: HttpSettings,
     /// The most text, body and time one call may take (`--max-call-time`).
     pub limits: CallLimits,
     /// How each model takes its output cap and reasoning level.
@@ -64,8 +56,7 @@ impl std::fmt::Debug for OpenAiConfig {
         f.debug_struct("OpenAiConfig")
             .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
             .field("base_url", &super::transport::shown_url(&self.base_url))
-            .field("idle_timeout", &self.idle_timeout)
-            .field("max_attempts", &self.max_attempts)
+            .field("http", &self.http)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
@@ -77,11 +68,7 @@ impl Default for OpenAiConfig {
             api_key: None,
             base_url: DEFAULT_BASE_URL.to_string(),
             key_name: "OPENAI_API_KEY",
-            connect_timeout: Duration::from_secs(10),
-            idle_timeout: Duration::from_secs(120),
-            max_attempts: 3,
-            backoff: Duration::from_secs(1),
-            max_retry_wait: Duration::from_secs(60),
+            http: HttpSettings::default(),
             limits: CallLimits::default(),
             models: ModelTable::shipped(),
         }
@@ -118,16 +105,6 @@ impl OpenAiConfig {
         }
     }
 
-    /// The retry policy these settings make.
-    pub fn policy(&self) -> RetryPolicy {
-        RetryPolicy {
-            max_attempts: self.max_attempts,
-            backoff: self.backoff,
-            max_retry_wait: self.max_retry_wait,
-            count_tries: false,
-        }
-    }
-
     /// Whether the server is OpenAI's own, which always needs a key.
     fn is_openai(&self) -> bool {
         reqwest::Url::parse(self.base_url.trim())
@@ -150,7 +127,7 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<OpenAiProvider, ProviderError> {
-        let client = super::transport::client(config.connect_timeout).map_err(|error| {
+        let client = super::transport::client(config.http.connect_timeout).map_err(|error| {
             ProviderError::of(
                 ErrorKind::Invalid,
                 format!(
@@ -182,8 +159,13 @@ impl OpenAiProvider {
             redirect_name: format!("{who} at {}", super::transport::shown_url(&config.base_url)),
             idle_setting: "the idle timeout",
         };
-        let transport =
-            Transport::new(client, redactor, peer, config.policy(), config.idle_timeout);
+        let transport = Transport::new(
+            client,
+            redactor,
+            peer,
+            config.http.policy(false),
+            config.http.idle_timeout,
+        );
         let url = endpoint(&config.base_url);
         Ok(OpenAiProvider {
             config,

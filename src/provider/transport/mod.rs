@@ -72,6 +72,47 @@ pub trait Protocol: Send + Sync {
     }
 }
 
+/// How patient a client is with its server — the settings Gemini's,
+/// OpenAI-compatible servers' and the deployment's clients share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpSettings {
+    pub connect_timeout: Duration,
+    /// The longest wait for the response to start or for its next bytes.
+    pub idle_timeout: Duration,
+    /// Tries per call, the first included.
+    pub max_attempts: u32,
+    /// The first retry's delay before jitter; doubled for each further one.
+    pub backoff: Duration,
+    /// A server asking for a longer wait than this is not retried.
+    pub max_retry_wait: Duration,
+}
+
+impl Default for HttpSettings {
+    /// A model API's: 10 s to connect, 120 s idle, 3 tries from 1 s apart,
+    /// at most a 60 s wait asked for.
+    fn default() -> HttpSettings {
+        HttpSettings {
+            connect_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(120),
+            max_attempts: 3,
+            backoff: Duration::from_secs(1),
+            max_retry_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+impl HttpSettings {
+    /// The retry policy these settings make; `count_tries`: see `RetryPolicy`.
+    pub fn policy(&self, count_tries: bool) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts: self.max_attempts,
+            backoff: self.backoff,
+            max_retry_wait: self.max_retry_wait,
+            count_tries,
+        }
+    }
+}
+
 /// One server's transport: its client, retry policy, idle timeout, the
 /// secrets taken out of what it sends back, and how messages name it.
 /// Cheap to clone.
