@@ -91,14 +91,38 @@ impl Budgets {
     }
 }
 
-/// What a request sends to control thinking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+/// What a Gemini request sends to control thinking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub enum ThinkingControl {
+pub enum GeminiThinking {
     /// `thinkingConfig.thinkingLevel`.
     Level(ThinkingLevel),
     /// `thinkingConfig.thinkingBudget`, in tokens.
     Budget(u32),
+}
+
+/// What a turn's requests sent to control thinking, as its run log's
+/// header records it (`thinkingSent`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ThinkingControl {
+    /// Gemini's `thinkingConfig.thinkingLevel`.
+    Level(ThinkingLevel),
+    /// Gemini's `thinkingConfig.thinkingBudget`, in tokens.
+    Budget(u32),
+    /// Chat Completions' `reasoning_effort`.
+    ReasoningEffort(ThinkingLevel),
+    /// Nothing: an OpenAI-compatible model the table gives no levels.
+    None,
+}
+
+impl From<GeminiThinking> for ThinkingControl {
+    fn from(thinking: GeminiThinking) -> ThinkingControl {
+        match thinking {
+            GeminiThinking::Level(level) => ThinkingControl::Level(level),
+            GeminiThinking::Budget(tokens) => ThinkingControl::Budget(tokens),
+        }
+    }
 }
 
 /// An asked-for level fitted to a model.
@@ -208,10 +232,19 @@ impl ModelTable {
     }
 
     /// What goes on the wire for `sent` (already fitted) to `model`.
-    pub fn control(&self, model: &str, sent: ThinkingLevel) -> ThinkingControl {
+    pub fn control(&self, model: &str, sent: ThinkingLevel) -> GeminiThinking {
         match self.get(model).and_then(|rules| rules.thinking_budget) {
-            Some(budgets) => ThinkingControl::Budget(budgets.of(sent)),
-            None => ThinkingControl::Level(sent),
+            Some(budgets) => GeminiThinking::Budget(budgets.of(sent)),
+            None => GeminiThinking::Level(sent),
+        }
+    }
+
+    /// What an OpenAI-compatible `model` is sent for `sent` (fitted), as a
+    /// run log records it: its effort, or nothing when unlisted.
+    pub fn effort_control(&self, model: &str, sent: ThinkingLevel) -> ThinkingControl {
+        match self.reasoning_effort(model, sent) {
+            Some(level) => ThinkingControl::ReasoningEffort(level),
+            None => ThinkingControl::None,
         }
     }
 

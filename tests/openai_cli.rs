@@ -88,6 +88,11 @@ fn a_chat_turn_runs_a_tool_round_on_a_local_server_and_names_its_provider() {
     assert!(second.get("reasoning_effort").is_none());
     let log = read_run_log(&only_log(runs.path())).unwrap();
     assert_eq!(log.header.provider, "openai");
+    assert_eq!(
+        log.header.thinking_sent,
+        Some(promptlab::models::ThinkingControl::None),
+        "an unlisted model was sent no effort, and the log says so"
+    );
     let footer = log.footer.expect("a complete log");
     assert_eq!(
         footer.cost_usd, None,
@@ -198,6 +203,14 @@ async fn serve_answers_the_prompt_lab_from_an_openai_compatible_server() {
     );
     let (code, _) = server.stop("INT", std::time::Duration::from_secs(10));
     assert_eq!(code, 0);
+    let logs = server.logs();
+    assert_eq!(
+        logs[0].header.thinking_sent,
+        Some(promptlab::models::ThinkingControl::ReasoningEffort(
+            promptlab::chat::ThinkingLevel::Low
+        )),
+        "the log records the effort sent"
+    );
 }
 
 #[test]

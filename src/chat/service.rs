@@ -292,7 +292,8 @@ fn prepare(
     );
     // The table the provider sends by: its levels are what it can send.
     let models = ctx.provider.models();
-    let fitted = if ctx.provider.kind() == crate::provider::ProviderKind::OpenAi {
+    let openai = ctx.provider.kind() == crate::provider::ProviderKind::OpenAi;
+    let fitted = if openai {
         models.fit_effort(&request.model, thinking_level)
     } else {
         models.fit(&request.model, thinking_level)
@@ -311,7 +312,10 @@ fn prepare(
         brand,
         thinking_level,
         thinking_sent: fitted.sent,
-        thinking_control: models.control(&request.model, fitted.sent),
+        thinking_control: match openai {
+            true => models.effort_control(&request.model, fitted.sent),
+            false => models.control(&request.model, fitted.sent).into(),
+        },
         thinking_note: fitted.note,
         system_sha256: sha256_hex(prompt.system_text()),
         tools_sha256: sha256_hex(serde_json::to_string(&tools).unwrap_or_default()),

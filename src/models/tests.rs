@@ -62,23 +62,23 @@ fn budget_models_get_a_budget_and_level_models_a_level() {
     let table = ModelTable::embedded();
     assert_eq!(
         table.control("gemini-2.5-pro", Minimal),
-        ThinkingControl::Budget(128)
+        GeminiThinking::Budget(128)
     );
     assert_eq!(
         table.control("gemini-2.5-flash", Minimal),
-        ThinkingControl::Budget(0)
+        GeminiThinking::Budget(0)
     );
     assert_eq!(
         table.control("gemini-2.5-flash", High),
-        ThinkingControl::Budget(24_576)
+        GeminiThinking::Budget(24_576)
     );
     assert_eq!(
         table.control("gemini-2.5-pro", Medium),
-        ThinkingControl::Budget(8_192)
+        GeminiThinking::Budget(8_192)
     );
     assert_eq!(
         table.control("gemini-3-pro-preview", High),
-        ThinkingControl::Level(High)
+        GeminiThinking::Level(High)
     );
     assert_eq!(table.fit("gemini-2.5-pro", Minimal).note, None);
 }

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::models::{ModelTable, ThinkingControl};
+use crate::models::{GeminiThinking, ModelTable};
 use crate::provider::{AiMessage, ModelRequest, ToolResultMessage};
 
 #[derive(Debug, Serialize)]
@@ -110,8 +110,8 @@ pub fn build_request(request: &ModelRequest, table: &ModelTable) -> GenerateCont
         generation_config: GenerationConfig {
             max_output_tokens: request.max_output_tokens,
             thinking_config: match table.control(&request.model, request.thinking_level) {
-                ThinkingControl::Level(level) => ThinkingConfig::Level(level.as_str()),
-                ThinkingControl::Budget(tokens) => ThinkingConfig::Budget(tokens),
+                GeminiThinking::Level(level) => ThinkingConfig::Level(level.as_str()),
+                GeminiThinking::Budget(tokens) => ThinkingConfig::Budget(tokens),
             },
             response_mime_type: request
                 .response_schema
