@@ -88,8 +88,8 @@ pub enum WorkerError {
     Endpoint(#[from] EndpointError),
     #[error("{0}")]
     Token(&'static str),
-    #[error("could not set up the HTTP client: {0}")]
-    Client(String),
+    #[error(transparent)]
+    Client(#[from] crate::provider::transport::ClientError),
 }
 
 /// One deployment, shared by every turn of a command (and so by every
@@ -124,8 +124,6 @@ impl WorkerClient {
         registry: &'static PromptRegistry,
     ) -> Result<WorkerClient, WorkerError> {
         let headers = transport::headers(config.token.as_deref()).map_err(WorkerError::Token)?;
-        let http = crate::provider::transport::client(config.http.connect_timeout)
-            .map_err(|error| WorkerError::Client(crate::provider::transport::error_chain(error)))?;
         let in_flight = Arc::new(Semaphore::new(config.max_concurrent.max(1)));
         let userinfo = crate::provider::transport::redact::url_userinfo(config.endpoint.url());
         let token = config.token.iter().map(|value| Secret {
@@ -136,7 +134,6 @@ impl WorkerClient {
             name: "the userinfo of --endpoint",
             value,
         });
-        let (redactor, unredactable) = Redactor::new(token.chain(url));
         let shown = config.endpoint.shown().to_string();
         let peer = Peer {
             name: WHO,
@@ -145,8 +142,8 @@ impl WorkerClient {
             idle_setting: "--idle-timeout",
         };
         // The worker's messages count the tries (docs/worker.md).
-        let policy = config.http.policy(true);
-        let transport = Transport::new(http, redactor, peer, policy, config.http.idle_timeout);
+        let (transport, unredactable) =
+            Transport::connect(&config.http, token.chain(url), peer, true)?;
         Ok(WorkerClient {
             config: Arc::new(config),
             registry,

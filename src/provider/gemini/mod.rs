@@ -34,7 +34,7 @@ use self::errors::{is_retryable, parse_error_body};
 use self::wire::build_request;
 use super::transport::HttpSettings;
 use super::transport::call::{Call, call_stream};
-use super::transport::{CallLimits, Failure, Peer, Protocol, Redactor, Secret, Transport};
+use super::transport::{CallLimits, Failure, Peer, Protocol, Secret, Transport};
 use super::{ErrorKind, ModelProvider, ModelRequest, ModelStream, ProviderError};
 
 pub const DEFAULT_BASE_URL: &str = "https://generativelanguage.googleapis.com";
@@ -97,15 +97,6 @@ pub struct GeminiProvider {
 
 impl GeminiProvider {
     pub fn new(config: GeminiConfig) -> Result<GeminiProvider, ProviderError> {
-        let client = super::transport::client(config.http.connect_timeout).map_err(|error| {
-            ProviderError::of(
-                ErrorKind::Invalid,
-                format!(
-                    "could not set up the HTTP client: {}",
-                    super::transport::error_chain(error)
-                ),
-            )
-        })?;
         let userinfo = reqwest::Url::parse(config.base_url.trim())
             .map(|url| super::transport::redact::url_userinfo(&url))
             .unwrap_or_default();
@@ -117,20 +108,15 @@ impl GeminiProvider {
             name: "the userinfo of GEMINI_BASE_URL",
             value,
         });
-        let (redactor, unredactable) = Redactor::new(key.chain(url));
         let peer = Peer {
             name: WHO,
             shown: super::transport::shown_url(&config.base_url),
             redirect_name: WHO.to_string(),
             idle_setting: "the idle timeout",
         };
-        let transport = Transport::new(
-            client,
-            redactor,
-            peer,
-            config.http.policy(false),
-            config.http.idle_timeout,
-        );
+        let (transport, unredactable) =
+            Transport::connect(&config.http, key.chain(url), peer, false)
+                .map_err(|error| ProviderError::of(ErrorKind::Invalid, error.to_string()))?;
         Ok(GeminiProvider {
             config,
             transport,

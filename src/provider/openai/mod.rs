@@ -28,7 +28,7 @@ use self::decode::ChunkDecoder;
 use self::errors::{is_retryable, parse_error_body};
 use super::transport::HttpSettings;
 use super::transport::call::{Call, call_stream};
-use super::transport::{CallLimits, Failure, Peer, Protocol, Redactor, Secret, Transport};
+use super::transport::{CallLimits, Failure, Peer, Protocol, Secret, Transport};
 use super::{ErrorKind, ModelProvider, ModelRequest, ModelStream, ProviderError, ProviderKind};
 use crate::models::ModelTable;
 
@@ -127,15 +127,6 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<OpenAiProvider, ProviderError> {
-        let client = super::transport::client(config.http.connect_timeout).map_err(|error| {
-            ProviderError::of(
-                ErrorKind::Invalid,
-                format!(
-                    "could not set up the HTTP client: {}",
-                    super::transport::error_chain(error)
-                ),
-            )
-        })?;
         let userinfo = reqwest::Url::parse(config.base_url.trim())
             .map(|url| super::transport::redact::url_userinfo(&url))
             .unwrap_or_default();
@@ -147,7 +138,6 @@ impl OpenAiProvider {
             name: "the userinfo of OPENAI_BASE_URL",
             value,
         });
-        let (redactor, unredactable) = Redactor::new(key.chain(url));
         let who = if config.is_openai() {
             "OpenAI"
         } else {
@@ -159,13 +149,9 @@ impl OpenAiProvider {
             redirect_name: format!("{who} at {}", super::transport::shown_url(&config.base_url)),
             idle_setting: "the idle timeout",
         };
-        let transport = Transport::new(
-            client,
-            redactor,
-            peer,
-            config.http.policy(false),
-            config.http.idle_timeout,
-        );
+        let (transport, unredactable) =
+            Transport::connect(&config.http, key.chain(url), peer, false)
+                .map_err(|error| ProviderError::of(ErrorKind::Invalid, error.to_string()))?;
         let url = endpoint(&config.base_url);
         Ok(OpenAiProvider {
             config,

@@ -134,7 +134,30 @@ pub enum Sending<T> {
     Sent(Result<T, ProviderError>, u32),
 }
 
+/// The HTTP client could not be built (no TLS backend, a bad setting).
+#[derive(Debug, thiserror::Error)]
+#[error("could not set up the HTTP client: {0}")]
+pub struct ClientError(String);
+
 impl Transport {
+    /// The transport to one server, as every client builds it: a client
+    /// that follows no redirect, the retry policy and idle timeout of
+    /// `http`, and a redactor of `secrets`; with a warning for each secret
+    /// too short to redact. `count_tries`: see `RetryPolicy`.
+    pub fn connect<'a>(
+        http: &HttpSettings,
+        secrets: impl IntoIterator<Item = Secret<'a>>,
+        peer: Peer,
+        count_tries: bool,
+    ) -> Result<(Transport, Vec<String>), ClientError> {
+        let client =
+            client(http.connect_timeout).map_err(|error| ClientError(error_chain(error)))?;
+        let (redactor, unredactable) = Redactor::new(secrets);
+        let policy = http.policy(count_tries);
+        let transport = Transport::new(client, redactor, peer, policy, http.idle_timeout);
+        Ok((transport, unredactable))
+    }
+
     pub fn new(
         client: reqwest::Client,
         redactor: Redactor,
