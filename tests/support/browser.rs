@@ -336,7 +336,9 @@ impl Drop for Browser {
 /// the profile once it listens; waited for with a deadline.
 fn devtools_url(profile: &Path) -> String {
     let file = profile.join("DevToolsActivePort");
-    let deadline = Instant::now() + Duration::from_secs(30);
+    // Generous: on a 2-core machine running the other tests, several
+    // Chromiums starting at once have taken over 30 s.
+    let deadline = Instant::now() + Duration::from_secs(90);
     loop {
         if let Ok(text) = std::fs::read_to_string(&file)
             && let Some((port, path)) = text.split_once('\n')
@@ -346,7 +348,7 @@ fn devtools_url(profile: &Path) -> String {
         }
         if Instant::now() > deadline {
             let log = std::fs::read_to_string(profile.join("chromium.log")).unwrap_or_default();
-            panic!("chromium did not open its DevTools port within 30 s; its log:\n{log}");
+            panic!("chromium did not open its DevTools port within 90 s; its log:\n{log}");
         }
         std::thread::sleep(Duration::from_millis(20));
     }
