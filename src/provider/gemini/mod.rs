@@ -24,7 +24,6 @@ use std::sync::Arc;
 use crate::models::ModelTable;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
@@ -178,16 +177,7 @@ impl ModelProvider for GeminiProvider {
     /// The endpoint too (without credentials or query): a mock's or a
     /// proxy's answers are never served as Google's.
     fn identity(&self) -> String {
-        let endpoint = match reqwest::Url::parse(&self.config.base_url) {
-            Ok(mut url) => {
-                let _ = url.set_username("");
-                let _ = url.set_password(None);
-                url.set_query(None);
-                url.set_fragment(None);
-                url.to_string()
-            }
-            Err(_) => crate::digest::sha256_hex(&self.config.base_url),
-        };
+        let endpoint = super::transport::endpoint_identity(&self.config.base_url);
         format!("gemini@{endpoint}")
     }
 
@@ -200,13 +190,7 @@ impl ModelProvider for GeminiProvider {
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let calls = call_stream(self.prepare(&request), CallAccumulator::new, cancel);
-        // The one redaction step: every message a server could have
-        // shaped passes here before anything shows or records it.
-        let redactor = self.transport.redactor.clone();
-        Box::pin(calls.map(move |item| {
-            // The usage of a call that stopped early stays with its error.
-            item.map_err(|error| error.map_message(|message| redactor.redact_owned(message)))
-        }))
+        self.transport.redacted(calls)
     }
 }
 

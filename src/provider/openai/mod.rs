@@ -19,7 +19,6 @@ pub mod wire;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::StreamExt;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderValue};
 use tokio_util::sync::CancellationToken;
@@ -267,16 +266,7 @@ impl ModelProvider for OpenAiProvider {
     /// The endpoint too (without credentials or query): answers of one
     /// server are never served as another's from the model-call cache.
     fn identity(&self) -> String {
-        let endpoint = match reqwest::Url::parse(self.config.base_url.trim()) {
-            Ok(mut url) => {
-                let _ = url.set_username("");
-                let _ = url.set_password(None);
-                url.set_query(None);
-                url.set_fragment(None);
-                url.to_string()
-            }
-            Err(_) => crate::digest::sha256_hex(&self.config.base_url),
-        };
+        let endpoint = super::transport::endpoint_identity(self.config.base_url.trim());
         format!("openai@{endpoint}")
     }
 
@@ -289,11 +279,7 @@ impl ModelProvider for OpenAiProvider {
 
     fn stream_turn(&self, request: ModelRequest, cancel: CancellationToken) -> ModelStream {
         let calls = call_stream(self.prepare(&request), ChunkDecoder::new, cancel);
-        // Every message a server could have shaped is redacted here.
-        let redactor = self.transport.redactor.clone();
-        Box::pin(calls.map(move |item| {
-            item.map_err(|error| error.map_message(|message| redactor.redact_owned(message)))
-        }))
+        self.transport.redacted(calls)
     }
 }
 

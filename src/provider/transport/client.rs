@@ -44,6 +44,16 @@ pub fn shown(url: &Url) -> String {
     safe.to_string()
 }
 
+/// A server's base URL as the model-call cache's key names it: without
+/// credentials, query or fragment (`shown`), or hashed when it is not a
+/// URL, so that one server's answers are never served as another's.
+pub fn endpoint_identity(base_url: &str) -> String {
+    match Url::parse(base_url) {
+        Ok(url) => shown(&url),
+        Err(_) => crate::digest::sha256_hex(base_url),
+    }
+}
+
 /// For a 3xx answer, the error that ends the call: `{who} answered 307 to
 /// http://host/path: redirects are not followed`, the target resolved
 /// against `requested` and shown without its query or userinfo.

@@ -24,7 +24,7 @@ pub mod retry;
 
 pub use body::{BodyRead, SseBody};
 pub use bounds::{CallBudget, CallLimits};
-pub use client::{client, error_chain, redirect_message, shown, shown_url};
+pub use client::{client, endpoint_identity, error_chain, redirect_message, shown, shown_url};
 pub use redact::{Redactor, Secret};
 pub use retry::{Decision, Failure, RetryNotice, RetryPolicy, backoff_delay, retry_after};
 
@@ -156,6 +156,19 @@ impl Transport {
         let policy = http.policy(count_tries);
         let transport = Transport::new(client, redactor, peer, policy, http.idle_timeout);
         Ok((transport, unredactable))
+    }
+
+    /// A call's stream with every error message redacted: the one
+    /// redaction step, before anything shows or records what a server
+    /// could have shaped. An early stop's usage stays with its error.
+    pub fn redacted(
+        &self,
+        calls: impl Stream<Item = Result<crate::provider::ModelEvent, ProviderError>> + Send + 'static,
+    ) -> crate::provider::ModelStream {
+        let redactor = self.redactor.clone();
+        Box::pin(calls.map(move |item| {
+            item.map_err(|error| error.map_message(|message| redactor.redact_owned(message)))
+        }))
     }
 
     pub fn new(
