@@ -4,6 +4,7 @@
 # (BENCHMARKS.md, issue #31).
 #   cargo build --release
 #   benches/scale.sh 1000        # or 10000, 100000; a runs folder may follow
+#   PROMPTLAB_BIN=/tmp/old/promptlab benches/scale.sh 10000   # another build, for an A/B
 set -euo pipefail
 cd "$(dirname "$0")/.."
 turns=${1:?usage: benches/scale.sh TURNS [RUNS_DIR]}
@@ -21,7 +22,7 @@ SUITE
 rm -rf "$dir"
 ran=$((repeats * 24))
 /usr/bin/time -f "%U %S %e %M" -o "$suite.time" \
-    target/release/promptlab --runs-dir "$dir" eval "$suite" --provider script -j 8 --quiet >/dev/null
+    "${PROMPTLAB_BIN:-target/release/promptlab}" --runs-dir "$dir" eval "$suite" --provider script -j 8 --quiet >/dev/null
 read -r user sys wall rss < "$suite.time"
 logs=$(find "$dir" -name '*.ndjson' -printf '%s\n' | awk '{s+=$1} END {print s}')
 prompts=$(find "$dir/prompts" -type f -printf '%s\n' 2>/dev/null | awk '{s+=$1} END {print s+0}')

@@ -74,3 +74,61 @@ fn a_killed_eval_leaves_a_partial_log_as_far_as_its_last_model_call() {
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["status"], "partial");
 }
+
+/// Finished logs are synced and renamed in groups (`sink::log_commit`):
+/// killed at any moment, a run leaves complete names only on logs with
+/// their footer, every other log `.partial` (some complete but not yet
+/// committed), and `--resume` runs exactly the turns without a complete
+/// log again.
+#[test]
+fn a_killed_eval_leaves_complete_names_only_on_committed_logs() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    write(
+        dir.path(),
+        "quick.yaml",
+        "turns:\n  - chunks: [\"The excess is £250.\"]\n    delayMs: 40\n",
+    );
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: killed\nclaims: {ids: [CLM-HH-0001]}\nrepeats: 300\ncases:\n  - {name: excess, message: What is the excess?, script: quick.yaml}\n",
+    );
+    let eval = |resume: bool| {
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .args(["eval", "--provider", "script", "-q", "-j", "4"])
+            .arg(&suite);
+        if resume {
+            command.arg("--resume");
+        }
+        command
+    };
+    let mut child = eval(false)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while run_logs_under(&runs).len() < 20 {
+        assert!(Instant::now() < deadline, "no logs committed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let complete = run_logs_under(&runs);
+    assert!(complete.len() < 300, "killed before the end");
+    for log in &complete {
+        let read = read_run_log(log).unwrap();
+        assert!(read.footer.is_some(), "{log:?} has a complete name");
+    }
+    let partial = support::files_under(&runs)
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".ndjson.partial"))
+        .count();
+    let resumed = run_command(&mut eval(true));
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let after = run_logs_under(&runs);
+    assert_eq!(after.len(), 300, "each turn once: {} were partial", partial);
+}

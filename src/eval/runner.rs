@@ -31,7 +31,7 @@ use crate::provider::{ModelProvider, ProviderKind};
 use crate::runs::record::RecordedVerdict;
 use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
 use crate::sink::driver::drive;
-use crate::sink::run_log::RunRecorder;
+use crate::sink::run_log::{GroupCommit, RunRecorder, WrittenLog};
 use crate::telemetry::TurnLabels;
 use crate::worker::{TurnRunner, WorkerClient};
 
@@ -261,6 +261,9 @@ pub async fn run_turns(
     } else {
         Box::new(plan.to_run())
     };
+    // Nobody reads a turn's events as they happen unless the feed carries
+    // them: the logs can then be synced and renamed in groups.
+    let group = (!settings.feed.events).then(GroupCommit::new);
     let slots = Arc::new(Semaphore::new(settings.concurrency.max(1)));
     let mut tasks = JoinSet::new();
     // Sized once: growing by doubling would hold the old and the new
@@ -279,19 +282,27 @@ pub async fn run_turns(
             break;
         }
         let (plan, settings) = (Arc::clone(&plan), Arc::clone(&settings));
-        let (cancel, messages) = (cancel.clone(), messages.clone());
+        let (cancel, messages, group) = (cancel.clone(), messages.clone(), group.clone());
         tasks.spawn(async move {
-            let result = run_one(&plan, &settings, &spec, cancel, &messages).await;
+            // Boxed: a turn's state is freed once it is judged, not kept
+            // for as long as the task waits for its group commit.
+            let turn = Box::pin(run_one(&plan, &settings, &spec, (cancel, group), &messages));
+            let (result, committing) = turn.await;
             if let Some(budget) = &settings.budget {
                 budget.spend(&result);
             }
+            // Given up only now: the next turn is checked against a budget
+            // that counts this one's spend. A turn waiting for its log's
+            // group commit holds no slot, or the group could never fill.
+            drop(slot);
             let result = result.kept();
+            let result = match committing {
+                Some(committing) => committing.wait(&plan, result, &messages).await,
+                None => result,
+            };
             let _ = messages
                 .send(EvalMessage::Finished(Box::new(result.clone())))
                 .await;
-            // Given up only now: the next turn is checked against a budget
-            // that counts this one's spend.
-            drop(slot);
             result
         });
     }
@@ -312,13 +323,16 @@ fn joined_result(joined: Result<TurnResult, tokio::task::JoinError>) -> Option<T
     }
 }
 
+/// Runs and judges one turn: its result, and its log's place in a group
+/// commit when it has one (the result's log is named only once that
+/// commit is done).
 async fn run_one(
     plan: &EvalPlan,
     settings: &RunSettings,
     spec: &TurnSpec,
-    cancel: CancellationToken,
+    (cancel, group): (CancellationToken, Option<Arc<GroupCommit>>),
     messages: &Sender<EvalMessage>,
-) -> TurnResult {
+) -> (TurnResult, Option<Committing>) {
     let runner = match &settings.provider {
         ProviderChoice::Worker(client) => TurnRunner::Worker(client.clone()),
         choice => match choice.for_turn(plan, spec) {
@@ -344,13 +358,17 @@ async fn run_one(
                     ..Observation::default()
                 };
                 let verdict = plan.judge(spec, &observation, &[]);
-                return TurnResult::new(spec, observation, verdict);
+                return (TurnResult::new(spec, observation, verdict), None);
             }
         },
     };
     let request = plan.request(spec, settings.today);
     let mut trace = start_trace(settings, &runner, &request);
-    let mut recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_ref());
+    let recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_ref());
+    let mut recorder = match group {
+        Some(group) => recorder.in_group(group),
+        None => recorder,
+    };
     let mut watch = Watch {
         observation: Observation {
             message: last_user_message(&request.messages),
@@ -375,8 +393,8 @@ async fn run_one(
     }
     let mut observation = watch.observation;
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let result = match delivery.recorder_failures.into_iter().next() {
-        Some(error) => lost_log(plan, spec, observation, error, messages),
+    let (result, committing) = match delivery.recorder_failures.into_iter().next() {
+        Some(error) => (lost_log(plan, spec, observation, error, messages), None),
         None => {
             let judge = settings.judge.as_deref();
             record_verdict(plan, spec, observation, recorder, judge, &cancel, messages).await
@@ -385,7 +403,7 @@ async fn run_one(
     if let Some(trace) = trace {
         end_trace(plan, trace, &result);
     }
-    result
+    (result, committing)
 }
 
 /// The turn's run log, labelled with its place and naming its trace.
@@ -455,10 +473,10 @@ async fn record_verdict(
     judge: Option<&Judge>,
     cancel: &CancellationToken,
     messages: &Sender<EvalMessage>,
-) -> TurnResult {
+) -> (TurnResult, Option<Committing>) {
     let Some(mut footer) = recorder.draft_footer(RunStatus::Cancelled) else {
         let error = "the turn ended before its run log was opened".to_string();
-        return lost_log(plan, spec, observation, error, messages);
+        return (lost_log(plan, spec, observation, error, messages), None);
     };
     observation.latency_ms = footer.total_ms;
     observation.thinking_tokens = footer.thinking_tokens;
@@ -483,11 +501,8 @@ async fn record_verdict(
         failures: verdict.failures.clone(),
         rubric: verdict.rubric.clone(),
     });
-    // The footer's fsync and rename block: off the runtime's threads.
-    let finished = tokio::task::spawn_blocking(move || recorder.finish_with(footer))
-        .await
-        .unwrap_or_else(|joined| Err(std::io::Error::other(joined)));
-    match finished {
+    let (finished, committing) = finish_log(recorder, footer).await;
+    let result = match finished {
         Ok(Some(path)) => TurnResult {
             run_log: Some(path),
             ..TurnResult::new(spec, observation, verdict)
@@ -499,6 +514,63 @@ async fn record_verdict(
         Err(error) => {
             let error = format!("could not complete it: {error}");
             lost_log(plan, spec, observation, error, messages)
+        }
+    };
+    (result, committing)
+}
+
+/// Writes the footer and completes the log alone, or leaves it to its
+/// group commit (the path it will have, and its place in the group). A log
+/// completed alone is synced and renamed off the runtime's threads.
+async fn finish_log(
+    recorder: RunRecorder,
+    footer: crate::runs::record::RunFooter,
+) -> (std::io::Result<Option<PathBuf>>, Option<Committing>) {
+    let Some(group) = recorder.group() else {
+        let finished = tokio::task::spawn_blocking(move || recorder.finish_with(footer));
+        return (finished.await.unwrap_or_else(join_failed), None);
+    };
+    // Written here, not on the blocking pool: the footer goes to the page
+    // cache in one `write` of a few KB, cheaper than handing it to a thread.
+    match recorder.finish_written(footer) {
+        Ok(Some(log)) => {
+            let path = log.final_path().to_path_buf();
+            (Ok(Some(path)), Some(Committing { group, log }))
+        }
+        Ok(None) => (Ok(None), None),
+        Err(error) => (Err(error), None),
+    }
+}
+
+/// A blocking step's task that did not finish (it panicked).
+fn join_failed<T>(joined: tokio::task::JoinError) -> std::io::Result<T> {
+    Err(std::io::Error::other(joined))
+}
+
+/// A judged turn's log waiting for its group commit.
+struct Committing {
+    group: Arc<GroupCommit>,
+    log: WrittenLog,
+}
+
+impl Committing {
+    /// `result` once its log is synced and renamed; an error, as any turn
+    /// whose log was not written is, when it could not be.
+    async fn wait(
+        self,
+        plan: &EvalPlan,
+        result: TurnResult,
+        messages: &Sender<EvalMessage>,
+    ) -> TurnResult {
+        match self.group.commit(self.log).await {
+            Ok(_) => result,
+            Err(error) => {
+                let error = format!("could not complete it: {error}");
+                let TurnResult {
+                    spec, observation, ..
+                } = result;
+                lost_log(plan, &spec, observation, error, messages)
+            }
         }
     }
 }

@@ -3,6 +3,7 @@
 //! its printer.
 
 pub mod driver;
+pub mod log_commit;
 pub mod pretty;
 pub mod run_log;
 pub mod style;

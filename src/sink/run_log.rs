@@ -3,7 +3,8 @@
 //! The file is created under `<runs dir>/<fingerprint>/` with a `.partial`
 //! suffix, flushed after every record (or, `batched`, at each model call),
 //! and renamed to its final name only
-//! after the footer is written and synced — so a killed process leaves a
+//! after the footer is written and synced (alone, or with other eval
+//! turns' logs by `log_commit`) — so a killed process leaves a
 //! file that is clearly partial, never one posing as complete. Names carry
 //! the start time and the full turn id and are created with `create_new`,
 //! so two turns never write the same file. No API key is ever part of any
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use chrono::Utc;
 
 use super::driver::{SinkRole, TurnSink};
+pub use super::log_commit::{GroupCommit, WrittenLog};
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
@@ -41,10 +43,13 @@ pub struct RunRecorder {
     trace: Option<crate::runs::record::TraceRef>,
     /// Flush at model calls and the footer only (`batched`).
     batched: bool,
+    /// Synced and renamed with other turns' logs (`in_group`).
+    group: Option<Arc<GroupCommit>>,
     log: Option<OpenLog>,
 }
 
 struct OpenLog {
+    runs_dir: PathBuf,
     partial_path: PathBuf,
     final_path: PathBuf,
     out: BufWriter<File>,
@@ -94,6 +99,7 @@ impl RunRecorder {
             labels,
             trace: None,
             batched: false,
+            group: None,
             log: None,
         }
     }
@@ -108,6 +114,20 @@ impl RunRecorder {
     pub fn batched(mut self) -> RunRecorder {
         self.batched = true;
         self
+    }
+
+    /// Synced and renamed by `group` along with other turns' logs
+    /// (`sink::log_commit`): for an eval's turns, whose results can wait
+    /// for their group. The caller finishes with `finish_written` and
+    /// `GroupCommit::commit`.
+    pub fn in_group(mut self, group: Arc<GroupCommit>) -> RunRecorder {
+        self.group = Some(group);
+        self
+    }
+
+    /// The group that commits this log, if any (`in_group`).
+    pub fn group(&self) -> Option<Arc<GroupCommit>> {
+        self.group.clone()
     }
 
     /// Records the turn's trace in the header (`docs/telemetry.md`).
@@ -262,28 +282,40 @@ impl RunRecorder {
             return Ok(None);
         };
         let partial_path = log.partial_path.clone();
-        let path = log.complete(footer).map_err(|error| {
-            let _ = std::fs::remove_file(&partial_path);
-            removed(&partial_path, error)
-        })?;
+        let path = log
+            .written(footer)
+            .and_then(WrittenLog::complete_alone)
+            .map_err(|error| {
+                let _ = std::fs::remove_file(&partial_path);
+                removed(&partial_path, error)
+            })?;
         // The run index (#30) gets the log's row; a failure there only
         // leaves the row to the next reader's folder check.
         crate::index::note_log(&self.runs_dir, &path);
         Ok(Some(path))
     }
 
+    /// Writes `footer` and hands the log on still `.partial` and unsynced,
+    /// for a `GroupCommit` to sync and rename along with others. A failure
+    /// on the way removes the `.partial` file.
+    pub fn finish_written(mut self, footer: RunFooter) -> io::Result<Option<WrittenLog>> {
+        let Some(log) = self.log.take() else {
+            return Ok(None);
+        };
+        let partial_path = log.partial_path.clone();
+        log.written(footer).map(Some).map_err(|error| {
+            let _ = std::fs::remove_file(&partial_path);
+            removed(&partial_path, error)
+        })
+    }
+
     fn open(&self, start: &TurnStart) -> io::Result<OpenLog> {
         let (turn_id, started_at) = (&start.turn_id, start.started_at);
         let (final_path, partial_path) =
             log_paths(&self.runs_dir, &start.fingerprint, turn_id, started_at);
-        if let Some(dir) = final_path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&partial_path)?;
+        let file = create_log_file(&partial_path)?;
         Ok(OpenLog {
+            runs_dir: self.runs_dir.clone(),
             partial_path,
             final_path,
             out: BufWriter::new(file),
@@ -348,6 +380,27 @@ impl TurnSink for RunRecorder {
     }
 }
 
+/// Creates the log's file exclusively, and its fingerprint folder only when
+/// it is missing: the folder is there for every turn but the first of a
+/// version, so checking it first would cost two system calls a turn.
+fn create_log_file(partial_path: &Path) -> io::Result<File> {
+    let create = || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(partial_path)
+    };
+    match create() {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            if let Some(dir) = partial_path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            create()
+        }
+        opened => opened,
+    }
+}
+
 /// The error of a failed write, naming the log that was removed for it.
 fn removed(partial_path: &Path, error: io::Error) -> io::Error {
     io::Error::new(
@@ -376,16 +429,19 @@ impl RunHeader {
 }
 
 impl OpenLog {
-    /// Writes the footer, syncs, and renames to the final name.
-    fn complete(mut self, footer: RunFooter) -> io::Result<PathBuf> {
+    /// Writes the footer and closes the file, not yet synced or renamed.
+    fn written(mut self, footer: RunFooter) -> io::Result<WrittenLog> {
         if !self.header_written {
             self.write_header()?;
         }
         self.write(&RunRecord::Footer(footer))?;
         let file = self.out.into_inner().map_err(|error| error.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&self.partial_path, &self.final_path)?;
-        Ok(self.final_path)
+        Ok(WrittenLog {
+            file,
+            runs_dir: self.runs_dir,
+            partial_path: self.partial_path,
+            final_path: self.final_path,
+        })
     }
 
     fn elapsed_ms(&self) -> u64 {
