@@ -171,7 +171,7 @@ fn a_claim_document_travels_whole() {
     let path = format!("{}/claims/CLM-HH-0001.json", env!("CARGO_MANIFEST_DIR"));
     let claim = promptlab::claims::load_claim_file(std::path::Path::new(&path)).unwrap();
     let mut request = promptlab::chat::ChatRequest::new(
-        ClaimInput::Document(Box::new(claim.clone())),
+        ClaimInput::Document(std::sync::Arc::new(claim.clone())),
         "What is the excess?",
         chrono::NaiveDate::from_ymd_opt(2025, 1, 1).unwrap(),
     );

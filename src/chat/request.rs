@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
@@ -55,7 +56,8 @@ impl ChatMessage {
 /// The claim a turn runs against: the document itself, or an id to look up.
 #[derive(Debug, Clone)]
 pub enum ClaimInput {
-    Document(Box<LoadedClaim>),
+    /// Shared: an eval sends the same document to every turn of a claim.
+    Document(Arc<LoadedClaim>),
     Id(String),
 }
 

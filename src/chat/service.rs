@@ -26,7 +26,7 @@ use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
 use crate::provider::{
     CallSummary, ModelEvent, ModelProvider, ModelStream, RetryNotice, ToolCall, ToolResultMessage,
 };
-use crate::tools::{ToolDeclaration, all_tools};
+use crate::tools::ToolDeclaration;
 
 /// What a turn runs with besides its request.
 #[derive(Clone)]
@@ -170,7 +170,7 @@ pub fn run_chat_turn(
                 return;
             }
         };
-        let mut turn = TurnLoop::new(&request, &prepared, claim.claim, turn_id, clock);
+        let mut turn = TurnLoop::new(&request, &prepared, claim, turn_id, clock);
         yield TurnOutput::Prepared(Box::new(prepared));
 
         for round in 1..=MAX_ROUNDS {
@@ -265,24 +265,25 @@ fn prepare(
     ctx: &TurnContext,
     request: &ChatRequest,
     start: TurnStart,
-) -> Result<(PreparedTurn, LoadedClaim), PrepareError> {
+) -> Result<(PreparedTurn, Arc<LoadedClaim>), PrepareError> {
     ctx.provider.check_ready()?;
     let claim = match &request.claim {
-        ClaimInput::Document(claim) => (**claim).clone(),
-        ClaimInput::Id(id) => ctx.store.load(id).map_err(|error| match error {
-            ClaimError::NotFound(_) => PrepareError::ClaimNotFound(Box::new(error)),
-            source => PrepareError::ClaimUnreadable {
-                id: id.clone(),
-                source: Box::new(source),
-            },
-        })?,
+        ClaimInput::Document(claim) => Arc::clone(claim),
+        ClaimInput::Id(id) => ctx
+            .store
+            .load(id)
+            .map(Arc::new)
+            .map_err(|error| match error {
+                ClaimError::NotFound(_) => PrepareError::ClaimNotFound(Box::new(error)),
+                source => PrepareError::ClaimUnreadable {
+                    id: id.clone(),
+                    source: Box::new(source),
+                },
+            })?,
     };
     let settings = prompt_settings(&request.prompt, ctx.registry, &claim.claim)?;
     let prompt = assemble_prompt(&settings, &claim.claim, request.today);
-    let tools: Vec<ToolDeclaration> = all_tools(request.prompt.screen_actions)
-        .iter()
-        .map(|tool| tool.declaration())
-        .collect();
+    let tools = crate::tools::offered_tools(request.prompt.screen_actions);
     let thinking_level = asked_thinking_level(
         settings
             .capability
@@ -318,9 +319,9 @@ fn prepare(
         },
         thinking_note: fitted.note,
         system_sha256: sha256_hex(prompt.system_text()),
-        tools_sha256: sha256_hex(serde_json::to_string(&tools).unwrap_or_default()),
+        tools_sha256: tools.sha256.clone(),
         prompt,
-        tools,
+        tools: tools.declarations.clone(),
         fingerprint: start.fingerprint,
         applied_overrides: start.applied_overrides,
         ignored_overrides: start.ignored_overrides,

@@ -4,6 +4,7 @@
 //! sequences these steps and yields what they return, so that every event is
 //! forwarded the moment it exists.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::decide::{
@@ -13,7 +14,7 @@ use super::event::{ChatEvent, Done, PromptsUsed, Usage};
 use super::history::to_ai_messages;
 use super::request::ChatRequest;
 use super::service::{ModelCallRecord, PreparedTurn, TurnOutput};
-use crate::claims::model::Claim;
+use crate::claims::LoadedClaim;
 use crate::prompts::thinking::ThinkingLevel;
 use crate::provider::{AiMessage, CallSummary, ModelRequest, ToolCall, ToolResultMessage};
 use crate::tools::{
@@ -48,7 +49,7 @@ pub struct TurnLoop {
     thinking_sent: ThinkingLevel,
     declarations: Vec<ToolDeclaration>,
     tools: Vec<&'static ToolSpec>,
-    claim: Claim,
+    claim: Arc<LoadedClaim>,
     prompts: PromptsUsed,
     messages: Vec<AiMessage>,
     usage: Usage,
@@ -61,7 +62,7 @@ impl TurnLoop {
     pub fn new(
         request: &ChatRequest,
         prepared: &PreparedTurn,
-        claim: Claim,
+        claim: Arc<LoadedClaim>,
         turn_id: String,
         clock: Instant,
     ) -> TurnLoop {
@@ -174,7 +175,9 @@ impl TurnLoop {
     /// unknown tool.
     pub fn activity(&self, round: u32, index: usize, call: &ToolCall) -> Option<TurnOutput> {
         let tool = find_tool(&self.tools, &call.name)?;
-        let ctx = ToolContext { claim: &self.claim };
+        let ctx = ToolContext {
+            claim: &self.claim.claim,
+        };
         Some(TurnOutput::Event(ChatEvent::Activity {
             id: call_id(call, round, index),
             tool: tool.name.to_string(),
@@ -185,7 +188,9 @@ impl TurnLoop {
     /// Runs one tool call (an unknown tool gets an error result the model
     /// reads) and returns its `tool_result` and `client_action` events.
     pub fn run_call(&mut self, round: u32, index: usize, call: &ToolCall) -> Vec<TurnOutput> {
-        let ctx = ToolContext { claim: &self.claim };
+        let ctx = ToolContext {
+            claim: &self.claim.claim,
+        };
         let (outcome, events) = match find_tool(&self.tools, &call.name) {
             None => (
                 ToolOutcome::error(unknown_tool_message(&call.name)),

@@ -2,6 +2,7 @@
 //! `prompts diff`, `chat`): which claim, which prompt options, which day.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use chrono::NaiveDate;
 use clap::Args;
@@ -31,7 +32,7 @@ impl ClaimArgs {
     /// the turn looks up (and reports as an `error` event if absent).
     pub fn into_input(self) -> Result<ClaimInput, CliError> {
         match (self.claim, self.claim_id) {
-            (Some(path), _) => Ok(ClaimInput::Document(Box::new(read_claim_file(&path)?))),
+            (Some(path), _) => Ok(ClaimInput::Document(Arc::new(read_claim_file(&path)?))),
             (None, Some(id)) => Ok(ClaimInput::Id(id)),
             (None, None) => Err(CliError::usage("one of --claim or --claim-id is required")),
         }
@@ -40,7 +41,7 @@ impl ClaimArgs {
     /// The claim itself, looked up now.
     pub fn load(self, store: &ClaimStore) -> Result<LoadedClaim, CliError> {
         match self.into_input()? {
-            ClaimInput::Document(claim) => Ok(*claim),
+            ClaimInput::Document(claim) => Ok(Arc::unwrap_or_clone(claim)),
             ClaimInput::Id(id) => {
                 super::folders::claims_folder(store)?;
                 Ok(store.load(&id)?)

@@ -266,7 +266,7 @@ impl ModelArgs {
             ));
         }
         match claim {
-            ClaimInput::Id(id) => Ok(ClaimInput::Document(Box::new(store.load(&id)?))),
+            ClaimInput::Id(id) => Ok(ClaimInput::Document(Arc::new(store.load(&id)?))),
             document => Ok(document),
         }
     }

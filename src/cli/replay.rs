@@ -62,7 +62,7 @@ pub fn run(
         )));
     }
     let claim = match (&args.claim, &args.claim_id) {
-        (Some(file), _) => Some(ClaimInput::Document(Box::new(read_claim_file(file)?))),
+        (Some(file), _) => Some(ClaimInput::Document(Arc::new(read_claim_file(file)?))),
         (None, Some(id)) => Some(ClaimInput::Id(id.clone())),
         (None, None) => None,
     };

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 pub use super::shard::Shard;
 use super::suite::{ClaimSelection, LoadedSuite, SuiteError};
@@ -85,7 +86,8 @@ pub const MAX_PLANNED_TURNS: usize = 1_000_000;
 #[derive(Debug, Clone)]
 pub struct Matrix {
     pub variants: Vec<PreparedVariant>,
-    pub claims: BTreeMap<String, LoadedClaim>,
+    /// Shared with every turn's request (`EvalPlan::request`), not copied.
+    pub claims: BTreeMap<String, Arc<LoadedClaim>>,
     /// The claim ids of each case, in store order.
     pub case_claims: Vec<Vec<String>>,
     pub repeats: u32,
@@ -145,7 +147,7 @@ pub fn build_matrix(
         };
         let chosen = select(selection, &all, &field, suite)?;
         for id in &chosen {
-            claims.insert(id.clone(), all[id].clone());
+            claims.insert(id.clone(), Arc::new(all[id].clone()));
         }
         case_claims.push(chosen);
     }

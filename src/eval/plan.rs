@@ -3,6 +3,7 @@
 //! (`--resume`), and how each turn's request, labels and verdict are made.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use chrono::NaiveDate;
 
@@ -176,7 +177,7 @@ impl EvalPlan {
         let model = &self.matrix.variants[spec.variant].model;
         let settings = case.settings(&self.suite.suite.defaults);
         ChatRequest {
-            claim: ClaimInput::Document(Box::new(self.matrix.claims[&spec.claim_id].clone())),
+            claim: ClaimInput::Document(Arc::clone(&self.matrix.claims[&spec.claim_id])),
             messages: case_messages(case),
             prompt: PromptOptions {
                 capability: settings.capability,

@@ -2,6 +2,7 @@
 //! comparison of the replayed events with the recorded ones.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::chat::event::ChatEvent;
 use crate::chat::request::{ChatRequest, ClaimInput, PromptOptions};
@@ -42,7 +43,7 @@ pub fn request_from_log(
         (None, Some(id), _) => ClaimInput::Id(id.clone()),
         (None, None, Some(file)) => {
             let loaded = load_claim_file(Path::new(file))?;
-            ClaimInput::Document(Box::new(loaded))
+            ClaimInput::Document(Arc::new(loaded))
         }
         (None, None, None) => return Err(ReplayRequestError::NoClaim),
     };

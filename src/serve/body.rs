@@ -5,6 +5,7 @@
 //! the `worker` provider writes.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::chat::request::DEFAULT_MODEL;
 use crate::chat::wire::WireRequest;
@@ -128,7 +129,7 @@ fn claim_input(
                 .map_err(|error| BodyError::Claim(error.to_string()))?;
             let loaded = parse_claim_bytes(&bytes, Path::new("<request>.json"))
                 .map_err(|error| BodyError::Claim(error.to_string()))?;
-            Ok(ClaimInput::Document(Box::new(loaded)))
+            Ok(ClaimInput::Document(Arc::new(loaded)))
         }
     }
 }

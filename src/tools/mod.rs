@@ -104,6 +104,32 @@ pub fn all_tools(screen_actions: bool) -> Vec<&'static ToolSpec> {
     tools
 }
 
+/// What a turn offers the model: the declarations of `all_tools`, and the
+/// SHA-256 of their JSON that run logs record (`toolsSha256`).
+#[derive(Debug)]
+pub struct OfferedTools {
+    pub declarations: Vec<ToolDeclaration>,
+    pub sha256: String,
+}
+
+/// The tools a turn offers, built once per process for each choice: they
+/// are fixed, and building and hashing them was a part of every turn.
+pub fn offered_tools(screen_actions: bool) -> &'static OfferedTools {
+    static OFFERED: [std::sync::OnceLock<OfferedTools>; 2] =
+        [std::sync::OnceLock::new(), std::sync::OnceLock::new()];
+    OFFERED[usize::from(screen_actions)].get_or_init(|| {
+        let declarations: Vec<ToolDeclaration> = all_tools(screen_actions)
+            .iter()
+            .map(|tool| tool.declaration())
+            .collect();
+        let json = serde_json::to_string(&declarations).unwrap_or_default();
+        OfferedTools {
+            sha256: crate::digest::sha256_hex(json),
+            declarations,
+        }
+    })
+}
+
 /// The tool called `name` among those offered.
 pub fn find_tool<'a>(tools: &[&'a ToolSpec], name: &str) -> Option<&'a ToolSpec> {
     tools.iter().copied().find(|tool| tool.name == name)

@@ -56,7 +56,11 @@ pub fn today() -> NaiveDate {
 pub fn request_for(claim_json: &str, message: &str) -> ChatRequest {
     let claim = parse_claim_bytes(claim_json.as_bytes(), Path::new("test.json"))
         .expect("test claims parse");
-    ChatRequest::new(ClaimInput::Document(Box::new(claim)), message, today())
+    ChatRequest::new(
+        ClaimInput::Document(std::sync::Arc::new(claim)),
+        message,
+        today(),
+    )
 }
 
 /// A request against a claim of the repository's store.
