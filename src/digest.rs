@@ -3,13 +3,26 @@
 use sha2::{Digest, Sha256};
 
 pub fn sha256_hex(bytes: impl AsRef<[u8]>) -> String {
-    let digest = Sha256::digest(bytes.as_ref());
+    hex(&Sha256::digest(bytes.as_ref()))
+}
+
+fn hex(digest: &[u8]) -> String {
     let mut hex = String::with_capacity(64);
     for byte in digest {
         hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
         hex.push(char::from_digit(u32::from(byte & 0xf), 16).unwrap_or('0'));
     }
     hex
+}
+
+/// The SHA-256 of `value`'s JSON, written straight into the hash rather
+/// than into a buffer first (the same bytes as `serde_json::to_vec`).
+pub fn sha256_hex_of_json(value: &impl serde::Serialize) -> String {
+    let mut hasher = Sha256::new();
+    // Writing into a hash cannot fail; a value that cannot be serialised
+    // (a map with non-string keys) hashes as far as it got, as before.
+    let _ = serde_json::to_writer(&mut hasher, value);
+    hex(&hasher.finalize())
 }
 
 /// The first 12 characters of a hex digest, for display. Digests read back

@@ -17,13 +17,11 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use futures_util::StreamExt;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
 use super::{
     CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderError, ToolCall,
 };
-use crate::digest::sha256_hex;
 use crate::keyed_files::KeyedFiles;
 
 /// The most an entry may hold when read back.
@@ -85,24 +83,44 @@ pub fn request_key(
     request: &ModelRequest,
     sample: u32,
 ) -> String {
-    let canonical = json!({
-        "provider": provider,
-        "model": request.model,
-        "system": request.system,
-        "messages": request.messages,
-        "tools": request.tools,
-        // The level as sent (already fitted), and how: a `--models` change of
-        // a budget is a different request.
-        "thinkingLevel": request.thinking_level.as_str(),
-        "thinking": models.control(&request.model, request.thinking_level),
-        // An OpenAI-compatible model's effort and cap field, as sent.
-        "reasoningEffort": models.reasoning_effort(&request.model, request.thinking_level),
-        "tokenField": models.token_field(&request.model),
-        "maxOutputTokens": request.max_output_tokens,
-        "responseSchema": request.response_schema,
-        "sample": sample,
-    });
-    sha256_hex(serde_json::to_vec(&canonical).unwrap_or_default())
+    let fields = KeyFields {
+        provider,
+        model: &request.model,
+        system: &request.system,
+        messages: &request.messages,
+        tools: &request.tools,
+        thinking_level: request.thinking_level.as_str(),
+        thinking: models.control(&request.model, request.thinking_level),
+        reasoning_effort: models.reasoning_effort(&request.model, request.thinking_level),
+        token_field: models.token_field(&request.model),
+        max_output_tokens: request.max_output_tokens,
+        response_schema: request.response_schema.as_ref(),
+        sample,
+    };
+    crate::digest::sha256_hex_of_json(&fields)
+}
+
+/// What a cache key hashes, borrowed from the request and serialised once,
+/// straight into the hash. The fields and their order are the key's bytes:
+/// a change makes every stored call miss once (docs/cache.md).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct KeyFields<'a> {
+    provider: &'a str,
+    model: &'a str,
+    system: &'a str,
+    messages: &'a [crate::provider::AiMessage],
+    tools: &'a [crate::tools::ToolDeclaration],
+    // The level as sent (already fitted), and how: a `--models` change of
+    // a budget is a different request.
+    thinking_level: &'a str,
+    thinking: crate::models::GeminiThinking,
+    // An OpenAI-compatible model's effort and cap field, as sent.
+    reasoning_effort: Option<crate::prompts::thinking::ThinkingLevel>,
+    token_field: crate::models::TokenField,
+    max_output_tokens: u32,
+    response_schema: Option<&'a serde_json::Value>,
+    sample: u32,
 }
 
 /// `inner`, answering from `cache` what it answered before for this sample.
@@ -189,4 +207,41 @@ fn replay(hit: CachedCall) -> ModelStream {
         })
         .chain(std::iter::once(Ok(ModelEvent::Done(summary))));
     Box::pin(futures_util::stream::iter(events))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompts::thinking::ThinkingLevel;
+    use serde_json::json;
+    use crate::provider::AiMessage;
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            model: "gemini-3.1-flash-lite".into(),
+            system: "You are a claims assistant.\n\"quoted\" ünïcode".into(),
+            messages: vec![AiMessage::User {
+                text: "What is the excess?".into(),
+            }],
+            tools: crate::tools::offered_tools(false).declarations.clone(),
+            thinking_level: ThinkingLevel::Low,
+            max_output_tokens: 8192,
+            response_schema: Some(json!({"type": "object", "required": ["b", "a"]})),
+        }
+    }
+
+    /// Cache keys are what `--cache` folders hold entries by: a change of
+    /// their bytes makes every stored call miss once, so it must be on
+    /// purpose (and said in docs/cache.md). The value was computed by the
+    /// key's first form, a `json!` object serialised once more.
+    #[test]
+    fn the_key_of_a_request_is_unchanged() {
+        let models = crate::models::ModelTable::shipped();
+        let key = request_key("gemini", &models, &request(), 2);
+        assert_eq!(
+            key,
+            "ff39596f60c37569deb4486b45b65a915858a91e94d00cb1fc37ee828078367d"
+        );
+        assert_ne!(key, request_key("gemini", &models, &request(), 3));
+    }
 }
