@@ -3,12 +3,15 @@
 # repeats), `-j 8`, release build: peak memory, CPU and bytes per turn
 # (BENCHMARKS.md, issue #31).
 #   cargo build --release
-#   benches/scale.sh 1000        # or 10000, 100000; a runs folder may follow
+#   benches/scale.sh 1000        # or 10000, 100000; a fresh runs folder may follow
 #   PROMPTLAB_BIN=/tmp/old/promptlab benches/scale.sh 10000   # another build, for an A/B
 set -euo pipefail
 cd "$(dirname "$0")/.."
 turns=${1:?usage: benches/scale.sh TURNS [RUNS_DIR]}
-dir=${2:-/tmp/bench-scale-$turns}
+# A fresh folder, never one just emptied: on ext4 without a journal (this
+# machine's), creating files right after many were deleted scans past the
+# deleted inodes for minutes, and that would be measured (BENCHMARKS.md).
+dir=${2:-$(mktemp -d /tmp/bench-scale-XXXXXX)}
 repeats=$(( (turns + 23) / 24 ))
 suite=$(mktemp --suffix .yaml)
 cat > "$suite" <<SUITE
@@ -19,7 +22,6 @@ repeats: $repeats
 cases:
   - {name: excess, message: What is the excess?, script: $PWD/benches/one-call.yaml}
 SUITE
-rm -rf "$dir"
 ran=$((repeats * 24))
 /usr/bin/time -f "%U %S %e %M" -o "$suite.time" \
     "${PROMPTLAB_BIN:-target/release/promptlab}" --runs-dir "$dir" eval "$suite" --provider script -j 8 --quiet >/dev/null
@@ -30,3 +32,4 @@ awk -v n="$ran" -v u="$user" -v s="$sys" -v w="$wall" -v m="$rss" -v l="$logs" -
     printf "turns=%d user=%.2fs sys=%.2fs wall=%.2fs peak_rss=%.1fMB cpu_per_turn=%.3fms log_bytes_per_turn=%.0f prompt_files_bytes=%d\n",
         n, u, s, w, m / 1024, (u + s) * 1000 / n, l / n, p }'
 rm -f "$suite" "$suite.time"
+echo "runs folder: $dir (delete it when done, not just before the next run)"
