@@ -270,7 +270,8 @@ pub async fn run_turns(
     // buffer at once, the largest block of a long run's memory.
     let mut results = Vec::with_capacity(plan.to_run().count());
     for spec in order {
-        // A slot first: the set never holds more than `-j` turns, and a
+        // A slot first: never more than `-j` turns run (and at most
+        // `log_commit::MAX_WAITING` more wait for their log's group), and a
         // turn is checked against the budget when it could really start.
         let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
             break;
@@ -400,9 +401,19 @@ async fn run_one(
             record_verdict(plan, spec, observation, recorder, judge, &cancel, messages).await
         }
     };
-    if let Some(trace) = trace {
-        end_trace(plan, trace, &result);
-    }
+    // A turn whose log waits for its group commit ends its trace once the
+    // log has its name (or the turn is an error for want of it).
+    let committing = match (trace, committing) {
+        (Some(trace), Some(committing)) => Some(Committing {
+            trace: Some(trace),
+            ..committing
+        }),
+        (Some(trace), None) => {
+            end_trace(plan, trace, &result);
+            None
+        }
+        (None, committing) => committing,
+    };
     (result, committing)
 }
 
@@ -535,7 +546,8 @@ async fn finish_log(
     match recorder.finish_written(footer) {
         Ok(Some(log)) => {
             let path = log.final_path().to_path_buf();
-            (Ok(Some(path)), Some(Committing { group, log }))
+            let trace = None;
+            (Ok(Some(path)), Some(Committing { group, log, trace }))
         }
         Ok(None) => (Ok(None), None),
         Err(error) => (Err(error), None),
@@ -551,6 +563,7 @@ fn join_failed<T>(joined: tokio::task::JoinError) -> std::io::Result<T> {
 struct Committing {
     group: Arc<GroupCommit>,
     log: WrittenLog,
+    trace: Option<crate::telemetry::TurnTrace>,
 }
 
 impl Committing {
@@ -562,7 +575,7 @@ impl Committing {
         result: TurnResult,
         messages: &Sender<EvalMessage>,
     ) -> TurnResult {
-        match self.group.commit(self.log).await {
+        let result = match self.group.commit(self.log).await {
             Ok(_) => result,
             Err(error) => {
                 let error = format!("could not complete it: {error}");
@@ -571,7 +584,11 @@ impl Committing {
                 } = result;
                 lost_log(plan, &spec, observation, error, messages)
             }
+        };
+        if let Some(trace) = self.trace {
+            end_trace(plan, trace, &result);
         }
+        result
     }
 }
 

@@ -308,18 +308,30 @@ fn writer_for(runs_dir: &Path) -> Option<Arc<Mutex<Connection>>> {
 /// recorder's hook; safe from any thread). A log that cannot be indexed
 /// now is found by the next reader, whose folder check sees it changed.
 pub fn note_log(runs_dir: &Path, log: &Path) {
+    note_logs(runs_dir, &[log.to_path_buf()]);
+}
+
+/// `note_log` for a group of logs committed together (`sink::log_commit`),
+/// in one transaction: SQLite's own sync once for the group, not per log.
+pub fn note_logs(runs_dir: &Path, logs: &[std::path::PathBuf]) {
     let Some(handle) = writer_for(runs_dir) else {
         return;
     };
-    let Ok(summary) = crate::runs::store::summarize(log) else {
+    let rows: Vec<rows::TurnRow> = logs
+        .iter()
+        .filter_map(|log| crate::runs::store::summarize(log).ok())
+        .map(|summary| rows::TurnRow::of(&summary.view(), runs_dir))
+        .collect();
+    if rows.is_empty() {
         return;
-    };
-    let row = rows::TurnRow::of(&summary.view(), runs_dir);
-    let partial = format!("{}{}", row.path, crate::runs::naming::PARTIAL_SUFFIX);
+    }
     let db = handle.lock().unwrap_or_else(|p| p.into_inner());
     let _ = in_transaction(&db, |db| {
-        row.upsert(db)?;
-        db.execute("DELETE FROM turns WHERE path = ?1", [&partial])?;
+        for row in &rows {
+            row.upsert(db)?;
+            let partial = format!("{}{}", row.path, crate::runs::naming::PARTIAL_SUFFIX);
+            db.execute("DELETE FROM turns WHERE path = ?1", [&partial])?;
+        }
         Ok(())
     });
 }

@@ -213,8 +213,8 @@ fn replay(hit: CachedCall) -> ModelStream {
 mod tests {
     use super::*;
     use crate::prompts::thinking::ThinkingLevel;
-    use serde_json::json;
     use crate::provider::AiMessage;
+    use serde_json::json;
 
     fn request() -> ModelRequest {
         ModelRequest {

@@ -1,16 +1,19 @@
 //! Group commit of run logs: an eval turn's finished log is synced and
 //! given its final name together with the other turns' that finished about
-//! the same time, one file-system sync for up to `GROUP_LOGS` logs instead
-//! of one `fsync` each — the `fsync`, and the journal commits it forces on
-//! ext4, were most of an eval turn's CPU (BENCHMARKS.md, issue #31).
+//! the same time, one file-system sync for a group of logs instead of one
+//! `fsync` each — the `fsync`, and the journal commits it forces on ext4,
+//! were most of an eval turn's CPU (BENCHMARKS.md, issue #31).
 //!
 //! The rule a complete name keeps is unchanged: a log is renamed to its
 //! final name only after it is synced, so a power loss leaves `.partial`
 //! files, never a torn log under a complete name. What the grouping costs:
-//! a turn's result waits for its group (at most `GROUP_WAIT`), and a killed
-//! run leaves the turns that finished since the last commit as complete
-//! `.partial` files, which `runs list` shows as partial and `--resume` runs
-//! again.
+//! a turn's result waits for its group to be gathered (`GROUP_WAIT` after
+//! its first log, or `GROUP_LOGS` logs) and synced; a killed run leaves the
+//! turns that finished since the last commit — at most `MAX_WAITING` — as
+//! complete `.partial` files, which `runs list` shows as partial and
+//! `--resume` runs again. One group is synced at a time, and at most
+//! `MAX_WAITING` turns wait: a slow sync holds the run back rather than
+//! letting finished turns pile up.
 
 use std::fs::File;
 use std::io;
@@ -18,17 +21,20 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{Semaphore, oneshot};
 
-/// The most logs one sync covers: a kill can leave this many finished
-/// turns to run again.
+/// A group is synced once it holds this many logs...
 pub const GROUP_LOGS: usize = 256;
 
-/// The longest a finished log waits for its group to fill.
+/// ...or this long after its first log was queued.
 pub const GROUP_WAIT: Duration = Duration::from_millis(100);
 
-/// A log whose footer is written and whose file is closed, still `.partial`
-/// and not yet synced (`RunRecorder::finish_written`).
+/// The most finished turns waiting for a commit (the group being synced
+/// and the next one gathering): what a kill can leave to run again.
+pub const MAX_WAITING: usize = 2 * GROUP_LOGS;
+
+/// A log whose footer is written, still `.partial` and not yet synced
+/// (`RunRecorder::finish_written`).
 #[derive(Debug)]
 pub struct WrittenLog {
     pub(super) file: File,
@@ -44,7 +50,7 @@ impl WrittenLog {
     }
 
     /// Syncs this log alone and gives it its final name: for a turn that
-    /// is not part of a group (chat, serve, a watched eval turn).
+    /// is not part of a group (chat, serve, `eval --format ndjson`).
     pub(super) fn complete_alone(self) -> io::Result<PathBuf> {
         self.file.sync_all()?;
         std::fs::rename(&self.partial_path, &self.final_path)?;
@@ -52,8 +58,8 @@ impl WrittenLog {
     }
 }
 
-/// A queued log: its paths only, so that a full group does not hold
-/// `GROUP_LOGS` open files.
+/// A queued log: its paths only — its file is closed when it is queued, so
+/// that the waiting turns hold no open files.
 struct Queued {
     log: LogPaths,
     done: oneshot::Sender<io::Result<PathBuf>>,
@@ -66,29 +72,46 @@ struct LogPaths {
 }
 
 /// The logs waiting for the next sync. Shared by an eval run's turns.
-#[derive(Default)]
 pub struct GroupCommit {
     queue: Mutex<Vec<Queued>>,
+    /// Held while a group is synced: one at a time, the next one gathering.
+    syncing: Mutex<FileSystems>,
+    /// A permit for each turn waiting for its commit (`MAX_WAITING`).
+    waiting: Semaphore,
+    limits: (usize, Duration),
 }
 
 impl GroupCommit {
     pub fn new() -> Arc<GroupCommit> {
-        Arc::new(GroupCommit::default())
+        GroupCommit::with_limits(GROUP_LOGS, GROUP_WAIT)
+    }
+
+    fn with_limits(logs: usize, wait: Duration) -> Arc<GroupCommit> {
+        Arc::new(GroupCommit {
+            queue: Mutex::new(Vec::new()),
+            syncing: Mutex::new(FileSystems::default()),
+            waiting: Semaphore::new(2 * logs),
+            limits: (logs, wait),
+        })
     }
 
     /// Queues `log` and waits until it is synced and renamed: its final
     /// path, or why not (the log is then removed, as a failed write's is).
     /// Must be called on a Tokio runtime, whose blocking pool does the sync.
     pub async fn commit(self: &Arc<Self>, log: WrittenLog) -> io::Result<PathBuf> {
+        let WrittenLog {
+            file,
+            runs_dir,
+            partial_path,
+            final_path,
+        } = log;
+        drop(file);
+        let Ok(_waiting) = self.waiting.acquire().await else {
+            return Err(io::Error::other("the log's group commit was closed"));
+        };
         let (done, committed) = oneshot::channel();
         let queued = {
             let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
-            let WrittenLog {
-                runs_dir,
-                partial_path,
-                final_path,
-                ..
-            } = log;
             let log = LogPaths {
                 runs_dir,
                 partial_path,
@@ -97,135 +120,145 @@ impl GroupCommit {
             queue.push(Queued { log, done });
             queue.len()
         };
-        if queued >= GROUP_LOGS {
+        let (logs, wait) = self.limits;
+        if queued == logs {
             self.flush_soon(Duration::ZERO);
         } else if queued == 1 {
             // The first of a group sets its deadline; a fuller group may be
             // flushed before it, and the deadline then flushes the next.
-            self.flush_soon(GROUP_WAIT);
+            self.flush_soon(wait);
         }
         committed
             .await
             .unwrap_or_else(|_| Err(io::Error::other("the log's group commit was dropped")))
     }
 
-    /// Takes what is queued after `delay` and commits it off the runtime's
-    /// threads.
+    /// After `delay`, syncs and renames what is queued once the sync before
+    /// it is done, off the runtime's threads.
     fn flush_soon(self: &Arc<Self>, delay: Duration) {
         let commits = Arc::clone(self);
         tokio::spawn(async move {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            let group =
-                std::mem::take(&mut *commits.queue.lock().unwrap_or_else(|p| p.into_inner()));
-            if group.is_empty() {
-                return;
-            }
-            let flushing = tokio::task::spawn_blocking(move || commit_group(group));
+            let flushing = tokio::task::spawn_blocking(move || commits.flush());
             // A panic in the sync is a bug; its waiters are told their
             // group was dropped.
             let _ = flushing.await;
         });
+    }
+
+    fn flush(&self) {
+        let mut file_systems = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+        // Taken only now: what queued while the last group was synced
+        // joins this one.
+        let group = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()));
+        if !group.is_empty() {
+            commit_group(group, &mut file_systems);
+        }
     }
 }
 
 /// Syncs the group's logs, then renames each and tells its waiter. A
 /// failed sync fails the whole group: no name is given to a log that may
 /// not be on disk.
-fn commit_group(group: Vec<Queued>) {
-    let synced = sync_logs(&group);
-    let mut noted: Vec<(PathBuf, PathBuf)> = Vec::new();
+fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) {
+    let synced = file_systems.sync(&group);
+    let mut noted: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
     for Queued { log, done } in group {
-        let result = match &synced {
+        let renamed = match &synced {
             Ok(()) => std::fs::rename(&log.partial_path, &log.final_path),
             Err(error) => Err(io::Error::new(error.kind(), error.to_string())),
         };
-        let result = match result {
+        let result = match renamed {
             Ok(()) => {
-                noted.push((log.runs_dir, log.final_path.clone()));
+                match noted.iter_mut().find(|(dir, _)| *dir == log.runs_dir) {
+                    Some((_, paths)) => paths.push(log.final_path.clone()),
+                    None => noted.push((log.runs_dir, vec![log.final_path.clone()])),
+                }
                 Ok(log.final_path)
             }
-            Err(error) => {
-                let _ = std::fs::remove_file(&log.partial_path);
-                Err(io::Error::new(
-                    error.kind(),
-                    format!(
-                        "{error} (committing `{}`, which was removed)",
-                        log.partial_path.display()
-                    ),
-                ))
-            }
+            Err(error) => Err(not_committed(&log.partial_path, error)),
         };
         let _ = done.send(result);
     }
-    // The run index (#30) gets the rows; one it misses is found by the
-    // next reader's folder check.
-    for (runs_dir, path) in &noted {
-        crate::index::note_log(runs_dir, path);
+    // The run index (#30) gets the rows, one transaction a group; one it
+    // misses is found by the next reader's folder check.
+    for (runs_dir, paths) in &noted {
+        crate::index::note_logs(runs_dir, paths);
     }
 }
 
-/// One `syncfs` of the file system holding the logs, where there is one
-/// (Linux): the data of every log in the group is then on disk. Elsewhere,
-/// an `fsync` of each.
-fn sync_logs(group: &[Queued]) -> io::Result<()> {
+/// The error of a log that could not be committed, whose `.partial` is
+/// removed (a failed write's is): it says whether it was.
+fn not_committed(partial_path: &Path, error: io::Error) -> io::Error {
+    let what = match std::fs::remove_file(partial_path) {
+        Ok(()) => "which was removed",
+        Err(_) => "which could not be removed either",
+    };
+    let shown = partial_path.display();
+    io::Error::new(
+        error.kind(),
+        format!("{error} (committing `{shown}`, {what})"),
+    )
+}
+
+/// The file systems an eval's logs are on, each with a file held open for
+/// the run: `syncfs` reports a write-back error once to each open file, so
+/// one kept from the first group on sees every error since (a file opened
+/// just before a sync could miss one reported to somebody else).
+#[derive(Default)]
+struct FileSystems {
     #[cfg(target_os = "linux")]
-    {
-        let mut file_systems: Vec<&Path> = Vec::new();
+    open: Vec<(u64, File)>,
+}
+
+impl FileSystems {
+    /// One `syncfs` of each file system holding the group's logs (Linux):
+    /// every log's data is then on disk. Elsewhere, an `fsync` of each.
+    #[cfg(target_os = "linux")]
+    fn sync(&mut self, group: &[Queued]) -> io::Result<()> {
+        use std::os::unix::fs::MetadataExt;
+        let mut devices: Vec<u64> = Vec::new();
+        let mut folders: Vec<(&Path, u64)> = Vec::new();
         for queued in group {
-            let dir = queued.log.runs_dir.as_path();
-            if !file_systems.contains(&dir) {
-                file_systems.push(dir);
-            }
-        }
-        for dir in file_systems {
-            let folder = File::open(dir)?;
-            rustix::fs::syncfs(&folder)?;
-        }
-        // Each log's own file is still synced if its folder is on another
-        // file system than the runs folder (a symlinked fingerprint folder).
-        let mut checked: Vec<(&Path, bool)> = Vec::new();
-        for queued in group {
-            let folder = queued.log.partial_path.parent().unwrap_or(Path::new("."));
-            let same = match checked.iter().find(|(seen, _)| *seen == folder) {
-                Some((_, same)) => *same,
+            let path = queued.log.partial_path.as_path();
+            let folder = path.parent().unwrap_or(Path::new("."));
+            let device = match folders.iter().find(|(seen, _)| *seen == folder) {
+                Some((_, device)) => *device,
                 None => {
-                    let same = same_file_system(folder, &queued.log.runs_dir);
-                    checked.push((folder, same));
-                    same
+                    let device = std::fs::metadata(folder)?.dev();
+                    folders.push((folder, device));
+                    device
                 }
             };
-            if !same {
-                sync_file(&queued.log.partial_path)?;
+            if !self.open.iter().any(|(open, _)| *open == device) {
+                // A log itself, not the runs folder, which may not be
+                // readable; the file stays valid once renamed.
+                self.open.push((device, File::open(path)?));
+            }
+            if !devices.contains(&device) {
+                devices.push(device);
+            }
+        }
+        for (device, file) in &self.open {
+            if devices.contains(device) {
+                rustix::fs::syncfs(file)?;
             }
         }
         Ok(())
     }
+
     #[cfg(not(target_os = "linux"))]
-    {
-        group
-            .iter()
-            .try_for_each(|queued| sync_file(&queued.log.partial_path))
-    }
-}
-
-/// An `fsync` of the file at `path`, opened again for it (opened for
-/// writing, as some systems need, without truncating it).
-fn sync_file(path: &Path) -> io::Result<()> {
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)?
-        .sync_all()
-}
-
-/// Whether `folder` is on the file system of `runs_dir`.
-#[cfg(target_os = "linux")]
-fn same_file_system(folder: &Path, runs_dir: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(folder), std::fs::metadata(runs_dir)) {
-        (Ok(file), Ok(dir)) => file.dev() == dir.dev(),
-        _ => false,
+    fn sync(&mut self, group: &[Queued]) -> io::Result<()> {
+        group.iter().try_for_each(|queued| {
+            // Opened again for writing, as some systems need to sync.
+            let path = &queued.log.partial_path;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)?
+                .sync_all()
+        })
     }
 }
 
@@ -270,6 +303,74 @@ mod tests {
             .filter(|name| name.ends_with(".partial"))
             .collect();
         assert!(left.is_empty(), "{left:?}");
+    }
+
+    /// How many of this process's open files are under `dir` (Linux).
+    #[cfg(target_os = "linux")]
+    fn open_files_under(dir: &Path) -> usize {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+            .filter(|target| target.starts_with(dir))
+            .count()
+    }
+
+    /// A turn waiting for its group holds no open file: a full queue of
+    /// waiting turns would otherwise hold hundreds, past a usual limit of
+    /// 1,024 (or macOS's 256).
+    #[cfg(target_os = "linux")]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn waiting_logs_hold_no_open_files() {
+        let dir = tempfile::tempdir().unwrap();
+        // A group of 40 that only fills, never times out.
+        let group = GroupCommit::with_limits(40, Duration::from_secs(3600));
+        let waiting: Vec<_> = (0..39)
+            .map(|n| {
+                let (group, log) = (Arc::clone(&group), written(dir.path(), &n.to_string()));
+                tokio::spawn(async move { group.commit(log).await })
+            })
+            .collect();
+        while group.queue.lock().unwrap().len() < 39 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(open_files_under(dir.path()), 0, "with 39 waiting");
+        // The 40th fills the group; every one is committed.
+        let last = group.commit(written(dir.path(), "39")).await;
+        assert!(last.unwrap().exists());
+        for turn in waiting {
+            assert!(turn.await.unwrap().unwrap().exists());
+        }
+    }
+
+    /// At most twice a group waits: a slow sync holds the run back.
+    // The lock stands for a sync that does not end; only the blocking pool
+    // waits on it, never this task.
+    #[allow(clippy::await_holding_lock)]
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_more_than_two_groups_wait() {
+        let dir = tempfile::tempdir().unwrap();
+        let group = GroupCommit::with_limits(4, Duration::from_secs(3600));
+        // Held as a sync would be: the first group of 4 is taken and waits.
+        let syncing = group.syncing.lock().unwrap();
+        let turns: Vec<_> = (0..12)
+            .map(|n| {
+                let (group, log) = (Arc::clone(&group), written(dir.path(), &n.to_string()));
+                tokio::spawn(async move { group.commit(log).await })
+            })
+            .collect();
+        while group.waiting.available_permits() > 0 {
+            tokio::task::yield_now().await;
+        }
+        tokio::task::yield_now().await;
+        assert_eq!(
+            group.queue.lock().unwrap().len(),
+            8,
+            "two groups queued, four turns held back"
+        );
+        drop(syncing);
+        for turn in turns {
+            assert!(turn.await.unwrap().unwrap().exists());
+        }
     }
 
     #[tokio::test]
