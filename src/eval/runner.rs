@@ -401,20 +401,30 @@ async fn run_one(
             record_verdict(plan, spec, observation, recorder, judge, &cancel, messages).await
         }
     };
-    // A turn whose log waits for its group commit ends its trace once the
-    // log has its name (or the turn is an error for want of it).
-    let committing = match (trace, committing) {
+    let committing = end_trace_or_hand_on(plan, trace, &result, committing);
+    (result, committing)
+}
+
+/// Ends the turn's trace now, or hands it to its log's group commit: a
+/// turn whose log waits for its group ends its trace once the log has its
+/// name (or the turn is an error for want of it).
+fn end_trace_or_hand_on(
+    plan: &EvalPlan,
+    trace: Option<crate::telemetry::TurnTrace>,
+    result: &TurnResult,
+    committing: Option<Committing>,
+) -> Option<Committing> {
+    match (trace, committing) {
         (Some(trace), Some(committing)) => Some(Committing {
             trace: Some(trace),
             ..committing
         }),
         (Some(trace), None) => {
-            end_trace(plan, trace, &result);
+            end_trace(plan, trace, result);
             None
         }
         (None, committing) => committing,
-    };
-    (result, committing)
+    }
 }
 
 /// The turn's run log, labelled with its place and naming its trace.
