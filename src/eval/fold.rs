@@ -71,6 +71,8 @@ pub struct CaseFold {
     pub required: u32,
     pub threshold: Threshold,
     pub outcome: CaseOutcome,
+    /// Its turns' latencies, summed (what JUnit gives as its time).
+    pub time_ms: u64,
 }
 
 /// The case's threshold, else `default_share` (`--pass-threshold`).
@@ -85,66 +87,103 @@ pub fn threshold_of(plan: &EvalPlan, case: usize, default_share: f64) -> Thresho
 
 /// Variant, case, claim.
 type GroupKey = (usize, usize, String);
-/// The matrix index of its first sample, its results, its selected samples.
-type Group<'a> = (usize, Vec<&'a TurnResult>, u32);
 
-/// Every selected variant × claim × case, in matrix order.
-pub fn fold_cases(plan: &EvalPlan, results: &[TurnResult], default_share: f64) -> Vec<CaseFold> {
-    let mut groups: BTreeMap<GroupKey, Group> = BTreeMap::new();
-    for spec in plan.selected() {
-        let first = spec.index - (spec.sample as usize - 1);
-        let entry = groups
-            .entry((spec.variant, spec.case, spec.claim_id.clone()))
-            .or_insert((first, Vec::new(), 0));
-        entry.2 += 1;
-    }
-    for result in results {
-        let spec = &result.spec;
-        if let Some(entry) = groups.get_mut(&(spec.variant, spec.case, spec.claim_id.clone())) {
-            entry.1.push(result);
+/// One group's counts while its turns are read.
+#[derive(Default)]
+struct Counts {
+    /// The matrix index of its first sample.
+    first: usize,
+    samples: u32,
+    ran: u32,
+    passed: u32,
+    failed: u32,
+    errors: u32,
+    time_ms: u64,
+}
+
+/// Folds turns one at a time (in any order) into every selected variant ×
+/// claim × case: what it keeps is counts per group, nothing per turn.
+pub struct CaseFolder<'a> {
+    plan: &'a EvalPlan,
+    default_share: f64,
+    groups: BTreeMap<GroupKey, Counts>,
+}
+
+impl<'a> CaseFolder<'a> {
+    /// `default_share`: `--pass-threshold`, for cases that set none.
+    pub fn new(plan: &'a EvalPlan, default_share: f64) -> CaseFolder<'a> {
+        let mut groups: BTreeMap<GroupKey, Counts> = BTreeMap::new();
+        for spec in plan.selected() {
+            let first = spec.index - (spec.sample as usize - 1);
+            let entry = groups
+                .entry((spec.variant, spec.case, spec.claim_id))
+                .or_insert_with(|| Counts {
+                    first,
+                    ..Counts::default()
+                });
+            entry.samples += 1;
+        }
+        CaseFolder {
+            plan,
+            default_share,
+            groups,
         }
     }
-    let mut folds: Vec<(usize, CaseFold)> = groups
-        .into_iter()
-        .map(|((variant, case, claim), (first, ran, samples))| {
-            let count =
-                |outcome| ran.iter().filter(|r| r.verdict.outcome == outcome).count() as u32;
-            let threshold = threshold_of(plan, case, default_share);
-            let (passed, failed, errors) = (
-                count(Outcome::Pass),
-                count(Outcome::Fail),
-                count(Outcome::Error),
-            );
-            let ran_count = ran.len() as u32;
-            let required = threshold.required(samples, plan.suite.repeats());
-            let unrun = samples.saturating_sub(ran_count);
-            let outcome = if ran_count == 0 {
-                CaseOutcome::NotRun
-            } else if passed >= required {
-                CaseOutcome::Pass
-            } else if passed + errors + unrun >= required {
-                CaseOutcome::Error
-            } else {
-                CaseOutcome::Fail
-            };
-            let fold = CaseFold {
-                variant,
-                case,
-                claim,
-                samples,
-                ran: ran_count,
-                passed,
-                failed,
-                errors,
-                required,
-                threshold,
-                outcome,
-            };
-            (first, fold)
-        })
-        .collect();
-    folds.sort_by_key(|(first, fold)| (fold.variant, *first));
-    folds.into_iter().map(|(_, fold)| fold).collect()
+
+    /// Counts one turn in its group (a turn of no selected group is not).
+    pub fn add(&mut self, result: &TurnResult) {
+        let spec = &result.spec;
+        let key = (spec.variant, spec.case, spec.claim_id.clone());
+        if let Some(entry) = self.groups.get_mut(&key) {
+            entry.ran += 1;
+            match result.verdict.outcome {
+                Outcome::Pass => entry.passed += 1,
+                Outcome::Fail => entry.failed += 1,
+                Outcome::Error => entry.errors += 1,
+            }
+            entry.time_ms = entry.time_ms.saturating_add(result.observation.latency_ms);
+        }
+    }
+
+    /// Every selected variant × claim × case, in matrix order.
+    pub fn finish(self) -> Vec<CaseFold> {
+        let (plan, default_share) = (self.plan, self.default_share);
+        let mut folds: Vec<(usize, CaseFold)> = self
+            .groups
+            .into_iter()
+            .map(|((variant, case, claim), counts)| {
+                let threshold = threshold_of(plan, case, default_share);
+                let required = threshold.required(counts.samples, plan.suite.repeats());
+                let unrun = counts.samples.saturating_sub(counts.ran);
+                let outcome = if counts.ran == 0 {
+                    CaseOutcome::NotRun
+                } else if counts.passed >= required {
+                    CaseOutcome::Pass
+                } else if counts.passed + counts.errors + unrun >= required {
+                    CaseOutcome::Error
+                } else {
+                    CaseOutcome::Fail
+                };
+                let fold = CaseFold {
+                    variant,
+                    case,
+                    claim,
+                    samples: counts.samples,
+                    ran: counts.ran,
+                    passed: counts.passed,
+                    failed: counts.failed,
+                    errors: counts.errors,
+                    required,
+                    threshold,
+                    outcome,
+                    time_ms: counts.time_ms,
+                };
+                (counts.first, fold)
+            })
+            .collect();
+        folds.sort_by_key(|(first, fold)| (fold.variant, *first));
+        folds.into_iter().map(|(_, fold)| fold).collect()
+    }
 }
 
 #[cfg(test)]

@@ -21,6 +21,7 @@ use super::feed::{Watch, deliver};
 use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey};
+use super::spill::ResultStore;
 use crate::chat::service::TurnContext;
 use crate::claims::ClaimStore;
 use crate::judge::Judge;
@@ -247,14 +248,16 @@ impl TurnResult {
 /// Runs the plan's remaining turns at most `concurrency` at a time, each
 /// an ordinary task (a `JoinSet` under a semaphore of `-j`), so that one
 /// turn's blocking step — an fsync, a cache write, a log read — never
-/// stalls the others; results come back in the order turns finish. Once
+/// stalls the others; each finished turn goes to `store` (the run's spill:
+/// nothing of it stays in memory here) in the order turns finish. Once
 /// `cancel` fires (or the budget is spent) no turn starts.
 pub async fn run_turns(
     plan: Arc<EvalPlan>,
     settings: Arc<RunSettings>,
     cancel: CancellationToken,
     messages: Sender<EvalMessage>,
-) -> Vec<TurnResult> {
+    store: &mut ResultStore,
+) {
     // With a budget, variants take turns, so a stop leaves none with no runs.
     let order: Box<dyn Iterator<Item = TurnSpec> + Send + '_> = if settings.budget.is_some() {
         Box::new(plan.to_run_round_robin())
@@ -263,9 +266,6 @@ pub async fn run_turns(
     };
     let slots = Arc::new(Semaphore::new(settings.concurrency.max(1)));
     let mut tasks = JoinSet::new();
-    // Sized once: growing by doubling would hold the old and the new
-    // buffer at once, the largest block of a long run's memory.
-    let mut results = Vec::with_capacity(plan.to_run().count());
     for spec in order {
         // A slot first: the set never holds more than `-j` turns, and a
         // turn is checked against the budget when it could really start.
@@ -273,7 +273,7 @@ pub async fn run_turns(
             break;
         };
         while let Some(joined) = tasks.try_join_next() {
-            results.extend(joined_result(joined));
+            joined_result(joined, store);
         }
         if cancel.is_cancelled() || settings.budget.as_ref().is_some_and(|b| !b.allows_start()) {
             break;
@@ -296,19 +296,19 @@ pub async fn run_turns(
         });
     }
     while let Some(joined) = tasks.join_next().await {
-        results.extend(joined_result(joined));
+        joined_result(joined, store);
     }
-    results
 }
 
-/// A finished turn task's result. A turn that panicked panics the run, as
-/// it did when turns were polled in one task: a bug, not a verdict.
-fn joined_result(joined: Result<TurnResult, tokio::task::JoinError>) -> Option<TurnResult> {
+/// A finished turn task's result, into the store. A turn that panicked
+/// panics the run, as it did when turns were polled in one task: a bug, not
+/// a verdict.
+fn joined_result(joined: Result<TurnResult, tokio::task::JoinError>, store: &mut ResultStore) {
     match joined {
-        Ok(result) => Some(result),
+        Ok(result) => store.push(result),
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
         // Cancelled tasks: only when the set is dropped, which it is not here.
-        Err(_) => None,
+        Err(_) => {}
     }
 }
 
@@ -527,33 +527,56 @@ fn lost_log(
 }
 
 /// Turns of the plan already recorded as done under `runs_dir`, for
-/// `--resume`: each log is read whole, and one that cannot be (a corrupt
-/// line, bytes that are not UTF-8) does not count as done — the turn runs
-/// again, with a warning naming the file. Marks the done turns in `plan`.
+/// `--resume`, put in `store`: each log is read whole, and one that cannot
+/// be (a corrupt line, bytes that are not UTF-8) does not count as done —
+/// the turn runs again, with a warning naming the file. Marks the done
+/// turns in `plan`; returns the warnings.
 pub fn resume(
     plan: &mut EvalPlan,
     runs_dir: &Path,
-) -> std::io::Result<(Vec<TurnResult>, Vec<String>)> {
+    store: &mut ResultStore,
+) -> std::io::Result<Vec<String>> {
     let recorded = index_recorded(&[runs_dir.to_path_buf()], plan, true)?;
-    let (mut results, mut warnings) = (Vec::new(), Vec::new());
-    for spec in plan.selected().collect::<Vec<_>>() {
+    let (mut done, mut warnings) = (std::collections::HashSet::new(), Vec::new());
+    for spec in plan.selected() {
         let Some(path) = recorded.get(&plan.key(&spec)) else {
             continue;
         };
         match read_run_log_checked(path) {
-            Ok(log) => results.push(TurnResult {
-                run_log: Some(path.clone()),
-                from_log: true,
-                ..judged_from_log(plan, &spec, &log, path)
-            }),
+            Ok(log) => {
+                done.insert(spec.index);
+                store.push(TurnResult {
+                    run_log: Some(path.clone()),
+                    from_log: true,
+                    ..judged_from_log(plan, &spec, &log, path)
+                });
+            }
             Err(error) => warnings.push(format!(
                 "resume: {error}; running {} again",
                 crate::eval::report::spec_label(plan, &spec)
             )),
         }
     }
-    plan.done = results.iter().map(|r| r.spec.index).collect();
-    Ok((results, warnings))
+    plan.done = done;
+    Ok(warnings)
+}
+
+/// `--report`: every selected turn from its newest recorded log under
+/// `dirs` (a turn with none is an error: not run), put in `store`; returns
+/// how many logs the folders' scan read.
+pub fn merge_recorded(
+    plan: &EvalPlan,
+    dirs: &[PathBuf],
+    store: &mut ResultStore,
+) -> std::io::Result<usize> {
+    let (recorded, scanned) = index_recorded_counted(dirs, plan, false)?;
+    for spec in plan.selected() {
+        store.push(match recorded.get(&plan.key(&spec)) {
+            Some(path) => result_from_log(plan, &spec, path),
+            None => missing_result(&spec),
+        });
+    }
+    Ok(scanned)
 }
 
 /// Judged again from the log, on the suite's expectations as they are now;

@@ -68,33 +68,176 @@ impl EvalRunFile {
     }
 }
 
-/// Writes `run`'s summary into `runs_dir/evals/` (temporary file, then
-/// rename: a reader never sees half of one) and adds it to the index.
-pub fn record_eval_run(runs_dir: &Path, run: &EvalRunFile) -> std::io::Result<PathBuf> {
+/// The turns of an eval run, walked as often as the writing needs: each
+/// call gives its argument every turn id and whether it was taken from a
+/// log (resumed, merged, re-scored), in matrix order — so that an eval run
+/// of a million turns is written without a list of them in memory.
+pub type TurnWalk<'a> =
+    dyn FnMut(&mut dyn FnMut(&str, bool) -> std::io::Result<()>) -> std::io::Result<()> + 'a;
+
+/// Writes the summary of `run` (its `turn_ids` and `from_logs` left empty:
+/// they come from `turns`) into `runs_dir/evals/` (temporary file, then
+/// rename: a reader never sees half of one) and adds it to the index. The
+/// file reads back as the same `EvalRunFile` with the lists filled in.
+pub fn record_eval_run(
+    runs_dir: &Path,
+    run: &EvalRunFile,
+    turns: &mut TurnWalk,
+) -> std::io::Result<PathBuf> {
     let dir = runs_dir.join(EVALS_FOLDER);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(run.file_name());
     let temporary = dir.join(format!(".{}.tmp-{}", run.file_name(), std::process::id()));
-    let mut text = serde_json::to_vec(run).map_err(std::io::Error::other)?;
-    text.push(b'\n');
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&temporary)
-        .and_then(|mut file| file.write_all(&text).and_then(|()| file.sync_all()))
+        .and_then(|file| {
+            let mut out = std::io::BufWriter::new(file);
+            write_file(&mut out, run, turns)?;
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()
+        })
         .and_then(|()| std::fs::rename(&temporary, &path))
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&temporary);
         })?;
     if let Some(handle) = super::writer_for(runs_dir) {
         let db = handle.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = in_transaction(&db, |db| upsert(db, &run.file_name(), run));
+        let mut failed = None;
+        let _ = in_transaction(&db, |db| {
+            let rows = upsert_streamed(db, &run.file_name(), run, turns);
+            if let Err(Streamed::Walk(error)) = &rows {
+                failed = Some(error.to_string());
+            }
+            rows.map_err(Streamed::into_sql)
+        });
+        if let Some(error) = failed {
+            return Err(std::io::Error::other(error));
+        }
     }
     Ok(path)
 }
 
+/// The file `EvalRunFile` serialises to, its two lists written from `turns`.
+fn write_file(
+    out: &mut impl Write,
+    run: &EvalRunFile,
+    turns: &mut TurnWalk,
+) -> std::io::Result<()> {
+    let serde_json::Value::Object(fields) = serde_json::to_value(run)? else {
+        return Err(std::io::Error::other("an eval run is an object"));
+    };
+    out.write_all(b"{")?;
+    let mut borrowed = 0usize;
+    for (place, (key, value)) in fields.iter().enumerate() {
+        if place > 0 {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, key)?;
+        out.write_all(b":")?;
+        if key != "turnIds" {
+            serde_json::to_writer(&mut *out, value)?;
+            continue;
+        }
+        list(out, turns, |from_log| {
+            borrowed += usize::from(from_log);
+            true
+        })?;
+        if borrowed > 0 {
+            out.write_all(b",\"fromLogs\":")?;
+            list(out, turns, |from_log| from_log)?;
+        }
+    }
+    out.write_all(b"}\n")
+}
+
+/// A JSON list of the turn ids `keep` takes.
+fn list(
+    out: &mut impl Write,
+    turns: &mut TurnWalk,
+    mut keep: impl FnMut(bool) -> bool,
+) -> std::io::Result<()> {
+    out.write_all(b"[")?;
+    let mut first = true;
+    turns(&mut |id, from_log| {
+        if !keep(from_log) {
+            return Ok(());
+        }
+        if !std::mem::take(&mut first) {
+            out.write_all(b",")?;
+        }
+        serde_json::to_writer(&mut *out, id).map_err(std::io::Error::from)
+    })?;
+    out.write_all(b"]")
+}
+
+/// Why the streamed rows were not added.
+enum Streamed {
+    Sql(rusqlite::Error),
+    Walk(std::io::Error),
+}
+
+impl Streamed {
+    fn into_sql(self) -> rusqlite::Error {
+        match self {
+            Streamed::Sql(error) => error,
+            Streamed::Walk(_) => rusqlite::Error::ExecuteReturnedResults,
+        }
+    }
+}
+
+/// `upsert`, its members from `turns`.
+fn upsert_streamed(
+    db: &Connection,
+    file: &str,
+    run: &EvalRunFile,
+    turns: &mut TurnWalk,
+) -> Result<(), Streamed> {
+    let mut count = 0usize;
+    turns(&mut |_, _| {
+        count += 1;
+        Ok(())
+    })
+    .map_err(Streamed::Walk)?;
+    upsert_head(db, file, run, count).map_err(Streamed::Sql)?;
+    let mut member = db.prepare_cached(MEMBER_SQL).map_err(Streamed::Sql)?;
+    let mut sql = None;
+    turns(&mut |turn, borrowed| {
+        if sql.is_none()
+            && let Err(error) = member.execute(params![run.eval_run, turn, borrowed])
+        {
+            sql = Some(error);
+        }
+        Ok(())
+    })
+    .map_err(Streamed::Walk)?;
+    match sql {
+        Some(error) => Err(Streamed::Sql(error)),
+        None => Ok(()),
+    }
+}
+
+const MEMBER_SQL: &str =
+    "INSERT OR REPLACE INTO eval_run_turns (eval_run, turn_id, borrowed) VALUES (?1, ?2, ?3)";
+
 /// Adds one summary file's rows, replacing those it had.
 fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()> {
+    upsert_head(db, file, run, run.turn_ids.len())?;
+    let mut member = db.prepare_cached(MEMBER_SQL)?;
+    let borrowed: HashSet<&String> = run.from_logs.iter().collect();
+    for turn in &run.turn_ids {
+        member.execute(params![run.eval_run, turn, borrowed.contains(turn)])?;
+    }
+    Ok(())
+}
+
+/// The summary's own row and the eval run's, with `turns` counted.
+fn upsert_head(
+    db: &Connection,
+    file: &str,
+    run: &EvalRunFile,
+    turns: usize,
+) -> rusqlite::Result<()> {
     forget(db, file)?;
     let nanos = super::rows::nanos;
     db.prepare_cached(
@@ -107,20 +250,13 @@ fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()
         run.run_kind,
         run.shard,
         i64::try_from(run.planned).unwrap_or(i64::MAX),
-        i64::try_from(run.turn_ids.len()).unwrap_or(i64::MAX),
+        i64::try_from(turns).unwrap_or(i64::MAX),
         run.status(),
         run.exit,
         run.started_at.to_rfc3339(),
         run.ended_at.to_rfc3339(),
         run.summary.to_string(),
     ])?;
-    let mut member = db.prepare_cached(
-        "INSERT OR REPLACE INTO eval_run_turns (eval_run, turn_id, borrowed) VALUES (?1, ?2, ?3)",
-    )?;
-    let borrowed: HashSet<&String> = run.from_logs.iter().collect();
-    for turn in &run.turn_ids {
-        member.execute(params![run.eval_run, turn, borrowed.contains(turn)])?;
-    }
     note_eval_run(
         db,
         &run.eval_run,

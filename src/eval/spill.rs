@@ -1,0 +1,443 @@
+//! The eval run's own scratch file of finished turns (its "spill"): each
+//! turn's kept result (`TurnResult::kept`) is appended as one JSON line as
+//! it finishes, and the end of the run — summary, folds, tags, JUnit,
+//! Markdown, the eval run's turn ids — reads them back in matrix order, so
+//! that no turn's result stays in memory while a long suite runs.
+//!
+//! The file is `<runs dir>/.eval-spill.<eval run id>.<pid>` (the system's
+//! temporary folder when the runs folder does not exist, e.g. `--report`
+//! into a fresh one): a dot file, not named like a run log, so no scanner
+//! takes it for one; it is removed when the run ends, whatever its end. Its
+//! size is bounded by the turns times a kept result's size (the verdict's
+//! lines, ≤ 2,001 characters of answer, ids and numbers: ~0.5–10 KB). In
+//! memory it keeps 8 bytes a turn of the matrix: each record's offset.
+//!
+//! The file is trusted no more than any input: before it is read, one scan
+//! checks that every line is whole JSON naming a turn of the matrix, at the
+//! offset it was written at, once — a truncated, altered, missing or
+//! duplicated record is an error naming the byte, never a wrong verdict.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::expect::{Observation, Outcome, Verdict};
+use super::matrix::TurnSpec;
+use super::runner::TurnResult;
+use crate::event::Usage;
+use crate::judge::RubricVerdict;
+
+/// No record for this matrix index (yet).
+const NONE: u64 = u64::MAX;
+/// The longest line read back: far past any kept result, short of harm.
+const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Why the spill could not be written or read back.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("the eval run's spill file `{path}`: {problem}")]
+pub struct SpillError {
+    pub path: String,
+    pub problem: String,
+}
+
+/// The finished turns of one eval run, on disk, by matrix index.
+pub struct ResultStore {
+    path: PathBuf,
+    writer: Option<BufWriter<File>>,
+    /// Byte offset of each matrix index's record, `NONE` for none.
+    offsets: Vec<u64>,
+    written: u64,
+    count: usize,
+    /// The first failure to write: every read then says it.
+    broken: Option<String>,
+    /// Checked by one scan since the last write.
+    checked: bool,
+}
+
+/// One line of the spill: a kept `TurnResult`, flat.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct Record {
+    index: usize,
+    variant: usize,
+    claim: String,
+    case: usize,
+    sample: u32,
+    outcome: Outcome,
+    failures: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rubric: Vec<RubricVerdict>,
+    answer: String,
+    error: Option<String>,
+    cancelled: bool,
+    rounds: u32,
+    usage: Usage,
+    latency_ms: u64,
+    thinking_tokens: u64,
+    cost_usd: Option<f64>,
+    cached_calls: u32,
+    remote: bool,
+    turn_id: Option<String>,
+    eval_run: Option<String>,
+    /// The run log's path, when it is UTF-8 …
+    run_log: Option<String>,
+    /// … else its bytes in hexadecimal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run_log_hex: Option<String>,
+    log_error: Option<String>,
+    from_log: bool,
+}
+
+/// Only the index of a record, for the checking scan.
+#[derive(Deserialize)]
+struct Head {
+    index: usize,
+}
+
+impl Record {
+    fn of(result: TurnResult) -> Record {
+        let TurnResult {
+            spec,
+            observation: seen,
+            verdict,
+            run_log,
+            log_error,
+            from_log,
+        } = result;
+        let (run_log, run_log_hex) = match run_log.map(PathBuf::into_os_string) {
+            None => (None, None),
+            Some(path) => match path.into_string() {
+                Ok(text) => (Some(text), None),
+                Err(raw) => {
+                    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(raw.as_os_str());
+                    (None, Some(data_encoding::HEXLOWER.encode(bytes)))
+                }
+            },
+        };
+        Record {
+            index: spec.index,
+            variant: spec.variant,
+            claim: spec.claim_id,
+            case: spec.case,
+            sample: spec.sample,
+            outcome: verdict.outcome,
+            failures: verdict.failures,
+            rubric: verdict.rubric,
+            answer: seen.answer,
+            error: seen.error,
+            cancelled: seen.cancelled,
+            rounds: seen.rounds,
+            usage: seen.usage,
+            latency_ms: seen.latency_ms,
+            thinking_tokens: seen.thinking_tokens,
+            cost_usd: seen.cost_usd,
+            cached_calls: seen.cached_calls,
+            remote: seen.remote,
+            turn_id: seen.turn_id,
+            eval_run: seen.eval_run,
+            run_log,
+            run_log_hex,
+            log_error,
+            from_log,
+        }
+    }
+
+    fn into_result(self) -> Result<TurnResult, String> {
+        let run_log = match (self.run_log, self.run_log_hex) {
+            (Some(text), None) => Some(PathBuf::from(text)),
+            (None, Some(hex)) => {
+                let bytes = data_encoding::HEXLOWER
+                    .decode(hex.as_bytes())
+                    .map_err(|_| "a run log path that is not hexadecimal".to_string())?;
+                let os = <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes);
+                Some(PathBuf::from(os))
+            }
+            (None, None) => None,
+            (Some(_), Some(_)) => return Err("two run log paths".into()),
+        };
+        let observation = Observation {
+            answer: self.answer,
+            error: self.error,
+            cancelled: self.cancelled,
+            rounds: self.rounds,
+            usage: self.usage,
+            latency_ms: self.latency_ms,
+            thinking_tokens: self.thinking_tokens,
+            cost_usd: self.cost_usd,
+            cached_calls: self.cached_calls,
+            remote: self.remote,
+            turn_id: self.turn_id,
+            eval_run: self.eval_run,
+            ..Observation::default()
+        };
+        let spec = TurnSpec {
+            index: self.index,
+            variant: self.variant,
+            claim_id: self.claim,
+            case: self.case,
+            sample: self.sample,
+        };
+        let verdict = Verdict {
+            outcome: self.outcome,
+            failures: self.failures,
+            rubric: self.rubric,
+        };
+        Ok(TurnResult {
+            run_log,
+            log_error: self.log_error,
+            from_log: self.from_log,
+            ..TurnResult::new(&spec, observation, verdict)
+        })
+    }
+}
+
+impl ResultStore {
+    /// A fresh spill for eval run `eval_run` in `runs_dir` (else the
+    /// system's temporary folder), with room for `matrix_len` turns.
+    pub fn create(
+        runs_dir: &Path,
+        eval_run: &str,
+        matrix_len: usize,
+    ) -> Result<ResultStore, SpillError> {
+        let id: String = eval_run
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .take(40)
+            .collect();
+        let name = format!(".eval-spill.{id}.{}", std::process::id());
+        let dir = match runs_dir.is_dir() {
+            true => runs_dir.to_path_buf(),
+            false => std::env::temp_dir(),
+        };
+        let path = dir.join(name);
+        let file = File::options()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|error| SpillError {
+                path: path.display().to_string(),
+                problem: format!("could not create it: {error}"),
+            })?;
+        Ok(ResultStore {
+            path,
+            writer: Some(BufWriter::with_capacity(64 * 1024, file)),
+            offsets: vec![NONE; matrix_len],
+            written: 0,
+            count: 0,
+            broken: None,
+            checked: false,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Turns put in.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Whether the turn at this matrix index has a result.
+    pub fn contains(&self, index: usize) -> bool {
+        self.offsets
+            .get(index)
+            .is_some_and(|offset| *offset != NONE)
+    }
+
+    /// Appends a finished turn (kept: see `TurnResult::kept`). A failure
+    /// (a full disk, a turn outside the matrix or put twice) is kept and
+    /// said by every later read: the run cannot end with a verdict.
+    pub fn push(&mut self, result: TurnResult) {
+        if self.broken.is_some() {
+            return;
+        }
+        if let Err(problem) = self.append(result.kept()) {
+            self.broken = Some(problem);
+        }
+    }
+
+    fn append(&mut self, result: TurnResult) -> Result<(), String> {
+        let index = result.spec.index;
+        match self.offsets.get(index) {
+            None => return Err(format!("turn #{index} is outside the matrix")),
+            Some(offset) if *offset != NONE => return Err(format!("turn #{index} was put twice")),
+            Some(_) => {}
+        }
+        let mut line = serde_json::to_vec(&Record::of(result)).map_err(|e| e.to_string())?;
+        line.push(b'\n');
+        let writer = self.writer.as_mut().ok_or("written after it was read")?;
+        writer
+            .write_all(&line)
+            .map_err(|error| format!("could not write to it: {error}"))?;
+        self.offsets[index] = self.written;
+        self.written += line.len() as u64;
+        self.count += 1;
+        self.checked = false;
+        Ok(())
+    }
+
+    fn error(&self, problem: String) -> SpillError {
+        SpillError {
+            path: self.path.display().to_string(),
+            problem,
+        }
+    }
+
+    fn damaged(&self, offset: u64, problem: impl std::fmt::Display) -> SpillError {
+        self.error(format!("damaged at byte {offset}: {problem}"))
+    }
+
+    /// Every result, in matrix order. The first call ends the writing and
+    /// checks the whole file once.
+    pub fn in_matrix_order(&mut self) -> Result<MatrixOrder<'_>, SpillError> {
+        if let Some(problem) = &self.broken {
+            return Err(self.error(problem.clone()));
+        }
+        if let Some(mut writer) = self.writer.take() {
+            writer
+                .flush()
+                .map_err(|error| self.error(format!("could not write to it: {error}")))?;
+        }
+        if !self.checked {
+            self.check()?;
+            self.checked = true;
+        }
+        Ok(MatrixOrder {
+            store: self,
+            reader: BufReader::with_capacity(64 * 1024, self.open()?),
+            at: 0,
+            next: 0,
+        })
+    }
+
+    fn open(&self) -> Result<File, SpillError> {
+        File::open(&self.path)
+            .map_err(|error| self.error(format!("could not read it back: {error}")))
+    }
+
+    /// One scan: each line whole, naming a matrix turn written at that very
+    /// offset; as many lines as turns put in; nothing after them.
+    fn check(&self) -> Result<(), SpillError> {
+        let mut reader = BufReader::with_capacity(64 * 1024, self.open()?);
+        let (mut at, mut lines, mut line) = (0u64, 0usize, Vec::new());
+        loop {
+            line.clear();
+            let read = read_line(&mut reader, &mut line).map_err(|e| self.damaged(at, e))?;
+            if read == 0 {
+                break;
+            }
+            let head: Head = parse(&line).map_err(|problem| self.damaged(at, problem))?;
+            match self.offsets.get(head.index) {
+                None => {
+                    let problem = format!("turn #{} is outside the matrix", head.index);
+                    return Err(self.damaged(at, problem));
+                }
+                Some(&NONE) => {
+                    let problem = format!("turn #{} was never put in", head.index);
+                    return Err(self.damaged(at, problem));
+                }
+                Some(&offset) if offset != at => {
+                    let problem = format!("turn #{} again (written at byte {offset})", head.index);
+                    return Err(self.damaged(at, problem));
+                }
+                Some(_) => {}
+            }
+            at += read as u64;
+            lines += 1;
+        }
+        if lines != self.count || at != self.written {
+            return Err(self.error(format!(
+                "{lines} records in {at} bytes, but {} were written in {} bytes: records are missing",
+                self.count, self.written
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for ResultStore {
+    fn drop(&mut self) {
+        drop(self.writer.take());
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// One whole line (with its `\n`) into `line`; 0 at the end.
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> Result<usize, String> {
+    let read = reader
+        .take(MAX_RECORD_BYTES)
+        .read_until(b'\n', line)
+        .map_err(|error| format!("could not read it back: {error}"))?;
+    match line.last() {
+        _ if read == 0 => Ok(0),
+        Some(b'\n') => Ok(read),
+        _ if read as u64 == MAX_RECORD_BYTES => Err("a record longer than 16 MiB".into()),
+        _ => Err("its last record is cut short".into()),
+    }
+}
+
+fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, String> {
+    serde_json::from_slice(line)
+        .map_err(|error| format!("not a record ({})", crate::text::quote(&error.to_string())))
+}
+
+/// The results of a `ResultStore`, by matrix index.
+pub struct MatrixOrder<'a> {
+    store: &'a ResultStore,
+    reader: BufReader<File>,
+    /// Where the reader is.
+    at: u64,
+    next: usize,
+}
+
+impl MatrixOrder<'_> {
+    fn read(&mut self, index: usize, offset: u64) -> Result<TurnResult, SpillError> {
+        let store = self.store;
+        let jump = i64::try_from(offset).unwrap_or(i64::MAX) - i64::try_from(self.at).unwrap_or(0);
+        self.reader
+            .seek_relative(jump)
+            .map_err(|error| store.error(format!("could not read it back: {error}")))?;
+        let mut line = Vec::new();
+        let read = read_line(&mut self.reader, &mut line).map_err(|e| store.damaged(offset, e))?;
+        self.at = offset + read as u64;
+        if read == 0 {
+            return Err(store.damaged(offset, "the file ends before this record"));
+        }
+        let record: Record = parse(&line).map_err(|problem| store.damaged(offset, problem))?;
+        if record.index != index {
+            let problem = format!("turn #{} where turn #{index} was written", record.index);
+            return Err(store.damaged(offset, problem));
+        }
+        record
+            .into_result()
+            .map_err(|problem| store.damaged(offset, problem))
+    }
+}
+
+impl Iterator for MatrixOrder<'_> {
+    type Item = Result<TurnResult, SpillError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let offsets = &self.store.offsets;
+        while self.next < offsets.len() {
+            let (index, offset) = (self.next, offsets[self.next]);
+            self.next += 1;
+            if offset != NONE {
+                let read = self.read(index, offset);
+                if read.is_err() {
+                    // One error ends the pass: nothing after it is trusted.
+                    self.next = offsets.len();
+                }
+                return Some(read);
+            }
+        }
+        None
+    }
+}
