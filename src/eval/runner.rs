@@ -189,7 +189,7 @@ pub struct RunSettings {
 }
 
 /// One judged turn.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TurnResult {
     pub spec: TurnSpec,
     pub observation: Observation,

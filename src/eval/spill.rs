@@ -4,7 +4,7 @@
 //! Markdown, the eval run's turn ids — reads them back in matrix order, so
 //! that no turn's result stays in memory while a long suite runs.
 //!
-//! The file is `<runs dir>/.eval-spill.<eval run id>.<pid>` (the system's
+//! The file is `<runs dir>/.eval-spill.<eval run id>.<pid>-<random>` (the system's
 //! temporary folder when the runs folder does not exist, e.g. `--report`
 //! into a fresh one): a dot file, not named like a run log, so no scanner
 //! takes it for one; it is removed when the run ends, whatever its end. Its
@@ -14,12 +14,16 @@
 //!
 //! The file is trusted no more than any input: before it is read, one scan
 //! checks that every line is whole JSON naming a turn of the matrix, at the
-//! offset it was written at, once — a truncated, altered, missing or
-//! duplicated record is an error naming the byte, never a wrong verdict.
+//! offset it was written at, once, and that the lines hash to what was
+//! written (SipHash, kept as they are written: no memory per turn) — a
+//! truncated, altered, missing or duplicated record is an error naming the
+//! byte, never a wrong verdict. Each later pass checks each record again.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+
+use std::hash::{DefaultHasher, Hasher};
 
 use serde::{Deserialize, Serialize};
 
@@ -54,6 +58,8 @@ pub struct ResultStore {
     broken: Option<String>,
     /// Checked by one scan since the last write.
     checked: bool,
+    /// Of every line written, in order: the scan finds any byte changed.
+    digest: DefaultHasher,
 }
 
 /// One line of the spill: a kept `TurnResult`, flat.
@@ -206,20 +212,32 @@ impl ResultStore {
             .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
             .take(40)
             .collect();
-        let name = format!(".eval-spill.{id}.{}", std::process::id());
         let dir = match runs_dir.is_dir() {
             true => runs_dir.to_path_buf(),
             false => std::env::temp_dir(),
         };
-        let path = dir.join(name);
-        let file = File::options()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .map_err(|error| SpillError {
-                path: path.display().to_string(),
-                problem: format!("could not create it: {error}"),
-            })?;
+        // The pid and a random tail: a file a killed run left (a container
+        // gives its process the same pid each time) is never in the way.
+        let mut tries = 0;
+        let (path, file) = loop {
+            let tail = fastrand::u32(..);
+            let path = dir.join(format!(
+                ".eval-spill.{id}.{}-{tail:08x}",
+                std::process::id()
+            ));
+            match File::options().write(true).create_new(true).open(&path) {
+                Ok(file) => break (path, file),
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
+                    tries += 1;
+                }
+                Err(error) => {
+                    return Err(SpillError {
+                        path: path.display().to_string(),
+                        problem: format!("could not create it: {error}"),
+                    });
+                }
+            }
+        };
         Ok(ResultStore {
             path,
             writer: Some(BufWriter::with_capacity(64 * 1024, file)),
@@ -228,6 +246,7 @@ impl ResultStore {
             count: 0,
             broken: None,
             checked: false,
+            digest: DefaultHasher::new(),
         })
     }
 
@@ -278,6 +297,7 @@ impl ResultStore {
             .map_err(|error| format!("could not write to it: {error}"))?;
         self.offsets[index] = self.written;
         self.written += line.len() as u64;
+        self.digest.write(&line);
         self.count += 1;
         self.checked = false;
         Ok(())
@@ -294,9 +314,8 @@ impl ResultStore {
         self.error(format!("damaged at byte {offset}: {problem}"))
     }
 
-    /// Every result, in matrix order. The first call ends the writing and
-    /// checks the whole file once.
-    pub fn in_matrix_order(&mut self) -> Result<MatrixOrder<'_>, SpillError> {
+    /// Ends the writing: every record is in the file. (Reading does it.)
+    pub fn flush(&mut self) -> Result<(), SpillError> {
         if let Some(problem) = &self.broken {
             return Err(self.error(problem.clone()));
         }
@@ -305,6 +324,13 @@ impl ResultStore {
                 .flush()
                 .map_err(|error| self.error(format!("could not write to it: {error}")))?;
         }
+        Ok(())
+    }
+
+    /// Every result, in matrix order. The first call ends the writing and
+    /// checks the whole file once; every pass checks each record it reads.
+    pub fn in_matrix_order(&mut self) -> Result<MatrixOrder<'_>, SpillError> {
+        self.flush()?;
         if !self.checked {
             self.check()?;
             self.checked = true;
@@ -327,6 +353,7 @@ impl ResultStore {
     fn check(&self) -> Result<(), SpillError> {
         let mut reader = BufReader::with_capacity(64 * 1024, self.open()?);
         let (mut at, mut lines, mut line) = (0u64, 0usize, Vec::new());
+        let mut digest = DefaultHasher::new();
         loop {
             line.clear();
             let read = read_line(&mut reader, &mut line).map_err(|e| self.damaged(at, e))?;
@@ -351,12 +378,16 @@ impl ResultStore {
             }
             at += read as u64;
             lines += 1;
+            digest.write(&line);
         }
         if lines != self.count || at != self.written {
             return Err(self.error(format!(
                 "{lines} records in {at} bytes, but {} were written in {} bytes: records are missing",
                 self.count, self.written
             )));
+        }
+        if digest.finish() != self.digest.finish() {
+            return Err(self.error("its records were changed after they were written".into()));
         }
         Ok(())
     }
