@@ -355,3 +355,28 @@ fn a_run_leaves_no_spill_and_one_left_by_a_killed_run_is_no_run_log() {
         vec![".eval-spill.ev-0123456789.1-0000abcd".to_string()]
     );
 }
+
+#[test]
+fn the_spill_of_a_killed_run_goes_when_the_next_one_starts_and_a_live_ones_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut exited = std::process::Command::new("true").spawn().unwrap();
+    let gone = exited.id();
+    exited.wait().unwrap();
+    let dead = dir
+        .path()
+        .join(format!(".eval-spill.ev-0000000001.{gone}-0000abcd"));
+    let live = dir.path().join(format!(
+        ".eval-spill.ev-0000000002.{}-0000abcd",
+        std::process::id()
+    ));
+    let other = dir
+        .path()
+        .join(format!(".eval-spill-notes.{gone}-0000abcd"));
+    for path in [&dead, &live, &other] {
+        std::fs::write(path, "{}\n").unwrap();
+    }
+    let store = ResultStore::create(dir.path(), "ev-0123456789", MATRIX).unwrap();
+    assert!(!dead.exists(), "its process is gone");
+    assert!(live.exists() && other.exists());
+    drop(store);
+}

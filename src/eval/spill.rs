@@ -7,7 +7,9 @@
 //! The file is `<runs dir>/.eval-spill.<eval run id>.<pid>-<random>` (the system's
 //! temporary folder when the runs folder does not exist, e.g. `--report`
 //! into a fresh one): a dot file, not named like a run log, so no scanner
-//! takes it for one; it is removed when the run ends, whatever its end. Its
+//! takes it for one; it is removed when the run ends, whatever its end (a
+//! run killed outright leaves it: the next eval in that folder removes the
+//! spills of processes that no longer exist). Its
 //! size is bounded by the turns times a kept result's size (the verdict's
 //! lines, ≤ 2,001 characters of answer, ids and numbers: ~0.5–10 KB). In
 //! memory it keeps 8 bytes a turn of the matrix: each record's offset.
@@ -62,7 +64,8 @@ pub struct ResultStore {
     digest: DefaultHasher,
 }
 
-/// One line of the spill: a kept `TurnResult`, flat.
+/// One line of the spill: a kept `TurnResult`, flat (what is absent or
+/// false left out: ~0.5 KB a one-call turn).
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Record {
@@ -76,24 +79,37 @@ struct Record {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     rubric: Vec<RubricVerdict>,
     answer: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
     cancelled: bool,
     rounds: u32,
     usage: Usage,
     latency_ms: u64,
     thinking_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     cost_usd: Option<f64>,
     cached_calls: u32,
+    #[serde(default, skip_serializing_if = "is_false")]
     remote: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     turn_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     eval_run: Option<String>,
     /// The run log's path, when it is UTF-8 …
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     run_log: Option<String>,
     /// … else its bytes in hexadecimal.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     run_log_hex: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     log_error: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
     from_log: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !value
 }
 
 /// Only the index of a record, for the checking scan.
@@ -216,6 +232,7 @@ impl ResultStore {
             true => runs_dir.to_path_buf(),
             false => std::env::temp_dir(),
         };
+        remove_left_behind(&dir);
         // The pid and a random tail: a file a killed run left (a container
         // gives its process the same pid each time) is never in the way.
         let mut tries = 0;
@@ -390,6 +407,34 @@ impl ResultStore {
             return Err(self.error("its records were changed after they were written".into()));
         }
         Ok(())
+    }
+}
+
+/// Spills of runs that were killed (their process is gone): nobody will
+/// read them. A live process's — another eval in the same folder — stays.
+fn remove_left_behind(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(".eval-spill.")) else {
+            continue;
+        };
+        let pid = rest
+            .split_once('.')
+            .and_then(|(_, tail)| tail.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+            .filter(|pid| *pid > 0);
+        // SAFETY: kill with signal 0 sends nothing; it only asks whether
+        // the process exists.
+        let gone = pid.is_some_and(|pid| {
+            let asked = unsafe { libc::kill(pid, 0) };
+            asked == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        });
+        if gone && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
     }
 }
 

@@ -230,9 +230,6 @@ fn run_once(
     if mode.runs_turns() {
         crate::cli::folders::runs_folder_writable(runs_dir)?;
     }
-    // Every turn's result goes here, and the end of the run reads it back.
-    let mut spill = ResultStore::create(runs_dir, &plan.eval_run, plan.matrix.planned)
-        .map_err(|error| CliError::Failed(error.to_string()))?;
     let finish = |plan: &EvalPlan, spill: &mut ResultStore, stop, budget: Option<&Budget>| {
         // Only `--watch` compares runs: no label per turn otherwise.
         let snapshot = match settings.mode == EvalMode::Watch {
@@ -251,43 +248,50 @@ fn run_once(
         None
     };
     if let EvalMode::Rescore(dirs) = mode {
+        let mut spill = new_spill(runs_dir, &plan)?;
         let judge = judge.as_deref();
         let stop = rescore::run(settings, &plan, dirs, (judge, tracing), &mut spill)?;
         return finish(&plan, &mut spill, stop, None);
     }
     if let EvalMode::Merge(dirs) = mode {
         // Folders given as arguments are read by scanning (docs/run-logs.md).
+        let mut spill = new_spill(runs_dir, &plan)?;
         let scanned = merge_recorded(&plan, dirs, &mut spill)?;
         eprintln!("{}", promptlab::index::scan_note(scanned));
         return finish(&plan, &mut spill, None, None);
     }
     let resume = matches!(mode, EvalMode::Run { resume: true });
-    let ran = run_remaining(
-        settings,
-        resume,
-        (store, stores),
-        plan,
-        (judge, tracing),
-        &mut spill,
-    )?;
-    let (plan, stop, budget) = ran;
+    let ran = run_remaining(settings, resume, (store, stores), plan, (judge, tracing))?;
+    let (plan, mut spill, stop, budget) = ran;
     finish(&plan, &mut spill, stop, budget.as_deref())
 }
 
-/// What `run_remaining` leaves: the plan, the exit a signal asked for, and
-/// the budget if it was reached (every turn's result is in the spill,
-/// resumed ones first).
-type Ran = (Arc<EvalPlan>, Option<Exit>, Option<Arc<Budget>>);
+/// The run's spill, where every turn's result goes and the end of the run
+/// reads it back (`eval::spill`): in the runs folder, else (a merge into a
+/// folder that does not exist) the temporary folder.
+fn new_spill(runs_dir: &Path, plan: &EvalPlan) -> Result<ResultStore, CliError> {
+    ResultStore::create(runs_dir, &plan.eval_run, plan.matrix.planned)
+        .map_err(|error| CliError::Failed(error.to_string()))
+}
+
+/// What `run_remaining` leaves: the plan, the spill with every turn's
+/// result (resumed ones too), the exit a signal asked for, and the budget
+/// if it was reached.
+type Ran = (
+    Arc<EvalPlan>,
+    ResultStore,
+    Option<Exit>,
+    Option<Arc<Budget>>,
+);
 
 /// Runs the plan's turns (those `--resume` finds done are read back, not
-/// run again) under `--max-cost` and `-j`, into `spill`.
+/// run again) under `--max-cost` and `-j`, into a spill of their own.
 fn run_remaining(
     settings: &EvalSettings,
     resume_done: bool,
     (store, stores): (&ClaimStore, &StoreArgs),
     mut plan: EvalPlan,
     (judge, tracing): (Option<Arc<promptlab::judge::Judge>>, Option<&Tracing>),
-    spill: &mut ResultStore,
 ) -> Result<Ran, CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(settings, &plan)?;
@@ -297,17 +301,20 @@ fn run_remaining(
         settings.model.provider,
         &settings.tables.models,
     );
+    let budget = settings.max_cost.map(|limit| Arc::new(Budget::new(limit)));
+    if budget.is_some() {
+        preflight::check_prices(settings, &plan, judge.as_deref())?;
+    }
+    // The turns will run: their folder holds the spill too.
+    std::fs::create_dir_all(runs_dir)?;
+    let mut spill = new_spill(runs_dir, &plan)?;
     if resume_done {
-        for warning in resume(&mut plan, runs_dir, spill)? {
+        for warning in resume(&mut plan, runs_dir, &mut spill)? {
             eprintln!("warning: {warning}");
         }
         let done = spill.len();
         let remaining = plan.selected().count() - done;
         eprintln!("resume: {done} turns already done, {remaining} to run");
-    }
-    let budget = settings.max_cost.map(|limit| Arc::new(Budget::new(limit)));
-    if budget.is_some() {
-        preflight::check_prices(settings, &plan, judge.as_deref())?;
     }
     let run_settings = Arc::new(promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
@@ -326,8 +333,8 @@ fn run_remaining(
         prices: Arc::clone(&settings.tables.prices),
     });
     let plan = Arc::new(plan);
-    let stop = progress::run_with_progress(settings, &plan, &run_settings, spill)?;
-    Ok((plan, stop, budget.filter(|b| b.reached())))
+    let stop = progress::run_with_progress(settings, &plan, &run_settings, &mut spill)?;
+    Ok((plan, spill, stop, budget.filter(|b| b.reached())))
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a
