@@ -228,33 +228,12 @@ impl ResultStore {
             .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
             .take(40)
             .collect();
-        let dir = match runs_dir.is_dir() {
-            true => runs_dir.to_path_buf(),
-            false => std::env::temp_dir(),
-        };
-        remove_left_behind(&dir);
-        // The pid and a random tail: a file a killed run left (a container
-        // gives its process the same pid each time) is never in the way.
-        let mut tries = 0;
-        let (path, file) = loop {
-            let tail = fastrand::u32(..);
-            let path = dir.join(format!(
-                ".eval-spill.{id}.{}-{tail:08x}",
-                std::process::id()
-            ));
-            match File::options().write(true).create_new(true).open(&path) {
-                Ok(file) => break (path, file),
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
-                    tries += 1;
-                }
-                Err(error) => {
-                    return Err(SpillError {
-                        path: path.display().to_string(),
-                        problem: format!("could not create it: {error}"),
-                    });
-                }
-            }
-        };
+        // The runs folder, else (none yet, or read-only: a merge of shard
+        // folders) the temporary folder.
+        let (path, file) = match runs_dir.is_dir() {
+            true => create_in(runs_dir, &id).or_else(|_| create_in(&std::env::temp_dir(), &id)),
+            false => create_in(&std::env::temp_dir(), &id),
+        }?;
         Ok(ResultStore {
             path,
             writer: Some(BufWriter::with_capacity(64 * 1024, file)),
@@ -407,6 +386,31 @@ impl ResultStore {
             return Err(self.error("its records were changed after they were written".into()));
         }
         Ok(())
+    }
+}
+
+/// A fresh spill file in `dir`, named by the pid and a random tail: a file
+/// a killed run left (a container gives its process the same pid each
+/// time) is never in the way.
+fn create_in(dir: &Path, id: &str) -> Result<(PathBuf, File), SpillError> {
+    remove_left_behind(dir);
+    let mut tries = 0;
+    loop {
+        let tail = fastrand::u32(..);
+        let name = format!(".eval-spill.{id}.{}-{tail:08x}", std::process::id());
+        let path = dir.join(name);
+        match File::options().write(true).create_new(true).open(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
+                tries += 1;
+            }
+            Err(error) => {
+                return Err(SpillError {
+                    path: path.display().to_string(),
+                    problem: format!("could not create it: {error}"),
+                });
+            }
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! One tally of turns' numbers, the one rule behind every per-variant
-//! figure: `eval`'s summary (`eval::report::summarize`) and the HTML
+//! figure: `eval`'s summary (`eval::totals::gather`) and the HTML
 //! report's (`report::summary`) both fold their turns through `tally`, so
 //! they cannot disagree. The rules: the pass rate over the turns with a
 //! verdict, with its 95% Wilson interval; errors apart; tokens summed
