@@ -16,7 +16,7 @@ use super::matrix::{PreparedVariant, TurnSpec};
 use super::plan::EvalPlan;
 use super::report::{TurnsFromRun, VariantSummary, turn_label};
 use super::runner::TurnResult;
-use super::spill::{ResultStore, SpillError};
+use super::spill::{ResultStore, SpillError, SpillProblem};
 use super::tags::{TagSummary, TagTotals};
 use crate::cost::Cost;
 use crate::judge::JudgeSpend;
@@ -248,28 +248,21 @@ pub fn checked<'a>(
     plan: &'a EvalPlan,
     store: &'a mut ResultStore,
 ) -> Result<impl Iterator<Item = Result<TurnResult, SpillError>> + 'a, SpillError> {
-    let path = store.path().display().to_string();
     let mut selected = plan.selected().peekable();
     let mut failed = false;
-    let order = store.in_matrix_order()?;
-    Ok(order.map_while(move |read| {
+    let mut order = store.in_matrix_order()?;
+    Ok(std::iter::from_fn(move || {
         if failed {
             return None;
         }
-        let checked = read.and_then(|result| {
+        let checked = order.next()?.and_then(|result| {
             let index = result.spec.index;
             while selected.next_if(|spec| spec.index < index).is_some() {}
             match selected.next_if(|spec: &TurnSpec| spec.index == index) {
                 Some(spec) if spec == result.spec => Ok(result),
-                Some(_) => Err(format!(
-                    "turn #{index} is recorded at another place in the matrix than the plan's"
-                )),
-                None => Err(format!("turn #{index} is not one this run selected")),
+                Some(_) => Err(order.error(SpillProblem::Misplaced(index))),
+                None => Err(order.error(SpillProblem::NotSelected(index))),
             }
-            .map_err(|problem| SpillError {
-                path: path.clone(),
-                problem,
-            })
         });
         failed = checked.is_err();
         Some(checked)

@@ -27,26 +27,20 @@ use std::path::{Path, PathBuf};
 
 use std::hash::{DefaultHasher, Hasher};
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
-use super::expect::{Observation, Outcome, Verdict};
-use super::matrix::TurnSpec;
+mod error;
+mod record;
+
+pub use error::{Damage, SpillError, SpillProblem};
+use record::{Head, Record};
+
 use super::runner::TurnResult;
-use crate::event::Usage;
-use crate::judge::RubricVerdict;
 
 /// No record for this matrix index (yet).
 const NONE: u64 = u64::MAX;
 /// The longest line read back: far past any kept result, short of harm.
 const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
-
-/// Why the spill could not be written or read back.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("the eval run's spill file `{path}`: {problem}")]
-pub struct SpillError {
-    pub path: String,
-    pub problem: String,
-}
 
 /// The finished turns of one eval run, on disk, by matrix index.
 pub struct ResultStore {
@@ -57,162 +51,11 @@ pub struct ResultStore {
     written: u64,
     count: usize,
     /// The first failure to write: every read then says it.
-    broken: Option<String>,
+    broken: Option<SpillProblem>,
     /// Checked by one scan since the last write.
     checked: bool,
     /// Of every line written, in order: the scan finds any byte changed.
     digest: DefaultHasher,
-}
-
-/// One line of the spill: a kept `TurnResult`, flat (what is absent or
-/// false left out: ~0.5 KB a one-call turn).
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Record {
-    index: usize,
-    variant: usize,
-    claim: String,
-    case: usize,
-    sample: u32,
-    outcome: Outcome,
-    failures: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    rubric: Vec<RubricVerdict>,
-    answer: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    #[serde(default, skip_serializing_if = "is_false")]
-    cancelled: bool,
-    rounds: u32,
-    usage: Usage,
-    latency_ms: u64,
-    thinking_tokens: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    cost_usd: Option<f64>,
-    cached_calls: u32,
-    #[serde(default, skip_serializing_if = "is_false")]
-    remote: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    turn_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    eval_run: Option<String>,
-    /// The run log's path, when it is UTF-8 …
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    run_log: Option<String>,
-    /// … else its bytes in hexadecimal.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    run_log_hex: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    log_error: Option<String>,
-    #[serde(default, skip_serializing_if = "is_false")]
-    from_log: bool,
-}
-
-fn is_false(value: &bool) -> bool {
-    !value
-}
-
-/// Only the index of a record, for the checking scan.
-#[derive(Deserialize)]
-struct Head {
-    index: usize,
-}
-
-impl Record {
-    fn of(result: TurnResult) -> Record {
-        let TurnResult {
-            spec,
-            observation: seen,
-            verdict,
-            run_log,
-            log_error,
-            from_log,
-        } = result;
-        let (run_log, run_log_hex) = match run_log.map(PathBuf::into_os_string) {
-            None => (None, None),
-            Some(path) => match path.into_string() {
-                Ok(text) => (Some(text), None),
-                Err(raw) => {
-                    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(raw.as_os_str());
-                    (None, Some(data_encoding::HEXLOWER.encode(bytes)))
-                }
-            },
-        };
-        Record {
-            index: spec.index,
-            variant: spec.variant,
-            claim: spec.claim_id,
-            case: spec.case,
-            sample: spec.sample,
-            outcome: verdict.outcome,
-            failures: verdict.failures,
-            rubric: verdict.rubric,
-            answer: seen.answer,
-            error: seen.error,
-            cancelled: seen.cancelled,
-            rounds: seen.rounds,
-            usage: seen.usage,
-            latency_ms: seen.latency_ms,
-            thinking_tokens: seen.thinking_tokens,
-            cost_usd: seen.cost_usd,
-            cached_calls: seen.cached_calls,
-            remote: seen.remote,
-            turn_id: seen.turn_id,
-            eval_run: seen.eval_run,
-            run_log,
-            run_log_hex,
-            log_error,
-            from_log,
-        }
-    }
-
-    fn into_result(self) -> Result<TurnResult, String> {
-        let run_log = match (self.run_log, self.run_log_hex) {
-            (Some(text), None) => Some(PathBuf::from(text)),
-            (None, Some(hex)) => {
-                let bytes = data_encoding::HEXLOWER
-                    .decode(hex.as_bytes())
-                    .map_err(|_| "a run log path that is not hexadecimal".to_string())?;
-                let os = <std::ffi::OsString as std::os::unix::ffi::OsStringExt>::from_vec(bytes);
-                Some(PathBuf::from(os))
-            }
-            (None, None) => None,
-            (Some(_), Some(_)) => return Err("two run log paths".into()),
-        };
-        let observation = Observation {
-            answer: self.answer,
-            error: self.error,
-            cancelled: self.cancelled,
-            rounds: self.rounds,
-            usage: self.usage,
-            latency_ms: self.latency_ms,
-            thinking_tokens: self.thinking_tokens,
-            cost_usd: self.cost_usd,
-            cached_calls: self.cached_calls,
-            remote: self.remote,
-            turn_id: self.turn_id,
-            eval_run: self.eval_run,
-            ..Observation::default()
-        };
-        let spec = TurnSpec {
-            index: self.index,
-            variant: self.variant,
-            claim_id: self.claim,
-            case: self.case,
-            sample: self.sample,
-        };
-        let verdict = Verdict {
-            outcome: self.outcome,
-            failures: self.failures,
-            rubric: self.rubric,
-        };
-        Ok(TurnResult {
-            run_log,
-            log_error: self.log_error,
-            from_log: self.from_log,
-            ..TurnResult::new(&spec, observation, verdict)
-        })
-    }
 }
 
 impl ResultStore {
@@ -278,19 +121,18 @@ impl ResultStore {
         }
     }
 
-    fn append(&mut self, result: TurnResult) -> Result<(), String> {
+    fn append(&mut self, result: TurnResult) -> Result<(), SpillProblem> {
         let index = result.spec.index;
         match self.offsets.get(index) {
-            None => return Err(format!("turn #{index} is outside the matrix")),
-            Some(offset) if *offset != NONE => return Err(format!("turn #{index} was put twice")),
+            None => return Err(SpillProblem::Outside(index)),
+            Some(offset) if *offset != NONE => return Err(SpillProblem::PutTwice(index)),
             Some(_) => {}
         }
-        let mut line = serde_json::to_vec(&Record::of(result)).map_err(|e| e.to_string())?;
+        let write = |error: &dyn std::fmt::Display| SpillProblem::Write(error.to_string());
+        let mut line = serde_json::to_vec(&Record::of(result)).map_err(|e| write(&e))?;
         line.push(b'\n');
-        let writer = self.writer.as_mut().ok_or("written after it was read")?;
-        writer
-            .write_all(&line)
-            .map_err(|error| format!("could not write to it: {error}"))?;
+        let writer = (self.writer.as_mut()).ok_or_else(|| write(&"written after it was read"))?;
+        writer.write_all(&line).map_err(|e| write(&e))?;
         self.offsets[index] = self.written;
         self.written += line.len() as u64;
         self.digest.write(&line);
@@ -299,15 +141,15 @@ impl ResultStore {
         Ok(())
     }
 
-    fn error(&self, problem: String) -> SpillError {
+    pub(super) fn error(&self, problem: SpillProblem) -> SpillError {
         SpillError {
             path: self.path.display().to_string(),
             problem,
         }
     }
 
-    fn damaged(&self, offset: u64, problem: impl std::fmt::Display) -> SpillError {
-        self.error(format!("damaged at byte {offset}: {problem}"))
+    fn damaged(&self, offset: u64, damage: Damage) -> SpillError {
+        self.error(SpillProblem::Damaged { offset, damage })
     }
 
     /// Ends the writing: every record is in the file. (Reading does it.)
@@ -318,7 +160,7 @@ impl ResultStore {
         if let Some(mut writer) = self.writer.take() {
             writer
                 .flush()
-                .map_err(|error| self.error(format!("could not write to it: {error}")))?;
+                .map_err(|error| self.error(SpillProblem::Write(error.to_string())))?;
         }
         Ok(())
     }
@@ -340,8 +182,7 @@ impl ResultStore {
     }
 
     fn open(&self) -> Result<File, SpillError> {
-        File::open(&self.path)
-            .map_err(|error| self.error(format!("could not read it back: {error}")))
+        File::open(&self.path).map_err(|error| self.error(SpillProblem::Read(error.to_string())))
     }
 
     /// One scan: each line whole, naming a matrix turn written at that very
@@ -356,34 +197,31 @@ impl ResultStore {
             if read == 0 {
                 break;
             }
-            let head: Head = parse(&line).map_err(|problem| self.damaged(at, problem))?;
-            match self.offsets.get(head.index) {
-                None => {
-                    let problem = format!("turn #{} is outside the matrix", head.index);
-                    return Err(self.damaged(at, problem));
-                }
-                Some(&NONE) => {
-                    let problem = format!("turn #{} was never put in", head.index);
-                    return Err(self.damaged(at, problem));
-                }
-                Some(&offset) if offset != at => {
-                    let problem = format!("turn #{} again (written at byte {offset})", head.index);
-                    return Err(self.damaged(at, problem));
-                }
-                Some(_) => {}
+            let head: Head = parse(&line).map_err(|damage| self.damaged(at, damage))?;
+            let index = head.index;
+            let damage = match self.offsets.get(index) {
+                None => Some(Damage::Outside(index)),
+                Some(&NONE) => Some(Damage::NeverPut(index)),
+                Some(&first) if first != at => Some(Damage::Again { index, first }),
+                Some(_) => None,
+            };
+            if let Some(damage) = damage {
+                return Err(self.damaged(at, damage));
             }
             at += read as u64;
             lines += 1;
             digest.write(&line);
         }
         if lines != self.count || at != self.written {
-            return Err(self.error(format!(
-                "{lines} records in {at} bytes, but {} were written in {} bytes: records are missing",
-                self.count, self.written
-            )));
+            return Err(self.error(SpillProblem::Missing {
+                lines,
+                bytes: at,
+                count: self.count,
+                written: self.written,
+            }));
         }
         if digest.finish() != self.digest.finish() {
-            return Err(self.error("its records were changed after they were written".into()));
+            return Err(self.error(SpillProblem::Changed));
         }
         Ok(())
     }
@@ -407,7 +245,7 @@ fn create_in(dir: &Path, id: &str) -> Result<(PathBuf, File), SpillError> {
             Err(error) => {
                 return Err(SpillError {
                     path: path.display().to_string(),
-                    problem: format!("could not create it: {error}"),
+                    problem: SpillProblem::Create(error.to_string()),
                 });
             }
         }
@@ -450,22 +288,22 @@ impl Drop for ResultStore {
 }
 
 /// One whole line (with its `\n`) into `line`; 0 at the end.
-fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> Result<usize, String> {
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> Result<usize, Damage> {
     let read = reader
         .take(MAX_RECORD_BYTES)
         .read_until(b'\n', line)
-        .map_err(|error| format!("could not read it back: {error}"))?;
+        .map_err(|error| Damage::Read(error.to_string()))?;
     match line.last() {
         _ if read == 0 => Ok(0),
         Some(b'\n') => Ok(read),
-        _ if read as u64 == MAX_RECORD_BYTES => Err("a record longer than 16 MiB".into()),
-        _ => Err("its last record is cut short".into()),
+        _ if read as u64 == MAX_RECORD_BYTES => Err(Damage::TooLong),
+        _ => Err(Damage::CutShort),
     }
 }
 
-fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, String> {
+fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, Damage> {
     serde_json::from_slice(line)
-        .map_err(|error| format!("not a record ({})", crate::text::quote(&error.to_string())))
+        .map_err(|error| Damage::NotARecord(crate::text::quote(&error.to_string())))
 }
 
 /// The results of a `ResultStore`, by matrix index.
@@ -478,26 +316,31 @@ pub struct MatrixOrder<'a> {
 }
 
 impl MatrixOrder<'_> {
+    /// An error about this spill.
+    pub fn error(&self, problem: SpillProblem) -> SpillError {
+        self.store.error(problem)
+    }
+
     fn read(&mut self, index: usize, offset: u64) -> Result<TurnResult, SpillError> {
         let store = self.store;
         let jump = i64::try_from(offset).unwrap_or(i64::MAX) - i64::try_from(self.at).unwrap_or(0);
         self.reader
             .seek_relative(jump)
-            .map_err(|error| store.error(format!("could not read it back: {error}")))?;
+            .map_err(|error| store.error(SpillProblem::Read(error.to_string())))?;
         let mut line = Vec::new();
         let read = read_line(&mut self.reader, &mut line).map_err(|e| store.damaged(offset, e))?;
         self.at = offset + read as u64;
         if read == 0 {
-            return Err(store.damaged(offset, "the file ends before this record"));
+            return Err(store.damaged(offset, Damage::Ends));
         }
-        let record: Record = parse(&line).map_err(|problem| store.damaged(offset, problem))?;
+        let record: Record = parse(&line).map_err(|damage| store.damaged(offset, damage))?;
         if record.index != index {
-            let problem = format!("turn #{} where turn #{index} was written", record.index);
-            return Err(store.damaged(offset, problem));
+            let found = record.index;
+            return Err(store.damaged(offset, Damage::Elsewhere { found, index }));
         }
         record
             .into_result()
-            .map_err(|problem| store.damaged(offset, problem))
+            .map_err(|damage| store.damaged(offset, damage))
     }
 }
 
