@@ -4,22 +4,28 @@
 # (BENCHMARKS.md, issue #31).
 #   cargo build --release
 #   benches/scale.sh 1000        # or 10000, 100000; a runs folder may follow
+#   SHAPE=cases benches/scale.sh 100000   # as many cases as it takes, no repeats:
+#                                         # one fold (claim × case) per turn
 set -euo pipefail
 cd "$(dirname "$0")/.."
 turns=${1:?usage: benches/scale.sh TURNS [RUNS_DIR]}
 dir=${2:-/tmp/bench-scale-$turns}
-repeats=$(( (turns + 23) / 24 ))
+per_claim=$(( (turns + 23) / 24 ))
 suite=$(mktemp --suffix .yaml)
-cat > "$suite" <<SUITE
-name: scale
-claims: {all: true}
-defaults: {today: 2026-11-30, expect: {noError: true}}
-repeats: $repeats
-cases:
-  - {name: excess, message: What is the excess?, script: $PWD/benches/one-call.yaml}
-SUITE
+if [ "${SHAPE:-repeats}" = cases ]; then
+    repeats=1 cases=$per_claim
+else
+    repeats=$per_claim cases=1
+fi
+{
+    printf 'name: scale\nclaims: {all: true}\ndefaults: {today: 2026-11-30, expect: {noError: true}}\n'
+    printf 'repeats: %d\ncases:\n' "$repeats"
+    for i in $(seq 1 "$cases"); do
+        printf '  - {name: excess-%d, message: What is the excess?, script: %s/benches/one-call.yaml}\n' "$i" "$PWD"
+    done
+} > "$suite"
 rm -rf "$dir"
-ran=$((repeats * 24))
+ran=$((per_claim * 24))
 /usr/bin/time -f "%U %S %e %M" -o "$suite.time" \
     target/release/promptlab --runs-dir "$dir" eval "$suite" --provider script -j 8 --quiet >/dev/null
 read -r user sys wall rss < "$suite.time"
