@@ -5,13 +5,13 @@
 //! `eval_summaries` and `eval_run_turns`; `runs reindex` reads them again.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
+pub use super::eval_file::TurnWalk;
 use super::rows::note_eval_run;
 use super::sync::{EVALS_FOLDER, SyncReport, set_stamp};
 use super::{IndexError, RunIndex, in_transaction};
@@ -68,13 +68,6 @@ impl EvalRunFile {
     }
 }
 
-/// The turns of an eval run, walked as often as the writing needs: each
-/// call gives its argument every turn id and whether it was taken from a
-/// log (resumed, merged, re-scored), in matrix order — so that an eval run
-/// of a million turns is written without a list of them in memory.
-pub type TurnWalk<'a> =
-    dyn FnMut(&mut dyn FnMut(&str, bool) -> std::io::Result<()>) -> std::io::Result<()> + 'a;
-
 /// Writes the summary of `run` (its `turn_ids` and `from_logs` left empty:
 /// they come from `turns`) into `runs_dir/evals/` (temporary file, then
 /// rename: a reader never sees half of one) and adds it to the index. The
@@ -94,7 +87,7 @@ pub fn record_eval_run(
         .open(&temporary)
         .and_then(|file| {
             let mut out = std::io::BufWriter::new(file);
-            write_file(&mut out, run, turns)?;
+            super::eval_file::write_file(&mut out, run, turns)?;
             out.into_inner().map_err(|e| e.into_error())?.sync_all()
         })
         .and_then(|()| std::fs::rename(&temporary, &path))
@@ -118,61 +111,8 @@ pub fn record_eval_run(
     Ok(path)
 }
 
-/// The file `EvalRunFile` serialises to, its two lists written from `turns`.
-fn write_file(
-    out: &mut impl Write,
-    run: &EvalRunFile,
-    turns: &mut TurnWalk,
-) -> std::io::Result<()> {
-    let serde_json::Value::Object(fields) = serde_json::to_value(run)? else {
-        return Err(std::io::Error::other("an eval run is an object"));
-    };
-    out.write_all(b"{")?;
-    let mut borrowed = 0usize;
-    for (place, (key, value)) in fields.iter().enumerate() {
-        if place > 0 {
-            out.write_all(b",")?;
-        }
-        serde_json::to_writer(&mut *out, key)?;
-        out.write_all(b":")?;
-        if key != "turnIds" {
-            serde_json::to_writer(&mut *out, value)?;
-            continue;
-        }
-        list(out, turns, |from_log| {
-            borrowed += usize::from(from_log);
-            true
-        })?;
-        if borrowed > 0 {
-            out.write_all(b",\"fromLogs\":")?;
-            list(out, turns, |from_log| from_log)?;
-        }
-    }
-    out.write_all(b"}\n")
-}
-
-/// A JSON list of the turn ids `keep` takes.
-fn list(
-    out: &mut impl Write,
-    turns: &mut TurnWalk,
-    mut keep: impl FnMut(bool) -> bool,
-) -> std::io::Result<()> {
-    out.write_all(b"[")?;
-    let mut first = true;
-    turns(&mut |id, from_log| {
-        if !keep(from_log) {
-            return Ok(());
-        }
-        if !std::mem::take(&mut first) {
-            out.write_all(b",")?;
-        }
-        serde_json::to_writer(&mut *out, id).map_err(std::io::Error::from)
-    })?;
-    out.write_all(b"]")
-}
-
 /// Why the streamed rows were not added.
-enum Streamed {
+pub(super) enum Streamed {
     Sql(rusqlite::Error),
     Walk(std::io::Error),
 }
@@ -187,7 +127,7 @@ impl Streamed {
 }
 
 /// `upsert`, its members from `turns`.
-fn upsert_streamed(
+pub(super) fn upsert_streamed(
     db: &Connection,
     file: &str,
     run: &EvalRunFile,
