@@ -1,7 +1,9 @@
 //! Running a suite's turns with bounded concurrency: each turn recorded as a
-//! run log (labelled with its place in the matrix), judged, and reported as
-//! it finishes. One turn failing never stops the others; cancelling stops
-//! new turns from starting and cancels the running ones.
+//! run log (labelled with its place in the matrix), judged, reported as it
+//! finishes and put in the run's spill (`eval::spill`), as are the turns
+//! `--resume` and `--report` read from logs. One turn failing never stops
+//! the others; cancelling stops new turns from starting and cancels the
+//! running ones.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -214,11 +216,11 @@ impl TurnResult {
         }
     }
 
-    /// What a finished turn keeps until the end of the run: its verdict,
-    /// numbers, ids and as much of its answer as JUnit shows (one character
-    /// more, so that JUnit still knows it was cut) — not the tool calls,
-    /// client actions, tool evidence or question it was judged on, which
-    /// were most of the ~2.5 KB a turn held.
+    /// What a finished turn keeps for the end of the run (what goes into
+    /// the run's spill, `eval::spill`): its verdict, numbers, ids and as
+    /// much of its answer as JUnit shows (one character more, so that JUnit
+    /// still knows it was cut) — not the tool calls, client actions, tool
+    /// evidence or question it was judged on.
     pub fn kept(mut self) -> TurnResult {
         let observation = &mut self.observation;
         let shown = super::junit::ANSWER_CHARS + 1;
