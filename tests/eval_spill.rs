@@ -380,3 +380,86 @@ fn the_spill_of_a_killed_run_goes_when_the_next_one_starts_and_a_live_ones_stays
     assert!(live.exists() && other.exists());
     drop(store);
 }
+
+/// A plan of two cases on one claim, only case `a` selected.
+fn plan(dir: &Path) -> promptlab::eval::EvalPlan {
+    use promptlab::eval::{EvalPlan, LoadedSuite, Selection, build_matrix, matrix::ModelSettings};
+    let path = write(
+        dir,
+        "plan.yaml",
+        "name: plan\nclaims: {ids: [CLM-HH-0001]}\ncases:\n  - name: a\n    message: What is the excess?\n  - name: b\n    message: Is it covered?\n",
+    );
+    let registry = promptlab::prompts::PromptRegistry::embedded();
+    let suite = LoadedSuite::load(&path, registry).unwrap();
+    let defaults = ModelSettings {
+        model: "m".into(),
+        thinking_level: promptlab::chat::request::ThinkingLevel::Low,
+        forced: false,
+        provider: None,
+        base_url: None,
+    };
+    let store =
+        promptlab::claims::ClaimStore::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("claims"));
+    let matrix = build_matrix(&suite, &store, registry, &defaults).unwrap();
+    let selection = Selection {
+        cases: vec!["a".into()],
+        ..Selection::default()
+    };
+    EvalPlan::new(suite, matrix, selection)
+}
+
+fn turn(index: usize, case: usize, claim: &str) -> TurnResult {
+    let spec = TurnSpec {
+        index,
+        variant: 0,
+        claim_id: claim.into(),
+        case,
+        sample: 1,
+    };
+    TurnResult::new(
+        &spec,
+        Observation::default(),
+        Verdict::new(Outcome::Pass, vec![]),
+    )
+}
+
+#[test]
+fn the_end_of_a_run_holds_each_record_to_the_plan() {
+    use promptlab::eval::totals::gather;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan(dir.path());
+    let fresh = || ResultStore::create(dir.path(), &plan.eval_run, plan.matrix.planned).unwrap();
+    let mut store = fresh();
+    store.push(turn(0, 0, "CLM-HH-0001"));
+    let totals = gather(&plan, &mut store, 1.0, 20).unwrap();
+    assert_eq!((totals.turns, totals.passed, totals.not_run), (1, 1, 0));
+    assert!(totals.every_case_passed);
+    let mut none = fresh();
+    let totals = gather(&plan, &mut none, 1.0, 20).unwrap();
+    assert_eq!((totals.turns, totals.not_run), (0, 1));
+    assert!(
+        !totals.every_case_passed,
+        "a case that did not run did not pass"
+    );
+    // Case `b` was not selected; turn #0 is case `a` on CLM-HH-0001.
+    let mut stray = fresh();
+    stray.push(turn(1, 1, "CLM-HH-0001"));
+    let error = gather(&plan, &mut stray, 1.0, 20)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.ends_with("turn #1 is not one this run selected"),
+        "{error}"
+    );
+    let mut moved = fresh();
+    moved.push(turn(0, 0, "CLM-MTR-0002"));
+    let error = gather(&plan, &mut moved, 1.0, 20)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.ends_with("turn #0 is recorded at another place in the matrix than the plan's"),
+        "{error}"
+    );
+}

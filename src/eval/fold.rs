@@ -2,13 +2,13 @@
 //! (`passThreshold` or `minPasses`, else `--pass-threshold`): the verdict CI
 //! gates on, JUnit reports and the `case` NDJSON record carries.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use super::expect::Outcome;
+use super::matrix::TurnSpec;
 use super::plan::EvalPlan;
 use super::runner::TurnResult;
+use super::spill::{MatrixOrder, ResultStore, SpillError, SpillProblem};
 
 /// How many of a case's samples must pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -85,104 +85,149 @@ pub fn threshold_of(plan: &EvalPlan, case: usize, default_share: f64) -> Thresho
     }
 }
 
-/// Variant, case, claim.
-type GroupKey = (usize, usize, String);
-
-/// One group's counts while its turns are read.
-#[derive(Default)]
-struct Counts {
-    /// The matrix index of its first sample.
-    first: usize,
-    samples: u32,
-    ran: u32,
-    passed: u32,
-    failed: u32,
-    errors: u32,
-    time_ms: u64,
-}
-
-/// Folds turns one at a time (in any order) into every selected variant ×
-/// claim × case: what it keeps is counts per group, nothing per turn.
-pub struct CaseFolder<'a> {
+/// Every selected variant × claim × case in matrix order, each folded as
+/// soon as its samples are read, with the results of those that ran: the
+/// spill is read alongside the plan's selection (a group's samples are
+/// contiguous in matrix order), so one group is in memory at a time. Each
+/// result is held to the plan: a turn it selected, at its own place.
+pub fn folds<'a>(
     plan: &'a EvalPlan,
     default_share: f64,
-    groups: BTreeMap<GroupKey, Counts>,
+    store: &'a mut ResultStore,
+) -> Result<Folds<'a>, SpillError> {
+    Ok(Folds {
+        plan,
+        default_share,
+        path: store.path().display().to_string(),
+        selected: (Box::new(plan.selected()) as Box<dyn Iterator<Item = TurnSpec>>).peekable(),
+        results: store.in_matrix_order()?.peekable(),
+        failed: false,
+    })
 }
 
-impl<'a> CaseFolder<'a> {
-    /// `default_share`: `--pass-threshold`, for cases that set none.
-    pub fn new(plan: &'a EvalPlan, default_share: f64) -> CaseFolder<'a> {
-        let mut groups: BTreeMap<GroupKey, Counts> = BTreeMap::new();
-        for spec in plan.selected() {
-            let first = spec.index - (spec.sample as usize - 1);
-            let entry = groups
-                .entry((spec.variant, spec.case, spec.claim_id))
-                .or_insert_with(|| Counts {
-                    first,
-                    ..Counts::default()
-                });
-            entry.samples += 1;
+/// The folds of a run, read from its spill (`folds`).
+pub struct Folds<'a> {
+    plan: &'a EvalPlan,
+    default_share: f64,
+    /// The spill's, for its errors.
+    path: String,
+    selected: std::iter::Peekable<Box<dyn Iterator<Item = TurnSpec> + 'a>>,
+    results: std::iter::Peekable<MatrixOrder<'a>>,
+    failed: bool,
+}
+
+impl Folds<'_> {
+    /// The result of `spec`, when it ran: the next one of the spill, if
+    /// it is this turn's (one of a turn not selected is an error).
+    fn result_of(&mut self, spec: &TurnSpec) -> Result<Option<TurnResult>, SpillError> {
+        let index = match self.results.peek() {
+            None => return Ok(None),
+            Some(Err(_)) => return self.results.next().transpose(),
+            Some(Ok(result)) => result.spec.index,
+        };
+        if index > spec.index {
+            return Ok(None);
         }
-        CaseFolder {
-            plan,
-            default_share,
-            groups,
+        let result = self.results.next().transpose()?;
+        match result {
+            Some(result) if result.spec == *spec => Ok(Some(result)),
+            _ if index == spec.index => Err(self.results_error(SpillProblem::Misplaced(index))),
+            _ => Err(self.results_error(SpillProblem::NotSelected(index))),
         }
     }
 
-    /// Counts one turn in its group (a turn of no selected group is not).
-    pub fn add(&mut self, result: &TurnResult) {
-        let spec = &result.spec;
-        let key = (spec.variant, spec.case, spec.claim_id.clone());
-        if let Some(entry) = self.groups.get_mut(&key) {
-            entry.ran += 1;
-            match result.verdict.outcome {
-                Outcome::Pass => entry.passed += 1,
-                Outcome::Fail => entry.failed += 1,
-                Outcome::Error => entry.errors += 1,
-            }
-            entry.time_ms = entry.time_ms.saturating_add(result.observation.latency_ms);
+    fn results_error(&self, problem: SpillProblem) -> SpillError {
+        SpillError {
+            path: self.path.clone(),
+            problem,
         }
     }
 
-    /// Every selected variant × claim × case, in matrix order.
-    pub fn finish(self) -> Vec<CaseFold> {
-        let (plan, default_share) = (self.plan, self.default_share);
-        let mut folds: Vec<(usize, CaseFold)> = self
-            .groups
-            .into_iter()
-            .map(|((variant, case, claim), counts)| {
-                let threshold = threshold_of(plan, case, default_share);
-                let required = threshold.required(counts.samples, plan.suite.repeats());
-                let unrun = counts.samples.saturating_sub(counts.ran);
-                let outcome = if counts.ran == 0 {
-                    CaseOutcome::NotRun
-                } else if counts.passed >= required {
-                    CaseOutcome::Pass
-                } else if counts.passed + counts.errors + unrun >= required {
-                    CaseOutcome::Error
-                } else {
-                    CaseOutcome::Fail
-                };
-                let fold = CaseFold {
-                    variant,
-                    case,
-                    claim,
-                    samples: counts.samples,
-                    ran: counts.ran,
-                    passed: counts.passed,
-                    failed: counts.failed,
-                    errors: counts.errors,
-                    required,
-                    threshold,
-                    outcome,
-                    time_ms: counts.time_ms,
-                };
-                (counts.first, fold)
-            })
-            .collect();
-        folds.sort_by_key(|(first, fold)| (fold.variant, *first));
-        folds.into_iter().map(|(_, fold)| fold).collect()
+    /// The next group, or an error; `None` once every selected turn and
+    /// every result is read.
+    fn next_group(&mut self) -> Result<Option<(CaseFold, Vec<TurnResult>)>, SpillError> {
+        let Some(first) = self.selected.next() else {
+            return match self.results.next() {
+                None => Ok(None),
+                Some(Err(error)) => Err(error),
+                Some(Ok(result)) => {
+                    Err(self.results_error(SpillProblem::NotSelected(result.spec.index)))
+                }
+            };
+        };
+        let mut ran = Vec::new();
+        ran.extend(self.result_of(&first)?);
+        let mut samples = 1u32;
+        let same = |spec: &TurnSpec| {
+            (spec.variant, spec.case, &spec.claim_id)
+                == (first.variant, first.case, &first.claim_id)
+        };
+        while let Some(spec) = self.selected.next_if(same) {
+            samples += 1;
+            ran.extend(self.result_of(&spec)?);
+        }
+        let fold = fold(self.plan, self.default_share, (first, samples), &ran);
+        Ok(Some((fold, ran)))
+    }
+}
+
+impl Iterator for Folds<'_> {
+    type Item = Result<(CaseFold, Vec<TurnResult>), SpillError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let next = self.next_group().transpose();
+        self.failed = matches!(next, Some(Err(_)));
+        next
+    }
+}
+
+/// One group's verdict: `first` its first selected sample, `samples` how
+/// many it selected, `ran` the results of those that ran.
+fn fold(
+    plan: &EvalPlan,
+    default_share: f64,
+    (first, samples): (TurnSpec, u32),
+    ran: &[TurnResult],
+) -> CaseFold {
+    let count = |outcome| ran.iter().filter(|r| r.verdict.outcome == outcome).count() as u32;
+    let (passed, failed, errors) = (
+        count(Outcome::Pass),
+        count(Outcome::Fail),
+        count(Outcome::Error),
+    );
+    let ran_count = ran.len() as u32;
+    let threshold = threshold_of(plan, first.case, default_share);
+    let required = threshold.required(samples, plan.suite.repeats());
+    let unrun = samples.saturating_sub(ran_count);
+    let outcome = if ran_count == 0 {
+        CaseOutcome::NotRun
+    } else if passed >= required {
+        CaseOutcome::Pass
+    } else if passed + errors + unrun >= required {
+        CaseOutcome::Error
+    } else {
+        CaseOutcome::Fail
+    };
+    let time_ms = ran
+        .iter()
+        .map(|r| r.observation.latency_ms)
+        .fold(0u64, u64::saturating_add);
+    CaseFold {
+        variant: first.variant,
+        case: first.case,
+        claim: first.claim_id,
+        samples,
+        ran: ran_count,
+        passed,
+        failed,
+        errors,
+        required,
+        threshold,
+        outcome,
+        time_ms,
     }
 }
 

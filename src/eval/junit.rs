@@ -8,8 +8,9 @@
 //! expectation, the rest is in its body.
 //!
 //! Streamed, like every output at the end of a run: the counts come from
-//! the folds, then each testcase is written as its samples are read from
-//! the spill in matrix order, one claim × case in memory at a time.
+//! the folds the summary gathered, then each testcase is written as its
+//! fold is read again from the spill in matrix order, one claim × case in
+//! memory at a time.
 //!
 //! Written by the small typed writer in `junit/xml.rs`: `quick-junit` always
 //! writes `skipped` and `timestamp` on `<testsuites>`, which that schema
@@ -74,9 +75,20 @@ fn kind(fold: &CaseFold) -> Kind {
     }
 }
 
-fn counts<'a>(folds: impl Iterator<Item = &'a CaseFold>) -> Counts {
-    let mut counts = Counts::default();
-    for fold in folds {
+/// Each variant's testsuite counts, gathered from the folds as the end of
+/// the run reads them (they head the report, before its testcases).
+#[derive(Default, Clone)]
+pub struct SuiteCounts(Vec<Counts>);
+
+impl SuiteCounts {
+    pub fn new(variants: usize) -> SuiteCounts {
+        SuiteCounts(vec![Counts::default(); variants])
+    }
+
+    pub fn add(&mut self, fold: &CaseFold) {
+        let Some(counts) = self.0.get_mut(fold.variant) else {
+            return;
+        };
         counts.tests += 1;
         match kind(fold) {
             Kind::Passed => {}
@@ -86,42 +98,44 @@ fn counts<'a>(folds: impl Iterator<Item = &'a CaseFold>) -> Counts {
         }
         counts.time += Duration::from_millis(fold.time_ms);
     }
-    counts
+
+    fn total(&self) -> Counts {
+        self.0.iter().fold(Counts::default(), |sum, c| Counts {
+            tests: sum.tests + c.tests,
+            failures: sum.failures + c.failures,
+            errors: sum.errors + c.errors,
+            skipped: sum.skipped + c.skipped,
+            time: sum.time + c.time,
+        })
+    }
 }
 
-/// Writes the report to `out`: one testsuite per variant, one testcase per
-/// fold (`folds` in matrix order), `results` the run's in matrix order.
+/// A fold with the results of its samples that ran.
+pub type FoldRead = Result<(CaseFold, Vec<TurnResult>), SpillError>;
+
+/// Writes the report to `out`: one testsuite per variant (`counts` theirs),
+/// one testcase per fold, `folds` in matrix order with their samples.
 pub fn write_junit(
     plan: &EvalPlan,
-    folds: &[CaseFold],
-    results: impl Iterator<Item = Result<TurnResult, SpillError>>,
+    counts: &SuiteCounts,
+    folds: impl Iterator<Item = FoldRead>,
     context: &JunitContext,
     out: impl Write,
 ) -> Result<(), JunitError> {
-    let mut results = results.peekable();
-    let mut writer = JunitWriter::start(out, &plan.suite.name, counts(folds.iter()))?;
+    let mut folds = folds.peekable();
+    let mut writer = JunitWriter::start(out, &plan.suite.name, counts.total())?;
     for index in 0..plan.matrix.variants.len() {
-        let mine = || folds.iter().filter(move |f| f.variant == index);
-        writer.start_suite(&suite_head(plan, context, index, counts(mine())))?;
-        for fold in mine() {
-            let mut ran = Vec::new();
-            while let Some(result) =
-                results.next_if(|r| r.as_ref().map_or(true, |r| is_of(r, fold)))
-            {
-                ran.push(result?);
-            }
-            writer.case(&test_case(plan, fold, &ran, context.not_run_reason))?;
+        let mine = counts.0.get(index).copied().unwrap_or_default();
+        writer.start_suite(&suite_head(plan, context, index, mine))?;
+        let of_this = |fold: &FoldRead| fold.as_ref().map_or(true, |(f, _)| f.variant == index);
+        while let Some(fold) = folds.next_if(of_this) {
+            let (fold, ran) = fold?;
+            writer.case(&test_case(plan, &fold, &ran, context.not_run_reason))?;
         }
         writer.end_suite()?;
     }
     writer.finish()?;
     Ok(())
-}
-
-fn is_of(result: &TurnResult, fold: &CaseFold) -> bool {
-    let spec = &result.spec;
-    (spec.variant, spec.case, spec.claim_id.as_str())
-        == (fold.variant, fold.case, fold.claim.as_str())
 }
 
 /// The testsuite of variant `index`: its name, counts and properties.

@@ -1,17 +1,18 @@
 //! Everything the end of an eval run says, gathered in one pass over its
-//! spill (`spill::ResultStore`) in matrix order: each variant's numbers,
-//! the folds (thresholds, pass@k, pass^k), the tags, the turns read from
-//! logs by the run that recorded them, the lost logs and the first failures
-//! shown. What it keeps grows with the groups (a fold's counts per variant
-//! × claim × case), not the turns — but for the latencies of the exact
-//! percentiles, 8 bytes a turn.
+//! spill (`spill::ResultStore`) in matrix order, fold by fold
+//! (`fold::folds`): each variant's numbers and its folds' (thresholds,
+//! pass@k, pass^k), JUnit's counts, the tags, the turns read from logs by
+//! the run that recorded them, the lost logs and the first failures shown.
+//! Nothing it keeps grows with the turns or the groups — but for the
+//! latencies of the exact percentiles, 8 bytes a turn.
 //!
 //! Every pass over the spill goes through `checked`, which holds each record
 //! to the plan: a turn this run selected, at its own place in the matrix.
 
 use std::collections::BTreeMap;
 
-use super::fold::{CaseFold, CaseFolder, CaseOutcome};
+use super::fold::{CaseFold, CaseOutcome, folds};
+use super::junit::SuiteCounts;
 use super::matrix::{PreparedVariant, TurnSpec};
 use super::plan::EvalPlan;
 use super::report::{TurnsFromRun, VariantSummary, turn_label};
@@ -26,8 +27,10 @@ use crate::runs::tally::TallyBuilder;
 /// The end of a run, in numbers.
 pub struct RunTotals {
     pub summaries: Vec<VariantSummary>,
-    /// Each case's repeats on each claim, folded by its threshold.
-    pub folds: Vec<CaseFold>,
+    /// Whether every selected claim × case reached its threshold.
+    pub every_case_passed: bool,
+    /// Each variant's JUnit testsuite counts.
+    pub junit: SuiteCounts,
     pub tags: Vec<TagSummary>,
     /// Turns with a result.
     pub turns: usize,
@@ -57,6 +60,16 @@ struct VariantTotals {
     thinking_tokens: u64,
     logs_lost: usize,
     cached_turns: usize,
+    /// Turns selected.
+    planned: usize,
+    /// Of its claim × case groups: those with a result, those that reached
+    /// their threshold, with a pass, with every sample passed; the most
+    /// samples one has.
+    cases: usize,
+    cases_met: usize,
+    passed_once: usize,
+    passed_all: usize,
+    samples_per_case: u32,
 }
 
 impl VariantTotals {
@@ -69,7 +82,26 @@ impl VariantTotals {
             thinking_tokens: 0,
             logs_lost: 0,
             cached_turns: 0,
+            planned: 0,
+            cases: 0,
+            cases_met: 0,
+            passed_once: 0,
+            passed_all: 0,
+            samples_per_case: 0,
         }
+    }
+
+    /// Counts one of its claim × case groups.
+    fn add_fold(&mut self, fold: &CaseFold) {
+        self.planned += fold.samples as usize;
+        if fold.outcome == CaseOutcome::NotRun {
+            return;
+        }
+        self.cases += 1;
+        self.cases_met += usize::from(fold.outcome == CaseOutcome::Pass);
+        self.passed_once += usize::from(fold.passed >= 1);
+        self.passed_all += usize::from(fold.passed == fold.samples);
+        self.samples_per_case = self.samples_per_case.max(fold.samples);
     }
 
     fn add(&mut self, result: &TurnResult) {
@@ -84,22 +116,17 @@ impl VariantTotals {
         self.cached_turns += usize::from(result.observation.cached_calls > 0);
     }
 
-    /// The variant's summary; `groups`: its cases' folds that ran.
-    fn finish(
-        self,
-        variant: &PreparedVariant,
-        planned: usize,
-        groups: &[&CaseFold],
-    ) -> VariantSummary {
+    /// The variant's summary.
+    fn finish(self, variant: &PreparedVariant) -> VariantSummary {
         let numbers = self.numbers.finish();
-        let share = |keep: fn(&CaseFold) -> bool| {
-            let kept = groups.iter().filter(|f| keep(f)).count();
-            if groups.is_empty() {
+        let share = |kept: usize| {
+            if self.cases == 0 {
                 0.0
             } else {
-                kept as f64 / groups.len() as f64
+                kept as f64 / self.cases as f64
             }
         };
+        let planned = self.planned;
         let (cost, judge, turns) = (self.cost, self.judge, self.turns);
         VariantSummary {
             variant: variant.name.clone(),
@@ -124,14 +151,11 @@ impl VariantTotals {
             latency_p50_ms: numbers.latency_p50_ms,
             latency_p95_ms: numbers.latency_p95_ms,
             ignored_overrides: variant.ignored.iter().map(ToString::to_string).collect(),
-            cases: groups.len(),
-            cases_met: groups
-                .iter()
-                .filter(|f| f.outcome == CaseOutcome::Pass)
-                .count(),
-            samples_per_case: groups.iter().map(|f| f.samples).max().unwrap_or(0),
-            pass_at_k: share(|f| f.passed >= 1),
-            pass_all_k: share(|f| f.passed == f.samples),
+            cases: self.cases,
+            cases_met: self.cases_met,
+            samples_per_case: self.samples_per_case,
+            pass_at_k: share(self.passed_once),
+            pass_all_k: share(self.passed_all),
             judge_calls: judge.calls,
             judge_cached: judge.cached,
             judge_usage: judge.usage,
@@ -144,15 +168,15 @@ impl VariantTotals {
     }
 }
 
-/// Reads the whole spill once; `default_share` is `--pass-threshold`,
-/// `shown` how many failing turns are kept to be shown.
+/// Reads the whole spill once, in matrix order, fold by fold;
+/// `default_share` is `--pass-threshold`, `shown` how many failing turns
+/// are kept to be shown.
 pub fn gather(
     plan: &EvalPlan,
     store: &mut ResultStore,
     default_share: f64,
     shown: usize,
 ) -> Result<RunTotals, SpillError> {
-    let mut folder = CaseFolder::new(plan, default_share);
     let mut variants: Vec<VariantTotals> = plan
         .matrix
         .variants
@@ -161,51 +185,24 @@ pub fn gather(
         .collect();
     let mut tags = TagTotals::default();
     let mut from_runs: BTreeMap<Option<String>, usize> = BTreeMap::new();
-    let mut totals = RunTotals::empty();
-    for result in checked(plan, store)? {
-        let result = result?;
-        folder.add(&result);
-        tags.add(plan, &result);
-        variants[result.spec.variant].add(&result);
-        totals.turns += 1;
-        match result.verdict.outcome {
-            Outcome::Pass => totals.passed += 1,
-            Outcome::Fail => totals.failed += 1,
-            Outcome::Error => totals.errored += 1,
-        }
-        if let Some(error) = &result.log_error {
-            totals
-                .logs_lost
-                .push(format!("{}: {error}", turn_label(plan, &result)));
-        }
-        if result.from_log {
-            totals.from_logs += 1;
-            *from_runs
-                .entry(result.observation.eval_run.clone())
-                .or_default() += 1;
-        }
-        if result.verdict.outcome != Outcome::Pass {
-            totals.failing_count += 1;
-            if totals.failing.len() < shown {
-                totals.failing.push(result);
-            }
+    let mut totals = RunTotals::empty(variants.len());
+    for group in folds(plan, default_share, store)? {
+        let (fold, ran) = group?;
+        variants[fold.variant].add_fold(&fold);
+        totals.junit.add(&fold);
+        totals.every_case_passed &= fold.outcome == CaseOutcome::Pass;
+        for result in ran {
+            tags.add(plan, &result);
+            variants[result.spec.variant].add(&result);
+            totals.add(plan, result, shown, &mut from_runs);
         }
     }
-    totals.folds = folder.finish();
-    let mut planned = vec![0usize; variants.len()];
-    for fold in &totals.folds {
-        planned[fold.variant] += fold.samples as usize;
-    }
-    totals.not_run = planned.iter().sum::<usize>().saturating_sub(totals.turns);
+    let planned: usize = variants.iter().map(|v| v.planned).sum();
+    totals.not_run = planned.saturating_sub(totals.turns);
     totals.summaries = variants
         .into_iter()
         .enumerate()
-        .map(|(index, variant)| {
-            let groups: Vec<&CaseFold> = (totals.folds.iter())
-                .filter(|f| f.variant == index && f.outcome != CaseOutcome::NotRun)
-                .collect();
-            variant.finish(&plan.matrix.variants[index], planned[index], &groups)
-        })
+        .map(|(index, variant)| variant.finish(&plan.matrix.variants[index]))
         .collect();
     totals.tags = tags.finish(plan);
     totals.from_runs = turns_from_runs(from_runs);
@@ -213,10 +210,43 @@ pub fn gather(
 }
 
 impl RunTotals {
-    fn empty() -> RunTotals {
+    /// One turn's part in the counts, the lost logs and the failures shown.
+    fn add(
+        &mut self,
+        plan: &EvalPlan,
+        result: TurnResult,
+        shown: usize,
+        from_runs: &mut BTreeMap<Option<String>, usize>,
+    ) {
+        self.turns += 1;
+        match result.verdict.outcome {
+            Outcome::Pass => self.passed += 1,
+            Outcome::Fail => self.failed += 1,
+            Outcome::Error => self.errored += 1,
+        }
+        if let Some(error) = &result.log_error {
+            let label = turn_label(plan, &result);
+            self.logs_lost.push(format!("{label}: {error}"));
+        }
+        if result.from_log {
+            self.from_logs += 1;
+            *from_runs
+                .entry(result.observation.eval_run.clone())
+                .or_default() += 1;
+        }
+        if result.verdict.outcome != Outcome::Pass {
+            self.failing_count += 1;
+            if self.failing.len() < shown {
+                self.failing.push(result);
+            }
+        }
+    }
+
+    fn empty(variants: usize) -> RunTotals {
         RunTotals {
             summaries: Vec::new(),
-            folds: Vec::new(),
+            every_case_passed: true,
+            junit: SuiteCounts::new(variants),
             tags: Vec::new(),
             turns: 0,
             passed: 0,

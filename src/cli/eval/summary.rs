@@ -11,11 +11,10 @@ use chrono::{DateTime, Utc};
 
 use promptlab::cost::format_usd;
 use promptlab::eval::budget::Budget;
-use promptlab::eval::fold::{CaseFold, CaseOutcome};
+use promptlab::eval::fold::folds;
 use promptlab::eval::junit::{JunitContext, JunitError, write_junit};
 use promptlab::eval::report::{
-    BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnRecord, VariantSummary, shard_line,
-    turn_label,
+    BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnRecord, shard_line, turn_label,
 };
 use promptlab::eval::spill::{ResultStore, SpillError};
 use promptlab::eval::totals::{RunTotals, checked, gather};
@@ -81,7 +80,7 @@ pub fn finish(
     outcome.write_reports(settings, started_at, store)?;
     match settings.output.format {
         EvalFormat::Ndjson => {
-            print_ndjson(mode, &outcome, store)?;
+            print_ndjson((mode, settings.pass_threshold), &outcome, store)?;
             if every_turn_scripted(settings, &outcome.totals) && !settings.output.quiet {
                 eprintln!("warning: {SCRIPTED_WARNING}");
             }
@@ -129,13 +128,9 @@ fn exit_code(settings: &EvalSettings, totals: &RunTotals, stop: Option<Exit>) ->
     if let Some(stop) = stop {
         return stop;
     }
-    let summaries: &[VariantSummary] = &totals.summaries;
-    let folds: &[CaseFold] = &totals.folds;
     let below = match settings.min_pass_rate {
-        Some(rate) => summaries
-            .iter()
-            .any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
-        None => folds.iter().any(|f| f.outcome != CaseOutcome::Pass),
+        Some(rate) => (totals.summaries.iter()).any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
+        None => !totals.every_case_passed,
     };
     if below || !totals.logs_lost.is_empty() {
         Exit::Failure
@@ -167,11 +162,11 @@ impl EvalEnd<'_> {
                     .shard
                     .map(|s| format!("{}/{}", s.index, s.count)),
             };
-            let (plan, folds) = (self.plan, &self.totals.folds);
-            let results = checked(plan, store).map_err(unreadable)?;
+            let (plan, counts) = (self.plan, &self.totals.junit);
+            let folds = folds(plan, settings.pass_threshold, store).map_err(unreadable)?;
             let mut spilled = None;
             let written = write_atomically_with(path, |out| {
-                match write_junit(plan, folds, results, &context, out) {
+                match write_junit(plan, counts, folds, &context, out) {
                     Ok(()) => Ok(()),
                     Err(JunitError::Write(error)) => Err(error.to_string()),
                     Err(JunitError::Spill(error)) => {
@@ -259,8 +254,10 @@ impl EvalEnd<'_> {
     }
 }
 
+/// The turn records of turns read from logs, each claim × case's record and
+/// the summary; `pass_threshold`: `--pass-threshold`, for the folds.
 fn print_ndjson(
-    mode: &EvalMode,
+    (mode, pass_threshold): (&EvalMode, f64),
     outcome: &EvalEnd,
     store: &mut ResultStore,
 ) -> Result<(), CliError> {
@@ -276,8 +273,9 @@ fn print_ndjson(
             }
         }
     }
-    for fold in &outcome.totals.folds {
-        write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, fold)))?;
+    for fold in folds(plan, pass_threshold, store).map_err(unreadable)? {
+        let (fold, _) = fold.map_err(unreadable)?;
+        write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, &fold)))?;
     }
     write_record(
         &mut out,
