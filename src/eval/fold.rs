@@ -85,11 +85,19 @@ pub fn threshold_of(plan: &EvalPlan, case: usize, default_share: f64) -> Thresho
     }
 }
 
-/// Every selected variant × claim × case in matrix order, each folded as
-/// soon as its samples are read, with the results of those that ran: the
-/// spill is read alongside the plan's selection (a group's samples are
-/// contiguous in matrix order), so one group is in memory at a time. Each
-/// result is held to the plan: a turn it selected, at its own place.
+/// What the spill gives, read beside the plan's selection: each turn that
+/// ran, then — once its claim × case has no more samples — that group's
+/// fold. A group's samples are contiguous in matrix order, so nothing is
+/// kept but the counts of the group being read.
+#[derive(Debug)]
+pub enum Folded {
+    Turn(Box<TurnResult>),
+    Case(CaseFold),
+}
+
+/// Every selected variant × claim × case in matrix order, each turn that
+/// ran and each group's fold (`Folded`). Each result is held to the plan:
+/// a turn it selected, at its own place.
 pub fn folds<'a>(
     plan: &'a EvalPlan,
     default_share: f64,
@@ -101,6 +109,7 @@ pub fn folds<'a>(
         path: store.path().display().to_string(),
         selected: (Box::new(plan.selected()) as Box<dyn Iterator<Item = TurnSpec>>).peekable(),
         results: store.in_matrix_order()?.peekable(),
+        group: None,
         failed: false,
     })
 }
@@ -113,7 +122,20 @@ pub struct Folds<'a> {
     path: String,
     selected: std::iter::Peekable<Box<dyn Iterator<Item = TurnSpec> + 'a>>,
     results: std::iter::Peekable<MatrixOrder<'a>>,
+    /// The group being read: its first sample and its counts.
+    group: Option<(TurnSpec, Counts)>,
     failed: bool,
+}
+
+/// One group's counts while its samples are read.
+#[derive(Default)]
+struct Counts {
+    samples: u32,
+    ran: u32,
+    passed: u32,
+    failed: u32,
+    errors: u32,
+    time_ms: u64,
 }
 
 impl Folds<'_> {
@@ -128,106 +150,104 @@ impl Folds<'_> {
         if index > spec.index {
             return Ok(None);
         }
-        let result = self.results.next().transpose()?;
-        match result {
+        match self.results.next().transpose()? {
             Some(result) if result.spec == *spec => Ok(Some(result)),
-            _ if index == spec.index => Err(self.results_error(SpillProblem::Misplaced(index))),
-            _ => Err(self.results_error(SpillProblem::NotSelected(index))),
+            _ if index == spec.index => Err(self.error(SpillProblem::Misplaced(index))),
+            _ => Err(self.error(SpillProblem::NotSelected(index))),
         }
     }
 
-    fn results_error(&self, problem: SpillProblem) -> SpillError {
+    fn error(&self, problem: SpillProblem) -> SpillError {
         SpillError {
             path: self.path.clone(),
             problem,
         }
     }
 
-    /// The next group, or an error; `None` once every selected turn and
-    /// every result is read.
-    fn next_group(&mut self) -> Result<Option<(CaseFold, Vec<TurnResult>)>, SpillError> {
-        let Some(first) = self.selected.next() else {
-            return match self.results.next() {
-                None => Ok(None),
-                Some(Err(error)) => Err(error),
-                Some(Ok(result)) => {
-                    Err(self.results_error(SpillProblem::NotSelected(result.spec.index)))
+    /// The next turn or fold; `None` once every selected turn and every
+    /// result is read.
+    fn step(&mut self) -> Result<Option<Folded>, SpillError> {
+        loop {
+            let same_group = match (&self.group, self.selected.peek()) {
+                (Some((first, _)), Some(spec)) => {
+                    (spec.variant, spec.case, &spec.claim_id)
+                        == (first.variant, first.case, &first.claim_id)
+                }
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (None, None) => {
+                    return match self.results.next() {
+                        None => Ok(None),
+                        Some(Err(error)) => Err(error),
+                        Some(Ok(result)) => {
+                            Err(self.error(SpillProblem::NotSelected(result.spec.index)))
+                        }
+                    };
                 }
             };
-        };
-        let mut ran = Vec::new();
-        ran.extend(self.result_of(&first)?);
-        let mut samples = 1u32;
-        let same = |spec: &TurnSpec| {
-            (spec.variant, spec.case, &spec.claim_id)
-                == (first.variant, first.case, &first.claim_id)
-        };
-        while let Some(spec) = self.selected.next_if(same) {
-            samples += 1;
-            ran.extend(self.result_of(&spec)?);
+            if !same_group {
+                let (first, counts) = self.group.take().expect("a group is being read");
+                let fold = fold(self.plan, self.default_share, first, &counts);
+                return Ok(Some(Folded::Case(fold)));
+            }
+            let spec = self.selected.next().expect("peeked");
+            let result = self.result_of(&spec)?;
+            let (_, counts) = self.group.get_or_insert_with(|| (spec, Counts::default()));
+            counts.samples += 1;
+            if let Some(result) = result {
+                counts.ran += 1;
+                match result.verdict.outcome {
+                    Outcome::Pass => counts.passed += 1,
+                    Outcome::Fail => counts.failed += 1,
+                    Outcome::Error => counts.errors += 1,
+                }
+                counts.time_ms = counts.time_ms.saturating_add(result.observation.latency_ms);
+                return Ok(Some(Folded::Turn(Box::new(result))));
+            }
         }
-        let fold = fold(self.plan, self.default_share, (first, samples), &ran);
-        Ok(Some((fold, ran)))
     }
 }
 
 impl Iterator for Folds<'_> {
-    type Item = Result<(CaseFold, Vec<TurnResult>), SpillError>;
+    type Item = Result<Folded, SpillError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if self.failed {
             return None;
         }
-        let next = self.next_group().transpose();
+        let next = self.step().transpose();
         self.failed = matches!(next, Some(Err(_)));
         next
     }
 }
 
-/// One group's verdict: `first` its first selected sample, `samples` how
-/// many it selected, `ran` the results of those that ran.
-fn fold(
-    plan: &EvalPlan,
-    default_share: f64,
-    (first, samples): (TurnSpec, u32),
-    ran: &[TurnResult],
-) -> CaseFold {
-    let count = |outcome| ran.iter().filter(|r| r.verdict.outcome == outcome).count() as u32;
-    let (passed, failed, errors) = (
-        count(Outcome::Pass),
-        count(Outcome::Fail),
-        count(Outcome::Error),
-    );
-    let ran_count = ran.len() as u32;
+/// One group's verdict: `first` its first selected sample.
+fn fold(plan: &EvalPlan, default_share: f64, first: TurnSpec, counts: &Counts) -> CaseFold {
     let threshold = threshold_of(plan, first.case, default_share);
-    let required = threshold.required(samples, plan.suite.repeats());
-    let unrun = samples.saturating_sub(ran_count);
-    let outcome = if ran_count == 0 {
+    let required = threshold.required(counts.samples, plan.suite.repeats());
+    let unrun = counts.samples.saturating_sub(counts.ran);
+    let outcome = if counts.ran == 0 {
         CaseOutcome::NotRun
-    } else if passed >= required {
+    } else if counts.passed >= required {
         CaseOutcome::Pass
-    } else if passed + errors + unrun >= required {
+    } else if counts.passed + counts.errors + unrun >= required {
         CaseOutcome::Error
     } else {
         CaseOutcome::Fail
     };
-    let time_ms = ran
-        .iter()
-        .map(|r| r.observation.latency_ms)
-        .fold(0u64, u64::saturating_add);
     CaseFold {
         variant: first.variant,
         case: first.case,
         claim: first.claim_id,
-        samples,
-        ran: ran_count,
-        passed,
-        failed,
-        errors,
+        samples: counts.samples,
+        ran: counts.ran,
+        passed: counts.passed,
+        failed: counts.failed,
+        errors: counts.errors,
         required,
         threshold,
         outcome,
-        time_ms,
+        time_ms: counts.time_ms,
     }
 }
 

@@ -25,7 +25,7 @@ use chrono::{DateTime, Utc};
 
 use self::xml::{Counts, JunitWriter, Status, SuiteHead, TestCase};
 use super::expect::Outcome;
-use super::fold::CaseFold;
+use super::fold::{CaseFold, Folded};
 use super::plan::EvalPlan;
 use super::runner::TurnResult;
 use super::spill::SpillError;
@@ -110,32 +110,68 @@ impl SuiteCounts {
     }
 }
 
-/// A fold with the results of its samples that ran.
-pub type FoldRead = Result<(CaseFold, Vec<TurnResult>), SpillError>;
-
 /// Writes the report to `out`: one testsuite per variant (`counts` theirs),
-/// one testcase per fold, `folds` in matrix order with their samples.
+/// one testcase per fold, from the run's turns and folds in matrix order
+/// (`fold::folds`): a claim × case's samples are kept until its fold comes.
 pub fn write_junit(
     plan: &EvalPlan,
     counts: &SuiteCounts,
-    folds: impl Iterator<Item = FoldRead>,
+    folds: impl Iterator<Item = Result<Folded, SpillError>>,
     context: &JunitContext,
     out: impl Write,
 ) -> Result<(), JunitError> {
-    let mut folds = folds.peekable();
-    let mut writer = JunitWriter::start(out, &plan.suite.name, counts.total())?;
-    for index in 0..plan.matrix.variants.len() {
-        let mine = counts.0.get(index).copied().unwrap_or_default();
-        writer.start_suite(&suite_head(plan, context, index, mine))?;
-        let of_this = |fold: &FoldRead| fold.as_ref().map_or(true, |(f, _)| f.variant == index);
-        while let Some(fold) = folds.next_if(of_this) {
-            let (fold, ran) = fold?;
-            writer.case(&test_case(plan, &fold, &ran, context.not_run_reason))?;
+    let mut suites = Suites {
+        writer: JunitWriter::start(out, &plan.suite.name, counts.total())?,
+        plan,
+        context,
+        counts,
+        open: None,
+    };
+    let mut ran = Vec::new();
+    for read in folds {
+        match read? {
+            Folded::Turn(result) => ran.push(*result),
+            Folded::Case(fold) => {
+                suites.open_to(fold.variant)?;
+                let case = test_case(plan, &fold, &ran, context.not_run_reason);
+                suites.writer.case(&case)?;
+                ran.clear();
+            }
         }
-        writer.end_suite()?;
     }
-    writer.finish()?;
+    // Every variant has its testsuite, in order.
+    if let Some(last) = plan.matrix.variants.len().checked_sub(1) {
+        suites.open_to(last)?;
+        suites.writer.end_suite()?;
+    }
+    suites.writer.finish()?;
     Ok(())
+}
+
+/// The testsuites being written, one variant's open at a time.
+struct Suites<'a, W: Write> {
+    writer: JunitWriter<W>,
+    plan: &'a EvalPlan,
+    context: &'a JunitContext,
+    counts: &'a SuiteCounts,
+    open: Option<usize>,
+}
+
+impl<W: Write> Suites<'_, W> {
+    /// Closes the open testsuite and opens each up to variant `to`'s.
+    fn open_to(&mut self, to: usize) -> std::io::Result<()> {
+        while self.open.is_none_or(|open| open < to) {
+            if self.open.is_some() {
+                self.writer.end_suite()?;
+            }
+            let next = self.open.map_or(0, |open| open + 1);
+            let counts = self.counts.0.get(next).copied().unwrap_or_default();
+            let head = suite_head(self.plan, self.context, next, counts);
+            self.writer.start_suite(&head)?;
+            self.open = Some(next);
+        }
+        Ok(())
+    }
 }
 
 /// The testsuite of variant `index`: its name, counts and properties.

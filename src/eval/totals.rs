@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 
-use super::fold::{CaseFold, CaseOutcome, folds};
+use super::fold::{CaseFold, CaseOutcome, Folded, folds};
 use super::junit::SuiteCounts;
 use super::matrix::{PreparedVariant, TurnSpec};
 use super::plan::EvalPlan;
@@ -186,15 +186,18 @@ pub fn gather(
     let mut tags = TagTotals::default();
     let mut from_runs: BTreeMap<Option<String>, usize> = BTreeMap::new();
     let mut totals = RunTotals::empty(variants.len());
-    for group in folds(plan, default_share, store)? {
-        let (fold, ran) = group?;
-        variants[fold.variant].add_fold(&fold);
-        totals.junit.add(&fold);
-        totals.every_case_passed &= fold.outcome == CaseOutcome::Pass;
-        for result in ran {
-            tags.add(plan, &result);
-            variants[result.spec.variant].add(&result);
-            totals.add(plan, result, shown, &mut from_runs);
+    for read in folds(plan, default_share, store)? {
+        match read? {
+            Folded::Turn(result) => {
+                tags.add(plan, &result);
+                variants[result.spec.variant].add(&result);
+                totals.add(plan, *result, shown, &mut from_runs);
+            }
+            Folded::Case(fold) => {
+                variants[fold.variant].add_fold(&fold);
+                totals.junit.add(&fold);
+                totals.every_case_passed &= fold.outcome == CaseOutcome::Pass;
+            }
         }
     }
     let planned: usize = variants.iter().map(|v| v.planned).sum();

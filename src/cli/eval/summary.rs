@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 
 use promptlab::cost::format_usd;
 use promptlab::eval::budget::Budget;
-use promptlab::eval::fold::folds;
+use promptlab::eval::fold::{Folded, folds};
 use promptlab::eval::junit::{JunitContext, JunitError, write_junit};
 use promptlab::eval::report::{
     BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnRecord, shard_line, turn_label,
@@ -273,9 +273,10 @@ fn print_ndjson(
             }
         }
     }
-    for fold in folds(plan, pass_threshold, store).map_err(unreadable)? {
-        let (fold, _) = fold.map_err(unreadable)?;
-        write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, &fold)))?;
+    for read in folds(plan, pass_threshold, store).map_err(unreadable)? {
+        if let Folded::Case(fold) = read.map_err(unreadable)? {
+            write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, &fold)))?;
+        }
     }
     write_record(
         &mut out,
