@@ -4,6 +4,8 @@
 # (BENCHMARKS.md, issue #31).
 #   cargo build --release
 #   benches/scale.sh 1000        # or 10000, 100000; a fresh runs folder may follow
+#   SHAPE=cases benches/scale.sh 100000   # as many cases as it takes, no repeats:
+#                                         # one fold (claim × case) per turn
 #   PROMPTLAB_BIN=/tmp/old/promptlab benches/scale.sh 10000   # another build, for an A/B
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,17 +14,21 @@ turns=${1:?usage: benches/scale.sh TURNS [RUNS_DIR]}
 # machine's), creating files right after many were deleted scans past the
 # deleted inodes for minutes, and that would be measured (BENCHMARKS.md).
 dir=${2:-$(mktemp -d /tmp/bench-scale-XXXXXX)}
-repeats=$(( (turns + 23) / 24 ))
+per_claim=$(( (turns + 23) / 24 ))
 suite=$(mktemp --suffix .yaml)
-cat > "$suite" <<SUITE
-name: scale
-claims: {all: true}
-defaults: {today: 2026-11-30, expect: {noError: true}}
-repeats: $repeats
-cases:
-  - {name: excess, message: What is the excess?, script: $PWD/benches/one-call.yaml}
-SUITE
-ran=$((repeats * 24))
+if [ "${SHAPE:-repeats}" = cases ]; then
+    repeats=1 cases=$per_claim
+else
+    repeats=$per_claim cases=1
+fi
+{
+    printf 'name: scale\nclaims: {all: true}\ndefaults: {today: 2026-11-30, expect: {noError: true}}\n'
+    printf 'repeats: %d\ncases:\n' "$repeats"
+    for i in $(seq 1 "$cases"); do
+        printf '  - {name: excess-%d, message: What is the excess?, script: %s/benches/one-call.yaml}\n' "$i" "$PWD"
+    done
+} > "$suite"
+ran=$((per_claim * 24))
 /usr/bin/time -f "%U %S %e %M" -o "$suite.time" \
     "${PROMPTLAB_BIN:-target/release/promptlab}" --runs-dir "$dir" eval "$suite" --provider script -j 8 --quiet >/dev/null
 read -r user sys wall rss < "$suite.time"

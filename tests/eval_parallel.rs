@@ -10,6 +10,7 @@ use std::time::Duration;
 use promptlab::chat::request::ThinkingLevel;
 use promptlab::claims::ClaimStore;
 use promptlab::eval::matrix::ModelSettings;
+use promptlab::eval::spill::ResultStore;
 use promptlab::eval::{
     EvalMessage, EvalPlan, Feed, LoadedSuite, Outcome, ProviderChoice, RunSettings, Selection,
     build_matrix, run_turns,
@@ -106,13 +107,21 @@ async fn two_turns_with_a_blocking_step_overlap() {
     };
     let settings = Arc::new(settings);
     let (sender, mut receiver) = tokio::sync::mpsc::channel(promptlab::eval::runner::FEED_CAPACITY);
-    let results = run_turns(
-        Arc::new(plan(dir.path())),
+    let plan = Arc::new(plan(dir.path()));
+    let mut spill = ResultStore::create(dir.path(), &plan.eval_run, plan.matrix.planned).unwrap();
+    run_turns(
+        Arc::clone(&plan),
         Arc::clone(&settings),
         CancellationToken::new(),
         sender,
+        &mut spill,
     )
     .await;
+    let results: Vec<_> = spill
+        .in_matrix_order()
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
     let mut fed = Vec::new();
     while let Ok(message) = receiver.try_recv() {
         fed.push(message);

@@ -124,7 +124,7 @@ pub fn record_eval_run(
     runs_dir: &Path,
     summary: &promptlab::eval::report::SummaryRecord,
     started_at: DateTime<Utc>,
-    results: &[promptlab::eval::TurnResult],
+    turns: &mut promptlab::index::evals::TurnWalk,
 ) {
     if !runs_dir.is_dir() {
         return;
@@ -144,22 +144,16 @@ pub fn record_eval_run(
         planned: summary.planned,
         cancelled: summary.cancelled,
         exit: summary.exit,
-        turn_ids: results
-            .iter()
-            .filter_map(|r| r.observation.turn_id.clone())
-            .collect(),
-        from_logs: results
-            .iter()
-            .filter(|r| r.from_log)
-            .filter_map(|r| r.observation.turn_id.clone())
-            .collect(),
+        // Written from `turns`, never listed here.
+        turn_ids: Vec::new(),
+        from_logs: Vec::new(),
         // As printed: tagged like every NDJSON record.
         summary: serde_json::to_value(promptlab::eval::report::EvalRecord::Summary(
             summary.clone(),
         ))
         .unwrap_or_default(),
     };
-    if let Err(error) = promptlab::index::evals::record_eval_run(runs_dir, &file) {
+    if let Err(error) = promptlab::index::evals::record_eval_run(runs_dir, &file, turns) {
         eprintln!(
             "warning: eval run {} not kept in {}'s history: {error}",
             file.eval_run,

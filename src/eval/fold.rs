@@ -2,13 +2,13 @@
 //! (`passThreshold` or `minPasses`, else `--pass-threshold`): the verdict CI
 //! gates on, JUnit reports and the `case` NDJSON record carries.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
 use super::expect::Outcome;
+use super::matrix::TurnSpec;
 use super::plan::EvalPlan;
 use super::runner::TurnResult;
+use super::spill::{MatrixOrder, ResultStore, SpillError, SpillProblem};
 
 /// How many of a case's samples must pass.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,6 +71,8 @@ pub struct CaseFold {
     pub required: u32,
     pub threshold: Threshold,
     pub outcome: CaseOutcome,
+    /// Its turns' latencies, summed (what JUnit gives as its time).
+    pub time_ms: u64,
 }
 
 /// The case's threshold, else `default_share` (`--pass-threshold`).
@@ -83,68 +85,170 @@ pub fn threshold_of(plan: &EvalPlan, case: usize, default_share: f64) -> Thresho
     }
 }
 
-/// Variant, case, claim.
-type GroupKey = (usize, usize, String);
-/// The matrix index of its first sample, its results, its selected samples.
-type Group<'a> = (usize, Vec<&'a TurnResult>, u32);
+/// What the spill gives, read beside the plan's selection: each turn that
+/// ran, then — once its claim × case has no more samples — that group's
+/// fold. A group's samples are contiguous in matrix order, so nothing is
+/// kept but the counts of the group being read.
+#[derive(Debug)]
+pub enum Folded {
+    Turn(Box<TurnResult>),
+    Case(CaseFold),
+}
 
-/// Every selected variant × claim × case, in matrix order.
-pub fn fold_cases(plan: &EvalPlan, results: &[TurnResult], default_share: f64) -> Vec<CaseFold> {
-    let mut groups: BTreeMap<GroupKey, Group> = BTreeMap::new();
-    for spec in plan.selected() {
-        let first = spec.index - (spec.sample as usize - 1);
-        let entry = groups
-            .entry((spec.variant, spec.case, spec.claim_id.clone()))
-            .or_insert((first, Vec::new(), 0));
-        entry.2 += 1;
-    }
-    for result in results {
-        let spec = &result.spec;
-        if let Some(entry) = groups.get_mut(&(spec.variant, spec.case, spec.claim_id.clone())) {
-            entry.1.push(result);
+/// Every selected variant × claim × case in matrix order, each turn that
+/// ran and each group's fold (`Folded`). Each result is held to the plan:
+/// a turn it selected, at its own place.
+pub fn folds<'a>(
+    plan: &'a EvalPlan,
+    default_share: f64,
+    store: &'a mut ResultStore,
+) -> Result<Folds<'a>, SpillError> {
+    Ok(Folds {
+        plan,
+        default_share,
+        path: store.path().display().to_string(),
+        selected: (Box::new(plan.selected()) as Box<dyn Iterator<Item = TurnSpec>>).peekable(),
+        results: store.in_matrix_order()?.peekable(),
+        group: None,
+        failed: false,
+    })
+}
+
+/// The folds of a run, read from its spill (`folds`).
+pub struct Folds<'a> {
+    plan: &'a EvalPlan,
+    default_share: f64,
+    /// The spill's, for its errors.
+    path: String,
+    selected: std::iter::Peekable<Box<dyn Iterator<Item = TurnSpec> + 'a>>,
+    results: std::iter::Peekable<MatrixOrder<'a>>,
+    /// The group being read: its first sample and its counts.
+    group: Option<(TurnSpec, Counts)>,
+    failed: bool,
+}
+
+/// One group's counts while its samples are read.
+#[derive(Default)]
+struct Counts {
+    samples: u32,
+    ran: u32,
+    passed: u32,
+    failed: u32,
+    errors: u32,
+    time_ms: u64,
+}
+
+impl Folds<'_> {
+    /// The result of `spec`, when it ran: the next one of the spill, if
+    /// it is this turn's (one of a turn not selected is an error).
+    fn result_of(&mut self, spec: &TurnSpec) -> Result<Option<TurnResult>, SpillError> {
+        let index = match self.results.peek() {
+            None => return Ok(None),
+            Some(Err(_)) => return self.results.next().transpose(),
+            Some(Ok(result)) => result.spec.index,
+        };
+        if index > spec.index {
+            return Ok(None);
+        }
+        match self.results.next().transpose()? {
+            Some(result) if result.spec == *spec => Ok(Some(result)),
+            _ if index == spec.index => Err(self.error(SpillProblem::Misplaced(index))),
+            _ => Err(self.error(SpillProblem::NotSelected(index))),
         }
     }
-    let mut folds: Vec<(usize, CaseFold)> = groups
-        .into_iter()
-        .map(|((variant, case, claim), (first, ran, samples))| {
-            let count =
-                |outcome| ran.iter().filter(|r| r.verdict.outcome == outcome).count() as u32;
-            let threshold = threshold_of(plan, case, default_share);
-            let (passed, failed, errors) = (
-                count(Outcome::Pass),
-                count(Outcome::Fail),
-                count(Outcome::Error),
-            );
-            let ran_count = ran.len() as u32;
-            let required = threshold.required(samples, plan.suite.repeats());
-            let unrun = samples.saturating_sub(ran_count);
-            let outcome = if ran_count == 0 {
-                CaseOutcome::NotRun
-            } else if passed >= required {
-                CaseOutcome::Pass
-            } else if passed + errors + unrun >= required {
-                CaseOutcome::Error
-            } else {
-                CaseOutcome::Fail
+
+    fn error(&self, problem: SpillProblem) -> SpillError {
+        SpillError {
+            path: self.path.clone(),
+            problem,
+        }
+    }
+
+    /// The next turn or fold; `None` once every selected turn and every
+    /// result is read.
+    fn step(&mut self) -> Result<Option<Folded>, SpillError> {
+        loop {
+            let same_group = match (&self.group, self.selected.peek()) {
+                (Some((first, _)), Some(spec)) => {
+                    (spec.variant, spec.case, &spec.claim_id)
+                        == (first.variant, first.case, &first.claim_id)
+                }
+                (None, Some(_)) => true,
+                (Some(_), None) => false,
+                (None, None) => {
+                    return match self.results.next() {
+                        None => Ok(None),
+                        Some(Err(error)) => Err(error),
+                        Some(Ok(result)) => {
+                            Err(self.error(SpillProblem::NotSelected(result.spec.index)))
+                        }
+                    };
+                }
             };
-            let fold = CaseFold {
-                variant,
-                case,
-                claim,
-                samples,
-                ran: ran_count,
-                passed,
-                failed,
-                errors,
-                required,
-                threshold,
-                outcome,
-            };
-            (first, fold)
-        })
-        .collect();
-    folds.sort_by_key(|(first, fold)| (fold.variant, *first));
-    folds.into_iter().map(|(_, fold)| fold).collect()
+            if !same_group {
+                let (first, counts) = self.group.take().expect("a group is being read");
+                let fold = fold(self.plan, self.default_share, first, &counts);
+                return Ok(Some(Folded::Case(fold)));
+            }
+            let spec = self.selected.next().expect("peeked");
+            let result = self.result_of(&spec)?;
+            let (_, counts) = self.group.get_or_insert_with(|| (spec, Counts::default()));
+            counts.samples += 1;
+            if let Some(result) = result {
+                counts.ran += 1;
+                match result.verdict.outcome {
+                    Outcome::Pass => counts.passed += 1,
+                    Outcome::Fail => counts.failed += 1,
+                    Outcome::Error => counts.errors += 1,
+                }
+                counts.time_ms = counts.time_ms.saturating_add(result.observation.latency_ms);
+                return Ok(Some(Folded::Turn(Box::new(result))));
+            }
+        }
+    }
+}
+
+impl Iterator for Folds<'_> {
+    type Item = Result<Folded, SpillError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        let next = self.step().transpose();
+        self.failed = matches!(next, Some(Err(_)));
+        next
+    }
+}
+
+/// One group's verdict: `first` its first selected sample.
+fn fold(plan: &EvalPlan, default_share: f64, first: TurnSpec, counts: &Counts) -> CaseFold {
+    let threshold = threshold_of(plan, first.case, default_share);
+    let required = threshold.required(counts.samples, plan.suite.repeats());
+    let unrun = counts.samples.saturating_sub(counts.ran);
+    let outcome = if counts.ran == 0 {
+        CaseOutcome::NotRun
+    } else if counts.passed >= required {
+        CaseOutcome::Pass
+    } else if counts.passed + counts.errors + unrun >= required {
+        CaseOutcome::Error
+    } else {
+        CaseOutcome::Fail
+    };
+    CaseFold {
+        variant: first.variant,
+        case: first.case,
+        claim: first.claim_id,
+        samples: counts.samples,
+        ran: counts.ran,
+        passed: counts.passed,
+        failed: counts.failed,
+        errors: counts.errors,
+        required,
+        threshold,
+        outcome,
+        time_ms: counts.time_ms,
+    }
 }
 
 #[cfg(test)]

@@ -7,84 +7,176 @@
 //! samples ran; its `message` (what CI widgets headline) is the first unmet
 //! expectation, the rest is in its body.
 //!
+//! Streamed, like every output at the end of a run: the counts come from
+//! the folds the summary gathered, then each testcase is written as its
+//! fold is read again from the spill in matrix order, one claim × case in
+//! memory at a time.
+//!
 //! Written by the small typed writer in `junit/xml.rs`: `quick-junit` always
 //! writes `skipped` and `timestamp` on `<testsuites>`, which that schema
 //! does not allow.
 
 mod xml;
 
-use std::collections::BTreeMap;
+use std::io::Write;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use self::xml::{Report, Status, Suite, TestCase};
+use self::xml::{Counts, JunitWriter, Status, SuiteHead, TestCase};
 use super::expect::Outcome;
-use super::fold::{Threshold, threshold_of};
-use super::matrix::TurnSpec;
+use super::fold::{CaseFold, Folded};
 use super::plan::EvalPlan;
 use super::runner::TurnResult;
+use super::spill::SpillError;
 
 /// How much of an answer a testcase's `<system-out>` carries.
 pub const ANSWER_CHARS: usize = 2_000;
 
-/// What the report needs beyond the results.
-pub struct JunitContext<'a> {
-    /// The share of a case's repeats that must pass, for a case that sets
-    /// no `passThreshold` or `minPasses` of its own.
-    pub threshold: f64,
+/// What the report needs beyond the folds and the results.
+pub struct JunitContext {
     pub started_at: DateTime<Utc>,
-    /// Selected turns that never ran (a cancelled run, a reached budget).
-    pub not_run: &'a [TurnSpec],
-    /// Why they did not run: `cancelled`, `budget reached`.
-    pub not_run_reason: &'a str,
+    /// Why selected turns did not run: `cancelled`, `budget reached`.
+    pub not_run_reason: &'static str,
     /// `I/N` when this run is one shard.
     pub shard: Option<String>,
 }
 
-/// One claim × case: its samples that ran and those that did not.
-#[derive(Default)]
-struct CaseSamples<'a> {
-    case: usize,
-    ran: Vec<&'a TurnResult>,
-    not_run: usize,
+/// Why the report was not written whole.
+#[derive(Debug, thiserror::Error)]
+pub enum JunitError {
+    #[error("{0}")]
+    Write(#[from] std::io::Error),
+    #[error(transparent)]
+    Spill(#[from] SpillError),
 }
 
-pub fn junit_xml(
-    plan: &EvalPlan,
-    results: &[TurnResult],
-    context: &JunitContext,
-) -> Result<String, std::io::Error> {
-    let suites = (0..plan.matrix.variants.len())
-        .map(|index| test_suite(plan, results, context, index))
-        .collect();
-    Report {
-        name: plan.suite.name.clone(),
-        suites,
+/// What a testcase's fold makes it.
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Passed,
+    Failed,
+    Errored,
+    Skipped,
+}
+
+/// The one rule: skipped when none of its samples ran; passed when its
+/// passes reach the case's threshold; else a failure when a sample failed
+/// its expectations, an error when samples only errored.
+fn kind(fold: &CaseFold) -> Kind {
+    if fold.ran == 0 {
+        Kind::Skipped
+    } else if fold.passed >= fold.required {
+        Kind::Passed
+    } else if fold.failed > 0 {
+        Kind::Failed
+    } else {
+        Kind::Errored
     }
-    .to_xml()
 }
 
-/// The testsuite of variant `index`: its properties and one testcase per
-/// claim × case.
-fn test_suite(
+/// Each variant's testsuite counts, gathered from the folds as the end of
+/// the run reads them (they head the report, before its testcases).
+#[derive(Default, Clone)]
+pub struct SuiteCounts(Vec<Counts>);
+
+impl SuiteCounts {
+    pub fn new(variants: usize) -> SuiteCounts {
+        SuiteCounts(vec![Counts::default(); variants])
+    }
+
+    pub fn add(&mut self, fold: &CaseFold) {
+        let Some(counts) = self.0.get_mut(fold.variant) else {
+            return;
+        };
+        counts.tests += 1;
+        match kind(fold) {
+            Kind::Passed => {}
+            Kind::Failed => counts.failures += 1,
+            Kind::Errored => counts.errors += 1,
+            Kind::Skipped => counts.skipped += 1,
+        }
+        counts.time += Duration::from_millis(fold.time_ms);
+    }
+
+    fn total(&self) -> Counts {
+        self.0.iter().fold(Counts::default(), |sum, c| Counts {
+            tests: sum.tests + c.tests,
+            failures: sum.failures + c.failures,
+            errors: sum.errors + c.errors,
+            skipped: sum.skipped + c.skipped,
+            time: sum.time + c.time,
+        })
+    }
+}
+
+/// Writes the report to `out`: one testsuite per variant (`counts` theirs),
+/// one testcase per fold, from the run's turns and folds in matrix order
+/// (`fold::folds`): a claim × case's samples are kept until its fold comes.
+pub fn write_junit(
     plan: &EvalPlan,
-    results: &[TurnResult],
+    counts: &SuiteCounts,
+    folds: impl Iterator<Item = Result<Folded, SpillError>>,
     context: &JunitContext,
-    index: usize,
-) -> Suite {
+    out: impl Write,
+) -> Result<(), JunitError> {
+    let mut suites = Suites {
+        writer: JunitWriter::start(out, &plan.suite.name, counts.total())?,
+        plan,
+        context,
+        counts,
+        open: None,
+    };
+    let mut ran = Vec::new();
+    for read in folds {
+        match read? {
+            Folded::Turn(result) => ran.push(*result),
+            Folded::Case(fold) => {
+                suites.open_to(fold.variant)?;
+                let case = test_case(plan, &fold, &ran, context.not_run_reason);
+                suites.writer.case(&case)?;
+                ran.clear();
+            }
+        }
+    }
+    // Every variant has its testsuite, in order.
+    if let Some(last) = plan.matrix.variants.len().checked_sub(1) {
+        suites.open_to(last)?;
+        suites.writer.end_suite()?;
+    }
+    suites.writer.finish()?;
+    Ok(())
+}
+
+/// The testsuites being written, one variant's open at a time.
+struct Suites<'a, W: Write> {
+    writer: JunitWriter<W>,
+    plan: &'a EvalPlan,
+    context: &'a JunitContext,
+    counts: &'a SuiteCounts,
+    open: Option<usize>,
+}
+
+impl<W: Write> Suites<'_, W> {
+    /// Closes the open testsuite and opens each up to variant `to`'s.
+    fn open_to(&mut self, to: usize) -> std::io::Result<()> {
+        while self.open.is_none_or(|open| open < to) {
+            if self.open.is_some() {
+                self.writer.end_suite()?;
+            }
+            let next = self.open.map_or(0, |open| open + 1);
+            let counts = self.counts.0.get(next).copied().unwrap_or_default();
+            let head = suite_head(self.plan, self.context, next, counts);
+            self.writer.start_suite(&head)?;
+            self.open = Some(next);
+        }
+        Ok(())
+    }
+}
+
+/// The testsuite of variant `index`: its name, counts and properties.
+fn suite_head(plan: &EvalPlan, context: &JunitContext, index: usize, counts: Counts) -> SuiteHead {
     let variant = &plan.matrix.variants[index];
-    let mut cases: BTreeMap<(usize, String), CaseSamples> = BTreeMap::new();
-    for spec in context.not_run.iter().filter(|s| s.variant == index) {
-        let samples = cases.entry(place(plan, spec)).or_default();
-        samples.case = spec.case;
-        samples.not_run += 1;
-    }
-    for result in results.iter().filter(|r| r.spec.variant == index) {
-        let samples = cases.entry(place(plan, &result.spec)).or_default();
-        samples.case = result.spec.case;
-        samples.ran.push(result);
-    }
     let mut properties = vec![
         ("eval-run", plan.eval_run.clone()),
         ("fingerprint", variant.fingerprint.to_string()),
@@ -107,100 +199,67 @@ fn test_suite(
     for ignored in &variant.ignored {
         properties.push(("ignored-override", ignored.to_string()));
     }
-    let classname = format!("{}.{}", plan.suite.name, variant.name);
-    let cases = cases
-        .iter()
-        .map(|((_, name), samples)| {
-            let threshold = threshold_of(plan, samples.case, context.threshold);
-            let total = (samples.ran.len() + samples.not_run) as u32;
-            let required = threshold.required(total, plan.suite.repeats());
-            test_case(
-                name,
-                &classname,
-                samples,
-                (threshold, required),
-                context.not_run_reason,
-            )
-        })
-        .collect();
-    Suite {
+    SuiteHead {
         name: format!("{} / {}", plan.suite.name, variant.name),
         timestamp: context.started_at,
         properties: properties
             .into_iter()
             .map(|(name, value)| (name.to_string(), value))
             .collect(),
-        cases,
+        counts,
     }
 }
 
-/// Sorts testcases in matrix order; names them `claim · case`.
-fn place(plan: &EvalPlan, spec: &TurnSpec) -> (usize, String) {
-    let first_index = spec.index - (spec.sample as usize - 1);
-    let name = format!(
-        "{} · {}",
-        spec.claim_id, plan.suite.suite.cases[spec.case].name
-    );
-    (first_index, name)
-}
-
-/// A testcase passes when its passes reach the case's own threshold.
+/// A claim × case, named `claim · case`, with the samples that ran.
 fn test_case(
-    name: &str,
-    classname: &str,
-    samples: &CaseSamples,
-    (threshold, required): (Threshold, u32),
+    plan: &EvalPlan,
+    fold: &CaseFold,
+    ran: &[TurnResult],
     not_run_reason: &str,
 ) -> TestCase {
-    let ran = &samples.ran;
-    let passed = ran
-        .iter()
-        .filter(|r| r.verdict.outcome == Outcome::Pass)
-        .count();
-    let status = if ran.is_empty() {
-        Status::Skipped {
+    let name = format!(
+        "{} · {}",
+        fold.claim, plan.suite.suite.cases[fold.case].name
+    );
+    let classname = format!(
+        "{}.{}",
+        plan.suite.name, plan.matrix.variants[fold.variant].name
+    );
+    let not_run = (fold.samples - fold.ran) as usize;
+    let status = match kind(fold) {
+        Kind::Skipped => Status::Skipped {
             message: format!("not run: {not_run_reason}"),
-        }
-    } else if passed as u32 >= required {
-        Status::Passed
-    } else {
-        let counts = format!(
-            "{passed} of {} samples passed (pass rate {:.0}%); {required} needed (threshold: {})",
-            ran.len(),
-            passed as f64 * 100.0 / ran.len() as f64,
-            threshold.describe()
-        );
-        let failed = ran.iter().any(|r| r.verdict.outcome == Outcome::Fail);
-        let first = first_problem(ran, failed).unwrap_or_else(|| counts.clone());
-        let body = format!("{counts}\n{}", problems(ran));
-        if failed {
-            Status::Failed {
-                message: first,
-                body,
-            }
-        } else {
-            Status::Errored {
-                message: first,
-                body,
+        },
+        Kind::Passed => Status::Passed,
+        kind => {
+            let counts = format!(
+                "{} of {} samples passed (pass rate {:.0}%); {} needed (threshold: {})",
+                fold.passed,
+                fold.ran,
+                f64::from(fold.passed) * 100.0 / f64::from(fold.ran),
+                fold.required,
+                fold.threshold.describe()
+            );
+            let failed = kind == Kind::Failed;
+            let message = first_problem(ran, failed).unwrap_or_else(|| counts.clone());
+            let body = format!("{counts}\n{}", problems(ran));
+            match failed {
+                true => Status::Failed { message, body },
+                false => Status::Errored { message, body },
             }
         }
     };
-    let millis = ran
-        .iter()
-        .map(|r| r.observation.latency_ms)
-        .fold(0u64, u64::saturating_add);
     TestCase {
-        name: name.to_string(),
-        classname: classname.to_string(),
-        time: Duration::from_millis(millis),
+        name,
+        classname,
+        time: Duration::from_millis(fold.time_ms),
         status,
-        system_out: system_out(ran, samples.not_run, not_run_reason),
+        system_out: system_out(ran, not_run, not_run_reason),
     }
 }
-
 /// The first unmet expectation of the first failed sample (of the first
 /// errored one when none failed): what a CI widget headlines.
-fn first_problem(ran: &[&TurnResult], failed: bool) -> Option<String> {
+fn first_problem(ran: &[TurnResult], failed: bool) -> Option<String> {
     let wanted = if failed {
         Outcome::Fail
     } else {
@@ -213,7 +272,7 @@ fn first_problem(ran: &[&TurnResult], failed: bool) -> Option<String> {
 }
 
 /// Each sample that did not pass, and why.
-fn problems(ran: &[&TurnResult]) -> String {
+fn problems(ran: &[TurnResult]) -> String {
     let mut text = String::new();
     for sample in ran.iter().filter(|r| r.verdict.outcome != Outcome::Pass) {
         text.push_str(&format!(
@@ -229,7 +288,7 @@ fn problems(ran: &[&TurnResult]) -> String {
 }
 
 /// Each sample's verdict, run log and answer.
-fn system_out(ran: &[&TurnResult], not_run: usize, not_run_reason: &str) -> String {
+fn system_out(ran: &[TurnResult], not_run: usize, not_run_reason: &str) -> String {
     let mut text = String::new();
     for sample in ran {
         let log = sample

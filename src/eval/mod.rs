@@ -16,8 +16,10 @@ pub mod run_id;
 pub mod runner;
 pub mod shapes;
 pub mod shard;
+pub mod spill;
 pub mod suite;
 pub mod tags;
+pub mod totals;
 pub mod trace;
 
 pub use expect::{Observation, Outcome, Verdict, judge};

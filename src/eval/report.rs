@@ -1,24 +1,21 @@
-//! Summaries of a suite's results: per-variant statistics, the turns that
-//! did not run, the logs that were lost, and the typed NDJSON records that
-//! `eval --format ndjson` prints (`docs/suites.md`).
+//! What the end of an eval says, as types: per-variant statistics, turn
+//! labels, and the typed NDJSON records that `eval --format ndjson` prints
+//! (`docs/suites.md`); `totals` gathers their numbers from the spill.
 
-use std::collections::HashSet;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::expect::Outcome;
-use super::fold::{CaseFold, CaseOutcome, fold_cases};
-use super::matrix::{PreparedVariant, Shard, TurnSpec};
+use super::fold::{CaseFold, CaseOutcome};
+use super::matrix::{Shard, TurnSpec};
 use super::plan::EvalPlan;
 use super::run_id::EvalRunKind;
 use super::runner::TurnResult;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::request::ThinkingLevel;
-use crate::cost::Cost;
-use crate::judge::{JudgeSpend, RubricVerdict};
+use crate::judge::RubricVerdict;
 use crate::provider::RetryNotice;
-use crate::runs::tally::tally;
 
 /// One variant's numbers.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -89,113 +86,6 @@ pub struct VariantSummary {
     pub cached_turns: usize,
 }
 
-pub fn summarize(
-    plan: &EvalPlan,
-    results: &[TurnResult],
-    default_share: f64,
-) -> Vec<VariantSummary> {
-    let folds = fold_cases(plan, results, default_share);
-    let mut planned = vec![0usize; plan.matrix.variants.len()];
-    for spec in plan.selected() {
-        planned[spec.variant] += 1;
-    }
-    plan.matrix
-        .variants
-        .iter()
-        .enumerate()
-        .map(|(index, variant)| {
-            let mine: Vec<&TurnResult> =
-                results.iter().filter(|r| r.spec.variant == index).collect();
-            let groups: Vec<&CaseFold> = folds
-                .iter()
-                .filter(|f| f.variant == index && f.outcome != CaseOutcome::NotRun)
-                .collect();
-            variant_summary(variant, planned[index], &mine, &groups)
-        })
-        .collect()
-}
-
-/// One variant's numbers: its turns (`mine`) and its cases' folds.
-fn variant_summary(
-    variant: &PreparedVariant,
-    planned: usize,
-    mine: &[&TurnResult],
-    groups: &[&CaseFold],
-) -> VariantSummary {
-    let numbers = tally(mine.iter().map(|r| r.numbers()));
-    let cost: Cost = mine
-        .iter()
-        .map(|r| Cost::from(r.observation.cost_usd))
-        .sum();
-    let share = |keep: fn(&CaseFold) -> bool| {
-        ratio(
-            groups.iter().filter(|f| keep(f)).count() as u64,
-            groups.len() as u64,
-        )
-    };
-    let mut judge = JudgeSpend::default();
-    for result in mine {
-        judge += JudgeSpend::of_rubric(&result.verdict.rubric);
-    }
-    VariantSummary {
-        variant: variant.name.clone(),
-        fingerprint: variant.fingerprint.clone(),
-        model: variant.model.model.clone(),
-        provider: variant.model.provider.map(|kind| kind.name().to_string()),
-        thinking_level: variant.model.thinking_level,
-        force_thinking_level: variant.model.forced,
-        planned,
-        turns: numbers.turns,
-        passed: numbers.passed,
-        failed: numbers.failed,
-        errors: numbers.errors,
-        not_run: planned.saturating_sub(mine.len()),
-        logs_lost: mine.iter().filter(|r| r.log_error.is_some()).count(),
-        pass_rate: numbers.pass_rate.unwrap_or(0.0),
-        pass_rate_interval: numbers.pass_rate_interval,
-        input_tokens: numbers.input_tokens,
-        output_tokens: numbers.output_tokens,
-        cache_read_tokens: numbers.cache_read_tokens,
-        cache_read_share: numbers.cache_read_share,
-        latency_p50_ms: numbers.latency_p50_ms,
-        latency_p95_ms: numbers.latency_p95_ms,
-        ignored_overrides: variant.ignored.iter().map(ToString::to_string).collect(),
-        cases: groups.len(),
-        cases_met: groups
-            .iter()
-            .filter(|f| f.outcome == CaseOutcome::Pass)
-            .count(),
-        samples_per_case: groups.iter().map(|f| f.samples).max().unwrap_or(0),
-        pass_at_k: share(|f| f.passed >= 1),
-        pass_all_k: share(|f| f.passed == f.samples),
-        judge_calls: judge.calls,
-        judge_cached: judge.cached,
-        judge_usage: judge.usage,
-        thinking_tokens: mine
-            .iter()
-            .map(|r| r.observation.thinking_tokens)
-            .fold(0u64, u64::saturating_add),
-        cost_usd: cost.usd(),
-        cost_per_turn_usd: cost
-            .usd()
-            .filter(|_| !mine.is_empty())
-            .map(|c| c / mine.len() as f64),
-        judge_cost_usd: judge.cost.usd(),
-        cached_turns: mine
-            .iter()
-            .filter(|r| r.observation.cached_calls > 0)
-            .count(),
-    }
-}
-
-fn ratio(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 / whole as f64
-    }
-}
-
 /// `variant · claim · case #sample`
 pub fn spec_label(plan: &EvalPlan, spec: &TurnSpec) -> String {
     format!(
@@ -209,19 +99,6 @@ pub fn spec_label(plan: &EvalPlan, spec: &TurnSpec) -> String {
 
 pub fn turn_label(plan: &EvalPlan, result: &TurnResult) -> String {
     spec_label(plan, &result.spec)
-}
-
-/// Results in matrix order, for stable reports whatever order turns finished in.
-pub fn in_matrix_order(results: &mut [TurnResult]) {
-    results.sort_by_key(|r| r.spec.index);
-}
-
-/// The selected turns that have no result: cancelled before they started.
-pub fn not_run(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TurnSpec> {
-    let ran: HashSet<usize> = results.iter().map(|r| r.spec.index).collect();
-    plan.selected()
-        .filter(|spec| !ran.contains(&spec.index))
-        .collect()
 }
 
 /// Where a turn sits in the matrix, as every NDJSON record names it.
@@ -424,26 +301,6 @@ pub struct TurnsFromRun {
     /// Absent for logs written before eval runs had ids.
     pub eval_run: Option<String>,
     pub turns: usize,
-}
-
-/// The turns of `results` read from logs, counted by the run that
-/// recorded them, in id order (unknown last).
-pub fn turns_from_runs(results: &[TurnResult]) -> Vec<TurnsFromRun> {
-    let mut counts: std::collections::BTreeMap<Option<&str>, usize> = Default::default();
-    for result in results.iter().filter(|r| r.from_log) {
-        *counts
-            .entry(result.observation.eval_run.as_deref())
-            .or_default() += 1;
-    }
-    let mut runs: Vec<TurnsFromRun> = counts
-        .into_iter()
-        .map(|(eval_run, turns)| TurnsFromRun {
-            eval_run: eval_run.map(str::to_string),
-            turns,
-        })
-        .collect();
-    runs.sort_by_key(|run| run.eval_run.is_none());
-    runs
 }
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]

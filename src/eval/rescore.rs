@@ -17,20 +17,21 @@ use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey};
 use super::runner::{TurnResult, index_recorded, missing_result};
+use super::spill::ResultStore;
 use crate::judge::Judge;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::rescore::{RescoreRecord, recorded_rubric, write_rescore};
 use crate::runs::{read_run_log_checked, scan_runs};
 
 /// Re-scores every selected turn recorded under `dirs`, `concurrency` at a
-/// time; the results come back in no particular order.
+/// time, each put in `store` as it is judged.
 pub async fn rescore_turns(
     plan: &EvalPlan,
     dirs: &[PathBuf],
     judge: Option<&Judge>,
-    concurrency: usize,
-    cancel: &CancellationToken,
-) -> std::io::Result<Vec<TurnResult>> {
+    (concurrency, cancel): (usize, &CancellationToken),
+    store: &mut ResultStore,
+) -> std::io::Result<()> {
     let recorded = index_recorded(dirs, plan, false)?;
     let elsewhere = other_versions(plan, dirs)?;
     let jobs = plan.selected().map(|spec| {
@@ -50,11 +51,13 @@ pub async fn rescore_turns(
             })
         }
     });
-    Ok(futures_util::stream::iter(jobs)
-        .buffer_unordered(concurrency.max(1))
-        .filter_map(|result| async move { result })
-        .collect()
-        .await)
+    let mut judged = futures_util::stream::iter(jobs).buffer_unordered(concurrency.max(1));
+    while let Some(result) = judged.next().await {
+        if let Some(result) = result {
+            store.push(result);
+        }
+    }
+    Ok(())
 }
 
 /// The prompt versions each turn of the suite was recorded under (by its

@@ -1,7 +1,9 @@
 //! Running a suite's turns with bounded concurrency: each turn recorded as a
-//! run log (labelled with its place in the matrix), judged, and reported as
-//! it finishes. One turn failing never stops the others; cancelling stops
-//! new turns from starting and cancels the running ones.
+//! run log (labelled with its place in the matrix), judged, reported as it
+//! finishes and put in the run's spill (`eval::spill`), as are the turns
+//! `--resume` and `--report` read from logs. One turn failing never stops
+//! the others; cancelling stops new turns from starting and cancels the
+//! running ones.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -21,6 +23,7 @@ use super::feed::{Watch, deliver};
 use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey};
+use super::spill::ResultStore;
 use crate::chat::service::TurnContext;
 use crate::claims::ClaimStore;
 use crate::judge::Judge;
@@ -188,7 +191,7 @@ pub struct RunSettings {
 }
 
 /// One judged turn.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct TurnResult {
     pub spec: TurnSpec,
     pub observation: Observation,
@@ -213,11 +216,11 @@ impl TurnResult {
         }
     }
 
-    /// What a finished turn keeps until the end of the run: its verdict,
-    /// numbers, ids and as much of its answer as JUnit shows (one character
-    /// more, so that JUnit still knows it was cut) — not the tool calls,
-    /// client actions, tool evidence or question it was judged on, which
-    /// were most of the ~2.5 KB a turn held.
+    /// What a finished turn keeps for the end of the run (what goes into
+    /// the run's spill, `eval::spill`): its verdict, numbers, ids and as
+    /// much of its answer as JUnit shows (one character more, so that JUnit
+    /// still knows it was cut) — not the tool calls, client actions, tool
+    /// evidence or question it was judged on.
     pub fn kept(mut self) -> TurnResult {
         let observation = &mut self.observation;
         let shown = super::junit::ANSWER_CHARS + 1;
@@ -247,14 +250,16 @@ impl TurnResult {
 /// Runs the plan's remaining turns at most `concurrency` at a time, each
 /// an ordinary task (a `JoinSet` under a semaphore of `-j`), so that one
 /// turn's blocking step — an fsync, a cache write, a log read — never
-/// stalls the others; results come back in the order turns finish. Once
+/// stalls the others; each finished turn goes to `store` (the run's spill:
+/// nothing of it stays in memory here) in the order turns finish. Once
 /// `cancel` fires (or the budget is spent) no turn starts.
 pub async fn run_turns(
     plan: Arc<EvalPlan>,
     settings: Arc<RunSettings>,
     cancel: CancellationToken,
     messages: Sender<EvalMessage>,
-) -> Vec<TurnResult> {
+    store: &mut ResultStore,
+) {
     // With a budget, variants take turns, so a stop leaves none with no runs.
     let order: Box<dyn Iterator<Item = TurnSpec> + Send + '_> = if settings.budget.is_some() {
         Box::new(plan.to_run_round_robin())
@@ -266,9 +271,6 @@ pub async fn run_turns(
     let group = (!settings.feed.events).then(GroupCommit::new);
     let slots = Arc::new(Semaphore::new(settings.concurrency.max(1)));
     let mut tasks = JoinSet::new();
-    // Sized once: growing by doubling would hold the old and the new
-    // buffer at once, the largest block of a long run's memory.
-    let mut results = Vec::with_capacity(plan.to_run().count());
     for spec in order {
         // A slot first: never more than `-j` turns run (and at most
         // `log_commit::MAX_WAITING` more wait for their log's group), and a
@@ -277,7 +279,7 @@ pub async fn run_turns(
             break;
         };
         while let Some(joined) = tasks.try_join_next() {
-            results.extend(joined_result(joined));
+            joined_result(joined, store);
         }
         if cancel.is_cancelled() || settings.budget.as_ref().is_some_and(|b| !b.allows_start()) {
             break;
@@ -308,19 +310,19 @@ pub async fn run_turns(
         });
     }
     while let Some(joined) = tasks.join_next().await {
-        results.extend(joined_result(joined));
+        joined_result(joined, store);
     }
-    results
 }
 
-/// A finished turn task's result. A turn that panicked panics the run, as
-/// it did when turns were polled in one task: a bug, not a verdict.
-fn joined_result(joined: Result<TurnResult, tokio::task::JoinError>) -> Option<TurnResult> {
+/// A finished turn task's result, into the store. A turn that panicked
+/// panics the run, as it did when turns were polled in one task: a bug, not
+/// a verdict.
+fn joined_result(joined: Result<TurnResult, tokio::task::JoinError>, store: &mut ResultStore) {
     match joined {
-        Ok(result) => Some(result),
+        Ok(result) => store.push(result),
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
         // Cancelled tasks: only when the set is dropped, which it is not here.
-        Err(_) => None,
+        Err(_) => {}
     }
 }
 
@@ -626,33 +628,56 @@ fn lost_log(
 }
 
 /// Turns of the plan already recorded as done under `runs_dir`, for
-/// `--resume`: each log is read whole, and one that cannot be (a corrupt
-/// line, bytes that are not UTF-8) does not count as done — the turn runs
-/// again, with a warning naming the file. Marks the done turns in `plan`.
+/// `--resume`, put in `store`: each log is read whole, and one that cannot
+/// be (a corrupt line, bytes that are not UTF-8) does not count as done —
+/// the turn runs again, with a warning naming the file. Marks the done
+/// turns in `plan`; returns the warnings.
 pub fn resume(
     plan: &mut EvalPlan,
     runs_dir: &Path,
-) -> std::io::Result<(Vec<TurnResult>, Vec<String>)> {
+    store: &mut ResultStore,
+) -> std::io::Result<Vec<String>> {
     let recorded = index_recorded(&[runs_dir.to_path_buf()], plan, true)?;
-    let (mut results, mut warnings) = (Vec::new(), Vec::new());
-    for spec in plan.selected().collect::<Vec<_>>() {
+    let (mut done, mut warnings) = (std::collections::HashSet::new(), Vec::new());
+    for spec in plan.selected() {
         let Some(path) = recorded.get(&plan.key(&spec)) else {
             continue;
         };
         match read_run_log_checked(path) {
-            Ok(log) => results.push(TurnResult {
-                run_log: Some(path.clone()),
-                from_log: true,
-                ..judged_from_log(plan, &spec, &log, path)
-            }),
+            Ok(log) => {
+                done.insert(spec.index);
+                store.push(TurnResult {
+                    run_log: Some(path.clone()),
+                    from_log: true,
+                    ..judged_from_log(plan, &spec, &log, path)
+                });
+            }
             Err(error) => warnings.push(format!(
                 "resume: {error}; running {} again",
                 crate::eval::report::spec_label(plan, &spec)
             )),
         }
     }
-    plan.done = results.iter().map(|r| r.spec.index).collect();
-    Ok((results, warnings))
+    plan.done = done;
+    Ok(warnings)
+}
+
+/// `--report`: every selected turn from its newest recorded log under
+/// `dirs` (a turn with none is an error: not run), put in `store`; returns
+/// how many logs the folders' scan read.
+pub fn merge_recorded(
+    plan: &EvalPlan,
+    dirs: &[PathBuf],
+    store: &mut ResultStore,
+) -> std::io::Result<usize> {
+    let (recorded, scanned) = index_recorded_counted(dirs, plan, false)?;
+    for spec in plan.selected() {
+        store.push(match recorded.get(&plan.key(&spec)) {
+            Some(path) => result_from_log(plan, &spec, path),
+            None => missing_result(&spec),
+        });
+    }
+    Ok(scanned)
 }
 
 /// Judged again from the log, on the suite's expectations as they are now;

@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::plan::EvalPlan;
 use super::runner::TurnResult;
-use crate::runs::tally::tally;
+use crate::runs::tally::TallyBuilder;
 
 /// One tag's numbers for one variant.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -26,31 +26,41 @@ pub struct TagSummary {
     pub pass_rate_interval: Option<(f64, f64)>,
 }
 
-/// Every tag of the suite's cases, by variant then tag name; empty when no
-/// case has a tag. The numbers are `runs::tally`'s, as the variants' are.
-pub fn summarize_tags(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TagSummary> {
-    let cases = &plan.suite.suite.cases;
-    let mut by: BTreeMap<(usize, &str), Vec<&TurnResult>> = BTreeMap::new();
-    for result in results {
-        for tag in &cases[result.spec.case].tags {
-            by.entry((result.spec.variant, tag.as_str()))
-                .or_default()
-                .push(result);
+/// Every tag's numbers while the turns are read (in any order): a count
+/// per variant × tag, nothing per turn.
+#[derive(Default)]
+pub struct TagTotals {
+    by: BTreeMap<(usize, String), TallyBuilder>,
+}
+
+impl TagTotals {
+    pub fn add(&mut self, plan: &EvalPlan, result: &TurnResult) {
+        for tag in &plan.suite.suite.cases[result.spec.case].tags {
+            self.by
+                .entry((result.spec.variant, tag.clone()))
+                .or_insert_with(TallyBuilder::counts_only)
+                .add(result.numbers());
         }
     }
-    by.into_iter()
-        .map(|((variant, tag), mine)| {
-            let numbers = tally(mine.iter().map(|r| r.numbers()));
-            TagSummary {
-                tag: tag.to_string(),
-                variant: plan.matrix.variants[variant].name.clone(),
-                turns: numbers.turns,
-                passed: numbers.passed,
-                failed: numbers.failed,
-                errors: numbers.errors,
-                pass_rate: numbers.pass_rate,
-                pass_rate_interval: numbers.pass_rate_interval,
-            }
-        })
-        .collect()
+
+    /// Every tag of the suite's cases, by variant then tag name; empty when
+    /// no case has a tag. The numbers are `runs::tally`'s, as the variants' are.
+    pub fn finish(self, plan: &EvalPlan) -> Vec<TagSummary> {
+        self.by
+            .into_iter()
+            .map(|((variant, tag), numbers)| {
+                let numbers = numbers.finish();
+                TagSummary {
+                    tag,
+                    variant: plan.matrix.variants[variant].name.clone(),
+                    turns: numbers.turns,
+                    passed: numbers.passed,
+                    failed: numbers.failed,
+                    errors: numbers.errors,
+                    pass_rate: numbers.pass_rate,
+                    pass_rate_interval: numbers.pass_rate_interval,
+                }
+            })
+            .collect()
+    }
 }

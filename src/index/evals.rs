@@ -5,13 +5,13 @@
 //! `eval_summaries` and `eval_run_turns`; `runs reindex` reads them again.
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
+pub use super::eval_file::TurnWalk;
 use super::rows::note_eval_run;
 use super::sync::{EVALS_FOLDER, SyncReport, set_stamp};
 use super::{IndexError, RunIndex, in_transaction};
@@ -68,33 +68,116 @@ impl EvalRunFile {
     }
 }
 
-/// Writes `run`'s summary into `runs_dir/evals/` (temporary file, then
-/// rename: a reader never sees half of one) and adds it to the index.
-pub fn record_eval_run(runs_dir: &Path, run: &EvalRunFile) -> std::io::Result<PathBuf> {
+/// Writes the summary of `run` (its `turn_ids` and `from_logs` left empty:
+/// they come from `turns`) into `runs_dir/evals/` (temporary file, then
+/// rename: a reader never sees half of one) and adds it to the index. The
+/// file reads back as the same `EvalRunFile` with the lists filled in.
+pub fn record_eval_run(
+    runs_dir: &Path,
+    run: &EvalRunFile,
+    turns: &mut TurnWalk,
+) -> std::io::Result<PathBuf> {
     let dir = runs_dir.join(EVALS_FOLDER);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(run.file_name());
     let temporary = dir.join(format!(".{}.tmp-{}", run.file_name(), std::process::id()));
-    let mut text = serde_json::to_vec(run).map_err(std::io::Error::other)?;
-    text.push(b'\n');
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(&temporary)
-        .and_then(|mut file| file.write_all(&text).and_then(|()| file.sync_all()))
+        .and_then(|file| {
+            let mut out = std::io::BufWriter::new(file);
+            super::eval_file::write_file(&mut out, run, turns)?;
+            out.into_inner().map_err(|e| e.into_error())?.sync_all()
+        })
         .and_then(|()| std::fs::rename(&temporary, &path))
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&temporary);
         })?;
     if let Some(handle) = super::writer_for(runs_dir) {
         let db = handle.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = in_transaction(&db, |db| upsert(db, &run.file_name(), run));
+        let mut failed = None;
+        let _ = in_transaction(&db, |db| {
+            let rows = upsert_streamed(db, &run.file_name(), run, turns);
+            if let Err(Streamed::Walk(error)) = &rows {
+                failed = Some(error.to_string());
+            }
+            rows.map_err(Streamed::into_sql)
+        });
+        if let Some(error) = failed {
+            return Err(std::io::Error::other(error));
+        }
     }
     Ok(path)
 }
 
+/// Why the streamed rows were not added.
+pub(super) enum Streamed {
+    Sql(rusqlite::Error),
+    Walk(std::io::Error),
+}
+
+impl Streamed {
+    fn into_sql(self) -> rusqlite::Error {
+        match self {
+            Streamed::Sql(error) => error,
+            Streamed::Walk(_) => rusqlite::Error::ExecuteReturnedResults,
+        }
+    }
+}
+
+/// `upsert`, its members from `turns`.
+pub(super) fn upsert_streamed(
+    db: &Connection,
+    file: &str,
+    run: &EvalRunFile,
+    turns: &mut TurnWalk,
+) -> Result<(), Streamed> {
+    let mut count = 0usize;
+    turns(&mut |_, _| {
+        count += 1;
+        Ok(())
+    })
+    .map_err(Streamed::Walk)?;
+    upsert_head(db, file, run, count).map_err(Streamed::Sql)?;
+    let mut member = db.prepare_cached(MEMBER_SQL).map_err(Streamed::Sql)?;
+    let mut sql = None;
+    turns(&mut |turn, borrowed| {
+        if sql.is_none()
+            && let Err(error) = member.execute(params![run.eval_run, turn, borrowed])
+        {
+            sql = Some(error);
+        }
+        Ok(())
+    })
+    .map_err(Streamed::Walk)?;
+    match sql {
+        Some(error) => Err(Streamed::Sql(error)),
+        None => Ok(()),
+    }
+}
+
+const MEMBER_SQL: &str =
+    "INSERT OR REPLACE INTO eval_run_turns (eval_run, turn_id, borrowed) VALUES (?1, ?2, ?3)";
+
 /// Adds one summary file's rows, replacing those it had.
 fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()> {
+    upsert_head(db, file, run, run.turn_ids.len())?;
+    let mut member = db.prepare_cached(MEMBER_SQL)?;
+    let borrowed: HashSet<&String> = run.from_logs.iter().collect();
+    for turn in &run.turn_ids {
+        member.execute(params![run.eval_run, turn, borrowed.contains(turn)])?;
+    }
+    Ok(())
+}
+
+/// The summary's own row and the eval run's, with `turns` counted.
+fn upsert_head(
+    db: &Connection,
+    file: &str,
+    run: &EvalRunFile,
+    turns: usize,
+) -> rusqlite::Result<()> {
     forget(db, file)?;
     let nanos = super::rows::nanos;
     db.prepare_cached(
@@ -107,20 +190,13 @@ fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()
         run.run_kind,
         run.shard,
         i64::try_from(run.planned).unwrap_or(i64::MAX),
-        i64::try_from(run.turn_ids.len()).unwrap_or(i64::MAX),
+        i64::try_from(turns).unwrap_or(i64::MAX),
         run.status(),
         run.exit,
         run.started_at.to_rfc3339(),
         run.ended_at.to_rfc3339(),
         run.summary.to_string(),
     ])?;
-    let mut member = db.prepare_cached(
-        "INSERT OR REPLACE INTO eval_run_turns (eval_run, turn_id, borrowed) VALUES (?1, ?2, ?3)",
-    )?;
-    let borrowed: HashSet<&String> = run.from_logs.iter().collect();
-    for turn in &run.turn_ids {
-        member.execute(params![run.eval_run, turn, borrowed.contains(turn)])?;
-    }
     note_eval_run(
         db,
         &run.eval_run,

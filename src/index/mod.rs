@@ -8,6 +8,7 @@
 //! written, a folder given as an argument, or `PROMPTLAB_INDEX=off` is
 //! scanned into an index in memory, so every query has one implementation.
 
+mod eval_file;
 pub mod evals;
 pub mod history;
 pub mod query;

@@ -1,5 +1,5 @@
 //! One tally of turns' numbers, the one rule behind every per-variant
-//! figure: `eval`'s summary (`eval::report::summarize`) and the HTML
+//! figure: `eval`'s summary (`eval::totals::gather`) and the HTML
 //! report's (`report::summary`) both fold their turns through `tally`, so
 //! they cannot disagree. The rules: the pass rate over the turns with a
 //! verdict, with its 95% Wilson interval; errors apart; tokens summed
@@ -47,9 +47,37 @@ pub struct Tally {
 }
 
 pub fn tally(turns: impl IntoIterator<Item = TurnNumbers>) -> Tally {
-    let mut total = Tally::default();
-    let mut latencies = Vec::new();
+    let mut builder = TallyBuilder::default();
     for turn in turns {
+        builder.add(turn);
+    }
+    builder.finish()
+}
+
+/// `tally` one turn at a time, for a reader that streams its turns (the
+/// end of an eval run reads them from its spill file): the counts, and the
+/// latencies for exact percentiles — 8 bytes a turn, the only part that
+/// grows with the turns.
+#[derive(Debug, Clone, Default)]
+pub struct TallyBuilder {
+    total: Tally,
+    latencies: Vec<u64>,
+    /// Counts only: no latency kept, none reported.
+    counts_only: bool,
+}
+
+impl TallyBuilder {
+    /// A builder that keeps no latency (its percentiles stay `None`), for
+    /// figures that show none (the per-tag pass rates).
+    pub fn counts_only() -> TallyBuilder {
+        TallyBuilder {
+            counts_only: true,
+            ..TallyBuilder::default()
+        }
+    }
+
+    pub fn add(&mut self, turn: TurnNumbers) {
+        let total = &mut self.total;
         total.turns += 1;
         match turn.outcome {
             Some(Outcome::Pass) => total.passed += 1,
@@ -63,21 +91,27 @@ pub fn tally(turns: impl IntoIterator<Item = TurnNumbers>) -> Tally {
         total.cache_read_tokens = total
             .cache_read_tokens
             .saturating_add(turn.usage.cache_read_tokens);
-        if let Some(latency) = turn.latency_ms.filter(|_| !turn.errored && !turn.cached) {
-            latencies.push(latency);
+        if let Some(latency) = turn.latency_ms.filter(|_| !turn.errored && !turn.cached)
+            && !self.counts_only
+        {
+            self.latencies.push(latency);
         }
     }
-    latencies.sort_unstable();
-    total.pass_rate = (total.judged > 0).then(|| total.passed as f64 / total.judged as f64);
-    total.pass_rate_interval = wilson_interval(total.passed, total.judged);
-    total.cache_read_share = if total.input_tokens == 0 {
-        0.0
-    } else {
-        total.cache_read_tokens as f64 / total.input_tokens as f64
-    };
-    total.latency_p50_ms = percentile(&latencies, 50);
-    total.latency_p95_ms = percentile(&latencies, 95);
-    total
+
+    pub fn finish(self) -> Tally {
+        let (mut total, mut latencies) = (self.total, self.latencies);
+        latencies.sort_unstable();
+        total.pass_rate = (total.judged > 0).then(|| total.passed as f64 / total.judged as f64);
+        total.pass_rate_interval = wilson_interval(total.passed, total.judged);
+        total.cache_read_share = if total.input_tokens == 0 {
+            0.0
+        } else {
+            total.cache_read_tokens as f64 / total.input_tokens as f64
+        };
+        total.latency_p50_ms = percentile(&latencies, 50);
+        total.latency_p95_ms = percentile(&latencies, 95);
+        total
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 mod by_tag;
 mod eval_run;
 mod list;
+mod markdown;
 mod mode;
 mod preflight;
 mod progress;
@@ -30,9 +31,10 @@ use clap::{Args, ValueEnum};
 use promptlab::claims::ClaimStore;
 use promptlab::eval::budget::Budget;
 use promptlab::eval::matrix::ModelSettings;
-use promptlab::eval::runner::{index_recorded_counted, missing_result, result_from_log, resume};
+use promptlab::eval::runner::{merge_recorded, resume};
+use promptlab::eval::spill::ResultStore;
 use promptlab::eval::suite::Variant;
-use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, TurnResult, build_matrix};
+use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, build_matrix};
 use promptlab::prompts::PromptRegistry;
 use promptlab::provider::cache::ModelCache;
 
@@ -228,14 +230,14 @@ fn run_once(
     if mode.runs_turns() {
         crate::cli::folders::runs_folder_writable(runs_dir)?;
     }
-    let finish = |plan: &EvalPlan, results: Vec<TurnResult>, stop, budget: Option<&Budget>| {
+    let finish = |plan: &EvalPlan, spill: &mut ResultStore, stop, budget: Option<&Budget>| {
         // Only `--watch` compares runs: no label per turn otherwise.
         let snapshot = match settings.mode == EvalMode::Watch {
-            true => watch::snapshot(plan, &results),
+            true => watch::snapshot(plan, spill)?,
             false => Vec::new(),
         };
         let when_and_where = (started_at, runs_dir);
-        summary::finish(settings, mode, plan, results, stop, when_and_where, budget)
+        summary::finish(settings, mode, plan, spill, stop, when_and_where, budget)
             .map(|exit| (exit, snapshot))
     };
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
@@ -246,46 +248,50 @@ fn run_once(
         None
     };
     if let EvalMode::Rescore(dirs) = mode {
-        let (results, stop) = rescore::run(settings, &plan, dirs, judge.as_deref(), tracing)?;
-        return finish(&plan, results, stop, None);
+        let mut spill = new_spill(runs_dir, &plan)?;
+        let judge = judge.as_deref();
+        let stop = rescore::run(settings, &plan, dirs, (judge, tracing), &mut spill)?;
+        return finish(&plan, &mut spill, stop, None);
     }
     if let EvalMode::Merge(dirs) = mode {
         // Folders given as arguments are read by scanning (docs/run-logs.md).
-        let (recorded, scanned) = index_recorded_counted(dirs, &plan, false)?;
+        let mut spill = new_spill(runs_dir, &plan)?;
+        let scanned = merge_recorded(&plan, dirs, &mut spill)?;
         eprintln!("{}", promptlab::index::scan_note(scanned));
-        let results = plan
-            .selected()
-            .map(|spec| match recorded.get(&plan.key(&spec)) {
-                Some(path) => result_from_log(&plan, &spec, path),
-                None => missing_result(&spec),
-            })
-            .collect();
-        return finish(&plan, results, None, None);
+        return finish(&plan, &mut spill, None, None);
     }
     let resume = matches!(mode, EvalMode::Run { resume: true });
-    let ran = run_remaining(settings, resume, (store, stores), plan, judge, tracing)?;
-    let (plan, results, stop, budget) = ran;
-    finish(&plan, results, stop, budget.as_deref())
+    let ran = run_remaining(settings, resume, (store, stores), plan, (judge, tracing))?;
+    let (plan, mut spill, stop, budget) = ran;
+    finish(&plan, &mut spill, stop, budget.as_deref())
 }
 
-/// What `run_remaining` leaves: the plan, every turn's result (resumed ones
-/// first), the exit a signal asked for, and the budget if it was reached.
+/// The run's spill, where every turn's result goes and the end of the run
+/// reads it back (`eval::spill`): in the runs folder, else (a merge into a
+/// folder that does not exist) the temporary folder.
+fn new_spill(runs_dir: &Path, plan: &EvalPlan) -> Result<ResultStore, CliError> {
+    ResultStore::create(runs_dir, &plan.eval_run, plan.matrix.planned)
+        .map_err(|error| CliError::Failed(error.to_string()))
+}
+
+/// What `run_remaining` leaves: the plan, the spill with every turn's
+/// result (resumed ones too), the exit a signal asked for, and the budget
+/// if it was reached.
 type Ran = (
     Arc<EvalPlan>,
-    Vec<TurnResult>,
+    ResultStore,
     Option<Exit>,
     Option<Arc<Budget>>,
 );
 
 /// Runs the plan's turns (those `--resume` finds done are read back, not
-/// run again) under `--max-cost` and `-j`.
+/// run again) under `--max-cost` and `-j`, into a spill of their own.
 fn run_remaining(
     settings: &EvalSettings,
     resume_done: bool,
     (store, stores): (&ClaimStore, &StoreArgs),
     mut plan: EvalPlan,
-    judge: Option<Arc<promptlab::judge::Judge>>,
-    tracing: Option<&Tracing>,
+    (judge, tracing): (Option<Arc<promptlab::judge::Judge>>, Option<&Tracing>),
 ) -> Result<Ran, CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(settings, &plan)?;
@@ -295,22 +301,20 @@ fn run_remaining(
         settings.model.provider,
         &settings.tables.models,
     );
-    let mut results = Vec::new();
-    if resume_done {
-        let (done, warnings) = resume(&mut plan, runs_dir)?;
-        for warning in warnings {
-            eprintln!("warning: {warning}");
-        }
-        let remaining = plan.selected().count() - done.len();
-        eprintln!(
-            "resume: {} turns already done, {remaining} to run",
-            done.len()
-        );
-        results = done;
-    }
     let budget = settings.max_cost.map(|limit| Arc::new(Budget::new(limit)));
     if budget.is_some() {
         preflight::check_prices(settings, &plan, judge.as_deref())?;
+    }
+    // The turns will run: their folder holds the spill too.
+    std::fs::create_dir_all(runs_dir)?;
+    let mut spill = new_spill(runs_dir, &plan)?;
+    if resume_done {
+        for warning in resume(&mut plan, runs_dir, &mut spill)? {
+            eprintln!("warning: {warning}");
+        }
+        let done = spill.len();
+        let remaining = plan.selected().count() - done;
+        eprintln!("resume: {done} turns already done, {remaining} to run");
     }
     let run_settings = Arc::new(promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
@@ -329,9 +333,8 @@ fn run_remaining(
         prices: Arc::clone(&settings.tables.prices),
     });
     let plan = Arc::new(plan);
-    let (ran, stop) = progress::run_with_progress(settings, &plan, &run_settings, results.len())?;
-    results.extend(ran);
-    Ok((plan, results, stop, budget.filter(|b| b.reached())))
+    let stop = progress::run_with_progress(settings, &plan, &run_settings, &mut spill)?;
+    Ok((plan, spill, stop, budget.filter(|b| b.reached())))
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a

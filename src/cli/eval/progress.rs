@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use promptlab::eval::matrix::TurnSpec;
 use promptlab::eval::report::{EvalRecord, TurnPlace, TurnRecord, spec_label, turn_label};
+use promptlab::eval::spill::ResultStore;
 use promptlab::eval::{EvalMessage, EvalPlan, Outcome, RunSettings, TurnResult, run_turns};
 use promptlab::provider::RetryNotice;
 
@@ -74,6 +75,8 @@ struct Feedback<'a> {
     quiet: bool,
     bar: Option<ProgressBar>,
     finished: usize,
+    /// Of the finished turns, those cancelled mid-way.
+    cancelled: usize,
     total: usize,
     /// Set when stdout is gone: the run is cancelled.
     stdout_closed: bool,
@@ -82,15 +85,16 @@ struct Feedback<'a> {
     jobs: usize,
 }
 
-/// Runs the plan's remaining turns; returns their results and the exit a
-/// signal (or a closed stdout) asked for.
+/// Runs the plan's remaining turns into `spill` (which holds the resumed
+/// ones already); returns the exit a signal (or a closed stdout) asked for.
 pub fn run_with_progress(
     settings: &EvalSettings,
     plan: &Arc<EvalPlan>,
     run_settings: &Arc<RunSettings>,
-    already: usize,
-) -> Result<(Vec<TurnResult>, Option<Exit>), CliError> {
+    spill: &mut ResultStore,
+) -> Result<Option<Exit>, CliError> {
     let runtime = tokio::runtime::Runtime::new()?;
+    let already = spill.len();
     let total = plan.selected().count();
     let mut feedback = Feedback {
         plan,
@@ -99,6 +103,7 @@ pub fn run_with_progress(
         bar: (!settings.output.quiet && std::io::stderr().is_terminal())
             .then(|| progress_bar(total, already)),
         finished: already,
+        cancelled: 0,
         total,
         stdout_closed: false,
         tally: Tally::default(),
@@ -108,38 +113,40 @@ pub fn run_with_progress(
     // Bounded: a slow reader of the feed holds the turns back rather than
     // letting messages pile up (events nobody asked for are never sent).
     let (sender, mut receiver) = tokio::sync::mpsc::channel(promptlab::eval::runner::FEED_CAPACITY);
-    let (results, stop) = runtime.block_on(async {
+    let stop = runtime.block_on(async {
         let stop = cancel_on_signals(cancel.clone());
         let run = run_turns(
             Arc::clone(plan),
             Arc::clone(run_settings),
             cancel.clone(),
             sender,
+            spill,
         );
         futures_util::pin_mut!(run);
         let mut stdout = std::io::stdout().lock();
-        let results = loop {
+        loop {
             tokio::select! {
-                results = &mut run => {
+                () = &mut run => {
                     while let Ok(message) = receiver.try_recv() {
                         feedback.show(&message, &mut stdout, &cancel);
                     }
-                    break results;
+                    break;
                 }
                 Some(message) = receiver.recv() => feedback.show(&message, &mut stdout, &cancel),
             }
-        };
-        (results, stop.exit())
+        }
+        stop.exit()
     });
     if let Some(bar) = &feedback.bar {
         bar.finish_and_clear();
     }
     if feedback.stdout_closed {
-        let finished = results.iter().filter(|r| !r.observation.cancelled).count();
+        // Every finished turn was fed: those that ran to their end.
+        let finished = (feedback.finished - already).saturating_sub(feedback.cancelled);
         let cancelled = total.saturating_sub(already).saturating_sub(finished);
         return Err(CliError::StdoutClosed { cancelled });
     }
-    Ok((results, stop))
+    Ok(stop)
 }
 
 fn progress_bar(total: usize, already: usize) -> ProgressBar {
@@ -206,6 +213,7 @@ impl Feedback<'_> {
 
     fn finished(&mut self, result: &TurnResult, out: &mut impl Write) -> std::io::Result<()> {
         self.finished += 1;
+        self.cancelled += usize::from(result.observation.cancelled);
         if self.ndjson {
             write_record(out, &EvalRecord::Turn(TurnRecord::of(self.plan, result)))?;
         }

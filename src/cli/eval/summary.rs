@@ -1,5 +1,7 @@
 //! The end of an eval: the exit code, the JUnit and Markdown reports, and
-//! the summary (a table and the failures, or an NDJSON record).
+//! the summary (a table and the failures, or an NDJSON record) — every one
+//! from the run's spill, read in matrix order (`eval::totals`), never from
+//! results held in memory.
 
 use std::fmt::Write as _;
 use std::io::Write;
@@ -9,14 +11,14 @@ use chrono::{DateTime, Utc};
 
 use promptlab::cost::format_usd;
 use promptlab::eval::budget::Budget;
-use promptlab::eval::fold::{CaseFold, CaseOutcome, fold_cases};
-use promptlab::eval::junit::{JunitContext, junit_xml};
+use promptlab::eval::fold::{Folded, folds};
+use promptlab::eval::junit::{JunitContext, JunitError, write_junit};
 use promptlab::eval::report::{
-    BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnRecord, VariantSummary,
-    in_matrix_order, not_run, shard_line, summarize, turn_label, turns_from_runs,
+    BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnRecord, shard_line, turn_label,
 };
-use promptlab::eval::{EvalPlan, Outcome, TurnResult};
-use promptlab::markdown::{CELL_CHARS, code, code_in_table, inline};
+use promptlab::eval::spill::{ResultStore, SpillError};
+use promptlab::eval::totals::{RunTotals, checked, gather};
+use promptlab::eval::{EvalPlan, Outcome};
 use promptlab::sink::{Style, printable};
 use promptlab::table::terminal_width;
 
@@ -24,52 +26,45 @@ use super::EvalFormat;
 use super::mode::EvalMode;
 use super::progress::write_record;
 use super::settings::EvalSettings;
-use super::summary_table::{judging_lines, model_text, seconds, summary_table};
+use super::summary_table::{judging_lines, summary_table};
 use crate::cli::error::{CliError, Exit};
 use crate::cli::model::ProviderKind;
 use crate::cli::output::write_hidden;
 
 /// Everything the summary says, computed once.
-struct EvalEnd<'a> {
-    plan: &'a EvalPlan,
-    results: Vec<TurnResult>,
-    /// Each case's repeats on each claim, folded by its threshold.
-    folds: Vec<CaseFold>,
-    summaries: Vec<VariantSummary>,
-    not_run: usize,
-    logs_lost: Vec<String>,
+pub struct EvalEnd<'a> {
+    pub plan: &'a EvalPlan,
+    pub totals: RunTotals,
     stop: Option<Exit>,
     /// `--max-cost`, when it held turns back.
     budget: Option<&'a Budget>,
-    exit: Exit,
+    pub exit: Exit,
     /// A report file that could not be written.
     write_errors: Vec<String>,
 }
 
-/// Summary, failures, reports and the exit code; `(started_at, runs_dir)`:
-/// when the run started and the runs folder its summary is kept in.
+/// A spill that cannot be read back: the run has no verdict (exit 1).
+pub fn unreadable(error: SpillError) -> CliError {
+    CliError::Failed(format!(
+        "{error}; the run's results cannot be read back, so it has no verdict"
+    ))
+}
+
+/// Summary, failures, reports and the exit code, from `store` (every turn
+/// of the run); `(started_at, runs_dir)`: when the run started and the
+/// runs folder its summary is kept in.
 pub fn finish(
     settings: &EvalSettings,
     mode: &EvalMode,
     plan: &EvalPlan,
-    mut results: Vec<TurnResult>,
+    store: &mut ResultStore,
     stop: Option<Exit>,
     (started_at, runs_dir): (DateTime<Utc>, &std::path::Path),
     budget: Option<&Budget>,
 ) -> Result<Exit, CliError> {
-    in_matrix_order(&mut results);
-    let summaries = summarize(plan, &results, settings.pass_threshold);
-    let missing = not_run(plan, &results);
-    let logs_lost: Vec<String> = results
-        .iter()
-        .filter_map(|r| {
-            r.log_error
-                .as_ref()
-                .map(|e| format!("{}: {e}", turn_label(plan, r)))
-        })
-        .collect();
-    let folds = fold_cases(plan, &results, settings.pass_threshold);
-    let mut exit = exit_code(settings, &summaries, &folds, &logs_lost, stop);
+    let shown = settings.output.show_failures;
+    let totals = gather(plan, store, settings.pass_threshold, shown).map_err(unreadable)?;
+    let mut exit = exit_code(settings, &totals, stop);
     if budget.is_some() && exit == Exit::Success {
         // Turns that did not run were not judged: the run cannot pass.
         exit = Exit::Failure;
@@ -78,19 +73,15 @@ pub fn finish(
         plan,
         budget,
         exit,
-        folds,
-        results,
-        summaries,
-        not_run: missing.len(),
-        logs_lost,
+        totals,
         stop,
         write_errors: Vec::new(),
     };
-    outcome.write_reports(settings, started_at, &missing);
+    outcome.write_reports(settings, started_at, store)?;
     match settings.output.format {
         EvalFormat::Ndjson => {
-            print_ndjson(mode, &outcome)?;
-            if every_turn_scripted(settings, &outcome.results) && !settings.output.quiet {
+            print_ndjson((mode, settings.pass_threshold), &outcome, store)?;
+            if every_turn_scripted(settings, &outcome.totals) && !settings.output.quiet {
                 eprintln!("warning: {SCRIPTED_WARNING}");
             }
         }
@@ -99,12 +90,22 @@ pub fn finish(
     for error in &outcome.write_errors {
         eprintln!("error: {}", printable(error));
     }
-    // The eval run's summary file and index rows (#30, `evals list`).
+    // The eval run's summary file and index rows (#30, `evals list`), its
+    // turn ids read from the spill as they are written.
+    let mut turns = |each: &mut dyn FnMut(&str, bool) -> std::io::Result<()>| {
+        for result in checked(plan, store).map_err(std::io::Error::other)? {
+            let result = result.map_err(std::io::Error::other)?;
+            if let Some(id) = &result.observation.turn_id {
+                each(id, result.from_log)?;
+            }
+        }
+        Ok(())
+    };
     crate::cli::evals::record_eval_run(
         runs_dir,
         &summary_record(mode, &outcome),
         started_at,
-        &outcome.results,
+        &mut turns,
     );
     Ok(outcome.exit)
 }
@@ -116,32 +117,22 @@ checks the tools, the loop and the expectations";
 
 /// Whether every turn ran on the script provider (results merged from
 /// `--report` logs are not known to be scripted).
-fn every_turn_scripted(settings: &EvalSettings, results: &[TurnResult]) -> bool {
-    settings.model.provider == ProviderKind::Script
-        && !results.is_empty()
-        && results.iter().all(|result| !result.from_log)
+fn every_turn_scripted(settings: &EvalSettings, totals: &RunTotals) -> bool {
+    settings.model.provider == ProviderKind::Script && totals.turns > 0 && totals.from_logs == 0
 }
 
 /// Ctrl-C or SIGTERM first; then 1 for a lost log or a report not written;
 /// then any case whose repeats did not reach its threshold (by default:
 /// any turn that did not pass) — or, with `--min-pass-rate`, a variant below it.
-fn exit_code(
-    settings: &EvalSettings,
-    summaries: &[VariantSummary],
-    folds: &[CaseFold],
-    logs_lost: &[String],
-    stop: Option<Exit>,
-) -> Exit {
+fn exit_code(settings: &EvalSettings, totals: &RunTotals, stop: Option<Exit>) -> Exit {
     if let Some(stop) = stop {
         return stop;
     }
     let below = match settings.min_pass_rate {
-        Some(rate) => summaries
-            .iter()
-            .any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
-        None => folds.iter().any(|f| f.outcome != CaseOutcome::Pass),
+        Some(rate) => (totals.summaries.iter()).any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
+        None => !totals.every_case_passed,
     };
-    if below || !logs_lost.is_empty() {
+    if below || !totals.logs_lost.is_empty() {
         Exit::Failure
     } else {
         Exit::Success
@@ -149,18 +140,17 @@ fn exit_code(
 }
 
 impl EvalEnd<'_> {
-    /// `--junit` and `--markdown-summary`, each written whole or not at all.
+    /// `--junit` and `--markdown-summary`, each written whole or not at
+    /// all; the JUnit streamed from the spill into its file.
     fn write_reports(
         &mut self,
         settings: &EvalSettings,
         started_at: DateTime<Utc>,
-        missing: &[promptlab::eval::TurnSpec],
-    ) {
+        store: &mut ResultStore,
+    ) -> Result<(), CliError> {
         if let Some(path) = &settings.output.junit {
             let context = JunitContext {
-                threshold: settings.pass_threshold,
                 started_at,
-                not_run: missing,
                 not_run_reason: if self.budget.is_some() {
                     "budget reached"
                 } else {
@@ -172,17 +162,33 @@ impl EvalEnd<'_> {
                     .shard
                     .map(|s| format!("{}/{}", s.index, s.count)),
             };
-            let xml = junit_xml(self.plan, &self.results, &context).map_err(|e| e.to_string());
-            self.report_write("JUnit", path, xml);
+            let (plan, counts) = (self.plan, &self.totals.junit);
+            let folds = folds(plan, settings.pass_threshold, store).map_err(unreadable)?;
+            let mut spilled = None;
+            let written = write_atomically_with(path, |out| {
+                match write_junit(plan, counts, folds, &context, out) {
+                    Ok(()) => Ok(()),
+                    Err(JunitError::Write(error)) => Err(error.to_string()),
+                    Err(JunitError::Spill(error)) => {
+                        let problem = error.to_string();
+                        spilled = Some(error);
+                        Err(problem)
+                    }
+                }
+            });
+            if let Some(error) = spilled {
+                return Err(unreadable(error));
+            }
+            self.report_written("JUnit", path, written);
         }
         if let Some(path) = &settings.output.markdown_summary {
-            let markdown = Ok(markdown(self, settings.output.show_failures));
-            self.report_write("Markdown summary", path, markdown);
+            let markdown = super::markdown::markdown(self, settings.output.show_failures);
+            self.report_written("Markdown summary", path, write_atomically(path, &markdown));
         }
+        Ok(())
     }
 
-    fn report_write(&mut self, what: &str, path: &Path, contents: Result<String, String>) {
-        let written = contents.and_then(|text| write_atomically(path, &text));
+    fn report_written(&mut self, what: &str, path: &Path, written: Result<(), String>) {
         if let Err(error) = written {
             self.write_errors.push(format!(
                 "failed to write the {what} `{}`: {error}",
@@ -194,38 +200,23 @@ impl EvalEnd<'_> {
         }
     }
 
-    fn failing(&self) -> Vec<&TurnResult> {
-        self.results
-            .iter()
-            .filter(|r| r.verdict.outcome != Outcome::Pass)
-            .collect()
-    }
-
     /// `12 turns: 10 passed, 1 failed, 1 errored`, and what else must be said.
     fn tail(&self, settings: &EvalSettings) -> String {
-        let count = |o| {
-            self.results
-                .iter()
-                .filter(|r| r.verdict.outcome == o)
-                .count()
-        };
+        let totals = &self.totals;
         let mut tail = format!(
             "{} turns: {} passed, {} failed, {} errored",
-            self.results.len(),
-            count(Outcome::Pass),
-            count(Outcome::Fail),
-            count(Outcome::Error)
+            totals.turns, totals.passed, totals.failed, totals.errored
         );
         if let Some(shard) = self.plan.selection.shard {
             let whole = self.plan.unsharded_count();
             let selected = self.plan.selected().count();
             tail = format!("{} · {tail}", shard_line(shard, selected, whole));
         }
-        if !self.logs_lost.is_empty() {
+        if !totals.logs_lost.is_empty() {
             let _ = write!(
                 tail,
                 " · {} run logs lost (counted as errors)",
-                self.logs_lost.len()
+                totals.logs_lost.len()
             );
         }
         if let Some(stop) = self.stop {
@@ -237,8 +228,8 @@ impl EvalEnd<'_> {
             let _ = write!(
                 tail,
                 " · {what} with {} of {} turns not run",
-                self.not_run,
-                self.results.len() + self.not_run
+                totals.not_run,
+                totals.turns + totals.not_run
             );
         }
         if let Some(budget) = self.budget {
@@ -247,8 +238,8 @@ impl EvalEnd<'_> {
                 " · budget of {} reached ({} spent): {} of {} turns not run",
                 format_usd(budget.limit_usd()),
                 format_usd(budget.spent_usd()),
-                self.not_run,
-                self.results.len() + self.not_run
+                totals.not_run,
+                totals.turns + totals.not_run
             );
         }
         if let Some(rate) = settings.min_pass_rate {
@@ -263,21 +254,29 @@ impl EvalEnd<'_> {
     }
 }
 
-fn print_ndjson(mode: &EvalMode, outcome: &EvalEnd) -> Result<(), CliError> {
+/// The turn records of turns read from logs, each claim × case's record and
+/// the summary; `pass_threshold`: `--pass-threshold`, for the folds.
+fn print_ndjson(
+    (mode, pass_threshold): (&EvalMode, f64),
+    outcome: &EvalEnd,
+    store: &mut ResultStore,
+) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
+    let plan = outcome.plan;
     // Turns judged from their logs (merged, resumed, re-scored) were not
     // streamed while running: their records come here, before the folds.
-    if mode.reads_logs() {
-        for result in outcome.results.iter().filter(|r| r.from_log) {
-            write_record(
-                &mut out,
-                &EvalRecord::Turn(TurnRecord::of(outcome.plan, result)),
-            )?;
+    if mode.reads_logs() && outcome.totals.from_logs > 0 {
+        for result in checked(plan, store).map_err(unreadable)? {
+            let result = result.map_err(unreadable)?;
+            if result.from_log {
+                write_record(&mut out, &EvalRecord::Turn(TurnRecord::of(plan, &result)))?;
+            }
         }
     }
-    let plan = outcome.plan;
-    for fold in &outcome.folds {
-        write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, fold)))?;
+    for read in folds(plan, pass_threshold, store).map_err(unreadable)? {
+        if let Folded::Case(fold) = read.map_err(unreadable)? {
+            write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, &fold)))?;
+        }
     }
     write_record(
         &mut out,
@@ -293,22 +292,22 @@ fn summary_record(mode: &EvalMode, outcome: &EvalEnd) -> SummaryRecord {
         suite: plan.suite.name.clone(),
         eval_run: plan.eval_run.clone(),
         run_kind: mode.run_kind(),
-        from_runs: turns_from_runs(&outcome.results),
+        from_runs: outcome.totals.from_runs.clone(),
         shard: plan
             .selection
             .shard
             .map(|s| format!("{}/{}", s.index, s.count)),
-        turns: outcome.results.len(),
-        planned: outcome.results.len() + outcome.not_run,
-        not_run: outcome.not_run,
-        logs_lost: outcome.logs_lost.len(),
+        turns: outcome.totals.turns,
+        planned: outcome.totals.turns + outcome.totals.not_run,
+        not_run: outcome.totals.not_run,
+        logs_lost: outcome.totals.logs_lost.len(),
         cancelled: outcome.stop.is_some(),
         budget_reached: outcome.budget.map(|b| BudgetRecord {
             limit_usd: b.limit_usd(),
             spent_usd: b.spent_usd(),
         }),
-        variants: outcome.summaries.clone(),
-        tags: promptlab::eval::tags::summarize_tags(plan, &outcome.results),
+        variants: outcome.totals.summaries.clone(),
+        tags: outcome.totals.tags.clone(),
         warnings: super::preflight::override_warnings(plan),
         exit: outcome.exit.number(),
     }
@@ -322,25 +321,24 @@ fn print_pretty(
     let style = Style::for_stdout();
     let mut out = std::io::stdout().lock();
     let plan = outcome.plan;
-    let fitted = summary_table(&outcome.summaries, terminal_width());
+    let totals = &outcome.totals;
+    let fitted = summary_table(&totals.summaries, terminal_width());
     let title = format!(
         "Suite {} · {}",
         plan.suite.name,
-        super::eval_run::eval_run_line(mode, plan, &outcome.results)
+        super::eval_run::eval_run_line(mode, plan, &totals.from_runs)
     );
     writeln!(out, "{}\n{}", style.bold(&printable(&title)), fitted)?;
     write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;
-    for line in judging_lines(&outcome.summaries, plan) {
+    for line in judging_lines(&totals.summaries, plan) {
         writeln!(out, "{}", printable(&line))?;
     }
     if settings.output.by == Some(super::by_tag::ByGroup::Tag) {
-        let tags = promptlab::eval::tags::summarize_tags(plan, &outcome.results);
-        super::by_tag::write_by_tag(&mut out, &tags)?;
+        super::by_tag::write_by_tag(&mut out, &totals.tags)?;
     }
-    let failing = outcome.failing();
-    if !failing.is_empty() {
+    if totals.failing_count > 0 {
         writeln!(out, "\n{}", style.bold("Failures:"))?;
-        for result in failing.iter().take(settings.output.show_failures) {
+        for result in totals.failing.iter().take(settings.output.show_failures) {
             let mark = match result.verdict.outcome {
                 Outcome::Error => style.red("error"),
                 _ => style.red("fail"),
@@ -354,15 +352,15 @@ fn print_pretty(
                 writeln!(out, "    {}", style.dim(&line))?;
             }
         }
-        if failing.len() > settings.output.show_failures {
-            let more = failing.len() - settings.output.show_failures;
+        if totals.failing_count > settings.output.show_failures {
+            let more = totals.failing_count - settings.output.show_failures;
             writeln!(out, "… and {more} more (--show-failures N lists more)")?;
         }
     }
-    for lost in &outcome.logs_lost {
+    for lost in &totals.logs_lost {
         writeln!(out, "{}", style.red(&format!("run log lost: {lost}")))?;
     }
-    if every_turn_scripted(settings, &outcome.results) {
+    if every_turn_scripted(settings, totals) {
         let warning = format!("\nwarning: {SCRIPTED_WARNING}");
         writeln!(out, "{}", style.yellow(&warning))?;
     }
@@ -376,97 +374,20 @@ fn print_pretty(
     Ok(())
 }
 
-/// The summary as Markdown, for `$GITHUB_STEP_SUMMARY` or a merge request.
-fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
-    let plan = outcome.plan;
-    let mut md = String::new();
-    let mark = if outcome.exit == Exit::Success {
-        "✅"
-    } else {
-        "❌"
-    };
-    let _ = writeln!(
-        md,
-        "## {mark} Eval {}\n",
-        code(&plan.suite.name, CELL_CHARS)
-    );
-    let _ = writeln!(
-        md,
-        "| variant | fingerprint | model | turns | passed | failed | errors | pass rate (95% CI) | tokens in/out | latency p50/p95 |\n|---|---|---|---|---|---|---|---|---|---|"
-    );
-    for s in &outcome.summaries {
-        let interval = s.pass_rate_interval.map_or(String::new(), |(low, high)| {
-            format!(" ({:.0}–{:.0}%)", low * 100.0, high * 100.0)
-        });
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1}%{interval} | {}/{} | {} / {} |",
-            md_cell(&s.variant),
-            code_in_table(&s.fingerprint, CELL_CHARS),
-            md_cell(&model_text(s)),
-            s.turns,
-            s.passed,
-            s.failed,
-            s.errors,
-            s.pass_rate * 100.0,
-            s.input_tokens,
-            s.output_tokens,
-            seconds(s.latency_p50_ms),
-            seconds(s.latency_p95_ms)
-        );
-    }
-    md.push_str(&super::by_tag::tag_markdown(
-        &promptlab::eval::tags::summarize_tags(plan, &outcome.results),
-    ));
-    let lines = judging_lines(&outcome.summaries, plan);
-    if !lines.is_empty() {
-        md.push('\n');
-    }
-    for line in lines {
-        let _ = writeln!(md, "- {}", md_cell(&line));
-    }
-    for s in &outcome.summaries {
-        for ignored in &s.ignored_overrides {
-            let _ = writeln!(
-                md,
-                "\n> ⚠️ variant {}: {}",
-                code(&s.variant, CELL_CHARS),
-                md_cell(ignored)
-            );
-        }
-    }
-    let failing = outcome.failing();
-    if !failing.is_empty() {
-        let _ = writeln!(md, "\n### Failures ({})\n", failing.len());
-        for result in failing.iter().take(show_failures) {
-            let _ = writeln!(
-                md,
-                "- **{}** {}: {}",
-                result.verdict.outcome.as_str(),
-                code(&turn_label(plan, result), CELL_CHARS),
-                inline(&result.verdict.failures.join("; "), FAILURE_CHARS)
-            );
-        }
-        if failing.len() > show_failures {
-            let _ = writeln!(md, "- … and {} more", failing.len() - show_failures);
-        }
-    }
-    for lost in &outcome.logs_lost {
-        let _ = writeln!(md, "\n> ❌ run log lost: {}", md_cell(lost));
-    }
-    md
-}
-
-/// How much of a turn's failures the Markdown summary shows.
-const FAILURE_CHARS: usize = 1_000;
-
-fn md_cell(text: &str) -> String {
-    inline(text, CELL_CHARS)
-}
-
 /// Writes a whole file or nothing: a temporary beside it, then a rename;
 /// the temporary is removed when anything fails.
 pub fn write_atomically(path: &Path, contents: &str) -> Result<(), String> {
+    write_atomically_with(path, |out| {
+        out.write_all(contents.as_bytes())
+            .map_err(|error| error.to_string())
+    })
+}
+
+/// `write_atomically`, the contents written by `write` as they come.
+pub fn write_atomically_with(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<(), String>,
+) -> Result<(), String> {
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -476,11 +397,17 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), String> {
         .and_then(|n| n.to_str())
         .unwrap_or("report");
     let temporary = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let written =
-        std::fs::write(&temporary, contents).and_then(|()| std::fs::rename(&temporary, path));
+    let written = std::fs::File::create(&temporary)
+        .map_err(|error| error.to_string())
+        .and_then(|file| {
+            let mut out = std::io::BufWriter::new(file);
+            write(&mut out)?;
+            out.flush().map_err(|error| error.to_string())
+        })
+        .and_then(|()| std::fs::rename(&temporary, path).map_err(|error| error.to_string()));
     if let Err(error) = written {
         let _ = std::fs::remove_file(&temporary);
-        return Err(error.to_string());
+        return Err(error);
     }
     Ok(())
 }

@@ -18,11 +18,14 @@ use notify::{Event, EventKind, RecursiveMode, Watcher};
 use promptlab::claims::ClaimStore;
 use promptlab::cost::Cost;
 use promptlab::eval::report::spec_label;
-use promptlab::eval::{EvalPlan, Outcome, TurnResult};
+use promptlab::eval::spill::ResultStore;
+use promptlab::eval::totals::checked;
+use promptlab::eval::{EvalPlan, Outcome};
 use promptlab::judge::JudgeSpend;
 
 use super::mode::EvalMode;
 use super::settings::{CacheChoice, EvalSettings};
+use super::summary::unreadable;
 use super::{plan, run_once};
 use crate::cli::StoreArgs;
 use crate::cli::error::{CliError, Exit};
@@ -40,19 +43,21 @@ pub struct TurnSnapshot {
     pub cached: bool,
 }
 
-pub fn snapshot(plan: &EvalPlan, results: &[TurnResult]) -> Vec<TurnSnapshot> {
-    results
-        .iter()
-        .map(|result| {
-            let judge = JudgeSpend::of_rubric(&result.verdict.rubric).cost;
-            TurnSnapshot {
-                label: spec_label(plan, &result.spec),
-                outcome: result.verdict.outcome,
-                cost_usd: (Cost::from(result.observation.cost_usd) + judge).usd(),
-                cached: result.observation.cached_calls > 0,
-            }
-        })
-        .collect()
+/// Each turn of the run's spill, in matrix order, for the next run to
+/// compare with (a watched suite is one being edited: its labels are kept).
+pub fn snapshot(plan: &EvalPlan, spill: &mut ResultStore) -> Result<Vec<TurnSnapshot>, CliError> {
+    let mut snapshots = Vec::new();
+    for result in checked(plan, spill).map_err(unreadable)? {
+        let result = result.map_err(unreadable)?;
+        let judge = JudgeSpend::of_rubric(&result.verdict.rubric).cost;
+        snapshots.push(TurnSnapshot {
+            label: spec_label(plan, &result.spec),
+            outcome: result.verdict.outcome,
+            cost_usd: (Cost::from(result.observation.cost_usd) + judge).usd(),
+            cached: result.observation.cached_calls > 0,
+        });
+    }
+    Ok(snapshots)
 }
 
 pub fn run(

@@ -1,26 +1,24 @@
 //! A small typed JUnit writer (over `quick-xml`) that writes only what
 //! `junit-10.xsd` allows: `name`, `tests`, `failures`, `errors` and `time` on
 //! `<testsuites>`; `skipped`, `timestamp` and `<properties>` on each
-//! `<testsuite>`; no properties on a `<testcase>`. The counts are derived
-//! from the testcases, so they cannot disagree with them.
+//! `<testsuite>`; no properties on a `<testcase>`. It writes as it goes,
+//! so a report of a million testcases never sits in memory; the counts are
+//! given first (`junit.rs` derives them and each testcase's status from the
+//! same folds, so they cannot disagree).
 
-use std::io;
+use std::io::{self, Write};
 use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use quick_xml::Writer;
-use quick_xml::events::{BytesDecl, BytesText, Event};
+use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 
-pub struct Report {
-    pub name: String,
-    pub suites: Vec<Suite>,
-}
-
-pub struct Suite {
+/// A `<testsuite>`'s attributes and properties, written before its cases.
+pub struct SuiteHead {
     pub name: String,
     pub timestamp: DateTime<Utc>,
     pub properties: Vec<(String, String)>,
-    pub cases: Vec<TestCase>,
+    pub counts: Counts,
 }
 
 pub struct TestCase {
@@ -48,116 +46,93 @@ pub enum Status {
     },
 }
 
-/// Tests, failures, errors and skipped testcases.
+/// Tests, failures, errors and skipped testcases, and their time: known
+/// before the testcases are written (from the folds), since they are
+/// attributes of the elements that hold them.
 #[derive(Default, Clone, Copy)]
-struct Counts {
-    tests: usize,
-    failures: usize,
-    errors: usize,
-    skipped: usize,
+pub struct Counts {
+    pub tests: usize,
+    pub failures: usize,
+    pub errors: usize,
+    pub skipped: usize,
+    pub time: Duration,
 }
 
-impl Counts {
-    fn of(cases: &[TestCase]) -> Counts {
-        let mut counts = Counts::default();
-        for case in cases {
-            counts.tests += 1;
-            match case.status {
-                Status::Passed => {}
-                Status::Failed { .. } => counts.failures += 1,
-                Status::Errored { .. } => counts.errors += 1,
-                Status::Skipped { .. } => counts.skipped += 1,
-            }
-        }
-        counts
-    }
-
-    fn add(self, other: Counts) -> Counts {
-        Counts {
-            tests: self.tests + other.tests,
-            failures: self.failures + other.failures,
-            errors: self.errors + other.errors,
-            skipped: self.skipped + other.skipped,
-        }
-    }
+/// The report written as it goes: `start`, then each suite's head, cases
+/// and end, then `finish`.
+pub struct JunitWriter<W: Write> {
+    writer: Writer<W>,
 }
 
-impl Suite {
-    fn time(&self) -> Duration {
-        self.cases.iter().map(|case| case.time).sum()
-    }
-}
-
-impl Report {
-    pub fn to_xml(&self) -> io::Result<String> {
-        let mut writer = Writer::new_with_indent(Vec::new(), b' ', 4);
+impl<W: Write> JunitWriter<W> {
+    pub fn start(out: W, name: &str, counts: Counts) -> io::Result<JunitWriter<W>> {
+        let mut writer = Writer::new_with_indent(out, b' ', 4);
         writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
-        let counts = self.suites.iter().fold(Counts::default(), |sum, suite| {
-            sum.add(Counts::of(&suite.cases))
-        });
-        let time: Duration = self.suites.iter().map(Suite::time).sum();
-        writer
-            .create_element("testsuites")
-            .with_attributes([
-                ("name", xml_safe(&self.name).as_str()),
-                ("tests", &counts.tests.to_string()),
-                ("failures", &counts.failures.to_string()),
-                ("errors", &counts.errors.to_string()),
-                ("time", &seconds(time)),
-            ])
-            .write_inner_content(|writer| {
-                self.suites
-                    .iter()
-                    .try_for_each(|suite| write_suite(writer, suite))
-            })?;
-        let mut xml = String::from_utf8(writer.into_inner()).map_err(io::Error::other)?;
-        xml.push('\n');
-        Ok(xml)
+        let start = BytesStart::new("testsuites").with_attributes([
+            ("name", xml_safe(name).as_str()),
+            ("tests", &counts.tests.to_string()),
+            ("failures", &counts.failures.to_string()),
+            ("errors", &counts.errors.to_string()),
+            ("time", &seconds(counts.time)),
+        ]);
+        writer.write_event(Event::Start(start))?;
+        Ok(JunitWriter { writer })
     }
-}
 
-fn write_suite(writer: &mut Writer<Vec<u8>>, suite: &Suite) -> io::Result<()> {
-    let counts = Counts::of(&suite.cases);
-    writer
-        .create_element("testsuite")
-        .with_attributes([
+    pub fn start_suite(&mut self, suite: &SuiteHead) -> io::Result<()> {
+        let counts = suite.counts;
+        let start = BytesStart::new("testsuite").with_attributes([
             ("name", xml_safe(&suite.name).as_str()),
             ("tests", &counts.tests.to_string()),
             ("failures", &counts.failures.to_string()),
             ("errors", &counts.errors.to_string()),
             ("skipped", &counts.skipped.to_string()),
-            ("time", &seconds(suite.time())),
+            ("time", &seconds(counts.time)),
             (
                 "timestamp",
                 &suite.timestamp.to_rfc3339_opts(SecondsFormat::Secs, true),
             ),
-        ])
-        .write_inner_content(|writer| {
-            if !suite.properties.is_empty() {
-                writer
-                    .create_element("properties")
-                    .write_inner_content(|writer| {
-                        for (name, value) in &suite.properties {
-                            writer
-                                .create_element("property")
-                                .with_attributes([
-                                    ("name", xml_safe(name).as_str()),
-                                    ("value", &xml_safe(value)),
-                                ])
-                                .write_empty()?;
-                        }
-                        Ok(())
-                    })?;
-            }
-            suite
-                .cases
-                .iter()
-                .try_for_each(|case| write_case(writer, case))
-        })?;
-    Ok(())
+        ]);
+        self.writer.write_event(Event::Start(start))?;
+        if !suite.properties.is_empty() {
+            self.writer
+                .create_element("properties")
+                .write_inner_content(|writer| {
+                    for (name, value) in &suite.properties {
+                        writer
+                            .create_element("property")
+                            .with_attributes([
+                                ("name", xml_safe(name).as_str()),
+                                ("value", &xml_safe(value)),
+                            ])
+                            .write_empty()?;
+                    }
+                    Ok::<_, io::Error>(())
+                })?;
+        }
+        Ok(())
+    }
+
+    pub fn case(&mut self, case: &TestCase) -> io::Result<()> {
+        write_case(&mut self.writer, case)
+    }
+
+    pub fn end_suite(&mut self) -> io::Result<()> {
+        self.writer
+            .write_event(Event::End(BytesEnd::new("testsuite")))
+    }
+
+    /// Closes the report, with a final line end.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.writer
+            .write_event(Event::End(BytesEnd::new("testsuites")))?;
+        let mut out = self.writer.into_inner();
+        out.write_all(b"\n")?;
+        Ok(out)
+    }
 }
 
-fn write_case(writer: &mut Writer<Vec<u8>>, case: &TestCase) -> io::Result<()> {
+fn write_case<W: Write>(writer: &mut Writer<W>, case: &TestCase) -> io::Result<()> {
     writer
         .create_element("testcase")
         .with_attributes([
@@ -184,7 +159,7 @@ fn write_case(writer: &mut Writer<Vec<u8>>, case: &TestCase) -> io::Result<()> {
     Ok(())
 }
 
-fn write_system_out(writer: &mut Writer<Vec<u8>>, text: &str) -> io::Result<()> {
+fn write_system_out<W: Write>(writer: &mut Writer<W>, text: &str) -> io::Result<()> {
     if !text.is_empty() {
         writer
             .create_element("system-out")

@@ -1,0 +1,366 @@
+//! The eval run's own scratch file of finished turns (its "spill"): each
+//! turn's kept result (`TurnResult::kept`) is appended as one JSON line as
+//! it finishes, and the end of the run — summary, folds, tags, JUnit,
+//! Markdown, the eval run's turn ids — reads them back in matrix order, so
+//! that no turn's result stays in memory while a long suite runs.
+//!
+//! The file is `<runs dir>/.eval-spill.<eval run id>.<pid>-<random>` (the system's
+//! temporary folder when the runs folder does not exist, e.g. `--report`
+//! into a fresh one): a dot file, not named like a run log, so no scanner
+//! takes it for one; it is removed when the run ends, whatever its end (a
+//! run killed outright leaves it: the next eval in that folder removes the
+//! spills of processes that no longer exist). Its
+//! size is bounded by the turns times a kept result's size (the verdict's
+//! lines, ≤ 2,001 characters of answer, ids and numbers: ~0.5–10 KB). In
+//! memory it keeps 8 bytes a turn of the matrix: each record's offset.
+//!
+//! The file is trusted no more than any input: before it is read, one scan
+//! checks that every line is whole JSON naming a turn of the matrix, at the
+//! offset it was written at, once, and that the lines hash to what was
+//! written (SipHash, kept as they are written: no memory per turn) — a
+//! truncated, altered, missing or duplicated record is an error naming the
+//! byte, never a wrong verdict. Each later pass checks each record again.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+
+use std::hash::{DefaultHasher, Hasher};
+
+use serde::Deserialize;
+
+mod error;
+mod record;
+
+pub use error::{Damage, SpillError, SpillProblem};
+use record::{Head, Record};
+
+use super::runner::TurnResult;
+
+/// No record for this matrix index (yet).
+const NONE: u64 = u64::MAX;
+/// The longest line read back: far past any kept result, short of harm.
+const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The finished turns of one eval run, on disk, by matrix index.
+pub struct ResultStore {
+    path: PathBuf,
+    writer: Option<BufWriter<File>>,
+    /// Byte offset of each matrix index's record, `NONE` for none.
+    offsets: Vec<u64>,
+    written: u64,
+    count: usize,
+    /// The first failure to write: every read then says it.
+    broken: Option<SpillProblem>,
+    /// Checked by one scan since the last write.
+    checked: bool,
+    /// Of every line written, in order: the scan finds any byte changed.
+    digest: DefaultHasher,
+}
+
+impl ResultStore {
+    /// A fresh spill for eval run `eval_run` in `runs_dir` (else the
+    /// system's temporary folder), with room for `matrix_len` turns.
+    pub fn create(
+        runs_dir: &Path,
+        eval_run: &str,
+        matrix_len: usize,
+    ) -> Result<ResultStore, SpillError> {
+        let id: String = eval_run
+            .chars()
+            .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
+            .take(40)
+            .collect();
+        // The runs folder, else (none yet, or read-only: a merge of shard
+        // folders) the temporary folder.
+        let (path, file) = match runs_dir.is_dir() {
+            true => create_in(runs_dir, &id).or_else(|_| create_in(&std::env::temp_dir(), &id)),
+            false => create_in(&std::env::temp_dir(), &id),
+        }?;
+        Ok(ResultStore {
+            path,
+            writer: Some(BufWriter::with_capacity(64 * 1024, file)),
+            offsets: vec![NONE; matrix_len],
+            written: 0,
+            count: 0,
+            broken: None,
+            checked: false,
+            digest: DefaultHasher::new(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Turns put in.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Whether the turn at this matrix index has a result.
+    pub fn contains(&self, index: usize) -> bool {
+        self.offsets
+            .get(index)
+            .is_some_and(|offset| *offset != NONE)
+    }
+
+    /// Appends a finished turn (kept: see `TurnResult::kept`). A failure
+    /// (a full disk, a turn outside the matrix or put twice) is kept and
+    /// said by every later read: the run cannot end with a verdict.
+    pub fn push(&mut self, result: TurnResult) {
+        if self.broken.is_some() {
+            return;
+        }
+        if let Err(problem) = self.append(result.kept()) {
+            self.broken = Some(problem);
+        }
+    }
+
+    fn append(&mut self, result: TurnResult) -> Result<(), SpillProblem> {
+        let index = result.spec.index;
+        match self.offsets.get(index) {
+            None => return Err(SpillProblem::Outside(index)),
+            Some(offset) if *offset != NONE => return Err(SpillProblem::PutTwice(index)),
+            Some(_) => {}
+        }
+        let write = |error: &dyn std::fmt::Display| SpillProblem::Write(error.to_string());
+        let mut line = serde_json::to_vec(&Record::of(result)).map_err(|e| write(&e))?;
+        line.push(b'\n');
+        let writer = (self.writer.as_mut()).ok_or_else(|| write(&"written after it was read"))?;
+        writer.write_all(&line).map_err(|e| write(&e))?;
+        self.offsets[index] = self.written;
+        self.written += line.len() as u64;
+        self.digest.write(&line);
+        self.count += 1;
+        self.checked = false;
+        Ok(())
+    }
+
+    pub(super) fn error(&self, problem: SpillProblem) -> SpillError {
+        SpillError {
+            path: self.path.display().to_string(),
+            problem,
+        }
+    }
+
+    fn damaged(&self, offset: u64, damage: Damage) -> SpillError {
+        self.error(SpillProblem::Damaged { offset, damage })
+    }
+
+    /// Ends the writing: every record is in the file. (Reading does it.)
+    pub fn flush(&mut self) -> Result<(), SpillError> {
+        if let Some(problem) = &self.broken {
+            return Err(self.error(problem.clone()));
+        }
+        if let Some(mut writer) = self.writer.take() {
+            writer
+                .flush()
+                .map_err(|error| self.error(SpillProblem::Write(error.to_string())))?;
+        }
+        Ok(())
+    }
+
+    /// Every result, in matrix order. The first call ends the writing and
+    /// checks the whole file once; every pass checks each record it reads.
+    pub fn in_matrix_order(&mut self) -> Result<MatrixOrder<'_>, SpillError> {
+        self.flush()?;
+        if !self.checked {
+            self.check()?;
+            self.checked = true;
+        }
+        Ok(MatrixOrder {
+            store: self,
+            reader: BufReader::with_capacity(64 * 1024, self.open()?),
+            at: 0,
+            next: 0,
+        })
+    }
+
+    fn open(&self) -> Result<File, SpillError> {
+        File::open(&self.path).map_err(|error| self.error(SpillProblem::Read(error.to_string())))
+    }
+
+    /// One scan: each line whole, naming a matrix turn written at that very
+    /// offset; as many lines as turns put in; nothing after them.
+    fn check(&self) -> Result<(), SpillError> {
+        let mut reader = BufReader::with_capacity(64 * 1024, self.open()?);
+        let (mut at, mut lines, mut line) = (0u64, 0usize, Vec::new());
+        let mut digest = DefaultHasher::new();
+        loop {
+            line.clear();
+            let read = read_line(&mut reader, &mut line).map_err(|e| self.damaged(at, e))?;
+            if read == 0 {
+                break;
+            }
+            let head: Head = parse(&line).map_err(|damage| self.damaged(at, damage))?;
+            let index = head.index;
+            let damage = match self.offsets.get(index) {
+                None => Some(Damage::Outside(index)),
+                Some(&NONE) => Some(Damage::NeverPut(index)),
+                Some(&first) if first != at => Some(Damage::Again { index, first }),
+                Some(_) => None,
+            };
+            if let Some(damage) = damage {
+                return Err(self.damaged(at, damage));
+            }
+            at += read as u64;
+            lines += 1;
+            digest.write(&line);
+        }
+        if lines != self.count || at != self.written {
+            return Err(self.error(SpillProblem::Missing {
+                lines,
+                bytes: at,
+                count: self.count,
+                written: self.written,
+            }));
+        }
+        if digest.finish() != self.digest.finish() {
+            return Err(self.error(SpillProblem::Changed));
+        }
+        Ok(())
+    }
+}
+
+/// A fresh spill file in `dir`, named by the pid and a random tail: a file
+/// a killed run left (a container gives its process the same pid each
+/// time) is never in the way.
+fn create_in(dir: &Path, id: &str) -> Result<(PathBuf, File), SpillError> {
+    remove_left_behind(dir);
+    let mut tries = 0;
+    loop {
+        let tail = fastrand::u32(..);
+        let name = format!(".eval-spill.{id}.{}-{tail:08x}", std::process::id());
+        let path = dir.join(name);
+        match File::options().write(true).create_new(true).open(&path) {
+            Ok(file) => return Ok((path, file)),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
+                tries += 1;
+            }
+            Err(error) => {
+                return Err(SpillError {
+                    path: path.display().to_string(),
+                    problem: SpillProblem::Create(error.to_string()),
+                });
+            }
+        }
+    }
+}
+
+/// Spills of runs that were killed (their process is gone): nobody will
+/// read them. A live process's — another eval in the same folder — stays.
+fn remove_left_behind(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix(".eval-spill.")) else {
+            continue;
+        };
+        let pid = rest
+            .split_once('.')
+            .and_then(|(_, tail)| tail.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<libc::pid_t>().ok())
+            .filter(|pid| *pid > 0);
+        // SAFETY: kill with signal 0 sends nothing; it only asks whether
+        // the process exists.
+        let gone = pid.is_some_and(|pid| {
+            let asked = unsafe { libc::kill(pid, 0) };
+            asked == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+        });
+        if gone && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+impl Drop for ResultStore {
+    fn drop(&mut self) {
+        drop(self.writer.take());
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// One whole line (with its `\n`) into `line`; 0 at the end.
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> Result<usize, Damage> {
+    let read = reader
+        .take(MAX_RECORD_BYTES)
+        .read_until(b'\n', line)
+        .map_err(|error| Damage::Read(error.to_string()))?;
+    match line.last() {
+        _ if read == 0 => Ok(0),
+        Some(b'\n') => Ok(read),
+        _ if read as u64 == MAX_RECORD_BYTES => Err(Damage::TooLong),
+        _ => Err(Damage::CutShort),
+    }
+}
+
+fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, Damage> {
+    serde_json::from_slice(line)
+        .map_err(|error| Damage::NotARecord(crate::text::quote(&error.to_string())))
+}
+
+/// The results of a `ResultStore`, by matrix index.
+pub struct MatrixOrder<'a> {
+    store: &'a ResultStore,
+    reader: BufReader<File>,
+    /// Where the reader is.
+    at: u64,
+    next: usize,
+}
+
+impl MatrixOrder<'_> {
+    /// An error about this spill.
+    pub fn error(&self, problem: SpillProblem) -> SpillError {
+        self.store.error(problem)
+    }
+
+    fn read(&mut self, index: usize, offset: u64) -> Result<TurnResult, SpillError> {
+        let store = self.store;
+        let jump = i64::try_from(offset).unwrap_or(i64::MAX) - i64::try_from(self.at).unwrap_or(0);
+        self.reader
+            .seek_relative(jump)
+            .map_err(|error| store.error(SpillProblem::Read(error.to_string())))?;
+        let mut line = Vec::new();
+        let read = read_line(&mut self.reader, &mut line).map_err(|e| store.damaged(offset, e))?;
+        self.at = offset + read as u64;
+        if read == 0 {
+            return Err(store.damaged(offset, Damage::Ends));
+        }
+        let record: Record = parse(&line).map_err(|damage| store.damaged(offset, damage))?;
+        if record.index != index {
+            let found = record.index;
+            return Err(store.damaged(offset, Damage::Elsewhere { found, index }));
+        }
+        record
+            .into_result()
+            .map_err(|damage| store.damaged(offset, damage))
+    }
+}
+
+impl Iterator for MatrixOrder<'_> {
+    type Item = Result<TurnResult, SpillError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let offsets = &self.store.offsets;
+        while self.next < offsets.len() {
+            let (index, offset) = (self.next, offsets[self.next]);
+            self.next += 1;
+            if offset != NONE {
+                let read = self.read(index, offset);
+                if read.is_err() {
+                    // One error ends the pass: nothing after it is trusted.
+                    self.next = offsets.len();
+                }
+                return Some(read);
+            }
+        }
+        None
+    }
+}

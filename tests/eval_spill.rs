@@ -1,0 +1,465 @@
+//! The eval run's spill (`eval::spill::ResultStore`): every finished turn
+//! goes there and the end of the run reads it back in matrix order. It is
+//! read as untrusted input: a truncated, garbled, missing, out-of-range,
+//! duplicated or altered record is an error naming the file, never a
+//! result; arbitrary bytes never panic the reader. The file lives in the
+//! runs folder under a name no scanner takes for a run log, and is gone
+//! when the run ends.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use promptlab::eval::expect::{Observation, Outcome, Verdict};
+use promptlab::eval::spill::ResultStore;
+use promptlab::eval::{TurnResult, TurnSpec};
+use proptest::prelude::*;
+use support::{promptlab, run_command, write};
+
+const MATRIX: usize = 6;
+
+fn result(index: usize, outcome: Outcome) -> TurnResult {
+    let spec = TurnSpec {
+        index,
+        variant: index % 2,
+        claim_id: format!("CLM-HH-000{index}"),
+        case: 0,
+        sample: 1,
+    };
+    let observation = Observation {
+        answer: format!("The excess is £{index}50."),
+        latency_ms: 10 + index as u64,
+        cost_usd: Some(0.001),
+        turn_id: Some(format!("turn-{index}")),
+        eval_run: Some("ev-0123456789".into()),
+        ..Observation::default()
+    };
+    let verdict = Verdict::new(outcome, vec![format!("failure of {index}")]);
+    TurnResult {
+        run_log: Some(PathBuf::from(format!("runs/fp/turn-{index}.ndjson"))),
+        from_log: index == 4,
+        ..TurnResult::new(&spec, observation, verdict)
+    }
+}
+
+/// A store holding turns 3, 0, 4 and 1 (put in that order), and what each
+/// must read back as.
+fn filled(dir: &Path) -> (ResultStore, Vec<TurnResult>) {
+    let mut store = ResultStore::create(dir, "ev-0123456789", MATRIX).unwrap();
+    let put = [
+        result(3, Outcome::Pass),
+        result(0, Outcome::Fail),
+        result(4, Outcome::Error),
+        result(1, Outcome::Pass),
+    ];
+    let mut expected: Vec<TurnResult> = put.iter().cloned().map(TurnResult::kept).collect();
+    expected.sort_by_key(|r| r.spec.index);
+    for result in put {
+        store.push(result);
+    }
+    (store, expected)
+}
+
+/// Everything a pass reads, or its first error.
+fn read_all(store: &mut ResultStore) -> Result<Vec<TurnResult>, String> {
+    let order = store.in_matrix_order().map_err(|e| e.to_string())?;
+    order.map(|r| r.map_err(|e| e.to_string())).collect()
+}
+
+#[test]
+fn results_come_back_whole_in_matrix_order_and_the_file_goes_with_the_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, expected) = filled(dir.path());
+    let path = store.path().to_path_buf();
+    assert_eq!(path.parent(), Some(dir.path()));
+    let name = path.file_name().unwrap().to_str().unwrap();
+    assert!(name.starts_with(".eval-spill.ev-0123456789."), "{name}");
+    assert!(
+        !promptlab::runs::naming::is_run_log(&path),
+        "not named like a run log"
+    );
+    assert_eq!(read_all(&mut store).unwrap(), expected);
+    // A second pass reads the same.
+    assert_eq!(read_all(&mut store).unwrap(), expected);
+    assert_eq!(store.len(), 4);
+    assert!(store.contains(3) && !store.contains(2) && !store.contains(99));
+    drop(store);
+    assert!(!path.exists(), "removed with the store");
+}
+
+#[test]
+fn a_kept_result_is_what_comes_back_and_an_odd_log_path_survives() {
+    use std::os::unix::ffi::OsStringExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = ResultStore::create(dir.path(), "ev-0123456789", MATRIX).unwrap();
+    let mut long = result(2, Outcome::Fail);
+    long.observation.answer = "é".repeat(5_000);
+    long.observation.message = "the question".into();
+    long.run_log = Some(PathBuf::from(std::ffi::OsString::from_vec(
+        b"runs/\xff\xfe.ndjson".to_vec(),
+    )));
+    store.push(long.clone());
+    let back = read_all(&mut store).unwrap();
+    assert_eq!(back, vec![long.clone().kept()]);
+    assert_eq!(back[0].run_log, long.run_log);
+    assert_eq!(back[0].observation.answer.chars().count(), 2_001);
+}
+
+#[test]
+fn without_a_runs_folder_the_spill_goes_to_the_temporary_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("not-yet");
+    let store = ResultStore::create(&missing, "ev-0123456789", MATRIX).unwrap();
+    assert_eq!(store.path().parent(), Some(std::env::temp_dir().as_path()));
+    assert!(!missing.exists(), "no runs folder made for it");
+}
+
+/// The error reading gives once `change` was made to the file between the
+/// run (the turns put in) and its end (the first read).
+fn damaged(change: impl FnOnce(Vec<u8>) -> Vec<u8>) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, _) = filled(dir.path());
+    store.flush().unwrap();
+    let bytes = std::fs::read(store.path()).unwrap();
+    std::fs::write(store.path(), change(bytes)).unwrap();
+    let error = read_all(&mut store).expect_err("a damaged spill is never read as results");
+    let prefix = format!("the eval run's spill file `{}`: ", store.path().display());
+    assert!(error.starts_with(&prefix), "{error}");
+    assert!(error.len() < prefix.len() + 300, "said briefly: {error}");
+    error
+}
+
+fn lines(bytes: &[u8]) -> Vec<Vec<u8>> {
+    bytes
+        .split_inclusive(|b| *b == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
+}
+
+fn replace(bytes: Vec<u8>, from: &str, to: &str) -> Vec<u8> {
+    let text = String::from_utf8(bytes).unwrap();
+    assert!(text.contains(from), "{from} in {text}");
+    text.replacen(from, to, 1).into_bytes()
+}
+
+#[test]
+fn a_truncated_garbled_missing_or_duplicated_record_is_an_error_naming_the_spill() {
+    let cut = damaged(|mut bytes| {
+        bytes.truncate(bytes.len() - 10);
+        bytes
+    });
+    assert!(cut.ends_with("its last record is cut short"), "{cut}");
+    let garbage = damaged(|bytes| {
+        let mut all = b"<<not a record>>\n".to_vec();
+        all.extend(lines(&bytes).concat()[..].iter().skip(20));
+        all
+    });
+    assert!(
+        garbage.contains("damaged at byte 0: not a record"),
+        "{garbage}"
+    );
+    let missing = damaged(|bytes| lines(&bytes)[..3].concat());
+    assert!(missing.ends_with("records are missing"), "{missing}");
+    let twice = damaged(|bytes| {
+        let all = lines(&bytes);
+        [all.clone(), vec![all[0].clone()]].concat().concat()
+    });
+    assert!(
+        twice.contains("turn #3 again (written at byte 0)"),
+        "{twice}"
+    );
+    let outside = damaged(|bytes| replace(bytes, "{\"index\":3,", "{\"index\":9,"));
+    assert!(
+        outside.ends_with("turn #9 is outside the matrix"),
+        "{outside}"
+    );
+    let never = damaged(|bytes| replace(bytes, "{\"index\":3,", "{\"index\":5,"));
+    assert!(never.ends_with("turn #5 was never put in"), "{never}");
+    let moved = damaged(|bytes| {
+        let all = lines(&bytes);
+        [all[1].clone(), all[0].clone(), all[2..].concat()].concat()
+    });
+    assert!(
+        moved.contains("damaged at byte 0: turn #0 again"),
+        "{moved}"
+    );
+    // The same length, valid JSON, the same index: a verdict turned round.
+    let flipped = damaged(|bytes| replace(bytes, "\"outcome\":\"pass\"", "\"outcome\":\"fail\""));
+    assert!(
+        flipped.ends_with("its records were changed after they were written"),
+        "{flipped}"
+    );
+}
+
+#[test]
+fn a_turn_put_twice_or_outside_the_matrix_leaves_the_run_without_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = ResultStore::create(dir.path(), "ev-0123456789", MATRIX).unwrap();
+    store.push(result(1, Outcome::Pass));
+    store.push(result(1, Outcome::Fail));
+    let error = read_all(&mut store).unwrap_err();
+    assert!(error.ends_with("turn #1 was put twice"), "{error}");
+    let mut store = ResultStore::create(dir.path(), "ev-0123456780", MATRIX).unwrap();
+    store.push(result(MATRIX, Outcome::Pass));
+    let error = read_all(&mut store).unwrap_err();
+    assert!(
+        error.ends_with(&format!("turn #{MATRIX} is outside the matrix")),
+        "{error}"
+    );
+}
+
+#[test]
+fn a_record_changed_after_the_check_is_caught_when_it_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, expected) = filled(dir.path());
+    assert_eq!(read_all(&mut store).unwrap(), expected);
+    let bytes = std::fs::read(store.path()).unwrap();
+    std::fs::write(
+        store.path(),
+        replace(bytes, "{\"index\":3,", "{\"index\":5,"),
+    )
+    .unwrap();
+    let error = read_all(&mut store).unwrap_err();
+    assert!(
+        error.contains("turn #5 where turn #3 was written"),
+        "{error}"
+    );
+    std::fs::write(store.path(), b"").unwrap();
+    let error = read_all(&mut store).unwrap_err();
+    assert!(
+        error.contains("the file ends before this record"),
+        "{error}"
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    /// Whatever bytes the spill holds, reading them never panics, and only
+    /// the bytes written read back as results.
+    #[test]
+    fn arbitrary_spill_bytes_never_panic_and_never_pass_for_results(
+        bytes in proptest::collection::vec(any::<u8>(), 0..2_000),
+        flip in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, expected) = filled(dir.path());
+        store.flush().unwrap();
+        let original = std::fs::read(store.path()).unwrap();
+        std::fs::write(store.path(), &bytes).unwrap();
+        let read = read_all(&mut store);
+        prop_assert!(read.is_err() || bytes == original);
+        // One byte of the real file changed.
+        let (mut store, _) = filled(dir.path());
+        store.flush().unwrap();
+        let mut changed = original.clone();
+        let at = flip.index(changed.len());
+        changed[at] = byte;
+        std::fs::write(store.path(), &changed).unwrap();
+        match read_all(&mut store) {
+            Ok(results) => {
+                prop_assert_eq!(&changed, &original);
+                prop_assert_eq!(results, expected);
+            }
+            Err(error) => prop_assert!(error.starts_with("the eval run's spill file `")),
+        }
+    }
+}
+
+/// A scripted suite of two turns in `dir`.
+fn suite(dir: &Path) -> PathBuf {
+    write(dir, "ok.yaml", "turns:\n  - text: The excess is £350.\n");
+    write(
+        dir,
+        "suite.yaml",
+        "name: leftover\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\ndefaults: {today: 2026-11-30}\n\
+         cases:\n  - name: excess\n    message: What is the excess?\n    script: ok.yaml\n    expect: {answerContains: excess}\n",
+    )
+}
+
+fn spills(runs: &Path) -> Vec<String> {
+    std::fs::read_dir(runs)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(".eval-spill"))
+        .collect()
+}
+
+#[test]
+fn a_run_leaves_no_spill_and_one_left_by_a_killed_run_is_no_run_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let suite = suite(dir.path());
+    let eval = |extra: &[&str]| {
+        run_command(
+            promptlab()
+                .env("PROMPTLAB_RUNS_DIR", &runs)
+                .args(["eval", "--provider", "script", "--junit"])
+                .arg(dir.path().join("junit.xml"))
+                .arg(&suite)
+                .args(extra),
+        )
+    };
+    let ran = eval(&[]);
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    assert!(
+        ran.stdout
+            .contains("2 turns: 2 passed, 0 failed, 0 errored"),
+        "{}",
+        ran.stdout
+    );
+    assert_eq!(
+        spills(&runs),
+        Vec::<String>::new(),
+        "removed at the end of the run"
+    );
+    // As a run killed mid-way leaves it: a spill nobody will read.
+    std::fs::write(
+        runs.join(".eval-spill.ev-0123456789.1-0000abcd"),
+        "{\"index\":0}\n",
+    )
+    .unwrap();
+    let listed = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .args(["runs", "list"]),
+    );
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(
+        !listed.stderr.contains("spill") && !listed.stdout.contains("spill"),
+        "{}\n{}",
+        listed.stdout,
+        listed.stderr
+    );
+    assert_eq!(
+        listed
+            .stdout
+            .lines()
+            .filter(|l| l.contains("spill"))
+            .count(),
+        0
+    );
+    let merged = eval(&["--report", runs.to_str().unwrap()]);
+    assert_eq!(merged.code, 0, "{}", merged.stderr);
+    assert!(
+        merged.stdout.contains("2 turns: 2 passed"),
+        "{}",
+        merged.stdout
+    );
+    assert!(!merged.stderr.contains("spill"), "{}", merged.stderr);
+    assert_eq!(
+        spills(&runs),
+        vec![".eval-spill.ev-0123456789.1-0000abcd".to_string()]
+    );
+}
+
+#[test]
+fn the_spill_of_a_killed_run_goes_when_the_next_one_starts_and_a_live_ones_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut exited = std::process::Command::new("true").spawn().unwrap();
+    let gone = exited.id();
+    exited.wait().unwrap();
+    let dead = dir
+        .path()
+        .join(format!(".eval-spill.ev-0000000001.{gone}-0000abcd"));
+    let live = dir.path().join(format!(
+        ".eval-spill.ev-0000000002.{}-0000abcd",
+        std::process::id()
+    ));
+    let other = dir
+        .path()
+        .join(format!(".eval-spill-notes.{gone}-0000abcd"));
+    for path in [&dead, &live, &other] {
+        std::fs::write(path, "{}\n").unwrap();
+    }
+    let store = ResultStore::create(dir.path(), "ev-0123456789", MATRIX).unwrap();
+    assert!(!dead.exists(), "its process is gone");
+    assert!(live.exists() && other.exists());
+    drop(store);
+}
+
+/// A plan of two cases on one claim, only case `a` selected.
+fn plan(dir: &Path) -> promptlab::eval::EvalPlan {
+    use promptlab::eval::{EvalPlan, LoadedSuite, Selection, build_matrix, matrix::ModelSettings};
+    let path = write(
+        dir,
+        "plan.yaml",
+        "name: plan\nclaims: {ids: [CLM-HH-0001]}\ncases:\n  - name: a\n    message: What is the excess?\n  - name: b\n    message: Is it covered?\n",
+    );
+    let registry = promptlab::prompts::PromptRegistry::embedded();
+    let suite = LoadedSuite::load(&path, registry).unwrap();
+    let defaults = ModelSettings {
+        model: "m".into(),
+        thinking_level: promptlab::chat::request::ThinkingLevel::Low,
+        forced: false,
+        provider: None,
+        base_url: None,
+    };
+    let store =
+        promptlab::claims::ClaimStore::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("claims"));
+    let matrix = build_matrix(&suite, &store, registry, &defaults).unwrap();
+    let selection = Selection {
+        cases: vec!["a".into()],
+        ..Selection::default()
+    };
+    EvalPlan::new(suite, matrix, selection)
+}
+
+fn turn(index: usize, case: usize, claim: &str) -> TurnResult {
+    let spec = TurnSpec {
+        index,
+        variant: 0,
+        claim_id: claim.into(),
+        case,
+        sample: 1,
+    };
+    TurnResult::new(
+        &spec,
+        Observation::default(),
+        Verdict::new(Outcome::Pass, vec![]),
+    )
+}
+
+#[test]
+fn the_end_of_a_run_holds_each_record_to_the_plan() {
+    use promptlab::eval::totals::gather;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = plan(dir.path());
+    let fresh = || ResultStore::create(dir.path(), &plan.eval_run, plan.matrix.planned).unwrap();
+    let mut store = fresh();
+    store.push(turn(0, 0, "CLM-HH-0001"));
+    let totals = gather(&plan, &mut store, 1.0, 20).unwrap();
+    assert_eq!((totals.turns, totals.passed, totals.not_run), (1, 1, 0));
+    assert!(totals.every_case_passed);
+    let mut none = fresh();
+    let totals = gather(&plan, &mut none, 1.0, 20).unwrap();
+    assert_eq!((totals.turns, totals.not_run), (0, 1));
+    assert!(
+        !totals.every_case_passed,
+        "a case that did not run did not pass"
+    );
+    // Case `b` was not selected; turn #0 is case `a` on CLM-HH-0001.
+    let mut stray = fresh();
+    stray.push(turn(1, 1, "CLM-HH-0001"));
+    let error = gather(&plan, &mut stray, 1.0, 20)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.ends_with("turn #1 is not one this run selected"),
+        "{error}"
+    );
+    let mut moved = fresh();
+    moved.push(turn(0, 0, "CLM-MTR-0002"));
+    let error = gather(&plan, &mut moved, 1.0, 20)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        error.ends_with("turn #0 is recorded at another place in the matrix than the plan's"),
+        "{error}"
+    );
+}
