@@ -74,8 +74,9 @@ struct LogPaths {
 /// The logs waiting for the next sync. Shared by an eval run's turns.
 pub struct GroupCommit {
     queue: Mutex<Vec<Queued>>,
-    /// Held while a group is synced: one at a time, the next one gathering.
-    syncing: Mutex<FileSystems>,
+    /// Held while a group is synced: one at a time, the next one gathering
+    /// (an async lock, so that a flush waiting for it holds no thread).
+    syncing: Arc<tokio::sync::Mutex<FileSystems>>,
     /// A permit for each turn waiting for its commit (`MAX_WAITING`).
     waiting: Semaphore,
     limits: (usize, Duration),
@@ -89,7 +90,7 @@ impl GroupCommit {
     fn with_limits(logs: usize, wait: Duration) -> Arc<GroupCommit> {
         Arc::new(GroupCommit {
             queue: Mutex::new(Vec::new()),
-            syncing: Mutex::new(FileSystems::default()),
+            syncing: Arc::new(tokio::sync::Mutex::new(FileSystems::default())),
             waiting: Semaphore::new(2 * logs),
             limits: (logs, wait),
         })
@@ -141,15 +142,15 @@ impl GroupCommit {
             if !delay.is_zero() {
                 tokio::time::sleep(delay).await;
             }
-            let flushing = tokio::task::spawn_blocking(move || commits.flush());
+            let file_systems = Arc::clone(&commits.syncing).lock_owned().await;
+            let flushing = tokio::task::spawn_blocking(move || commits.flush(file_systems));
             // A panic in the sync is a bug; its waiters are told their
             // group was dropped.
             let _ = flushing.await;
         });
     }
 
-    fn flush(&self) {
-        let mut file_systems = self.syncing.lock().unwrap_or_else(|p| p.into_inner());
+    fn flush(&self, mut file_systems: tokio::sync::OwnedMutexGuard<FileSystems>) {
         // Taken only now: what queued while the last group was synced
         // joins this one.
         let group = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()));
@@ -343,15 +344,12 @@ mod tests {
     }
 
     /// At most twice a group waits: a slow sync holds the run back.
-    // The lock stands for a sync that does not end; only the blocking pool
-    // waits on it, never this task.
-    #[allow(clippy::await_holding_lock)]
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn no_more_than_two_groups_wait() {
         let dir = tempfile::tempdir().unwrap();
         let group = GroupCommit::with_limits(4, Duration::from_secs(3600));
-        // Held as a sync would be: the first group of 4 is taken and waits.
-        let syncing = group.syncing.lock().unwrap();
+        // Held as a sync that does not end would hold it.
+        let syncing = group.syncing.lock().await;
         let turns: Vec<_> = (0..12)
             .map(|n| {
                 let (group, log) = (Arc::clone(&group), written(dir.path(), &n.to_string()));
