@@ -10,6 +10,7 @@ pub mod judging;
 pub mod junit;
 pub mod matrix;
 pub mod plan;
+pub mod recorded;
 pub mod report;
 pub mod rescore;
 pub mod run_id;
