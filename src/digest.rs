@@ -20,7 +20,8 @@ fn hex(digest: &[u8]) -> String {
 pub fn sha256_hex_of_json(value: &impl serde::Serialize) -> String {
     let mut hasher = Sha256::new();
     // Writing into a hash cannot fail; a value that cannot be serialised
-    // (a map with non-string keys) hashes as far as it got, as before.
+    // (a map with non-string keys, which no caller passes) hashes as far as
+    // it got — where `to_vec(..).unwrap_or_default()` hashed nothing.
     let _ = serde_json::to_writer(&mut hasher, value);
     hex(&hasher.finalize())
 }
