@@ -346,26 +346,36 @@ mod tests {
     /// At most twice a group waits: a slow sync holds the run back.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn no_more_than_two_groups_wait() {
+        use std::future::Future;
+        use std::pin::Pin;
+        use std::task::Poll;
+        type Turn = Pin<Box<dyn Future<Output = io::Result<PathBuf>> + Send>>;
         let dir = tempfile::tempdir().unwrap();
         let group = GroupCommit::with_limits(4, Duration::from_secs(3600));
         // Held as a sync that does not end would hold it.
         let syncing = group.syncing.lock().await;
-        let turns: Vec<_> = (0..12)
+        let mut turns: Vec<Turn> = (0..12)
             .map(|n| {
                 let (group, log) = (Arc::clone(&group), written(dir.path(), &n.to_string()));
-                tokio::spawn(async move { group.commit(log).await })
+                Box::pin(async move { group.commit(log).await }) as Turn
             })
             .collect();
-        while group.waiting.available_permits() > 0 {
-            tokio::task::yield_now().await;
+        // Each turn is polled once, in order, on this task: every one that
+        // can get a place in the queue has taken it when this loop ends.
+        for turn in &mut turns {
+            let polled = std::future::poll_fn(|cx| Poll::Ready(turn.as_mut().poll(cx))).await;
+            assert!(
+                polled.is_pending(),
+                "no turn is committed while a sync runs"
+            );
         }
-        tokio::task::yield_now().await;
         assert_eq!(
             group.queue.lock().unwrap().len(),
             8,
             "two groups queued, four turns held back"
         );
         drop(syncing);
+        let turns: Vec<_> = turns.into_iter().map(tokio::spawn).collect();
         for turn in turns {
             assert!(turn.await.unwrap().unwrap().exists());
         }
