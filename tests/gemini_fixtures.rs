@@ -255,7 +255,7 @@ fn request() -> ModelRequest {
         messages: vec![AiMessage::User {
             text: "Hello".into(),
         }],
-        tools: vec![],
+        tools: vec![].into(),
         thinking_level: ThinkingLevel::Low,
         max_output_tokens: 8000,
         response_schema: None,

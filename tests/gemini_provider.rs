@@ -191,7 +191,7 @@ fn simple_request() -> ModelRequest {
         model: "gemini-3.1-flash-lite".into(),
         system: "s".into(),
         messages: vec![AiMessage::User { text: "q".into() }],
-        tools: vec![],
+        tools: vec![].into(),
         thinking_level: ThinkingLevel::Low,
         max_output_tokens: 8000,
         response_schema: None,

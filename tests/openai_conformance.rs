@@ -106,7 +106,7 @@ fn chat() -> Conversation {
                 ],
             },
         ],
-        tools,
+        tools: tools.into(),
         thinking_level: ThinkingLevel::Low,
         max_output_tokens: 8192,
         response_schema: None,
@@ -150,7 +150,7 @@ fn judge() -> Conversation {
             messages: vec![AiMessage::User {
                 text: "Criterion: names the excess.".into(),
             }],
-            tools: Vec::new(),
+            tools: Vec::new().into(),
             thinking_level: ThinkingLevel::Low,
             max_output_tokens: 2048,
             response_schema: Some(promptlab::judge::reply::rubric_schema()),

@@ -281,6 +281,7 @@ fn parts(record: &promptlab::runs::record::PromptRecord) -> PromptParts<'_> {
         applied_overrides: &record.applied_overrides,
         blocks: &record.blocks,
         tools: &record.tools,
+        digests: None,
     }
 }
 

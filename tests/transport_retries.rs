@@ -60,7 +60,7 @@ fn model_request() -> ModelRequest {
         model: "gemini-2.5-flash".into(),
         system: "s".into(),
         messages: vec![AiMessage::User { text: "q".into() }],
-        tools: vec![],
+        tools: vec![].into(),
         thinking_level: ThinkingLevel::Low,
         max_output_tokens: 800,
         response_schema: None,

@@ -2,6 +2,7 @@
 //! events.
 
 pub mod block_context;
+pub mod brief_memo;
 pub mod context;
 pub mod decide;
 pub mod history;

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::decide::MAX_ROUNDS;
 use super::event::ChatEvent;
 use super::request::{ChatRequest, ClaimInput, Locale, ThinkingLevel};
-use super::system::{AssembledPrompt, assemble_prompt, prompt_settings};
+use super::system::{AssembledPrompt, assemble_prompt_with_brief, prompt_settings};
 use super::turn_loop::{AfterCall, CallEnd, TurnLoop};
 use crate::claims::{ClaimError, ClaimStore, LoadedClaim};
 use crate::digest::sha256_hex;
@@ -111,7 +111,7 @@ pub struct PreparedTurn {
     pub thinking_note: Option<String>,
     pub prompt: AssembledPrompt,
     pub system_sha256: String,
-    pub tools: Vec<ToolDeclaration>,
+    pub tools: Arc<[ToolDeclaration]>,
     pub tools_sha256: String,
     pub fingerprint: String,
     pub applied_overrides: BTreeMap<String, String>,
@@ -282,7 +282,8 @@ fn prepare(
             })?,
     };
     let settings = prompt_settings(&request.prompt, ctx.registry, &claim.claim)?;
-    let prompt = assemble_prompt(&settings, &claim.claim, request.today);
+    let brief = super::brief_memo::claim_brief(&claim, request.today);
+    let prompt = assemble_prompt_with_brief(&settings, brief.to_string());
     let tools = crate::tools::offered_tools(request.prompt.screen_actions);
     let thinking_level = asked_thinking_level(
         settings
@@ -321,7 +322,7 @@ fn prepare(
         system_sha256: sha256_hex(prompt.system_text()),
         tools_sha256: tools.sha256.clone(),
         prompt,
-        tools: tools.declarations.clone(),
+        tools: Arc::clone(&tools.declarations),
         fingerprint: start.fingerprint,
         applied_overrides: start.applied_overrides,
         ignored_overrides: start.ignored_overrides,

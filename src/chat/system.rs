@@ -134,6 +134,12 @@ pub fn assemble_prompt(
     claim: &Claim,
     today: NaiveDate,
 ) -> AssembledPrompt {
+    assemble_prompt_with_brief(settings, build_claim_brief(claim, today))
+}
+
+/// `assemble_prompt` with the claim's brief already built (a turn's comes
+/// from `brief_memo::claim_brief`).
+pub fn assemble_prompt_with_brief(settings: &PromptSettings<'_>, brief: String) -> AssembledPrompt {
     let mut blocks = Vec::with_capacity(7);
     let prompt = |id: &str| resolve_prompt(id, settings);
 
@@ -150,7 +156,7 @@ pub fn assemble_prompt(
     blocks.push(PromptBlock {
         id: CLAIM_BRIEF.to_string(),
         source: BlockSource::Built,
-        text: build_claim_brief(claim, today),
+        text: brief,
     });
     match settings.capability {
         Some(capability) => {

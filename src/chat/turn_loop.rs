@@ -44,10 +44,10 @@ pub struct TurnLoop {
     clock: Instant,
     model: String,
     turn_id: String,
-    system: String,
+    system: Arc<str>,
     /// The level the model takes (`models::ModelTable::fit`), as sent.
     thinking_sent: ThinkingLevel,
-    declarations: Vec<ToolDeclaration>,
+    declarations: Arc<[ToolDeclaration]>,
     tools: Vec<&'static ToolSpec>,
     claim: Arc<LoadedClaim>,
     prompts: PromptsUsed,
@@ -70,9 +70,9 @@ impl TurnLoop {
             clock,
             model: request.model.clone(),
             turn_id,
-            system: prepared.prompt.system_text(),
+            system: prepared.prompt.system_text().into(),
             thinking_sent: prepared.thinking_sent,
-            declarations: prepared.tools.clone(),
+            declarations: Arc::clone(&prepared.tools),
             tools: all_tools(request.prompt.screen_actions),
             claim,
             prompts: PromptsUsed {
@@ -90,9 +90,9 @@ impl TurnLoop {
     pub fn start_call(&mut self, round: u32) -> (ModelRequest, ModelCallRecord) {
         let request = ModelRequest {
             model: self.model.clone(),
-            system: self.system.clone(),
+            system: Arc::clone(&self.system),
             messages: self.messages.clone(),
-            tools: self.declarations.clone(),
+            tools: Arc::clone(&self.declarations),
             thinking_level: self.thinking_sent,
             max_output_tokens: MAX_OUTPUT_TOKENS,
             response_schema: None,

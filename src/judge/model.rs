@@ -140,11 +140,11 @@ impl JudgeModel for ProviderJudge {
         Box::pin(async move {
             let request = ModelRequest {
                 model: query.model.clone(),
-                system: query.system.clone(),
+                system: query.system.as_str().into(),
                 messages: vec![AiMessage::User {
                     text: query.user.clone(),
                 }],
-                tools: Vec::new(),
+                tools: Vec::new().into(),
                 // Fitted to the judge model as a chat turn's level is.
                 thinking_level: self.0.models().fit(&query.model, query.thinking_level).sent,
                 max_output_tokens: JUDGE_MAX_OUTPUT_TOKENS,

@@ -19,6 +19,8 @@ pub use error::{ErrorKind, ProviderError};
 pub use kind::{ProviderKind, UnknownProvider};
 pub use transport::RetryNotice;
 
+use std::sync::Arc;
+
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -32,10 +34,11 @@ use crate::tools::ToolDeclaration;
 #[derive(Debug, Clone)]
 pub struct ModelRequest {
     pub model: String,
-    pub system: String,
+    /// Shared with the turn and its other calls: it is most of a request.
+    pub system: Arc<str>,
     pub messages: Vec<AiMessage>,
     /// In the loop's order: readers first, then screen actions.
-    pub tools: Vec<ToolDeclaration>,
+    pub tools: Arc<[ToolDeclaration]>,
     pub thinking_level: ThinkingLevel,
     pub max_output_tokens: u32,
     /// A JSON reply in this shape (plain JSON Schema; each adapter converts

@@ -45,17 +45,87 @@ pub struct PromptParts<'a> {
     pub applied_overrides: &'a BTreeMap<String, String>,
     pub blocks: &'a [PromptBlock],
     pub tools: &'a [ToolDeclaration],
+    /// The turn's own digests of its system text (its blocks joined) and of
+    /// its tools, when it has them: they let a prompt this process stored
+    /// already be known without serialising and hashing it again.
+    #[serde(skip)]
+    pub digests: Option<PromptDigests<'a>>,
+}
+
+/// `PreparedTurn::system_sha256` and `tools_sha256`.
+#[derive(Clone, Copy)]
+pub struct PromptDigests<'a> {
+    pub system_sha256: &'a str,
+    pub tools_sha256: &'a str,
 }
 
 /// Stores the prompt under `runs_dir` unless it is there already, and
 /// gives its name (the SHA-256 of its bytes) for the log's header. Turns
 /// of one prompt version racing to store it each write a temporary of
 /// their own; the first to link it into place wins (`KeyedFiles::write_once`).
+///
+/// A prompt this process stored before (every turn of an eval but the
+/// first of each prompt version) is known by its identity, without being
+/// serialised and hashed again (an eighth of an eval turn's CPU, issue
+/// #31); its file is still looked for, and written again if it is gone.
 pub fn store_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<String> {
+    let files = KeyedFiles::flat(prompts_dir(runs_dir));
+    let identity = prompt.digests.map(|digests| identity(prompt, digests));
+    if let Some(identity) = &identity {
+        let known = stored().lock().ok().and_then(|memo| {
+            memo.get(&(runs_dir.to_path_buf(), identity.clone()))
+                .cloned()
+        });
+        if let Some(key) = known
+            && files.path(&key).is_some_and(|path| path.is_file())
+        {
+            return Ok(key);
+        }
+    }
     let bytes = serde_json::to_vec(prompt).map_err(io::Error::other)?;
     let key = crate::digest::sha256_hex(&bytes);
-    KeyedFiles::flat(prompts_dir(runs_dir)).write_once(&key, &bytes)?;
+    files.write_once(&key, &bytes)?;
+    if let (Some(identity), Ok(mut memo)) = (identity, stored().lock()) {
+        if memo.len() >= KNOWN_PROMPTS {
+            memo.clear();
+        }
+        memo.insert((runs_dir.to_path_buf(), identity), key.clone());
+    }
     Ok(key)
+}
+
+/// Prompts this process stored, by runs folder and identity; cleared when
+/// it grows past this many, which bounds it whatever the corpus.
+const KNOWN_PROMPTS: usize = 4096;
+
+fn stored() -> &'static Mutex<HashMap<(PathBuf, String), String>> {
+    static STORED: OnceLock<Mutex<HashMap<(PathBuf, String), String>>> = OnceLock::new();
+    STORED.get_or_init(Mutex::default)
+}
+
+/// A digest that tells one prompt from another as surely as its bytes'
+/// does, from a few hundred bytes: the system text's digest and each
+/// block's id, source and length — the blocks' texts, joined, are the
+/// system text, so their lengths cut it back into exactly those texts —
+/// with the tools' digest and the applied overrides.
+fn identity(prompt: &PromptParts, digests: PromptDigests) -> String {
+    #[derive(Serialize)]
+    struct Identity<'a> {
+        system_sha256: &'a str,
+        tools_sha256: &'a str,
+        blocks: Vec<(&'a str, crate::chat::system::BlockSource, usize)>,
+        applied_overrides: &'a BTreeMap<String, String>,
+    }
+    crate::digest::sha256_hex_of_json(&Identity {
+        system_sha256: digests.system_sha256,
+        tools_sha256: digests.tools_sha256,
+        blocks: prompt
+            .blocks
+            .iter()
+            .map(|block| (block.id.as_str(), block.source, block.text.len()))
+            .collect(),
+        applied_overrides: prompt.applied_overrides,
+    })
 }
 
 /// The stored prompt a log's header names, looked for in the log's runs
@@ -155,7 +225,81 @@ mod tests {
             applied_overrides: &record.applied_overrides,
             blocks: &record.blocks,
             tools: &record.tools,
+            digests: None,
         }
+    }
+
+    /// `store_prompt` as a turn calls it: with the digests `prepare` makes.
+    fn store_as_a_turn(runs_dir: &Path, record: &PromptRecord) -> String {
+        let joined: Vec<&str> = record.blocks.iter().map(|b| b.text.as_str()).collect();
+        let system_sha256 =
+            crate::digest::sha256_hex(joined.join(crate::chat::system::BLOCK_SEPARATOR));
+        let tools_sha256 = crate::digest::sha256_hex(serde_json::to_vec(&record.tools).unwrap());
+        let digests = PromptDigests {
+            system_sha256: &system_sha256,
+            tools_sha256: &tools_sha256,
+        };
+        let parts = PromptParts {
+            digests: Some(digests),
+            ..parts(record)
+        };
+        store_prompt(runs_dir, &parts).unwrap()
+    }
+
+    fn block(id: &str, text: &str) -> PromptBlock {
+        PromptBlock {
+            id: id.into(),
+            source: BlockSource::Default,
+            text: text.into(),
+        }
+    }
+
+    proptest::proptest! {
+        /// Whatever was stored before in the process, a prompt's name is
+        /// the digest of its own bytes and its file holds them — blocks
+        /// that join to the same system text included.
+        #[test]
+        fn a_known_prompt_is_named_by_its_own_bytes(
+            prompts in proptest::collection::vec(
+                // One id and few letters, so that prompts whose blocks join
+                // to the same system text are common.
+                proptest::collection::vec(("a", "(a|\\n\\n){0,3}"), 1..4), 1..24),
+        ) {
+            let runs = tempfile::tempdir().unwrap();
+            for texts in &prompts {
+                let record = PromptRecord {
+                    applied_overrides: BTreeMap::new(),
+                    blocks: texts.iter().map(|(id, text)| block(id, text)).collect(),
+                    tools: vec![],
+                };
+                let bytes = serde_json::to_vec(&record).unwrap();
+                let key = store_as_a_turn(runs.path(), &record);
+                proptest::prop_assert_eq!(&key, &crate::digest::sha256_hex(&bytes));
+                let stored = std::fs::read(prompts_dir(runs.path()).join(format!("{key}.json")));
+                proptest::prop_assert_eq!(stored.unwrap(), bytes);
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_split_differently_are_different_prompts_and_a_removed_file_comes_back() {
+        let runs = tempfile::tempdir().unwrap();
+        let record = |texts: [&str; 2]| PromptRecord {
+            applied_overrides: BTreeMap::new(),
+            blocks: vec![block("a", texts[0]), block("a", texts[1])],
+            tools: vec![],
+        };
+        // The same system text, "x\n\ny\n\nz", cut in two places.
+        let first = store_as_a_turn(runs.path(), &record(["x\n\ny", "z"]));
+        let second = store_as_a_turn(runs.path(), &record(["x", "y\n\nz"]));
+        assert_ne!(first, second);
+        let path = prompts_dir(runs.path()).join(format!("{first}.json"));
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            store_as_a_turn(runs.path(), &record(["x\n\ny", "z"])),
+            first
+        );
+        assert!(path.is_file(), "stored again");
     }
 
     #[test]

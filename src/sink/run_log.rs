@@ -26,7 +26,7 @@ use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
-use crate::runs::prompt_store::{PromptParts, store_prompt};
+use crate::runs::prompt_store::{PromptDigests, PromptParts, store_prompt};
 use crate::runs::record::{
     ClaimRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord, RunStatus,
     SCHEMA_VERSION,
@@ -184,6 +184,10 @@ impl RunRecorder {
                         applied_overrides: &prepared.applied_overrides,
                         blocks: &prepared.prompt.blocks,
                         tools: &prepared.tools,
+                        digests: Some(PromptDigests {
+                            system_sha256: &prepared.system_sha256,
+                            tools_sha256: &prepared.tools_sha256,
+                        }),
                     },
                 )?;
                 let log = self.open_log()?;

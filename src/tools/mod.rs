@@ -108,7 +108,8 @@ pub fn all_tools(screen_actions: bool) -> Vec<&'static ToolSpec> {
 /// SHA-256 of their JSON that run logs record (`toolsSha256`).
 #[derive(Debug)]
 pub struct OfferedTools {
-    pub declarations: Vec<ToolDeclaration>,
+    /// Shared by every turn and call that offers them.
+    pub declarations: std::sync::Arc<[ToolDeclaration]>,
     pub sha256: String,
 }
 
@@ -125,7 +126,7 @@ pub fn offered_tools(screen_actions: bool) -> &'static OfferedTools {
         let json = serde_json::to_string(&declarations).unwrap_or_default();
         OfferedTools {
             sha256: crate::digest::sha256_hex(json),
-            declarations,
+            declarations: declarations.into(),
         }
     })
 }

@@ -10,13 +10,13 @@ use crate::provider::{AiMessage, ModelRequest, ToolResultMessage};
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GenerateContentRequest {
+pub struct GenerateContentRequest<'a> {
     pub contents: Vec<Content>,
-    pub system_instruction: Content,
+    pub system_instruction: SystemInstruction<'a>,
     /// Left out when there are no tools: Gemini refuses a JSON reply
     /// (`responseMimeType`) together with function calling.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Tool>,
+    pub tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_config: Option<ToolConfig>,
     pub generation_config: GenerationConfig,
@@ -30,19 +30,31 @@ pub struct Content {
     pub parts: Vec<Value>,
 }
 
+/// The system prompt, borrowed from the request: it is most of the body,
+/// and is only serialised.
 #[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Tool {
-    pub function_declarations: Vec<FunctionDeclaration>,
+pub struct SystemInstruction<'a> {
+    pub parts: [TextPart<'a>; 1],
+}
+
+#[derive(Debug, Serialize)]
+pub struct TextPart<'a> {
+    pub text: &'a str,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FunctionDeclaration {
-    pub name: String,
-    pub description: String,
+pub struct Tool<'a> {
+    pub function_declarations: Vec<FunctionDeclaration<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FunctionDeclaration<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
     /// Plain JSON Schema (`parametersJsonSchema`), as our declarations are.
-    pub parameters_json_schema: Value,
+    pub parameters_json_schema: &'a Value,
 }
 
 #[derive(Debug, Serialize)]
@@ -82,13 +94,17 @@ pub enum ThinkingConfig {
 /// Maps our request to Gemini's: system prompt, history with the model's own
 /// parts replayed from provider_state, tools in the loop's order, thinking
 /// as `table` says the model takes it (the level is already fitted).
-pub fn build_request(request: &ModelRequest, table: &ModelTable) -> GenerateContentRequest {
+pub fn build_request<'a>(
+    request: &'a ModelRequest,
+    table: &ModelTable,
+) -> GenerateContentRequest<'a> {
     let has_tools = !request.tools.is_empty();
     GenerateContentRequest {
         contents: request.messages.iter().map(content_for).collect(),
-        system_instruction: Content {
-            role: None,
-            parts: vec![json!({"text": request.system})],
+        system_instruction: SystemInstruction {
+            parts: [TextPart {
+                text: &request.system,
+            }],
         },
         tools: has_tools
             .then(|| Tool {
@@ -96,9 +112,9 @@ pub fn build_request(request: &ModelRequest, table: &ModelTable) -> GenerateCont
                     .tools
                     .iter()
                     .map(|tool| FunctionDeclaration {
-                        name: tool.name.clone(),
-                        description: tool.description.clone(),
-                        parameters_json_schema: tool.parameters.clone(),
+                        name: &tool.name,
+                        description: &tool.description,
+                        parameters_json_schema: &tool.parameters,
                     })
                     .collect(),
             })
@@ -283,7 +299,7 @@ mod tests {
             model: "m".into(),
             system: "s".into(),
             messages: vec![],
-            tools,
+            tools: tools.into(),
             thinking_level: ThinkingLevel::Low,
             max_output_tokens: 100,
             response_schema: schema,
@@ -326,7 +342,7 @@ mod tests {
                 model: model.into(),
                 system: "s".into(),
                 messages: vec![],
-                tools: vec![],
+                tools: vec![].into(),
                 thinking_level: level,
                 max_output_tokens: 100,
                 response_schema: None,
