@@ -191,6 +191,28 @@ fn a_truncated_garbled_missing_or_duplicated_record_is_an_error_naming_the_spill
     );
 }
 
+/// A record changed in place after the first pass checked the file (the
+/// same length, valid JSON, its own index) is caught by the pass that
+/// reads it, not read as the turn's result.
+#[test]
+fn a_verdict_flipped_between_passes_is_caught_when_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, expected) = filled(dir.path());
+    assert_eq!(read_all(&mut store).unwrap(), expected);
+    let bytes = std::fs::read(store.path()).unwrap();
+    // Turn 3's line is the first written: its "pass" becomes "fail".
+    std::fs::write(
+        store.path(),
+        replace(bytes, "\"outcome\":\"pass\"", "\"outcome\":\"fail\""),
+    )
+    .unwrap();
+    let error = read_all(&mut store).unwrap_err();
+    assert!(
+        error.ends_with("turn #3's record was changed after it was written"),
+        "{error}"
+    );
+}
+
 #[test]
 fn a_turn_put_twice_or_outside_the_matrix_leaves_the_run_without_results() {
     let dir = tempfile::tempdir().unwrap();
@@ -462,4 +484,81 @@ fn the_end_of_a_run_holds_each_record_to_the_plan() {
         error.ends_with("turn #0 is recorded at another place in the matrix than the plan's"),
         "{error}"
     );
+}
+
+/// The whole path, from the command line: a verdict changed in the spill
+/// while the run goes on (here, by hand, in a part of the file already
+/// written out) ends the run with no verdict — exit 1, the spill named, no
+/// JUnit file — instead of a count that includes a result nobody judged.
+#[test]
+fn a_spill_changed_during_the_run_ends_it_without_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    write(
+        dir.path(),
+        "quick.yaml",
+        "turns:\n  - chunks: [\"The excess is £250.\"]\n",
+    );
+    // The last turn of the matrix holds the run open while the spill's
+    // first records are on disk (its writer's buffer is 64 KiB: 250 quick
+    // turns are past it).
+    write(
+        dir.path(),
+        "slow.yaml",
+        "turns:\n  - chunks: [\"The excess is £250.\"]\n    delayMs: 6000\n",
+    );
+    let mut suite = String::from("name: changed\nclaims: {ids: [CLM-HH-0001]}\ncases:\n");
+    for n in 0..250 {
+        suite.push_str(&format!(
+            "  - {{name: q{n}, message: What is the excess?, script: quick.yaml}}\n"
+        ));
+    }
+    suite.push_str("  - {name: slow, message: What is the excess?, script: slow.yaml}\n");
+    let suite = write(dir.path(), "suite.yaml", &suite);
+    let junit = dir.path().join("junit.xml");
+    let child = promptlab()
+        .env("PROMPTLAB_RUNS_DIR", &runs)
+        .args(["eval", "--provider", "script", "-q", "-j", "2", "--junit"])
+        .arg(&junit)
+        .arg(&suite)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let (spill, at) = loop {
+        let written = spills(&runs).into_iter().find_map(|name| {
+            let path = runs.join(name);
+            let text = std::fs::read(&path).ok()?;
+            let at = text
+                .windows(16)
+                .position(|w| w == b"\"outcome\":\"pass\"")?;
+            Some((path, at))
+        });
+        if let Some(found) = written {
+            break found;
+        }
+        assert!(std::time::Instant::now() < deadline, "no spill written out");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    // In place, the same length: "pass" becomes "fail".
+    use std::io::{Seek, SeekFrom, Write};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&spill)
+        .unwrap();
+    file.seek(SeekFrom::Start(at as u64 + 11)).unwrap();
+    file.write_all(b"fail").unwrap();
+    drop(file);
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("spill file"), "{stderr}");
+    assert!(
+        stderr.contains("its records were changed after they were written"),
+        "{stderr}"
+    );
+    assert!(!junit.exists(), "no JUnit file from a damaged spill");
+    assert_eq!(spills(&runs), Vec::<String>::new(), "removed all the same");
 }

@@ -63,6 +63,8 @@ pub enum Damage {
     Again { index: usize, first: u64 },
     #[error("the file ends before this record")]
     Ends,
+    #[error("turn #{0}'s record was changed after it was written")]
+    ChangedSince(usize),
     #[error("turn #{found} where turn #{index} was written")]
     Elsewhere { found: usize, index: usize },
     #[error("a run log path that is not hexadecimal")]

@@ -12,14 +12,18 @@
 //! spills of processes that no longer exist). Its
 //! size is bounded by the turns times a kept result's size (the verdict's
 //! lines, ≤ 2,001 characters of answer, ids and numbers: ~0.5–10 KB). In
-//! memory it keeps 8 bytes a turn of the matrix: each record's offset.
+//! memory it keeps 12 bytes a turn of the matrix: each record's offset and
+//! the digest of its line.
 //!
 //! The file is trusted no more than any input: before it is read, one scan
 //! checks that every line is whole JSON naming a turn of the matrix, at the
 //! offset it was written at, once, and that the lines hash to what was
 //! written (SipHash, kept as they are written: no memory per turn) — a
 //! truncated, altered, missing or duplicated record is an error naming the
-//! byte, never a wrong verdict. Each later pass checks each record again.
+//! byte, never a wrong verdict. Every record read, in that pass or a
+//! later one, is checked against a digest of its line as it was written
+//! (4 bytes a turn), so a record changed after the first scan is caught
+//! when it is read, not taken for the turn's result.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -48,6 +52,8 @@ pub struct ResultStore {
     writer: Option<BufWriter<File>>,
     /// Byte offset of each matrix index's record, `NONE` for none.
     offsets: Vec<u64>,
+    /// Of each matrix index's line as written (`line_digest`).
+    line_digests: Vec<u32>,
     written: u64,
     count: usize,
     /// The first failure to write: every read then says it.
@@ -81,6 +87,7 @@ impl ResultStore {
             path,
             writer: Some(BufWriter::with_capacity(64 * 1024, file)),
             offsets: vec![NONE; matrix_len],
+            line_digests: vec![0; matrix_len],
             written: 0,
             count: 0,
             broken: None,
@@ -134,6 +141,7 @@ impl ResultStore {
         let writer = (self.writer.as_mut()).ok_or_else(|| write(&"written after it was read"))?;
         writer.write_all(&line).map_err(|e| write(&e))?;
         self.offsets[index] = self.written;
+        self.line_digests[index] = line_digest(&line);
         self.written += line.len() as u64;
         self.digest.write(&line);
         self.count += 1;
@@ -301,6 +309,14 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> Result<usize, Dam
     }
 }
 
+/// A record's line as 32 bits of SipHash: what tells, on reading it
+/// again, that its bytes are the ones written.
+fn line_digest(line: &[u8]) -> u32 {
+    let mut digest = DefaultHasher::new();
+    digest.write(line);
+    digest.finish() as u32
+}
+
 fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, Damage> {
     serde_json::from_slice(line)
         .map_err(|error| Damage::NotARecord(crate::text::quote(&error.to_string())))
@@ -337,6 +353,10 @@ impl MatrixOrder<'_> {
         if record.index != index {
             let found = record.index;
             return Err(store.damaged(offset, Damage::Elsewhere { found, index }));
+        }
+        // Whole JSON of the right turn, and yet not the bytes written.
+        if line_digest(&line) != store.line_digests[index] {
+            return Err(store.damaged(offset, Damage::ChangedSince(index)));
         }
         record
             .into_result()
