@@ -489,7 +489,10 @@ fn the_end_of_a_run_holds_each_record_to_the_plan() {
 /// The whole path, from the command line: a verdict changed in the spill
 /// while the run goes on (here, by hand, in a part of the file already
 /// written out) ends the run with no verdict — exit 1, the spill named, no
-/// JUnit file — instead of a count that includes a result nobody judged.
+/// JUnit file, the spill removed — instead of a count that includes a
+/// result nobody judged. (Changed before the end, it is the first scan's
+/// whole-file digest that finds it; a record changed between two passes
+/// is `a_verdict_flipped_between_passes_is_caught_when_read`.)
 #[test]
 fn a_spill_changed_during_the_run_ends_it_without_a_verdict() {
     let dir = tempfile::tempdir().unwrap();
@@ -501,15 +504,15 @@ fn a_spill_changed_during_the_run_ends_it_without_a_verdict() {
         "turns:\n  - chunks: [\"The excess is £250.\"]\n",
     );
     // The last turn of the matrix holds the run open while the spill's
-    // first records are on disk (its writer's buffer is 64 KiB: 250 quick
-    // turns are past it).
+    // first records are on disk (its writer's buffer is 64 KiB: 400 quick
+    // turns of ~400 bytes are well past it).
     write(
         dir.path(),
         "slow.yaml",
         "turns:\n  - chunks: [\"The excess is £250.\"]\n    delayMs: 6000\n",
     );
     let mut suite = String::from("name: changed\nclaims: {ids: [CLM-HH-0001]}\ncases:\n");
-    for n in 0..250 {
+    for n in 0..400 {
         suite.push_str(&format!(
             "  - {{name: q{n}, message: What is the excess?, script: quick.yaml}}\n"
         ));
@@ -517,7 +520,7 @@ fn a_spill_changed_during_the_run_ends_it_without_a_verdict() {
     suite.push_str("  - {name: slow, message: What is the excess?, script: slow.yaml}\n");
     let suite = write(dir.path(), "suite.yaml", &suite);
     let junit = dir.path().join("junit.xml");
-    let child = promptlab()
+    let mut child = promptlab()
         .env("PROMPTLAB_RUNS_DIR", &runs)
         .args(["eval", "--provider", "script", "-q", "-j", "2", "--junit"])
         .arg(&junit)
@@ -539,7 +542,10 @@ fn a_spill_changed_during_the_run_ends_it_without_a_verdict() {
         if let Some(found) = written {
             break found;
         }
-        assert!(std::time::Instant::now() < deadline, "no spill written out");
+        if std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            let _ = child.kill();
+            panic!("no spill written out while the run went on");
+        }
         std::thread::sleep(std::time::Duration::from_millis(20));
     };
     // In place, the same length: "pass" becomes "fail".

@@ -277,12 +277,7 @@ fn sample_prompt(text: &str) -> promptlab::runs::record::PromptRecord {
 }
 
 fn parts(record: &promptlab::runs::record::PromptRecord) -> PromptParts<'_> {
-    PromptParts {
-        applied_overrides: &record.applied_overrides,
-        blocks: &record.blocks,
-        tools: &record.tools,
-        digests: None,
-    }
+    PromptParts::new(&record.applied_overrides, &record.blocks, &record.tools)
 }
 
 #[test]

@@ -16,9 +16,14 @@ use chrono::NaiveDate;
 use super::context::build_claim_brief;
 use crate::claims::LoadedClaim;
 
-/// Briefs kept; the memo is cleared when it grows past this, which bounds
-/// it whatever the corpus.
+/// Briefs kept, and the most bytes of brief kept: the memo is cleared when
+/// it would grow past either, which bounds it whatever the corpus. A brief
+/// has no length limit of its own (every risk flag and section name is
+/// listed), so a claim whose brief is over a sixteenth of that is not
+/// kept: `serve` loads each request's claim afresh, and would otherwise
+/// hold huge briefs nobody asks for again.
 const KEPT_BRIEFS: usize = 1024;
+const KEPT_BYTES: usize = 8 * 1024 * 1024;
 
 type Key = (usize, NaiveDate);
 
@@ -28,9 +33,21 @@ struct Entry {
     brief: Arc<str>,
 }
 
-fn memo() -> &'static Mutex<HashMap<Key, Entry>> {
-    static MEMO: OnceLock<Mutex<HashMap<Key, Entry>>> = OnceLock::new();
+#[derive(Default)]
+struct Memo {
+    entries: HashMap<Key, Entry>,
+    bytes: usize,
+}
+
+fn memo() -> &'static Mutex<Memo> {
+    static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
     MEMO.get_or_init(Mutex::default)
+}
+
+fn locked() -> std::sync::MutexGuard<'static, Memo> {
+    memo()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// `build_claim_brief(&claim.claim, today)`, built at most once while the
@@ -38,21 +55,25 @@ fn memo() -> &'static Mutex<HashMap<Key, Entry>> {
 /// keeps the allocation from being freed, so no other claim can have it.
 pub fn claim_brief(claim: &Arc<LoadedClaim>, today: NaiveDate) -> Arc<str> {
     let key = (Arc::as_ptr(claim) as usize, today);
-    let mut memo = memo()
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(entry) = memo.get(&key) {
+    if let Some(entry) = locked().entries.get(&key) {
         return Arc::clone(&entry.brief);
     }
+    // Built without the lock: other turns' briefs are not held up by it.
     let brief: Arc<str> = build_claim_brief(&claim.claim, today).into();
-    if memo.len() >= KEPT_BRIEFS {
-        memo.clear();
+    if brief.len() > KEPT_BYTES / 16 {
+        return brief;
+    }
+    let mut memo = locked();
+    if memo.entries.len() >= KEPT_BRIEFS || memo.bytes + brief.len() > KEPT_BYTES {
+        *memo = Memo::default();
     }
     let entry = Entry {
         _claim: Arc::downgrade(claim),
         brief: Arc::clone(&brief),
     };
-    memo.insert(key, entry);
+    if memo.entries.insert(key, entry).is_none() {
+        memo.bytes += brief.len();
+    }
     brief
 }
 
@@ -90,5 +111,24 @@ mod tests {
             let claim = loaded(&CLAIM.replace("CLM-1", &format!("CLM-{n}")));
             assert!(claim_brief(&claim, today).contains(&format!("Claim CLM-{n}")));
         }
+    }
+
+    #[test]
+    fn a_huge_brief_is_built_but_not_kept() {
+        let flags: Vec<String> = (0..5_000)
+            .map(|n| format!(r#"{{"code": "FLAG-{n}-{}"}}"#, "x".repeat(140)))
+            .collect();
+        let text = CLAIM.replace(
+            r#""status": "open","#,
+            &format!(r#""status": "open", "riskFlags": [{}],"#, flags.join(",")),
+        );
+        let claim = loaded(&text);
+        let today = NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
+        let brief = claim_brief(&claim, today);
+        assert!(brief.len() > KEPT_BYTES / 16, "{}", brief.len());
+        assert_eq!(&*brief, build_claim_brief(&claim.claim, today));
+        let key = (Arc::as_ptr(&claim) as usize, today);
+        assert!(!locked().entries.contains_key(&key), "not kept");
+        assert!(locked().bytes <= KEPT_BYTES);
     }
 }

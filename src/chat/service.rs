@@ -110,6 +110,9 @@ pub struct PreparedTurn {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_note: Option<String>,
     pub prompt: AssembledPrompt,
+    /// `prompt.system_text()`, joined once for the digest and every call.
+    #[serde(skip)]
+    pub system_text: Arc<str>,
     pub system_sha256: String,
     pub tools: Arc<[ToolDeclaration]>,
     pub tools_sha256: String,
@@ -284,6 +287,7 @@ fn prepare(
     let settings = prompt_settings(&request.prompt, ctx.registry, &claim.claim)?;
     let brief = super::brief_memo::claim_brief(&claim, request.today);
     let prompt = assemble_prompt_with_brief(&settings, brief.to_string());
+    let system_text: Arc<str> = prompt.system_text().into();
     let tools = crate::tools::offered_tools(request.prompt.screen_actions);
     let thinking_level = asked_thinking_level(
         settings
@@ -319,7 +323,8 @@ fn prepare(
             false => models.control(&request.model, fitted.sent).into(),
         },
         thinking_note: fitted.note,
-        system_sha256: sha256_hex(prompt.system_text()),
+        system_sha256: sha256_hex(&*system_text),
+        system_text,
         tools_sha256: tools.sha256.clone(),
         prompt,
         tools: Arc::clone(&tools.declarations),

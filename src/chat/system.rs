@@ -139,7 +139,10 @@ pub fn assemble_prompt(
 
 /// `assemble_prompt` with the claim's brief already built (a turn's comes
 /// from `brief_memo::claim_brief`).
-pub fn assemble_prompt_with_brief(settings: &PromptSettings<'_>, brief: String) -> AssembledPrompt {
+pub(super) fn assemble_prompt_with_brief(
+    settings: &PromptSettings<'_>,
+    brief: String,
+) -> AssembledPrompt {
     let mut blocks = Vec::with_capacity(7);
     let prompt = |id: &str| resolve_prompt(id, settings);
 

@@ -70,7 +70,7 @@ impl TurnLoop {
             clock,
             model: request.model.clone(),
             turn_id,
-            system: prepared.prompt.system_text().into(),
+            system: Arc::clone(&prepared.system_text),
             thinking_sent: prepared.thinking_sent,
             declarations: Arc::clone(&prepared.tools),
             tools: all_tools(request.prompt.screen_actions),

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde::Serialize;
 
 use super::record::PromptRecord;
+use crate::chat::PreparedTurn;
 use crate::chat::system::PromptBlock;
 use crate::keyed_files::KeyedFiles;
 use crate::tools::ToolDeclaration;
@@ -47,16 +48,50 @@ pub struct PromptParts<'a> {
     pub tools: &'a [ToolDeclaration],
     /// The turn's own digests of its system text (its blocks joined) and of
     /// its tools, when it has them: they let a prompt this process stored
-    /// already be known without serialising and hashing it again.
+    /// already be known without serialising and hashing it again. Private:
+    /// only `of_turn` sets them, from the turn they are the digests of.
     #[serde(skip)]
-    pub digests: Option<PromptDigests<'a>>,
+    digests: Option<PromptDigests<'a>>,
 }
 
 /// `PreparedTurn::system_sha256` and `tools_sha256`.
 #[derive(Clone, Copy)]
-pub struct PromptDigests<'a> {
-    pub system_sha256: &'a str,
-    pub tools_sha256: &'a str,
+struct PromptDigests<'a> {
+    system_sha256: &'a str,
+    tools_sha256: &'a str,
+}
+
+impl<'a> PromptParts<'a> {
+    /// A prompt record's parts, without digests (it is serialised to be
+    /// named).
+    pub fn new(
+        applied_overrides: &'a BTreeMap<String, String>,
+        blocks: &'a [PromptBlock],
+        tools: &'a [ToolDeclaration],
+    ) -> PromptParts<'a> {
+        PromptParts {
+            applied_overrides,
+            blocks,
+            tools,
+            digests: None,
+        }
+    }
+
+    /// A prepared turn's prompt, with the digests `prepare` made of exactly
+    /// these blocks and tools.
+    pub fn of_turn(prepared: &'a PreparedTurn) -> PromptParts<'a> {
+        PromptParts {
+            digests: Some(PromptDigests {
+                system_sha256: &prepared.system_sha256,
+                tools_sha256: &prepared.tools_sha256,
+            }),
+            ..PromptParts::new(
+                &prepared.applied_overrides,
+                &prepared.prompt.blocks,
+                &prepared.tools,
+            )
+        }
+    }
 }
 
 /// Stores the prompt under `runs_dir` unless it is there already, and
@@ -66,8 +101,9 @@ pub struct PromptDigests<'a> {
 ///
 /// A prompt this process stored before (every turn of an eval but the
 /// first of each prompt version) is known by its identity, without being
-/// serialised and hashed again (an eighth of an eval turn's CPU, issue
-/// #31); its file is still looked for, and written again if it is gone.
+/// serialised and hashed again (~8% of an HTTP eval turn's CPU samples,
+/// BENCHMARKS.md, issue #31); its file is still looked for, and written
+/// again if it is gone.
 pub fn store_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<String> {
     let files = KeyedFiles::flat(prompts_dir(runs_dir));
     let identity = prompt.digests.map(|digests| identity(prompt, digests));
@@ -104,7 +140,7 @@ fn stored() -> &'static Mutex<HashMap<(PathBuf, String), String>> {
 }
 
 /// A digest that tells one prompt from another as surely as its bytes'
-/// does, from a few hundred bytes: the system text's digest and each
+/// does, from far fewer bytes (no block text, no tool): the system text's digest and each
 /// block's id, source and length — the blocks' texts, joined, are the
 /// system text, so their lengths cut it back into exactly those texts —
 /// with the tools' digest and the applied overrides.
@@ -260,17 +296,23 @@ mod tests {
         /// that join to the same system text included.
         #[test]
         fn a_known_prompt_is_named_by_its_own_bytes(
-            prompts in proptest::collection::vec(
+            prompts in proptest::collection::vec((
                 // One id and few letters, so that prompts whose blocks join
                 // to the same system text are common.
-                proptest::collection::vec(("a", "(a|\\n\\n){0,3}"), 1..4), 1..24),
+                proptest::collection::vec(("a", "(a|\\n\\n){0,3}"), 1..4),
+                proptest::collection::btree_map("[ab]", "a{0,2}", 0..2),
+                proptest::option::of(proptest::bool::ANY),
+            ), 1..24),
         ) {
             let runs = tempfile::tempdir().unwrap();
-            for texts in &prompts {
+            for (texts, applied_overrides, screen_actions) in &prompts {
+                let tools = screen_actions.map(|screen| {
+                    crate::tools::offered_tools(screen).declarations.to_vec()
+                });
                 let record = PromptRecord {
-                    applied_overrides: BTreeMap::new(),
+                    applied_overrides: applied_overrides.clone(),
                     blocks: texts.iter().map(|(id, text)| block(id, text)).collect(),
-                    tools: vec![],
+                    tools: tools.unwrap_or_default(),
                 };
                 let bytes = serde_json::to_vec(&record).unwrap();
                 let key = store_as_a_turn(runs.path(), &record);

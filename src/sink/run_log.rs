@@ -26,7 +26,7 @@ use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
-use crate::runs::prompt_store::{PromptDigests, PromptParts, store_prompt};
+use crate::runs::prompt_store::{PromptParts, store_prompt};
 use crate::runs::record::{
     ClaimRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord, RunStatus,
     SCHEMA_VERSION,
@@ -178,18 +178,7 @@ impl RunRecorder {
                 // clock does not count it (a new prompt's fsync), as it does
                 // not count the log's own.
                 let storing = Instant::now();
-                let key = store_prompt(
-                    &self.runs_dir,
-                    &PromptParts {
-                        applied_overrides: &prepared.applied_overrides,
-                        blocks: &prepared.prompt.blocks,
-                        tools: &prepared.tools,
-                        digests: Some(PromptDigests {
-                            system_sha256: &prepared.system_sha256,
-                            tools_sha256: &prepared.tools_sha256,
-                        }),
-                    },
-                )?;
+                let key = store_prompt(&self.runs_dir, &PromptParts::of_turn(prepared))?;
                 let log = self.open_log()?;
                 log.clock += storing.elapsed();
                 log.header.fill_from(prepared);
