@@ -6,6 +6,9 @@
 # each one's CPU and peak memory and the ratios (BENCHMARKS.md, issue #31).
 #   cargo build --release --bin promptlab --example mock_gemini
 #   (install promptfoo as BENCHMARKS.md says), then: benches/promptfoo/side-by-side.sh
+# RUNS_ON=DIR puts promptlab's runs folder in a fresh folder under DIR (default: the
+# system's temporary folder), e.g. /dev/shm to leave the disk out; PROMPTLAB_BIN=PATH
+# runs another build of promptlab (an A/B).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
@@ -35,8 +38,10 @@ export PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_CONFIG
 /usr/bin/time -f "%U %S %e %M" -o "$work/pf.time" \
     benches/promptfoo/node_modules/.bin/promptfoo eval -c "$work/promptfooconfig.json" \
     --no-write --no-cache -j 16 --no-table --no-progress-bar > "$work/pf.out" 2>&1 || true
+runs=$(mktemp -d "${RUNS_ON:-${TMPDIR:-/tmp}}/side-by-side-runs-XXXXXX")
+trap 'kill $mock 2>/dev/null; rm -rf "$work" "$runs"' EXIT
 GEMINI_BASE_URL=$base /usr/bin/time -f "%U %S %e %M" -o "$work/pl.time" \
-    target/release/promptlab --runs-dir "$work/runs" eval benches/eval-1000-model.yaml -j 16 -q \
+    "${PROMPTLAB_BIN:-target/release/promptlab}" --runs-dir "$runs" eval benches/eval-1000-model.yaml -j 16 -q \
     > "$work/pl.out" 2>&1 || true
 grep -E "Successes|Failures|passed|Pass Rate" "$work/pf.out" | tail -3 || true
 tail -1 "$work/pl.out"
