@@ -191,22 +191,26 @@ fn a_truncated_garbled_missing_or_duplicated_record_is_an_error_naming_the_spill
     );
 }
 
+/// A store whose first pass read every result, then the file with `from`
+/// changed to `to` in place, and the error of the next pass.
+fn changed_between_passes(from: &str, to: &str) -> (tempfile::TempDir, ResultStore, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, expected) = filled(dir.path());
+    assert_eq!(read_all(&mut store).unwrap(), expected);
+    let bytes = std::fs::read(store.path()).unwrap();
+    std::fs::write(store.path(), replace(bytes, from, to)).unwrap();
+    let error = read_all(&mut store).unwrap_err();
+    (dir, store, error)
+}
+
 /// A record changed in place after the first pass checked the file (the
 /// same length, valid JSON, its own index) is caught by the pass that
 /// reads it, not read as the turn's result.
 #[test]
 fn a_verdict_flipped_between_passes_is_caught_when_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, expected) = filled(dir.path());
-    assert_eq!(read_all(&mut store).unwrap(), expected);
-    let bytes = std::fs::read(store.path()).unwrap();
     // Turn 3's line is the first written: its "pass" becomes "fail".
-    std::fs::write(
-        store.path(),
-        replace(bytes, "\"outcome\":\"pass\"", "\"outcome\":\"fail\""),
-    )
-    .unwrap();
-    let error = read_all(&mut store).unwrap_err();
+    let (_dir, _store, error) =
+        changed_between_passes("\"outcome\":\"pass\"", "\"outcome\":\"fail\"");
     assert!(
         error.ends_with("turn #3's record was changed after it was written"),
         "{error}"
@@ -232,16 +236,7 @@ fn a_turn_put_twice_or_outside_the_matrix_leaves_the_run_without_results() {
 
 #[test]
 fn a_record_changed_after_the_check_is_caught_when_it_is_read() {
-    let dir = tempfile::tempdir().unwrap();
-    let (mut store, expected) = filled(dir.path());
-    assert_eq!(read_all(&mut store).unwrap(), expected);
-    let bytes = std::fs::read(store.path()).unwrap();
-    std::fs::write(
-        store.path(),
-        replace(bytes, "{\"index\":3,", "{\"index\":5,"),
-    )
-    .unwrap();
-    let error = read_all(&mut store).unwrap_err();
+    let (_dir, mut store, error) = changed_between_passes("{\"index\":3,", "{\"index\":5,");
     assert!(
         error.contains("turn #5 where turn #3 was written"),
         "{error}"

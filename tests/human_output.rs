@@ -107,6 +107,28 @@ fn an_eval_summary_and_runs_list() {
         assert_tables_fit(&eval.stdout, columns);
         snapshot(&format!("eval_summary_{columns}"), &eval.stdout);
     }
+    // The listing factors out what all rows share, the time included: the
+    // turns' start times are moved into one second, in the order they ran,
+    // so that its layout does not depend on whether the two turns ran
+    // across a second's boundary.
+    let started = regex::Regex::new(r#""startedAt":"([^"]*)""#).unwrap();
+    let mut logs: Vec<(
+        chrono::DateTime<chrono::FixedOffset>,
+        std::path::PathBuf,
+        String,
+    )> = support::run_logs_under(&dir.path().join("runs-120"))
+        .into_iter()
+        .map(|log| {
+            let text = std::fs::read_to_string(&log).unwrap();
+            let at = chrono::DateTime::parse_from_rfc3339(&started.captures(&text).unwrap()[1]);
+            (at.unwrap(), log, text)
+        })
+        .collect();
+    logs.sort();
+    for (n, (_, log, text)) in logs.iter().enumerate() {
+        let pinned = format!(r#""startedAt":"2026-11-30T12:00:00.{n}00000000Z""#);
+        std::fs::write(log, started.replace_all(text, pinned.as_str()).as_bytes()).unwrap();
+    }
     for columns in [80, 120] {
         let list = run_command(
             promptlab()
