@@ -93,15 +93,7 @@ pub fn run_with_progress(
     run_settings: &Arc<RunSettings>,
     spill: &mut ResultStore,
 ) -> Result<Option<Exit>, CliError> {
-    // One thread runs every turn: an eval's turns wait on their model most
-    // of the time, and on a worker pool each wake-up of a turn, of its HTTP
-    // connection's task or of the feed crossed threads. On one thread a
-    // turn costs 20-35% less CPU, in the same wall time on 2 cores
-    // (BENCHMARKS.md, issue #31). Syncs and the index still run on the
-    // blocking pool's threads.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = tokio::runtime::Runtime::new()?;
     let already = spill.len();
     let total = plan.selected().count();
     let mut feedback = Feedback {
