@@ -14,6 +14,7 @@ pub mod recorded;
 pub mod report;
 pub mod rescore;
 pub mod run_id;
+pub mod run_settings;
 pub mod runner;
 pub mod shapes;
 pub mod shard;
