@@ -64,6 +64,15 @@ impl KeyedFiles {
         })
     }
 
+    /// `write` on the blocking pool: for a caller on a runtime's thread,
+    /// which the sync would otherwise hold (and every turn it runs).
+    pub async fn write_off_thread(&self, key: String, bytes: Vec<u8>) -> io::Result<()> {
+        let files = self.clone();
+        tokio::task::spawn_blocking(move || files.write(&key, &bytes))
+            .await
+            .unwrap_or_else(|joined| Err(io::Error::other(joined)))
+    }
+
     /// Stores `bytes` under `key` unless a file is there already, which is
     /// never replaced: for content-addressed entries, where the same key
     /// means the same bytes. Writers racing for one key each write their

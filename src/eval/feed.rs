@@ -5,6 +5,7 @@
 //! (`Watch`). Events go into the feed only when asked for (`Feed`); the
 //! others are counted, never cloned.
 
+use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::Sender;
 use tokio::sync::mpsc::error::TrySendError;
 
@@ -44,25 +45,12 @@ impl Feed {
 /// pipe) is slower than the turns.
 pub const FEED_CAPACITY: usize = 1_024;
 
-/// Sends a message the feed must not lose from a turn's sink (which cannot
-/// await): at once when there is room, else by waiting for room on this
-/// worker thread (`block_in_place`, so the runtime's other tasks move on),
-/// or, on a single-threaded runtime, from a task of its own. A closed feed
-/// (the run is ending) takes nothing.
-pub(super) fn deliver(messages: &Sender<EvalMessage>, message: EvalMessage) {
-    let Err(TrySendError::Full(message)) = messages.try_send(message) else {
-        return;
-    };
-    let threaded = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if threaded {
-        tokio::task::block_in_place(|| {
-            let _ = messages.blocking_send(message);
-        });
-    } else {
-        let messages = messages.clone();
-        tokio::spawn(async move { messages.send(message).await });
-    }
+/// Sends a message the feed must not lose, waiting for room: a slow
+/// reader holds the sending turn back at this await, never the thread, so
+/// the turns that have nothing to send go on. A closed feed (the run is
+/// ending) takes nothing.
+pub(super) async fn tell(messages: &Sender<EvalMessage>, message: EvalMessage) {
+    let _ = messages.send(message).await;
 }
 
 /// What a running suite reports as it goes.
@@ -85,6 +73,10 @@ pub(super) struct Watch<'a> {
     pub spec: &'a TurnSpec,
     pub messages: &'a Sender<EvalMessage>,
     pub feed: &'a Feed,
+    /// The message a full feed had no room for: the turn waits to send it
+    /// (`wait`) before its next output, so the feed keeps each turn's order
+    /// and holds at most one message a turn beyond its capacity.
+    pub held: Option<EvalMessage>,
 }
 
 impl TurnSink for Watch<'_> {
@@ -112,8 +104,18 @@ impl TurnSink for Watch<'_> {
             TurnOutput::Notice(notice) => EvalMessage::Notice(self.spec.clone(), notice.clone()),
             _ => return Ok(()),
         };
-        deliver(self.messages, message);
+        if let Err(TrySendError::Full(message)) = self.messages.try_send(message) {
+            self.held = Some(message);
+        }
         Ok(())
+    }
+
+    fn wait(&mut self) -> Option<BoxFuture<'_, std::io::Result<()>>> {
+        let message = self.held.take()?;
+        Some(Box::pin(async move {
+            tell(self.messages, message).await;
+            Ok(())
+        }))
     }
 
     fn describe(&self) -> String {

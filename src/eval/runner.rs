@@ -11,12 +11,13 @@ use std::time::Instant;
 
 use tokio::sync::Semaphore;
 use tokio::sync::mpsc::Sender;
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::expect::{Observation, Outcome, Verdict, last_user_message};
 pub use super::feed::{EvalMessage, FEED_CAPACITY, Feed};
-use super::feed::{Watch, deliver};
+use super::feed::{Watch, tell};
 use super::judging::judge_rubric;
 use super::matrix::TurnSpec;
 use super::plan::EvalPlan;
@@ -226,6 +227,7 @@ async fn run_one(
         spec,
         messages,
         feed: &settings.feed,
+        held: None,
     };
     let clock = Instant::now();
     let turn = runner.run(request, cancel.clone());
@@ -237,12 +239,15 @@ async fn run_one(
         (&runner, &watch.fingerprints)
         && let Some(warning) = client.fingerprint_warning(local, reported)
     {
-        deliver(messages, EvalMessage::Warning(warning));
+        tell(messages, EvalMessage::Warning(warning)).await;
     }
     let mut observation = watch.observation;
     observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
     let (result, committing) = match delivery.recorder_failures.into_iter().next() {
-        Some(error) => (lost_log(plan, spec, observation, error, messages), None),
+        Some(error) => (
+            lost_log(plan, spec, observation, error, messages).await,
+            None,
+        ),
         None => {
             let judge = settings.judge.as_deref();
             record_verdict(plan, spec, observation, recorder, judge, &cancel, messages).await
@@ -344,7 +349,10 @@ async fn record_verdict(
 ) -> (TurnResult, Option<Committing>) {
     let Some(mut footer) = recorder.draft_footer(RunStatus::Cancelled) else {
         let error = "the turn ended before its run log was opened".to_string();
-        return (lost_log(plan, spec, observation, error, messages), None);
+        return (
+            lost_log(plan, spec, observation, error, messages).await,
+            None,
+        );
     };
     observation.latency_ms = footer.total_ms;
     observation.thinking_tokens = footer.thinking_tokens;
@@ -353,13 +361,19 @@ async fn record_verdict(
     let expect = plan.expectations(spec);
     let rubric = match judge {
         Some(judge) => {
-            // The judge's retries are told as this turn's notices.
-            let (messages, spec) = (messages.clone(), spec.clone());
-            let notices = crate::judge::RetryNotices::new(move |notice| {
-                super::feed::deliver(&messages, EvalMessage::Notice(spec.clone(), notice));
-            });
+            // The judge's retries are told as this turn's notices: at once
+            // while the feed has room, else in order once the judge is done
+            // (a sync callback cannot wait for room).
+            let held = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let notices = judge_notices(messages, spec, &held);
             let seen = &observation;
-            judge_rubric(judge, &expect, &seen.message, seen, cancel, Some(&notices)).await
+            let rubric =
+                judge_rubric(judge, &expect, &seen.message, seen, cancel, Some(&notices)).await;
+            let held = std::mem::take(&mut *held.lock().unwrap_or_else(|e| e.into_inner()));
+            for message in held {
+                tell(messages, message).await;
+            }
+            rubric
         }
         None => Vec::new(),
     };
@@ -377,14 +391,33 @@ async fn record_verdict(
         },
         Ok(None) => {
             let error = "the turn ended before its run log was opened".to_string();
-            lost_log(plan, spec, observation, error, messages)
+            lost_log(plan, spec, observation, error, messages).await
         }
         Err(error) => {
             let error = format!("could not complete it: {error}");
-            lost_log(plan, spec, observation, error, messages)
+            lost_log(plan, spec, observation, error, messages).await
         }
     };
     (result, committing)
+}
+
+/// Tells the judge's retry notices of `spec` into the feed, or into `held`
+/// once the feed is full (and after that, to keep their order).
+fn judge_notices(
+    messages: &Sender<EvalMessage>,
+    spec: &TurnSpec,
+    held: &Arc<std::sync::Mutex<Vec<EvalMessage>>>,
+) -> crate::judge::RetryNotices {
+    let (messages, spec, held) = (messages.clone(), spec.clone(), Arc::clone(held));
+    crate::judge::RetryNotices::new(move |notice| {
+        let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+        let message = EvalMessage::Notice(spec.clone(), notice);
+        if !held.is_empty() {
+            held.push(message);
+        } else if let Err(TrySendError::Full(message)) = messages.try_send(message) {
+            held.push(message);
+        }
+    })
 }
 
 /// Writes the footer and completes the log alone, or leaves it to its
@@ -439,7 +472,7 @@ impl Committing {
                 let TurnResult {
                     spec, observation, ..
                 } = result;
-                lost_log(plan, &spec, observation, error, messages)
+                lost_log(plan, &spec, observation, error, messages).await
             }
         };
         if let Some(trace) = self.trace {
@@ -450,7 +483,7 @@ impl Committing {
 }
 
 /// A turn whose run log was not written is an error, whatever its answer.
-fn lost_log(
+async fn lost_log(
     plan: &EvalPlan,
     spec: &TurnSpec,
     observation: Observation,
@@ -458,10 +491,8 @@ fn lost_log(
     messages: &Sender<EvalMessage>,
 ) -> TurnResult {
     let label = crate::eval::report::spec_label(plan, spec);
-    deliver(
-        messages,
-        EvalMessage::Warning(format!("run log of {label} not written: {error}")),
-    );
+    let warning = format!("run log of {label} not written: {error}");
+    tell(messages, EvalMessage::Warning(warning)).await;
     let verdict = Verdict::new(
         Outcome::Error,
         vec![format!("run log not written: {error}")],

@@ -51,7 +51,14 @@ impl JudgeCache {
         (entry.key == key).then_some(entry)
     }
 
-    pub fn put(&self, key: &str, model: &str, reply: &str, usage: Usage) -> std::io::Result<()> {
+    /// Stores a reply, synced off the caller's thread.
+    pub async fn put(
+        &self,
+        key: &str,
+        model: &str,
+        reply: &str,
+        usage: Usage,
+    ) -> std::io::Result<()> {
         let entry = CachedReply {
             key: key.to_string(),
             model: model.to_string(),
@@ -60,7 +67,7 @@ impl JudgeCache {
             created_at: Utc::now(),
         };
         let bytes = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
-        self.files.write(key, &bytes)
+        self.files.write_off_thread(key.to_string(), bytes).await
     }
 }
 
@@ -68,20 +75,21 @@ impl JudgeCache {
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_entry_reads_back_and_a_bad_one_is_a_miss() {
+    #[tokio::test]
+    async fn an_entry_reads_back_and_a_bad_one_is_a_miss() {
         let dir = std::env::temp_dir().join(format!("judge-cache-{}", std::process::id()));
         let cache = JudgeCache::new(&dir);
         let key = "ab".repeat(32);
         assert_eq!(cache.get(&key), None);
         cache
             .put(&key, "m", "{\"pass\":true}", Usage::default())
+            .await
             .unwrap();
         assert_eq!(cache.get(&key).unwrap().reply, "{\"pass\":true}");
         std::fs::write(cache.files.path(&key).unwrap(), "{ half").unwrap();
         assert_eq!(cache.get(&key), None, "unreadable is a miss");
         assert_eq!(cache.get("../../etc/passwd"), None);
-        assert!(cache.put("../x", "m", "r", Usage::default()).is_err());
+        assert!(cache.put("../x", "m", "r", Usage::default()).await.is_err());
         let _ = std::fs::remove_dir_all(dir);
     }
 }

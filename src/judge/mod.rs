@@ -432,7 +432,7 @@ impl Judge {
             Ok(parsed) => {
                 if let Some(cache) = &self.cache {
                     // A cache that cannot be written costs a later call, not this verdict.
-                    let _ = cache.put(&key, &query.model, &raw.text, raw.usage);
+                    let _ = cache.put(&key, &query.model, &raw.text, raw.usage).await;
                 }
                 Ok((parsed, call))
             }

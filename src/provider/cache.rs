@@ -70,9 +70,10 @@ impl ModelCache {
         (entry.key == key).then_some(entry)
     }
 
-    pub fn put(&self, entry: &CachedCall) -> std::io::Result<()> {
+    /// Stores `entry`, synced off the caller's thread.
+    pub async fn put(&self, entry: &CachedCall) -> std::io::Result<()> {
         let bytes = serde_json::to_vec(entry).map_err(std::io::Error::other)?;
-        self.files.write(&entry.key, &bytes)
+        self.files.write_off_thread(entry.key.clone(), bytes).await
     }
 }
 
@@ -183,7 +184,7 @@ impl ModelProvider for CachingProvider {
                         entry.summary = summary.clone();
                         entry.summary.retries = 0;
                         // A cache that cannot be written costs a later call, not this one.
-                        let _ = cache.put(&entry);
+                        let _ = cache.put(&entry).await;
                     }
                     // Retries are the live call's, never replayed from the cache.
                     Ok(ModelEvent::Retry(_)) | Err(_) => {}

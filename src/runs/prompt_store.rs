@@ -105,6 +105,51 @@ impl<'a> PromptParts<'a> {
 /// BENCHMARKS.md, issue #31); its file is still looked for, and written
 /// again if it is gone.
 pub fn store_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<String> {
+    match stage_prompt(runs_dir, prompt)? {
+        StagedPrompt::Stored(key) => Ok(key),
+        StagedPrompt::New(prompt) => prompt.write(),
+    }
+}
+
+/// A prompt named before its file is written: one already stored, or one
+/// whose bytes are ready to be written and synced (`NewPrompt::write`), so
+/// that a caller on a runtime's thread can hand the sync to another.
+pub enum StagedPrompt {
+    Stored(String),
+    New(NewPrompt),
+}
+
+/// A prompt's bytes and name, to be written under `prompts/`.
+pub struct NewPrompt {
+    files: KeyedFiles,
+    key: String,
+    bytes: Vec<u8>,
+    /// Where the process remembers it once written.
+    memo: Option<(PathBuf, String)>,
+}
+
+impl NewPrompt {
+    /// The name the prompt's file will have.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Writes the file (synced) unless it is there; gives its name.
+    pub fn write(self) -> io::Result<String> {
+        self.files.write_once(&self.key, &self.bytes)?;
+        if let (Some(memo_key), Ok(mut memo)) = (self.memo, stored().lock()) {
+            if memo.len() >= KNOWN_PROMPTS {
+                memo.clear();
+            }
+            memo.insert(memo_key, self.key.clone());
+        }
+        Ok(self.key)
+    }
+}
+
+/// `store_prompt` up to the write: the prompt's name, and its bytes when
+/// its file is not known to be there already.
+pub fn stage_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<StagedPrompt> {
     let files = KeyedFiles::flat(prompts_dir(runs_dir));
     let identity = prompt.digests.map(|digests| identity(prompt, digests));
     if let Some(identity) = &identity {
@@ -115,19 +160,17 @@ pub fn store_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<String>
         if let Some(key) = known
             && files.path(&key).is_some_and(|path| path.is_file())
         {
-            return Ok(key);
+            return Ok(StagedPrompt::Stored(key));
         }
     }
     let bytes = serde_json::to_vec(prompt).map_err(io::Error::other)?;
     let key = crate::digest::sha256_hex(&bytes);
-    files.write_once(&key, &bytes)?;
-    if let (Some(identity), Ok(mut memo)) = (identity, stored().lock()) {
-        if memo.len() >= KNOWN_PROMPTS {
-            memo.clear();
-        }
-        memo.insert((runs_dir.to_path_buf(), identity), key.clone());
-    }
-    Ok(key)
+    Ok(StagedPrompt::New(NewPrompt {
+        files,
+        key,
+        bytes,
+        memo: identity.map(|identity| (runs_dir.to_path_buf(), identity)),
+    }))
 }
 
 /// Prompts this process stored, by runs folder and identity; cleared when

@@ -13,6 +13,7 @@
 
 use std::io;
 
+use futures_util::future::BoxFuture;
 use futures_util::{Stream, StreamExt};
 use tokio_util::sync::CancellationToken;
 
@@ -35,6 +36,15 @@ pub trait TurnSink: Send {
     /// Takes one output. An error is handled by the sink's role.
     fn accept(&mut self, output: &TurnOutput) -> io::Result<()>;
 
+    /// What the last output left this sink to wait for, which `accept`
+    /// cannot await: a progress feed whose reader is behind, a file to be
+    /// synced. The turn awaits it before its next output, so the thread
+    /// running the turn is never blocked on it. An error is handled as
+    /// `accept`'s is.
+    fn wait(&mut self) -> Option<BoxFuture<'_, io::Result<()>>> {
+        None
+    }
+
     /// Names the sink in a warning (e.g. the run log's path).
     fn describe(&self) -> String;
 }
@@ -48,6 +58,22 @@ pub struct Delivery {
     pub writer_error: Option<io::Error>,
     /// One line per recorder that failed and was dropped.
     pub recorder_failures: Vec<String>,
+}
+
+impl Delivery {
+    /// Applies the rules above to a sink that failed.
+    fn failed(&mut self, sink: &dyn TurnSink, error: io::Error, cancel: &CancellationToken) {
+        match sink.role() {
+            SinkRole::Writer => {
+                cancel.cancel();
+                self.writer_error.get_or_insert(error);
+            }
+            // An observer that reports an error is dropped like a recorder.
+            SinkRole::Recorder | SinkRole::Observer => self
+                .recorder_failures
+                .push(format!("{}: {error}", sink.describe())),
+        }
+    }
 }
 
 /// Delivers every output of `turn` to every sink that is still taking them,
@@ -70,22 +96,23 @@ pub async fn drive(
             if !*active {
                 continue;
             }
-            let Err(error) = sink.accept(&output) else {
+            if let Err(error) = sink.accept(&output) {
+                *active = false;
+                delivery.failed(&**sink, error, cancel);
+            }
+        }
+        // Every sink has the output before any is waited for: a feed whose
+        // reader is behind does not hold the run log back.
+        for (sink, active) in sinks.iter_mut().zip(active.iter_mut()) {
+            if !*active {
+                continue;
+            }
+            let Some(waiting) = sink.wait() else {
                 continue;
             };
-            *active = false;
-            match sink.role() {
-                SinkRole::Writer => {
-                    cancel.cancel();
-                    delivery.writer_error.get_or_insert(error);
-                }
-                SinkRole::Recorder => delivery
-                    .recorder_failures
-                    .push(format!("{}: {error}", sink.describe())),
-                // An observer that reports an error is dropped like a recorder.
-                SinkRole::Observer => delivery
-                    .recorder_failures
-                    .push(format!("{}: {error}", sink.describe())),
+            if let Err(error) = waiting.await {
+                *active = false;
+                delivery.failed(&**sink, error, cancel);
             }
         }
     }

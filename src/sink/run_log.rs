@@ -26,7 +26,7 @@ use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
-use crate::runs::prompt_store::{PromptParts, store_prompt};
+use crate::runs::prompt_store::{NewPrompt, PromptParts, StagedPrompt, stage_prompt};
 use crate::runs::record::{
     ClaimRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord, RunStatus,
     SCHEMA_VERSION,
@@ -46,6 +46,9 @@ pub struct RunRecorder {
     /// Synced and renamed with other turns' logs (`in_group`).
     group: Option<Arc<GroupCommit>>,
     log: Option<OpenLog>,
+    /// A new prompt the header names, whose file is still to be written
+    /// and synced before the header is (`wait`, or the next record).
+    unstored: Option<NewPrompt>,
 }
 
 struct OpenLog {
@@ -101,6 +104,7 @@ impl RunRecorder {
             batched: false,
             group: None,
             log: None,
+            unstored: None,
         }
     }
 
@@ -152,7 +156,14 @@ impl RunRecorder {
     /// gone) removes the `.partial` file, so no half log is left behind
     /// looking like an abandoned turn; the error goes to the caller.
     pub fn record(&mut self, output: &TurnOutput) -> io::Result<()> {
-        let result = self.record_inner(output);
+        let result = self
+            .store_unstored_prompt()
+            .and_then(|()| self.record_inner(output));
+        self.kept_or_removed(result)
+    }
+
+    /// `result`, after removing the `.partial` file when it is an error.
+    fn kept_or_removed(&mut self, result: io::Result<()>) -> io::Result<()> {
         match (result, self.log.take()) {
             (Err(error), Some(log)) => {
                 drop(log.out);
@@ -174,16 +185,22 @@ impl RunRecorder {
             }
             TurnOutput::Prepared(prepared) => {
                 // Stored (once per prompt) before the header names it, so
-                // that no log names a prompt that is not there. The turn's
-                // clock does not count it (a new prompt's fsync), as it does
-                // not count the log's own.
-                let storing = Instant::now();
-                let key = store_prompt(&self.runs_dir, &PromptParts::of_turn(prepared))?;
+                // that no log names a prompt that is not there: a new one
+                // is written and synced off this thread (`wait`).
+                let staged = stage_prompt(&self.runs_dir, &PromptParts::of_turn(prepared))?;
                 let log = self.open_log()?;
-                log.clock += storing.elapsed();
                 log.header.fill_from(prepared);
-                log.header.prompt_sha256 = Some(key);
-                log.write_header()
+                match staged {
+                    StagedPrompt::Stored(key) => {
+                        log.header.prompt_sha256 = Some(key);
+                        log.write_header()
+                    }
+                    StagedPrompt::New(prompt) => {
+                        log.header.prompt_sha256 = Some(prompt.key().to_string());
+                        self.unstored = Some(prompt);
+                        Ok(())
+                    }
+                }
             }
             TurnOutput::Event(event) => self.open_log()?.event(event),
             TurnOutput::ModelCall(call) => {
@@ -271,6 +288,8 @@ impl RunRecorder {
     /// Writes `footer` and gives the file its final name.
     /// A failure on the way removes the `.partial` file.
     pub fn finish_with(mut self, footer: RunFooter) -> io::Result<Option<PathBuf>> {
+        let stored = self.store_unstored_prompt();
+        self.kept_or_removed(stored)?;
         let Some(log) = self.log.take() else {
             return Ok(None);
         };
@@ -292,6 +311,8 @@ impl RunRecorder {
     /// for a `GroupCommit` to sync and rename along with others. A failure
     /// on the way removes the `.partial` file.
     pub fn finish_written(mut self, footer: RunFooter) -> io::Result<Option<WrittenLog>> {
+        let stored = self.store_unstored_prompt();
+        self.kept_or_removed(stored)?;
         let Some(log) = self.log.take() else {
             return Ok(None);
         };
@@ -352,6 +373,24 @@ impl RunRecorder {
         })
     }
 
+    /// Writes the new prompt the header names, then the header, here: for
+    /// a caller that records without `wait`. The turn's clock does not
+    /// count the prompt's sync, as it does not count the log's own.
+    fn store_unstored_prompt(&mut self) -> io::Result<()> {
+        let Some(prompt) = self.unstored.take() else {
+            return Ok(());
+        };
+        let storing = Instant::now();
+        prompt.write()?;
+        self.header_after_prompt(storing.elapsed())
+    }
+
+    fn header_after_prompt(&mut self, storing: std::time::Duration) -> io::Result<()> {
+        let log = self.open_log()?;
+        log.clock += storing;
+        log.write_header()
+    }
+
     fn open_log(&mut self) -> io::Result<&mut OpenLog> {
         self.log
             .as_mut()
@@ -366,6 +405,20 @@ impl TurnSink for RunRecorder {
 
     fn accept(&mut self, output: &TurnOutput) -> io::Result<()> {
         self.record(output)
+    }
+
+    /// A new prompt's file is written and synced on the blocking pool, not
+    /// on the thread running the turn (which may run every turn of an eval).
+    fn wait(&mut self) -> Option<futures_util::future::BoxFuture<'_, io::Result<()>>> {
+        let prompt = self.unstored.take()?;
+        Some(Box::pin(async move {
+            let storing = Instant::now();
+            let written = tokio::task::spawn_blocking(move || prompt.write())
+                .await
+                .unwrap_or_else(|joined| Err(io::Error::other(joined)));
+            let result = written.and_then(|_| self.header_after_prompt(storing.elapsed()));
+            self.kept_or_removed(result)
+        }))
     }
 
     fn describe(&self) -> String {

@@ -93,7 +93,17 @@ pub fn run_with_progress(
     run_settings: &Arc<RunSettings>,
     spill: &mut ResultStore,
 ) -> Result<Option<Exit>, CliError> {
-    let runtime = tokio::runtime::Runtime::new()?;
+    // One thread runs every turn: an eval's turns wait on their model most
+    // of the time, and on a pool of workers each wake-up of a turn, of its
+    // HTTP connection or of the feed crossed threads; on one a turn costs
+    // ~40% less CPU (BENCHMARKS.md, issue #31). Nothing a turn does blocks
+    // that thread for long: the feed and the syncs are awaited
+    // (`TurnSink::wait`, the blocking pool), and the progress is shown by a
+    // thread of its own, so a stalled terminal or pipe holds the turns back
+    // only at their next message, never all at once.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let already = spill.len();
     let total = plan.selected().count();
     let mut feedback = Feedback {
@@ -113,29 +123,30 @@ pub fn run_with_progress(
     // Bounded: a slow reader of the feed holds the turns back rather than
     // letting messages pile up (events nobody asked for are never sent).
     let (sender, mut receiver) = tokio::sync::mpsc::channel(promptlab::eval::runner::FEED_CAPACITY);
-    let stop = runtime.block_on(async {
-        let stop = cancel_on_signals(cancel.clone());
-        let run = run_turns(
-            Arc::clone(plan),
-            Arc::clone(run_settings),
-            cancel.clone(),
-            sender,
-            spill,
-        );
-        futures_util::pin_mut!(run);
-        let mut stdout = std::io::stdout().lock();
-        loop {
-            tokio::select! {
-                () = &mut run => {
-                    while let Ok(message) = receiver.try_recv() {
-                        feedback.show(&message, &mut stdout, &cancel);
-                    }
-                    break;
-                }
-                Some(message) = receiver.recv() => feedback.show(&message, &mut stdout, &cancel),
+    let stop = std::thread::scope(|scope| {
+        let shown = scope.spawn(|| {
+            let mut stdout = std::io::stdout().lock();
+            // Every sender is gone once the last turn has finished.
+            while let Some(message) = receiver.blocking_recv() {
+                feedback.show(&message, &mut stdout, &cancel);
             }
+        });
+        let stop = runtime.block_on(async {
+            let stop = cancel_on_signals(cancel.clone());
+            let run = run_turns(
+                Arc::clone(plan),
+                Arc::clone(run_settings),
+                cancel.clone(),
+                sender,
+                spill,
+            );
+            run.await;
+            stop.exit()
+        });
+        if let Err(panic) = shown.join() {
+            std::panic::resume_unwind(panic);
         }
-        stop.exit()
+        stop
     });
     if let Some(bar) = &feedback.bar {
         bar.finish_and_clear();

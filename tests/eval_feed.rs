@@ -1,0 +1,187 @@
+//! The progress feed of an eval whose turns share one thread (`eval` runs
+//! them on a current-thread runtime): a reader slower than the turns gets
+//! every event of every turn, each turn's in order and before its
+//! `Finished`, and a full feed holds back only the turn sending into it,
+//! never the thread — here the reader is a task on that same thread, so a
+//! turn blocking the thread on a full feed would never be read (the run is
+//! then stopped by the watchdog and the test fails).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use promptlab::chat::event::ChatEvent;
+use promptlab::chat::request::ThinkingLevel;
+use promptlab::claims::ClaimStore;
+use promptlab::eval::matrix::ModelSettings;
+use promptlab::eval::spill::ResultStore;
+use promptlab::eval::{
+    EvalMessage, EvalPlan, Feed, LoadedSuite, Outcome, ProviderChoice, RunSettings, Selection,
+    build_matrix, run_turns,
+};
+use promptlab::prompts::PromptRegistry;
+use promptlab::provider::{
+    CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderKind,
+};
+use tokio_util::sync::CancellationToken;
+
+/// Pieces of text each turn's one model call streams.
+const PIECES: usize = 40;
+
+/// A model that streams `0 `, `1 `, … as separate pieces, giving the
+/// thread up between them as a network read would.
+struct Counting;
+
+impl ModelProvider for Counting {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Script
+    }
+
+    fn stream_turn(&self, _: ModelRequest, _: CancellationToken) -> ModelStream {
+        Box::pin(async_stream::stream! {
+            for piece in 0..PIECES {
+                tokio::task::yield_now().await;
+                yield Ok(ModelEvent::TextDelta(format!("{piece} ")));
+            }
+            yield Ok(ModelEvent::Done(CallSummary::default()));
+        })
+    }
+}
+
+fn plan(dir: &std::path::Path) -> EvalPlan {
+    let path = dir.join("suite.yaml");
+    std::fs::write(
+        &path,
+        "name: feed\nclaims: {ids: [CLM-HH-0001]}\nrepeats: 6\ncases:\n  - name: a\n    message: What is the excess?\n  - name: b\n    message: Is it covered?\n",
+    )
+    .unwrap();
+    let registry = PromptRegistry::embedded();
+    let suite = LoadedSuite::load(&path, registry).unwrap();
+    let defaults = ModelSettings {
+        model: "m".into(),
+        thinking_level: ThinkingLevel::Low,
+        forced: false,
+        provider: None,
+        base_url: None,
+    };
+    let store = ClaimStore::new(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("claims"));
+    let matrix = build_matrix(&suite, &store, registry, &defaults).unwrap();
+    EvalPlan::new(suite, matrix, Selection::default())
+}
+
+/// Runs the suite's 12 turns 8 at a time on one thread, with a feed of
+/// `capacity` that a task on the same thread reads, yielding `slowness`
+/// times between messages; gives what it read and the turns' verdicts.
+fn run_on_one_thread(capacity: usize, slowness: usize) -> (Vec<EvalMessage>, Vec<Outcome>) {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Arc::new(RunSettings {
+        registry: PromptRegistry::embedded(),
+        judge: None,
+        budget: None,
+        model_cache: None,
+        store: ClaimStore::new(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("claims")),
+        runs_dir: dir.path().join("runs"),
+        concurrency: 8,
+        today: chrono::NaiveDate::from_ymd_opt(2025, 1, 1).unwrap(),
+        provider: ProviderChoice::Shared(Arc::new(Counting)),
+        feed: Feed::new(true),
+        tracing: None,
+        prices: promptlab::cost::PriceTable::shipped(),
+    });
+    let plan = Arc::new(plan(dir.path()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (sender, mut receiver) = tokio::sync::mpsc::channel(capacity);
+        let reader = tokio::spawn(async move {
+            let mut read = Vec::new();
+            while let Some(message) = receiver.recv().await {
+                read.push(message);
+                for _ in 0..slowness {
+                    tokio::task::yield_now().await;
+                }
+            }
+            read
+        });
+        let mut spill =
+            ResultStore::create(dir.path(), &plan.eval_run, plan.matrix.planned).unwrap();
+        run_turns(
+            plan.clone(),
+            settings,
+            CancellationToken::new(),
+            sender,
+            &mut spill,
+        )
+        .await;
+        let outcomes = spill
+            .in_matrix_order()
+            .unwrap()
+            .map(|result| result.unwrap().verdict.outcome)
+            .collect();
+        (reader.await.unwrap(), outcomes)
+    })
+}
+
+/// `run_on_one_thread` in a thread of its own, failed if it has not ended
+/// within a bound no working run comes near (a thread blocked on the feed
+/// never ends).
+fn within_a_minute(capacity: usize, slowness: usize) -> (Vec<EvalMessage>, Vec<Outcome>) {
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(run_on_one_thread(capacity, slowness));
+    });
+    ended
+        .recv_timeout(Duration::from_secs(60))
+        .expect("the run never ended: a full feed blocked the thread its reader needs")
+}
+
+/// Each turn's texts in the order read, whether its `Done` came last, and
+/// whether `Finished` came after it.
+fn per_turn(read: &[EvalMessage]) -> BTreeMap<usize, (Vec<String>, bool, bool)> {
+    let mut turns: BTreeMap<usize, (Vec<String>, bool, bool)> = BTreeMap::new();
+    for message in read {
+        match message {
+            EvalMessage::Event(spec, ChatEvent::TextDelta { text }) => {
+                let turn = turns.entry(spec.index).or_default();
+                assert!(!turn.1 && !turn.2, "text after the end: {message:?}");
+                turn.0.push(text.clone());
+            }
+            EvalMessage::Event(spec, ChatEvent::Done(_)) => {
+                turns.entry(spec.index).or_default().1 = true;
+            }
+            EvalMessage::Finished(result) => {
+                let turn = turns.entry(result.spec.index).or_default();
+                assert!(turn.1, "finished before its done: {message:?}");
+                turn.2 = true;
+            }
+            _ => {}
+        }
+    }
+    turns
+}
+
+fn assert_complete(read: &[EvalMessage], outcomes: &[Outcome]) {
+    assert_eq!(outcomes, [Outcome::Pass; 12]);
+    let turns = per_turn(read);
+    assert_eq!(turns.len(), 12, "every turn was fed");
+    let expected: Vec<String> = (0..PIECES).map(|piece| format!("{piece} ")).collect();
+    for (index, (texts, done, finished)) in &turns {
+        assert_eq!(texts, &expected, "turn {index}'s texts, all and in order");
+        assert!(*done && *finished, "turn {index} ended in the feed");
+    }
+}
+
+#[test]
+fn a_slow_reader_on_the_turns_thread_gets_every_event_in_order() {
+    // A feed of one message: nearly every send finds it full.
+    let (read, outcomes) = within_a_minute(1, 3);
+    assert_complete(&read, &outcomes);
+}
+
+#[test]
+fn a_reader_that_keeps_up_gets_the_same() {
+    let (read, outcomes) = within_a_minute(1_024, 0);
+    assert_complete(&read, &outcomes);
+}
