@@ -76,7 +76,29 @@ pub(super) struct Watch<'a> {
     /// The message a full feed had no room for: the turn waits to send it
     /// (`wait`) before its next output, so the feed keeps each turn's order
     /// and holds at most one message a turn beyond its capacity.
-    pub held: Option<EvalMessage>,
+    held: Option<EvalMessage>,
+}
+
+impl<'a> Watch<'a> {
+    /// Watches the turn of `spec`, whose last user message is `message`.
+    pub fn new(
+        spec: &'a TurnSpec,
+        message: String,
+        messages: &'a Sender<EvalMessage>,
+        feed: &'a Feed,
+    ) -> Watch<'a> {
+        Watch {
+            observation: Observation {
+                message,
+                ..Observation::default()
+            },
+            fingerprints: (None, None),
+            spec,
+            messages,
+            feed,
+            held: None,
+        }
+    }
 }
 
 impl TurnSink for Watch<'_> {

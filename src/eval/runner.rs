@@ -94,9 +94,11 @@ impl TurnResult {
 }
 
 /// Runs the plan's remaining turns at most `concurrency` at a time, each
-/// an ordinary task (a `JoinSet` under a semaphore of `-j`), so that one
-/// turn's blocking step — an fsync, a cache write, a log read — never
-/// stalls the others; each finished turn goes to `store` (the run's spill:
+/// an ordinary task (a `JoinSet` under a semaphore of `-j`) — on whatever
+/// runtime polls this, `eval`'s being one thread: a turn's syncs (its log,
+/// a new prompt, a cache entry) go to the blocking pool and a full feed is
+/// awaited, so no turn's wait stalls the others; each finished turn goes
+/// to `store` (the run's spill:
 /// nothing of it stays in memory here) in the order turns finish. Once
 /// `cancel` fires (or the budget is spent) no turn starts.
 pub async fn run_turns(
@@ -218,17 +220,12 @@ async fn run_one(
         Some(group) => recorder.in_group(group),
         None => recorder,
     };
-    let mut watch = Watch {
-        observation: Observation {
-            message: last_user_message(&request.messages),
-            ..Observation::default()
-        },
-        fingerprints: (None, None),
+    let mut watch = Watch::new(
         spec,
+        last_user_message(&request.messages),
         messages,
-        feed: &settings.feed,
-        held: None,
-    };
+        &settings.feed,
+    );
     let clock = Instant::now();
     let turn = runner.run(request, cancel.clone());
     let delivery = match trace.as_mut() {
