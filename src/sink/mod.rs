@@ -4,6 +4,7 @@
 
 pub mod driver;
 pub mod log_commit;
+mod log_file;
 pub mod pretty;
 pub mod run_log;
 pub mod style;

@@ -10,7 +10,6 @@
 //! so two turns never write the same file. No API key is ever part of any
 //! record: the request record holds options, not credentials.
 
-use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -21,9 +20,10 @@ use chrono::Utc;
 
 use super::driver::{SinkRole, TurnSink};
 pub use super::log_commit::{GroupCommit, WrittenLog};
-use crate::chat::event::{ChatEvent, Usage};
+use super::log_file::{ModelCallLine, OpenLog, create_log_file};
+use crate::chat::event::Usage;
 use crate::chat::request::{ChatRequest, ClaimInput};
-use crate::chat::service::{PreparedTurn, TurnOutput, TurnStart};
+use crate::chat::service::{TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
 use crate::runs::prompt_store::{NewPrompt, PromptParts, StagedPrompt, stage_prompt};
@@ -49,29 +49,6 @@ pub struct RunRecorder {
     /// A new prompt the header names, whose file is still to be written
     /// and synced before the header is (`wait`, or the next record).
     unstored: Option<NewPrompt>,
-}
-
-struct OpenLog {
-    runs_dir: PathBuf,
-    partial_path: PathBuf,
-    final_path: PathBuf,
-    out: BufWriter<File>,
-    /// Flushed at model calls and the footer, not after every record.
-    batched: bool,
-    clock: Instant,
-    header: RunHeader,
-    header_written: bool,
-    first_text_ms: Option<u64>,
-    usage: Usage,
-    thinking_tokens: u64,
-    /// What the turn's model calls cost (cache hits and scripts: nothing).
-    cost: Cost,
-    cached_calls: u32,
-    model_calls: u32,
-    status: Option<RunStatus>,
-    error: Option<String>,
-    server_fingerprint: Option<String>,
-    server_turn_id: Option<String>,
 }
 
 impl RunRecorder {
@@ -426,27 +403,6 @@ impl TurnSink for RunRecorder {
     }
 }
 
-/// Creates the log's file exclusively, and its fingerprint folder only when
-/// it is missing: the folder is there for every turn but the first of a
-/// version, so checking it first would cost two system calls a turn.
-fn create_log_file(partial_path: &Path) -> io::Result<File> {
-    let create = || {
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(partial_path)
-    };
-    match create() {
-        Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            if let Some(dir) = partial_path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
-            create()
-        }
-        opened => opened,
-    }
-}
-
 /// The error of a failed write, naming the log that was removed for it.
 fn removed(partial_path: &Path, error: io::Error) -> io::Error {
     io::Error::new(
@@ -456,138 +412,4 @@ fn removed(partial_path: &Path, error: io::Error) -> io::Error {
             partial_path.display()
         ),
     )
-}
-
-impl RunHeader {
-    fn fill_from(&mut self, prepared: &PreparedTurn) {
-        self.claim = Some(ClaimRecord {
-            id: prepared.claim_id.clone(),
-            sha256: prepared.claim_sha256.clone(),
-            origin: prepared.claim_origin.clone(),
-        });
-        self.thinking_level = Some(prepared.thinking_level);
-        self.thinking_sent = Some(prepared.thinking_control);
-        self.locale = Some(prepared.locale);
-        self.brand = Some(prepared.brand.clone());
-        self.system_sha256 = Some(prepared.system_sha256.clone());
-        self.tools_sha256 = Some(prepared.tools_sha256.clone());
-    }
-}
-
-impl OpenLog {
-    /// Writes the footer and closes the file, not yet synced or renamed.
-    fn written(mut self, footer: RunFooter) -> io::Result<WrittenLog> {
-        if !self.header_written {
-            self.write_header()?;
-        }
-        self.write(&RunRecord::Footer(footer))?;
-        let file = self.out.into_inner().map_err(|error| error.into_error())?;
-        Ok(WrittenLog {
-            file,
-            runs_dir: self.runs_dir,
-            partial_path: self.partial_path,
-            final_path: self.final_path,
-        })
-    }
-
-    fn elapsed_ms(&self) -> u64 {
-        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
-    }
-
-    fn write(&mut self, record: &impl serde::Serialize) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, record)?;
-        self.out.write_all(b"\n")?;
-        if self.batched {
-            return Ok(());
-        }
-        self.out.flush()
-    }
-
-    fn write_header(&mut self) -> io::Result<()> {
-        self.header_written = true;
-        let line = HeaderLine {
-            header: &self.header,
-        };
-        serde_json::to_writer(&mut self.out, &line)?;
-        self.out.write_all(b"\n")?;
-        // The header is always written out at once: a listing sees the turn.
-        self.out.flush()
-    }
-
-    fn event(&mut self, event: &ChatEvent) -> io::Result<()> {
-        if !self.header_written {
-            self.write_header()?;
-        }
-        let t = self.elapsed_ms();
-        match event {
-            ChatEvent::TextDelta { .. } => {
-                self.first_text_ms.get_or_insert(t);
-            }
-            ChatEvent::Done(done) => {
-                self.status = Some(RunStatus::Done);
-                self.usage = done.usage;
-                if self.header.remote.is_some() {
-                    self.server_fingerprint = Some(done.prompts.fingerprint.clone());
-                    self.server_turn_id = Some(done.turn_id.clone());
-                }
-            }
-            ChatEvent::Error { message } => {
-                self.status = Some(RunStatus::Error);
-                self.error = Some(message.clone());
-            }
-            _ => {}
-        }
-        self.write(&EventLine { t, event })
-    }
-}
-
-/// `RunRecord::Header` as written, borrowing the header: the same JSON.
-#[derive(serde::Serialize)]
-#[serde(tag = "record", rename = "header")]
-struct HeaderLine<'a> {
-    #[serde(flatten)]
-    header: &'a RunHeader,
-}
-
-/// `RunRecord::Event` as written, borrowing the event: the same JSON.
-#[derive(serde::Serialize)]
-#[serde(tag = "record", rename = "event")]
-struct EventLine<'a> {
-    t: u64,
-    event: &'a ChatEvent,
-}
-
-/// `RunRecord::ModelCall` as written, borrowing the call: the same JSON.
-#[derive(serde::Serialize)]
-#[serde(tag = "record", rename = "model_call")]
-struct ModelCallLine<'a> {
-    t: u64,
-    call: &'a crate::chat::service::ModelCallRecord,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A log written before the lines borrowed their records.
-    const OLD_LOG: &str = include_str!(
-        "../../tests/data/old-runlog/20261201T140313.494Z-37789fc2-67d8-4956-8785-e5b2234112a3.ndjson"
-    );
-
-    #[test]
-    fn the_borrowed_lines_write_what_the_records_wrote() {
-        for line in OLD_LOG.lines() {
-            let written = match serde_json::from_str::<RunRecord>(line).unwrap() {
-                RunRecord::Header(header) => serde_json::to_string(&HeaderLine { header: &header }),
-                RunRecord::Event { t, event } => {
-                    serde_json::to_string(&EventLine { t, event: &event })
-                }
-                RunRecord::ModelCall { t, call } => {
-                    serde_json::to_string(&ModelCallLine { t, call: &call })
-                }
-                _ => continue,
-            };
-            assert_eq!(written.unwrap(), line);
-        }
-    }
 }

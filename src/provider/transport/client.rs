@@ -13,13 +13,25 @@ use std::time::Duration;
 use reqwest::Url;
 
 /// A client for one kind of server: the connect timeout given, our user
-/// agent, and no redirects followed.
-pub fn client(connect_timeout: Duration) -> reqwest::Result<reqwest::Client> {
+/// agent, and no redirects followed. `tls` is false for a server reached
+/// over plain `http://` (a local model, a mock): it is then given no trust
+/// roots, whose loading (the system's certificate folder, file by file)
+/// was most of a short eval's start-up; since no redirect is followed, it
+/// never needs them, and an `https://` URL through it fails to verify
+/// rather than going unchecked.
+pub fn client(connect_timeout: Duration, tls: bool) -> reqwest::Result<reqwest::Client> {
     reqwest::Client::builder()
         .connect_timeout(connect_timeout)
         .user_agent(concat!("promptlab/", env!("CARGO_PKG_VERSION")))
         .redirect(reqwest::redirect::Policy::none())
+        .tls_built_in_root_certs(tls)
         .build()
+}
+
+/// Whether a server named by its shown URL (`shown_url`) may need TLS:
+/// all but a plain `http://` URL.
+pub fn may_need_tls(shown_url: &str) -> bool {
+    !Url::parse(shown_url).is_ok_and(|url| url.scheme() == "http")
 }
 
 /// `url` as it may be shown and recorded: no userinfo, query or fragment.
@@ -97,6 +109,14 @@ pub fn error_chain(error: reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_plain_http_server_goes_without_trust_roots() {
+        assert!(!may_need_tls("http://127.0.0.1:8788/"));
+        assert!(!may_need_tls("HTTP://localhost/v1"));
+        assert!(may_need_tls("https://generativelanguage.googleapis.com/"));
+        assert!(may_need_tls("(a base URL without a host)"));
+    }
 
     #[test]
     fn shown_urls_carry_no_userinfo_query_or_fragment() {

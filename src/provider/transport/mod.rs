@@ -150,8 +150,9 @@ impl Transport {
         peer: Peer,
         count_tries: bool,
     ) -> Result<(Transport, Vec<String>), ClientError> {
+        let tls = client::may_need_tls(&peer.shown);
         let client =
-            client(http.connect_timeout).map_err(|error| ClientError(error_chain(error)))?;
+            client(http.connect_timeout, tls).map_err(|error| ClientError(error_chain(error)))?;
         let (redactor, unredactable) = Redactor::new(secrets);
         let policy = http.policy(count_tries);
         let transport = Transport::new(client, redactor, peer, policy, http.idle_timeout);

@@ -1,0 +1,197 @@
+//! One run log's file as a turn writes it: `<runs dir>/<fingerprint>/`
+//! `<name>.partial`, created exclusively; each record borrowed, not cloned,
+//! into its line (the same JSON as `RunRecord`'s); flushed after every
+//! record, or only at model calls when `batched`; the header written out
+//! at once, when the turn's prompt is stored (`run_log::RunRecorder` keeps
+//! it back until then); the footer written before the file is handed on
+//! to be synced and renamed (`log_commit::WrittenLog`).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use super::log_commit::WrittenLog;
+use crate::chat::event::{ChatEvent, Usage};
+use crate::chat::service::PreparedTurn;
+use crate::cost::Cost;
+use crate::runs::record::{ClaimRecord, RunFooter, RunHeader, RunRecord, RunStatus};
+
+/// A turn's log file being written, and what its footer will say.
+pub(super) struct OpenLog {
+    pub(super) runs_dir: PathBuf,
+    pub(super) partial_path: PathBuf,
+    pub(super) final_path: PathBuf,
+    pub(super) out: BufWriter<File>,
+    /// Flushed at model calls and the footer, not after every record.
+    pub(super) batched: bool,
+    pub(super) clock: Instant,
+    pub(super) header: RunHeader,
+    pub(super) header_written: bool,
+    pub(super) first_text_ms: Option<u64>,
+    pub(super) usage: Usage,
+    pub(super) thinking_tokens: u64,
+    /// What the turn's model calls cost (cache hits and scripts: nothing).
+    pub(super) cost: Cost,
+    pub(super) cached_calls: u32,
+    pub(super) model_calls: u32,
+    pub(super) status: Option<RunStatus>,
+    pub(super) error: Option<String>,
+    pub(super) server_fingerprint: Option<String>,
+    pub(super) server_turn_id: Option<String>,
+}
+
+/// Creates the log's file exclusively, and its fingerprint folder only when
+/// it is missing: the folder is there for every turn but the first of a
+/// version, so checking it first would cost two system calls a turn.
+pub(super) fn create_log_file(partial_path: &Path) -> io::Result<File> {
+    let create = || {
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(partial_path)
+    };
+    match create() {
+        Err(error) if error.kind() == io::ErrorKind::NotFound => {
+            if let Some(dir) = partial_path.parent() {
+                std::fs::create_dir_all(dir)?;
+            }
+            create()
+        }
+        opened => opened,
+    }
+}
+
+impl RunHeader {
+    pub(super) fn fill_from(&mut self, prepared: &PreparedTurn) {
+        self.claim = Some(ClaimRecord {
+            id: prepared.claim_id.clone(),
+            sha256: prepared.claim_sha256.clone(),
+            origin: prepared.claim_origin.clone(),
+        });
+        self.thinking_level = Some(prepared.thinking_level);
+        self.thinking_sent = Some(prepared.thinking_control);
+        self.locale = Some(prepared.locale);
+        self.brand = Some(prepared.brand.clone());
+        self.system_sha256 = Some(prepared.system_sha256.clone());
+        self.tools_sha256 = Some(prepared.tools_sha256.clone());
+    }
+}
+
+impl OpenLog {
+    /// Writes the footer and closes the file, not yet synced or renamed.
+    pub(super) fn written(mut self, footer: RunFooter) -> io::Result<WrittenLog> {
+        if !self.header_written {
+            self.write_header()?;
+        }
+        self.write(&RunRecord::Footer(footer))?;
+        let file = self.out.into_inner().map_err(|error| error.into_error())?;
+        Ok(WrittenLog {
+            file,
+            runs_dir: self.runs_dir,
+            partial_path: self.partial_path,
+            final_path: self.final_path,
+        })
+    }
+
+    pub(super) fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    pub(super) fn write(&mut self, record: &impl serde::Serialize) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, record)?;
+        self.out.write_all(b"\n")?;
+        if self.batched {
+            return Ok(());
+        }
+        self.out.flush()
+    }
+
+    pub(super) fn write_header(&mut self) -> io::Result<()> {
+        self.header_written = true;
+        let line = HeaderLine {
+            header: &self.header,
+        };
+        serde_json::to_writer(&mut self.out, &line)?;
+        self.out.write_all(b"\n")?;
+        // The header is always written out at once: a listing sees the turn.
+        self.out.flush()
+    }
+
+    pub(super) fn event(&mut self, event: &ChatEvent) -> io::Result<()> {
+        if !self.header_written {
+            self.write_header()?;
+        }
+        let t = self.elapsed_ms();
+        match event {
+            ChatEvent::TextDelta { .. } => {
+                self.first_text_ms.get_or_insert(t);
+            }
+            ChatEvent::Done(done) => {
+                self.status = Some(RunStatus::Done);
+                self.usage = done.usage;
+                if self.header.remote.is_some() {
+                    self.server_fingerprint = Some(done.prompts.fingerprint.clone());
+                    self.server_turn_id = Some(done.turn_id.clone());
+                }
+            }
+            ChatEvent::Error { message } => {
+                self.status = Some(RunStatus::Error);
+                self.error = Some(message.clone());
+            }
+            _ => {}
+        }
+        self.write(&EventLine { t, event })
+    }
+}
+
+/// `RunRecord::Header` as written, borrowing the header: the same JSON.
+#[derive(serde::Serialize)]
+#[serde(tag = "record", rename = "header")]
+pub(super) struct HeaderLine<'a> {
+    #[serde(flatten)]
+    pub(super) header: &'a RunHeader,
+}
+
+/// `RunRecord::Event` as written, borrowing the event: the same JSON.
+#[derive(serde::Serialize)]
+#[serde(tag = "record", rename = "event")]
+pub(super) struct EventLine<'a> {
+    pub(super) t: u64,
+    pub(super) event: &'a ChatEvent,
+}
+
+/// `RunRecord::ModelCall` as written, borrowing the call: the same JSON.
+#[derive(serde::Serialize)]
+#[serde(tag = "record", rename = "model_call")]
+pub(super) struct ModelCallLine<'a> {
+    pub(super) t: u64,
+    pub(super) call: &'a crate::chat::service::ModelCallRecord,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log written before the lines borrowed their records.
+    const OLD_LOG: &str = include_str!(
+        "../../tests/data/old-runlog/20261201T140313.494Z-37789fc2-67d8-4956-8785-e5b2234112a3.ndjson"
+    );
+
+    #[test]
+    fn the_borrowed_lines_write_what_the_records_wrote() {
+        for line in OLD_LOG.lines() {
+            let written = match serde_json::from_str::<RunRecord>(line).unwrap() {
+                RunRecord::Header(header) => serde_json::to_string(&HeaderLine { header: &header }),
+                RunRecord::Event { t, event } => {
+                    serde_json::to_string(&EventLine { t, event: &event })
+                }
+                RunRecord::ModelCall { t, call } => {
+                    serde_json::to_string(&ModelCallLine { t, call: &call })
+                }
+                _ => continue,
+            };
+            assert_eq!(written.unwrap(), line);
+        }
+    }
+}
