@@ -1,13 +1,16 @@
 //! The progress feed of an eval whose turns share one thread (`eval` runs
 //! them on a current-thread runtime): a reader slower than the turns gets
 //! every event of every turn, each turn's in order and before its
-//! `Finished`, and a full feed holds back only the turn sending into it,
-//! never the thread — here the reader is a task on that same thread, so a
-//! turn blocking the thread on a full feed would never be read (the run is
-//! then stopped by the watchdog and the test fails).
+//! `Finished`, and a full feed never blocks the thread — here the reader is
+//! a task on that same thread, so a turn blocking the thread on a full feed
+//! would never be read (the run is then stopped by the watchdog and the
+//! test fails). A reader that stops reading holds back the turns that have
+//! not started, never a running model call, and lets no more turns finish
+//! than the feed has room for.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use promptlab::chat::event::ChatEvent;
@@ -29,8 +32,13 @@ use tokio_util::sync::CancellationToken;
 const PIECES: usize = 40;
 
 /// A model that streams `0 `, `1 `, … as separate pieces, giving the
-/// thread up between them as a network read would.
-struct Counting;
+/// thread up between them as a network read would; it counts the calls
+/// started and those streamed to their end.
+#[derive(Default)]
+struct Counting {
+    started: Arc<AtomicUsize>,
+    ended: Arc<AtomicUsize>,
+}
 
 impl ModelProvider for Counting {
     fn kind(&self) -> ProviderKind {
@@ -38,11 +46,14 @@ impl ModelProvider for Counting {
     }
 
     fn stream_turn(&self, _: ModelRequest, _: CancellationToken) -> ModelStream {
+        let (started, ended) = (Arc::clone(&self.started), Arc::clone(&self.ended));
         Box::pin(async_stream::stream! {
+            started.fetch_add(1, Ordering::SeqCst);
             for piece in 0..PIECES {
                 tokio::task::yield_now().await;
                 yield Ok(ModelEvent::TextDelta(format!("{piece} ")));
             }
+            ended.fetch_add(1, Ordering::SeqCst);
             yield Ok(ModelEvent::Done(CallSummary::default()));
         })
     }
@@ -69,25 +80,29 @@ fn plan(dir: &std::path::Path) -> EvalPlan {
     EvalPlan::new(suite, matrix, Selection::default())
 }
 
-/// Runs the suite's 12 turns 8 at a time on one thread, with a feed of
-/// `capacity` that a task on the same thread reads, yielding `slowness`
-/// times between messages; gives what it read and the turns' verdicts.
-fn run_on_one_thread(capacity: usize, slowness: usize) -> (Vec<EvalMessage>, Vec<Outcome>) {
-    let dir = tempfile::tempdir().unwrap();
-    let settings = Arc::new(RunSettings {
+fn settings(dir: &std::path::Path, provider: Counting, jobs: usize, events: bool) -> RunSettings {
+    RunSettings {
         registry: PromptRegistry::embedded(),
         judge: None,
         budget: None,
         model_cache: None,
         store: ClaimStore::new(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("claims")),
-        runs_dir: dir.path().join("runs"),
-        concurrency: 8,
+        runs_dir: dir.join("runs"),
+        concurrency: jobs,
         today: chrono::NaiveDate::from_ymd_opt(2025, 1, 1).unwrap(),
-        provider: ProviderChoice::Shared(Arc::new(Counting)),
-        feed: Feed::new(true),
+        provider: ProviderChoice::Shared(Arc::new(provider)),
+        feed: Feed::new(events),
         tracing: None,
         prices: promptlab::cost::PriceTable::shipped(),
-    });
+    }
+}
+
+/// Runs the suite's 12 turns 8 at a time on one thread, with a feed of
+/// `capacity` that a task on the same thread reads, yielding `slowness`
+/// times between messages; gives what it read and the turns' verdicts.
+fn run_on_one_thread(capacity: usize, slowness: usize) -> (Vec<EvalMessage>, Vec<Outcome>) {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = Arc::new(settings(dir.path(), Counting::default(), 8, true));
     let plan = Arc::new(plan(dir.path()));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -184,4 +199,68 @@ fn a_slow_reader_on_the_turns_thread_gets_every_event_in_order() {
 fn a_reader_that_keeps_up_gets_the_same() {
     let (read, outcomes) = within_a_minute(1_024, 0);
     assert_complete(&read, &outcomes);
+}
+
+/// Runs the 12 turns `jobs` at a time on one thread with paused time and a
+/// feed of `capacity` whose reader is away until every task is idle (a
+/// sleep on paused time ends only then); gives the calls started and ended
+/// by then, and what the reader read once back.
+fn with_the_reader_away(capacity: usize, jobs: usize, events: bool) -> (usize, usize, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let provider = Counting::default();
+    let (started, ended) = (Arc::clone(&provider.started), Arc::clone(&provider.ended));
+    let settings = Arc::new(settings(dir.path(), provider, jobs, events));
+    let plan = Arc::new(plan(dir.path()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let (sender, mut receiver) = tokio::sync::mpsc::channel(capacity);
+        let reader = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(3_600)).await;
+            let away = (started.load(Ordering::SeqCst), ended.load(Ordering::SeqCst));
+            let mut read = 0;
+            while receiver.recv().await.is_some() {
+                read += 1;
+            }
+            (away, read)
+        });
+        let mut spill =
+            ResultStore::create(dir.path(), &plan.eval_run, plan.matrix.planned).unwrap();
+        run_turns(
+            plan.clone(),
+            settings,
+            CancellationToken::new(),
+            sender,
+            &mut spill,
+        )
+        .await;
+        let ((started, ended), read) = reader.await.unwrap();
+        (started, ended, read)
+    })
+}
+
+#[test]
+fn a_reader_that_is_away_holds_back_new_turns_not_running_calls() {
+    // Each turn's 40 pieces overflow a feed of 4: its call still streams
+    // to the end, and only the -j turns running when the feed filled do.
+    let (started, ended, read) = with_the_reader_away(4, 2, true);
+    assert_eq!(started, ended, "no call was left parked mid-stream");
+    assert_eq!(started, 2, "no turn started while the reader was away");
+    assert_eq!(
+        read,
+        12 * (PIECES + 2),
+        "then every event and Finished was read"
+    );
+}
+
+#[test]
+fn a_reader_that_is_away_lets_no_more_turns_finish_than_the_feed_holds() {
+    // Only `Finished` goes into the feed: 4 of them fill it, and the two
+    // turns after those wait for room with their slots held.
+    let (started, ended, read) = with_the_reader_away(4, 2, false);
+    assert_eq!((started, ended), (6, 6));
+    assert_eq!(read, 12);
 }

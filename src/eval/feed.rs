@@ -1,9 +1,17 @@
 //! The progress feed of a running suite: what each turn tells the front
-//! end as it goes (`EvalMessage`), over a bounded channel — a slow reader
-//! holds the turns back instead of letting messages pile up — and the
-//! observer sink that watches a turn for its verdict and feeds it
-//! (`Watch`). Events go into the feed only when asked for (`Feed`); the
-//! others are counted, never cloned.
+//! end as it goes (`EvalMessage`), over a bounded channel, and the observer
+//! sink that watches a turn for its verdict and feeds it (`Watch`). Events
+//! go into the feed only when asked for (`Feed`); the others are counted,
+//! never cloned.
+//!
+//! A reader slower than the turns holds them back where it costs no
+//! verdict: a turn whose messages find the feed full keeps them, in order,
+//! and lets its model call run on (a call parked on the feed would run out
+//! its `--max-call-time`); it sends them once its calls are done, and takes
+//! room for its `Finished` while it still holds its `-j` slot — so a
+//! stalled reader stops new turns from starting, and what waits is at most
+//! the feed's `FEED_CAPACITY` messages and `TURN_BACKLOG` for each of the
+//! `-j` running turns (past which a turn does wait, even mid-call).
 
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::Sender;
@@ -40,15 +48,19 @@ impl Feed {
     }
 }
 
-/// How many messages the progress feed holds before a turn sending one
-/// waits for its reader: a bound on memory when the reader (a terminal, a
-/// pipe) is slower than the turns.
+/// How many messages the progress feed holds: with the `-j` running turns'
+/// backlogs, what a reader (a terminal, a pipe) slower than the turns lets
+/// wait in memory.
 pub const FEED_CAPACITY: usize = 1_024;
 
+/// The messages a running turn keeps while the feed is full before it
+/// waits for room even in the middle of a call: only a turn streaming
+/// hundreds of events to a stalled reader (`--format ndjson`) gets there.
+pub const TURN_BACKLOG: usize = 256;
+
 /// Sends a message the feed must not lose, waiting for room: a slow
-/// reader holds the sending turn back at this await, never the thread, so
-/// the turns that have nothing to send go on. A closed feed (the run is
-/// ending) takes nothing.
+/// reader holds the sending turn back at this await, never the thread. A
+/// closed feed (the run is ending) takes nothing.
 pub(super) async fn tell(messages: &Sender<EvalMessage>, message: EvalMessage) {
     let _ = messages.send(message).await;
 }
@@ -73,10 +85,9 @@ pub(super) struct Watch<'a> {
     pub spec: &'a TurnSpec,
     pub messages: &'a Sender<EvalMessage>,
     pub feed: &'a Feed,
-    /// The message a full feed had no room for: the turn waits to send it
-    /// (`wait`) before its next output, so the feed keeps each turn's order
-    /// and holds at most one message a turn beyond its capacity.
-    held: Option<EvalMessage>,
+    /// Messages a full feed had no room for, oldest first; once there are
+    /// any, later ones queue behind them, so each turn's order is kept.
+    backlog: std::collections::VecDeque<EvalMessage>,
 }
 
 impl<'a> Watch<'a> {
@@ -96,7 +107,34 @@ impl<'a> Watch<'a> {
             spec,
             messages,
             feed,
-            held: None,
+            backlog: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Sends what the turn kept while the feed was full, waiting for room:
+    /// once its calls are done, before anything else it tells.
+    pub async fn flush(&mut self) {
+        while let Some(message) = self.backlog.pop_front() {
+            if self.messages.send(message).await.is_err() {
+                self.backlog.clear();
+            }
+        }
+    }
+
+    /// Sends, without waiting, as much of the backlog and then `message`
+    /// as the feed has room for; keeps the rest. A closed feed (the run is
+    /// ending) takes nothing.
+    fn tell_or_keep(&mut self, message: EvalMessage) {
+        self.backlog.push_back(message);
+        while let Some(message) = self.backlog.pop_front() {
+            match self.messages.try_send(message) {
+                Ok(()) => {}
+                Err(TrySendError::Full(message)) => {
+                    self.backlog.push_front(message);
+                    return;
+                }
+                Err(TrySendError::Closed(_)) => self.backlog.clear(),
+            }
         }
     }
 }
@@ -115,7 +153,6 @@ impl TurnSink for Watch<'_> {
             }
             _ => {}
         }
-        // The feed may have closed (the run is ending): nothing to tell.
         let message = match output {
             TurnOutput::Event(_) if !self.feed.events => {
                 let skipped = &self.feed.skipped;
@@ -126,16 +163,25 @@ impl TurnSink for Watch<'_> {
             TurnOutput::Notice(notice) => EvalMessage::Notice(self.spec.clone(), notice.clone()),
             _ => return Ok(()),
         };
-        if let Err(TrySendError::Full(message)) = self.messages.try_send(message) {
-            self.held = Some(message);
-        }
+        self.tell_or_keep(message);
         Ok(())
     }
 
+    /// Past `TURN_BACKLOG` kept messages, the turn waits until it is back
+    /// under it.
     fn wait(&mut self) -> Option<BoxFuture<'_, std::io::Result<()>>> {
-        let message = self.held.take()?;
+        if self.backlog.len() <= TURN_BACKLOG {
+            return None;
+        }
         Some(Box::pin(async move {
-            tell(self.messages, message).await;
+            while self.backlog.len() > TURN_BACKLOG {
+                let Some(message) = self.backlog.pop_front() else {
+                    break;
+                };
+                if self.messages.send(message).await.is_err() {
+                    self.backlog.clear();
+                }
+            }
             Ok(())
         }))
     }

@@ -142,6 +142,10 @@ pub async fn run_turns(
             if let Some(budget) = &settings.budget {
                 budget.spend(&result);
             }
+            // Room for its `Finished`, taken while the turn holds its slot:
+            // a reader that has fallen behind holds back the next turns,
+            // instead of finished ones piling up (a closed feed: no room).
+            let finished = messages.reserve().await.ok();
             // Given up only now: the next turn is checked against a budget
             // that counts this one's spend. A turn waiting for its log's
             // group commit holds no slot, or the group could never fill.
@@ -151,9 +155,9 @@ pub async fn run_turns(
                 Some(committing) => committing.wait(&plan, result, &messages).await,
                 None => result,
             };
-            let _ = messages
-                .send(EvalMessage::Finished(Box::new(result.clone())))
-                .await;
+            if let Some(room) = finished {
+                room.send(EvalMessage::Finished(Box::new(result.clone())));
+            }
             result
         });
     }
@@ -232,6 +236,8 @@ async fn run_one(
         Some(trace) => drive(turn, &mut [&mut watch, trace, &mut recorder], &cancel).await,
         None => drive(turn, &mut [&mut watch, &mut recorder], &cancel).await,
     };
+    // What the feed had no room for goes now, the turn's calls done.
+    watch.flush().await;
     if let (TurnRunner::Worker(client), (Some(local), Some(reported))) =
         (&runner, &watch.fingerprints)
         && let Some(warning) = client.fingerprint_warning(local, reported)

@@ -7,9 +7,14 @@
 //!   `Cancelled` end so that recorders note it;
 //! - a **recorder** (the run log) that fails is warned about, counted and
 //!   dropped; the turn goes on, since its answer is still being shown;
-//! - an **observer** (an eval's verdict inputs, a progress feed) cannot fail.
+//! - an **observer** (an eval's verdict inputs, a progress feed) is not
+//!   expected to fail; one that does is dropped as a recorder is.
 //!
-//! `chat`, `replay` and `eval` all deliver their turns through `drive`.
+//! What a sink cannot do in its synchronous `accept` it leaves to `wait`,
+//! which `drive` awaits before the turn's next output.
+//!
+//! `chat`, `replay`, `eval` and `serve` all deliver their turns through
+//! `drive`.
 
 use std::io;
 
@@ -101,8 +106,8 @@ pub async fn drive(
                 delivery.failed(&**sink, error, cancel);
             }
         }
-        // Every sink has the output before any is waited for: a feed whose
-        // reader is behind does not hold the run log back.
+        // Every sink has this output before any is waited for: the run log
+        // has it even while a sink's wait holds the turn back.
         for (sink, active) in sinks.iter_mut().zip(active.iter_mut()) {
             if !*active {
                 continue;

@@ -164,8 +164,12 @@ impl RunRecorder {
                 // Stored (once per prompt) before the header names it, so
                 // that no log names a prompt that is not there: a new one
                 // is written and synced off this thread (`wait`).
+                // The turn's clock counts none of it, as it does not count
+                // the log's own writes.
+                let storing = Instant::now();
                 let staged = stage_prompt(&self.runs_dir, &PromptParts::of_turn(prepared))?;
                 let log = self.open_log()?;
+                log.clock += storing.elapsed();
                 log.header.fill_from(prepared);
                 match staged {
                     StagedPrompt::Stored(key) => {

@@ -93,20 +93,9 @@ pub fn run_with_progress(
     run_settings: &Arc<RunSettings>,
     spill: &mut ResultStore,
 ) -> Result<Option<Exit>, CliError> {
-    // One thread runs every turn: an eval's turns wait on their model most
-    // of the time, and on a pool of workers each wake-up of a turn, of its
-    // HTTP connection or of the feed crossed threads; on one a turn costs
-    // ~40% less CPU (BENCHMARKS.md, issue #31). Nothing a turn does blocks
-    // that thread for long: the feed and the syncs are awaited
-    // (`TurnSink::wait`, the blocking pool), and the progress is shown by a
-    // thread of its own, so a stalled terminal or pipe holds the turns back
-    // only at their next message, never all at once.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let already = spill.len();
     let total = plan.selected().count();
-    let mut feedback = Feedback {
+    let feedback = Feedback {
         plan,
         ndjson: settings.output.format == EvalFormat::Ndjson,
         quiet: settings.output.quiet,
@@ -119,17 +108,54 @@ pub fn run_with_progress(
         tally: Tally::default(),
         jobs: run_settings.concurrency,
     };
+    let (stop, feedback) = run_and_show(feedback, plan, run_settings, spill)?;
+    if let Some(bar) = &feedback.bar {
+        bar.finish_and_clear();
+    }
+    if feedback.stdout_closed {
+        // Every finished turn was fed: those that ran to their end.
+        let finished = (feedback.finished - already).saturating_sub(feedback.cancelled);
+        let cancelled = total.saturating_sub(already).saturating_sub(finished);
+        return Err(CliError::StdoutClosed { cancelled });
+    }
+    Ok(stop)
+}
+
+/// Runs the turns on one thread and shows their progress from another.
+///
+/// One thread runs every turn: an eval's turns wait on their model most of
+/// the time, and on a pool of workers each wake-up of a turn, of its HTTP
+/// connection or of the feed crossed threads; on one a turn costs ~25% less
+/// CPU (BENCHMARKS.md, issue #31). Nothing a turn does blocks that thread:
+/// the feed and the syncs are awaited (`eval::feed`, `TurnSink::wait`, the
+/// blocking pool), and the progress is written by a thread of its own, so
+/// a stalled terminal or pipe holds back only what would pile up.
+fn run_and_show<'a>(
+    mut feedback: Feedback<'a>,
+    plan: &Arc<EvalPlan>,
+    run_settings: &Arc<RunSettings>,
+    spill: &mut ResultStore,
+) -> Result<(Option<Exit>, Feedback<'a>), CliError> {
     let cancel = CancellationToken::new();
-    // Bounded: a slow reader of the feed holds the turns back rather than
-    // letting messages pile up (events nobody asked for are never sent).
     let (sender, mut receiver) = tokio::sync::mpsc::channel(promptlab::eval::runner::FEED_CAPACITY);
-    let stop = std::thread::scope(|scope| {
-        let shown = scope.spawn(|| {
+    std::thread::scope(|scope| {
+        // Built in here: a turn's panic, unwinding through `block_on`, drops
+        // the runtime's tasks — and the feed's senders they hold — before
+        // the scope waits for the thread below, which then sees the feed end.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let showing = cancel.clone();
+        let shown = scope.spawn(move || {
+            // Should this thread die, the run stops (nobody would show it)
+            // and the receiver goes with it: no turn waits on a dead feed.
+            let _stop_if_it_dies = CancelOnPanic(showing.clone());
             let mut stdout = std::io::stdout().lock();
             // Every sender is gone once the last turn has finished.
             while let Some(message) = receiver.blocking_recv() {
-                feedback.show(&message, &mut stdout, &cancel);
+                feedback.show(&message, &mut stdout, &showing);
             }
+            feedback
         });
         let stop = runtime.block_on(async {
             let stop = cancel_on_signals(cancel.clone());
@@ -143,21 +169,33 @@ pub fn run_with_progress(
             run.await;
             stop.exit()
         });
-        if let Err(panic) = shown.join() {
-            std::panic::resume_unwind(panic);
+        match shown.join() {
+            Ok(feedback) => Ok((stop, feedback)),
+            Err(panic) => std::panic::resume_unwind(panic),
         }
-        stop
-    });
-    if let Some(bar) = &feedback.bar {
-        bar.finish_and_clear();
+    })
+}
+
+/// Cancels the run when dropped in a panic.
+struct CancelOnPanic(CancellationToken);
+
+impl Drop for CancelOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.cancel();
+        }
     }
-    if feedback.stdout_closed {
-        // Every finished turn was fed: those that ran to their end.
-        let finished = (feedback.finished - already).saturating_sub(feedback.cancelled);
-        let cancelled = total.saturating_sub(already).saturating_sub(finished);
-        return Err(CliError::StdoutClosed { cancelled });
+}
+
+/// A line on stderr, above the bar on a terminal. Progress that cannot be
+/// written (stderr closed or full) is not worth stopping the run for.
+fn say(bar: &Option<ProgressBar>, line: String) {
+    match bar {
+        Some(bar) => bar.println(line),
+        None => {
+            let _ = writeln!(std::io::stderr(), "{line}");
+        }
     }
-    Ok(stop)
 }
 
 fn progress_bar(total: usize, already: usize) -> ProgressBar {
@@ -185,10 +223,7 @@ impl Feedback<'_> {
             EvalMessage::Finished(result) => self.finished(result, out),
             EvalMessage::Warning(warning) => {
                 let warning = promptlab::text::printable(&warning.to_string());
-                match &self.bar {
-                    Some(bar) => bar.println(format!("warning: {warning}")),
-                    None => eprintln!("warning: {warning}"),
-                }
+                say(&self.bar, format!("warning: {warning}"));
                 Ok(())
             }
         };
@@ -215,10 +250,7 @@ impl Feedback<'_> {
         }
         let line =
             promptlab::text::printable(&format!("{}: {notice}", spec_label(self.plan, spec)));
-        match &self.bar {
-            Some(bar) => bar.println(line),
-            None => eprintln!("{line}"),
-        }
+        say(&self.bar, line);
         Ok(())
     }
 
@@ -244,11 +276,14 @@ impl Feedback<'_> {
                     self.tally.line(remaining, self.jobs)
                 ));
             }
-            None if !self.ndjson && !self.quiet => eprintln!(
-                "[{:>width$}/{}] {line}",
-                self.finished,
-                self.total,
-                width = self.total.to_string().len()
+            None if !self.ndjson && !self.quiet => say(
+                &None,
+                format!(
+                    "[{:>width$}/{}] {line}",
+                    self.finished,
+                    self.total,
+                    width = self.total.to_string().len()
+                ),
             ),
             None => {}
         }
