@@ -1,8 +1,8 @@
 //! `eval --format ndjson` whose reader stops reading for longer than
 //! `--max-call-time` (a pager, a stuck pipe), through the real binary and a
 //! real local stand-in for Gemini. The reader holds the run back, and no
-//! verdict may change for it: a model call parked on the full feed would
-//! run out its time and be failed. And progress that cannot be written
+//! verdict or recorded time may change for it: a model call parked on the
+//! full feed would run out its time and be failed. And progress that cannot be written
 //! (stderr full) neither stops the run nor hangs it.
 
 mod support;
@@ -109,6 +109,12 @@ fn a_reader_away_longer_than_the_call_time_changes_no_verdict() {
         failed.is_empty(),
         "verdicts changed by the stall: {failed:?}"
     );
+    // Nor their times: waiting for the reader is not the turn's.
+    let slow: Vec<&Value> = turns
+        .iter()
+        .filter(|turn| turn["latencyMs"].as_u64().is_none_or(|ms| ms >= 1_000))
+        .collect();
+    assert!(slow.is_empty(), "times that count the stall: {slow:?}");
     assert_eq!(turns.len(), TURNS, "every turn reported");
     assert_eq!(status.code(), Some(0));
 }

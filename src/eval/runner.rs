@@ -236,16 +236,10 @@ async fn run_one(
         Some(trace) => drive(turn, &mut [&mut watch, trace, &mut recorder], &cancel).await,
         None => drive(turn, &mut [&mut watch, &mut recorder], &cancel).await,
     };
-    // What the feed had no room for goes now, the turn's calls done.
-    watch.flush().await;
-    if let (TurnRunner::Worker(client), (Some(local), Some(reported))) =
-        (&runner, &watch.fingerprints)
-        && let Some(warning) = client.fingerprint_warning(local, reported)
-    {
-        tell(messages, EvalMessage::Warning(warning)).await;
-    }
+    let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+    tell_the_rest(&mut watch, &mut recorder, &runner).await;
     let mut observation = watch.observation;
-    observation.latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+    observation.latency_ms = latency_ms;
     let (result, committing) = match delivery.recorder_failures.into_iter().next() {
         Some(error) => (
             lost_log(plan, spec, observation, error, messages).await,
@@ -258,6 +252,21 @@ async fn run_one(
     };
     let committing = end_trace_or_hand_on(plan, trace, &result, committing);
     (result, committing)
+}
+
+/// Once a turn's calls are done: what the feed had no room for, then a
+/// deployment's fingerprint warning. Waiting for the reader is not the
+/// turn's time: its log's clock skips it.
+async fn tell_the_rest(watch: &mut Watch<'_>, recorder: &mut RunRecorder, runner: &TurnRunner) {
+    let waiting = Instant::now();
+    watch.flush().await;
+    recorder.skip_time(waiting.elapsed());
+    if let (TurnRunner::Worker(client), (Some(local), Some(reported))) =
+        (runner, &watch.fingerprints)
+        && let Some(warning) = client.fingerprint_warning(local, reported)
+    {
+        tell(watch.messages, EvalMessage::Warning(warning)).await;
+    }
 }
 
 /// Ends the turn's trace now, or hands it to its log's group commit: a

@@ -124,6 +124,14 @@ impl RunRecorder {
         self
     }
 
+    /// Leaves `waited` out of the turn's times (`t`, `totalMs`): a wait
+    /// that was not the turn's own, such as for the reader of its progress.
+    pub fn skip_time(&mut self, waited: std::time::Duration) {
+        if let Some(log) = &mut self.log {
+            log.clock += waited;
+        }
+    }
+
     /// The file being written, once the turn has started.
     pub fn path(&self) -> Option<&Path> {
         self.log.as_ref().map(|log| log.partial_path.as_path())
