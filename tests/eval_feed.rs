@@ -8,24 +8,22 @@
 //! not started, never a running model call, and lets no more turns finish
 //! than the feed has room for.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use promptlab::chat::event::ChatEvent;
-use promptlab::chat::request::ThinkingLevel;
-use promptlab::claims::ClaimStore;
-use promptlab::eval::matrix::ModelSettings;
-use promptlab::eval::spill::ResultStore;
 use promptlab::eval::{
-    EvalMessage, EvalPlan, Feed, LoadedSuite, Outcome, ProviderChoice, RunSettings, Selection,
-    build_matrix, run_turns,
+    EvalMessage, EvalPlan, Feed, Outcome, ProviderChoice, RunSettings, Selection,
 };
 use promptlab::prompts::PromptRegistry;
 use promptlab::provider::{
     CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderKind,
 };
+use support::plans;
 use tokio_util::sync::CancellationToken;
 
 /// Pieces of text each turn's one model call streams.
@@ -60,24 +58,8 @@ impl ModelProvider for Counting {
 }
 
 fn plan(dir: &std::path::Path) -> EvalPlan {
-    let path = dir.join("suite.yaml");
-    std::fs::write(
-        &path,
-        "name: feed\nclaims: {ids: [CLM-HH-0001]}\nrepeats: 6\ncases:\n  - name: a\n    message: What is the excess?\n  - name: b\n    message: Is it covered?\n",
-    )
-    .unwrap();
-    let registry = PromptRegistry::embedded();
-    let suite = LoadedSuite::load(&path, registry).unwrap();
-    let defaults = ModelSettings {
-        model: "m".into(),
-        thinking_level: ThinkingLevel::Low,
-        forced: false,
-        provider: None,
-        base_url: None,
-    };
-    let store = ClaimStore::new(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("claims"));
-    let matrix = build_matrix(&suite, &store, registry, &defaults).unwrap();
-    EvalPlan::new(suite, matrix, Selection::default())
+    let yaml = "name: feed\nclaims: {ids: [CLM-HH-0001]}\nrepeats: 6\ncases:\n  - name: a\n    message: What is the excess?\n  - name: b\n    message: Is it covered?\n";
+    plans::plan_of(dir, yaml, Selection::default())
 }
 
 fn settings(dir: &std::path::Path, provider: Counting, jobs: usize, events: bool) -> RunSettings {
@@ -86,7 +68,7 @@ fn settings(dir: &std::path::Path, provider: Counting, jobs: usize, events: bool
         judge: None,
         budget: None,
         model_cache: None,
-        store: ClaimStore::new(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("claims")),
+        store: plans::claims(),
         runs_dir: dir.join("runs"),
         concurrency: jobs,
         today: chrono::NaiveDate::from_ymd_opt(2025, 1, 1).unwrap(),
@@ -120,16 +102,7 @@ fn run_on_one_thread(capacity: usize, slowness: usize) -> (Vec<EvalMessage>, Vec
             }
             read
         });
-        let mut spill =
-            ResultStore::create(dir.path(), &plan.eval_run, plan.matrix.planned).unwrap();
-        run_turns(
-            plan.clone(),
-            settings,
-            CancellationToken::new(),
-            sender,
-            &mut spill,
-        )
-        .await;
+        let mut spill = plans::run_into_spill(dir.path(), &plan, settings, sender).await;
         let outcomes = spill
             .in_matrix_order()
             .unwrap()
@@ -227,16 +200,7 @@ fn with_the_reader_away(capacity: usize, jobs: usize, events: bool) -> (usize, u
             }
             (away, read)
         });
-        let mut spill =
-            ResultStore::create(dir.path(), &plan.eval_run, plan.matrix.planned).unwrap();
-        run_turns(
-            plan.clone(),
-            settings,
-            CancellationToken::new(),
-            sender,
-            &mut spill,
-        )
-        .await;
+        plans::run_into_spill(dir.path(), &plan, settings, sender).await;
         let ((started, ended), read) = reader.await.unwrap();
         (started, ended, read)
     })

@@ -4,21 +4,19 @@
 //! each turn's blocking step waits for the other to arrive, and records
 //! whether it did — polled from one task, the first turn would wait alone.
 
+mod support;
+
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
-use promptlab::chat::request::ThinkingLevel;
-use promptlab::claims::ClaimStore;
-use promptlab::eval::matrix::ModelSettings;
-use promptlab::eval::spill::ResultStore;
 use promptlab::eval::{
-    EvalMessage, EvalPlan, Feed, LoadedSuite, Outcome, ProviderChoice, RunSettings, Selection,
-    build_matrix, run_turns,
+    EvalMessage, EvalPlan, Feed, Outcome, ProviderChoice, RunSettings, Selection,
 };
 use promptlab::prompts::PromptRegistry;
 use promptlab::provider::{
     CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderKind,
 };
+use support::plans;
 use tokio_util::sync::CancellationToken;
 
 /// Turns that have reached the blocking step, and whether each saw the
@@ -64,27 +62,8 @@ impl ModelProvider for Blocking {
 }
 
 fn plan(dir: &std::path::Path) -> EvalPlan {
-    let path = dir.join("suite.yaml");
-    std::fs::write(
-        &path,
-        "name: parallel\nclaims: {ids: [CLM-HH-0001]}\ncases:\n  - name: a\n    message: What is the excess?\n  - name: b\n    message: Is it covered?\n",
-    )
-    .unwrap();
-    let registry = PromptRegistry::embedded();
-    let suite = LoadedSuite::load(&path, registry).unwrap();
-    let defaults = ModelSettings {
-        model: "m".into(),
-        thinking_level: ThinkingLevel::Low,
-        forced: false,
-        provider: None,
-        base_url: None,
-    };
-    let matrix = build_matrix(&suite, &store(), registry, &defaults).unwrap();
-    EvalPlan::new(suite, matrix, Selection::default())
-}
-
-fn store() -> ClaimStore {
-    ClaimStore::new(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("claims"))
+    let yaml = "name: parallel\nclaims: {ids: [CLM-HH-0001]}\ncases:\n  - name: a\n    message: What is the excess?\n  - name: b\n    message: Is it covered?\n";
+    plans::plan_of(dir, yaml, Selection::default())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -96,7 +75,7 @@ async fn two_turns_with_a_blocking_step_overlap() {
         judge: None,
         budget: None,
         model_cache: None,
-        store: store(),
+        store: plans::claims(),
         runs_dir: dir.path().join("runs"),
         concurrency: 2,
         today: chrono::NaiveDate::from_ymd_opt(2025, 1, 1).unwrap(),
@@ -108,15 +87,7 @@ async fn two_turns_with_a_blocking_step_overlap() {
     let settings = Arc::new(settings);
     let (sender, mut receiver) = tokio::sync::mpsc::channel(promptlab::eval::runner::FEED_CAPACITY);
     let plan = Arc::new(plan(dir.path()));
-    let mut spill = ResultStore::create(dir.path(), &plan.eval_run, plan.matrix.planned).unwrap();
-    run_turns(
-        Arc::clone(&plan),
-        Arc::clone(&settings),
-        CancellationToken::new(),
-        sender,
-        &mut spill,
-    )
-    .await;
+    let mut spill = plans::run_into_spill(dir.path(), &plan, Arc::clone(&settings), sender).await;
     let results: Vec<_> = spill
         .in_matrix_order()
         .unwrap()

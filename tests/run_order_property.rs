@@ -2,15 +2,13 @@
 //! matrix order, each with its own index (so shards and `--resume` keep
 //! their turns), only reordered. The oracle is the matrix order itself.
 
+mod support;
+
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 
-use promptlab::chat::request::ThinkingLevel;
-use promptlab::claims::ClaimStore;
-use promptlab::eval::matrix::ModelSettings;
-use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, TurnSpec, build_matrix};
-use promptlab::prompts::PromptRegistry;
+use promptlab::eval::{EvalPlan, Selection, Shard, TurnSpec};
 
 const CLAIMS: [&str; 3] = ["CLM-HH-0001", "CLM-MTR-0002", "CLM-PL-0005"];
 
@@ -35,20 +33,7 @@ fn plan(
     for c in 0..cases {
         text.push_str(&format!("  - name: c{c}\n    message: Question {c}?\n"));
     }
-    let path = dir.path().join("suite.yaml");
-    std::fs::write(&path, text).unwrap();
-    let registry = PromptRegistry::embedded();
-    let suite = LoadedSuite::load(&path, registry).unwrap();
-    let store = ClaimStore::new(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("claims"));
-    let defaults = ModelSettings {
-        model: "m".into(),
-        thinking_level: ThinkingLevel::Low,
-        forced: false,
-        provider: None,
-        base_url: None,
-    };
-    let matrix = build_matrix(&suite, &store, registry, &defaults).unwrap();
-    EvalPlan::new(suite, matrix, selection)
+    support::plans::plan_of(dir.path(), &text, selection)
 }
 
 fn key(spec: &TurnSpec) -> (usize, usize, usize, String, u32) {

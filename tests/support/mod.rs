@@ -7,6 +7,7 @@ pub mod browser;
 pub mod engine;
 pub mod http_server;
 pub mod openai_streams;
+pub mod plans;
 pub mod references;
 pub mod reports;
 pub mod serve;
