@@ -32,10 +32,20 @@ const PIECES: usize = 40;
 /// A model that streams `0 `, `1 `, … as separate pieces, giving the
 /// thread up between them as a network read would; it counts the calls
 /// started and those streamed to their end.
-#[derive(Default)]
 struct Counting {
+    pieces: usize,
     started: Arc<AtomicUsize>,
     ended: Arc<AtomicUsize>,
+}
+
+impl Counting {
+    fn new(pieces: usize) -> Counting {
+        Counting {
+            pieces,
+            started: Arc::default(),
+            ended: Arc::default(),
+        }
+    }
 }
 
 impl ModelProvider for Counting {
@@ -45,9 +55,10 @@ impl ModelProvider for Counting {
 
     fn stream_turn(&self, _: ModelRequest, _: CancellationToken) -> ModelStream {
         let (started, ended) = (Arc::clone(&self.started), Arc::clone(&self.ended));
+        let pieces = self.pieces;
         Box::pin(async_stream::stream! {
             started.fetch_add(1, Ordering::SeqCst);
-            for piece in 0..PIECES {
+            for piece in 0..pieces {
                 tokio::task::yield_now().await;
                 yield Ok(ModelEvent::TextDelta(format!("{piece} ")));
             }
@@ -84,7 +95,7 @@ fn settings(dir: &std::path::Path, provider: Counting, jobs: usize, events: bool
 /// times between messages; gives what it read and the turns' verdicts.
 fn run_on_one_thread(capacity: usize, slowness: usize) -> (Vec<EvalMessage>, Vec<Outcome>) {
     let dir = tempfile::tempdir().unwrap();
-    let settings = Arc::new(settings(dir.path(), Counting::default(), 8, true));
+    let settings = Arc::new(settings(dir.path(), Counting::new(PIECES), 8, true));
     let plan = Arc::new(plan(dir.path()));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -178,9 +189,13 @@ fn a_reader_that_keeps_up_gets_the_same() {
 /// feed of `capacity` whose reader is away until every task is idle (a
 /// sleep on paused time ends only then); gives the calls started and ended
 /// by then, and what the reader read once back.
-fn with_the_reader_away(capacity: usize, jobs: usize, events: bool) -> (usize, usize, usize) {
+fn with_the_reader_away(
+    capacity: usize,
+    jobs: usize,
+    (events, pieces): (bool, usize),
+) -> (usize, usize, usize) {
     let dir = tempfile::tempdir().unwrap();
-    let provider = Counting::default();
+    let provider = Counting::new(pieces);
     let (started, ended) = (Arc::clone(&provider.started), Arc::clone(&provider.ended));
     let settings = Arc::new(settings(dir.path(), provider, jobs, events));
     let plan = Arc::new(plan(dir.path()));
@@ -210,7 +225,7 @@ fn with_the_reader_away(capacity: usize, jobs: usize, events: bool) -> (usize, u
 fn a_reader_that_is_away_holds_back_new_turns_not_running_calls() {
     // Each turn's 40 pieces overflow a feed of 4: its call still streams
     // to the end, and only the -j turns running when the feed filled do.
-    let (started, ended, read) = with_the_reader_away(4, 2, true);
+    let (started, ended, read) = with_the_reader_away(4, 2, (true, PIECES));
     assert_eq!(started, ended, "no call was left parked mid-stream");
     assert_eq!(started, 2, "no turn started while the reader was away");
     assert_eq!(
@@ -222,9 +237,20 @@ fn a_reader_that_is_away_holds_back_new_turns_not_running_calls() {
 
 #[test]
 fn a_reader_that_is_away_lets_no_more_turns_finish_than_the_feed_holds() {
-    // Only `Finished` goes into the feed: 4 of them fill it, and the two
-    // turns after those wait for room with their slots held.
-    let (started, ended, read) = with_the_reader_away(4, 2, false);
-    assert_eq!((started, ended), (6, 6));
+    // Only `Finished` goes into the feed, and each turn takes room for two
+    // (its warning, should its log's commit fail, is the other): three
+    // finish into a feed of 4, and the two turns after those wait for room
+    // with their slots held.
+    let (started, ended, read) = with_the_reader_away(4, 2, (false, PIECES));
+    assert_eq!((started, ended), (5, 5));
     assert_eq!(read, 12);
+}
+
+#[test]
+fn a_turn_of_a_thousand_events_is_not_held_mid_call_either() {
+    // A long answer: 1,000 pieces, far more than the feed holds, far less
+    // than a turn may keep (`TURN_BACKLOG_BYTES`).
+    let (started, ended, read) = with_the_reader_away(4, 2, (true, 1_000));
+    assert_eq!((started, ended), (2, 2));
+    assert_eq!(read, 12 * (1_000 + 2));
 }

@@ -8,7 +8,7 @@
 mod support;
 
 use std::io::Read;
-use std::process::Stdio;
+use std::process::{Child, ExitStatus, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -75,11 +75,31 @@ fn eval(server: &TestServer, dir: &std::path::Path) -> std::process::Command {
     command
 }
 
+/// The child's stdout to its end and its exit; a run that has not ended
+/// within a bound no working run comes near is killed and fails the test.
+fn output_within_two_minutes(mut child: Child) -> (String, ExitStatus) {
+    let (done, ended) = std::sync::mpsc::channel();
+    let mut stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        let mut out = String::new();
+        let _ = stdout.read_to_string(&mut out);
+        let _ = done.send(out);
+    });
+    match ended.recv_timeout(Duration::from_secs(120)) {
+        Ok(out) => (out, child.wait().unwrap()),
+        Err(_) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run did not end within two minutes");
+        }
+    }
+}
+
 #[test]
 fn a_reader_away_longer_than_the_call_time_changes_no_verdict() {
     let server = gemini();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = eval(&server, dir.path())
+    let child = eval(&server, dir.path())
         .args(["--format", "ndjson"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -88,14 +108,7 @@ fn a_reader_away_longer_than_the_call_time_changes_no_verdict() {
     // The reader is away: three times `--max-call-time`, long enough for
     // the turns to fill the pipe and the feed (7,440 events) many times.
     std::thread::sleep(Duration::from_secs(3));
-    let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
-    let status = child.wait().unwrap();
+    let (out, status) = output_within_two_minutes(child);
     let turns: Vec<Value> = out
         .lines()
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
@@ -127,22 +140,12 @@ fn progress_that_cannot_be_written_does_not_stop_or_hang_the_run() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let mut child = eval(&server, dir.path())
+    let child = eval(&server, dir.path())
         .stdout(Stdio::piped())
         .stderr(full)
         .spawn()
         .unwrap();
-    let (done, ended) = std::sync::mpsc::channel();
-    let mut stdout = child.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        let mut out = String::new();
-        let _ = stdout.read_to_string(&mut out);
-        let _ = done.send(out);
-    });
-    let out = ended
-        .recv_timeout(Duration::from_secs(120))
-        .expect("the run ended");
-    let status = child.wait().unwrap();
+    let (out, status) = output_within_two_minutes(child);
     assert!(
         out.contains(&format!("{TURNS} turns: {TURNS} passed")),
         "the summary on stdout: {out}"

@@ -1,6 +1,8 @@
 //! Ctrl-C and SIGTERM: both cancel the work in hand, so finished run logs
 //! are kept and running turns are recorded as cancelled; the exit code says
-//! which signal it was (130 or 143).
+//! which signal it was (130 or 143). A second signal ends the process at
+//! once with that code — for work that cannot wind down (a reader of its
+//! output that has stopped reading); what was running is left `.partial`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -35,21 +37,33 @@ impl StopSignal {
 }
 
 /// Spawns a task (on the current Tokio runtime) that cancels `cancel` on the
-/// first Ctrl-C or SIGTERM.
+/// first Ctrl-C or SIGTERM, and exits on the second.
 pub fn cancel_on_signals(cancel: CancellationToken) -> StopSignal {
     let stop = StopSignal::default();
     let seen = stop.clone();
     tokio::spawn(async move {
-        let which = tokio::select! {
-            result = tokio::signal::ctrl_c() => result.ok().map(|_| INTERRUPT),
-            which = terminate() => which,
+        let Some(which) = next_signal().await else {
+            return;
         };
-        if let Some(which) = which {
-            seen.set(which);
-            cancel.cancel();
+        seen.set(which);
+        cancel.cancel();
+        if let Some(again) = next_signal().await {
+            let code = if again == INTERRUPT {
+                super::error::exit_code::INTERRUPTED
+            } else {
+                super::error::exit_code::TERMINATED
+            };
+            std::process::exit(i32::from(code));
         }
     });
     stop
+}
+
+async fn next_signal() -> Option<u8> {
+    tokio::select! {
+        result = tokio::signal::ctrl_c() => result.ok().map(|_| INTERRUPT),
+        which = terminate() => which,
+    }
 }
 
 #[cfg(unix)]

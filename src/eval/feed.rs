@@ -10,8 +10,11 @@
 //! its `--max-call-time`); it sends them once its calls are done, and takes
 //! room for its `Finished` while it still holds its `-j` slot — so a
 //! stalled reader stops new turns from starting, and what waits is at most
-//! the feed's `FEED_CAPACITY` messages and `TURN_BACKLOG` for each of the
-//! `-j` running turns (past which a turn does wait, even mid-call).
+//! the feed's `FEED_CAPACITY` messages and about `TURN_BACKLOG_BYTES` for
+//! each of the `-j` running turns. Only past that does a turn wait in the
+//! middle of a call (a stalled reader of a turn streaming megabytes of
+//! events), and that wait, like the one for room after its calls, is left
+//! out of the turn's recorded times.
 
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::Sender;
@@ -53,10 +56,23 @@ impl Feed {
 /// wait in memory.
 pub const FEED_CAPACITY: usize = 1_024;
 
-/// The messages a running turn keeps while the feed is full before it
-/// waits for room even in the middle of a call: only a turn streaming
-/// hundreds of events to a stalled reader (`--format ndjson`) gets there.
-pub const TURN_BACKLOG: usize = 256;
+/// About how many bytes of messages a running turn keeps while the feed
+/// is full before it waits for room even in the middle of a call: a long
+/// answer's few thousand events are well under it; a turn streaming
+/// megabytes of text to a stalled reader (`--format ndjson`) is not.
+pub const TURN_BACKLOG_BYTES: usize = 1024 * 1024;
+
+/// A message's size as the backlog counts it: its text, and a fixed
+/// allowance for the rest (the turn's place, the event's fields).
+fn backlog_bytes(message: &EvalMessage) -> usize {
+    const REST: usize = 128;
+    match message {
+        EvalMessage::Event(_, ChatEvent::TextDelta { text }) => text.len() + REST,
+        EvalMessage::Event(_, ChatEvent::ToolResult { result, .. }) => result.len() + REST,
+        EvalMessage::Warning(warning) => warning.len() + REST,
+        _ => REST,
+    }
+}
 
 /// Sends a message the feed must not lose, waiting for room: a slow
 /// reader holds the sending turn back at this await, never the thread. A
@@ -88,6 +104,10 @@ pub(super) struct Watch<'a> {
     /// Messages a full feed had no room for, oldest first; once there are
     /// any, later ones queue behind them, so each turn's order is kept.
     backlog: std::collections::VecDeque<EvalMessage>,
+    /// Their size (`backlog_bytes`).
+    backlog_size: usize,
+    /// How long the turn waited for the feed in the middle of its calls.
+    pub waited: std::time::Duration,
 }
 
 impl<'a> Watch<'a> {
@@ -108,15 +128,28 @@ impl<'a> Watch<'a> {
             messages,
             feed,
             backlog: std::collections::VecDeque::new(),
+            backlog_size: 0,
+            waited: std::time::Duration::ZERO,
         }
     }
 
     /// Sends what the turn kept while the feed was full, waiting for room:
     /// once its calls are done, before anything else it tells.
     pub async fn flush(&mut self) {
-        while let Some(message) = self.backlog.pop_front() {
+        self.send_until(0).await;
+    }
+
+    /// Sends the oldest kept messages, waiting for room, until at most
+    /// `size` bytes of them are left.
+    async fn send_until(&mut self, size: usize) {
+        while self.backlog_size > size {
+            let Some(message) = self.backlog.pop_front() else {
+                break;
+            };
+            self.backlog_size -= backlog_bytes(&message);
             if self.messages.send(message).await.is_err() {
                 self.backlog.clear();
+                self.backlog_size = 0;
             }
         }
     }
@@ -125,15 +158,20 @@ impl<'a> Watch<'a> {
     /// as the feed has room for; keeps the rest. A closed feed (the run is
     /// ending) takes nothing.
     fn tell_or_keep(&mut self, message: EvalMessage) {
+        self.backlog_size += backlog_bytes(&message);
         self.backlog.push_back(message);
         while let Some(message) = self.backlog.pop_front() {
+            let size = backlog_bytes(&message);
             match self.messages.try_send(message) {
-                Ok(()) => {}
+                Ok(()) => self.backlog_size -= size,
                 Err(TrySendError::Full(message)) => {
                     self.backlog.push_front(message);
                     return;
                 }
-                Err(TrySendError::Closed(_)) => self.backlog.clear(),
+                Err(TrySendError::Closed(_)) => {
+                    self.backlog.clear();
+                    self.backlog_size = 0;
+                }
             }
         }
     }
@@ -167,21 +205,16 @@ impl TurnSink for Watch<'_> {
         Ok(())
     }
 
-    /// Past `TURN_BACKLOG` kept messages, the turn waits until it is back
-    /// under it.
+    /// Past `TURN_BACKLOG_BYTES` kept, the turn waits until it is back
+    /// under them.
     fn wait(&mut self) -> Option<BoxFuture<'_, std::io::Result<()>>> {
-        if self.backlog.len() <= TURN_BACKLOG {
+        if self.backlog_size <= TURN_BACKLOG_BYTES {
             return None;
         }
         Some(Box::pin(async move {
-            while self.backlog.len() > TURN_BACKLOG {
-                let Some(message) = self.backlog.pop_front() else {
-                    break;
-                };
-                if self.messages.send(message).await.is_err() {
-                    self.backlog.clear();
-                }
-            }
+            let waiting = std::time::Instant::now();
+            self.send_until(TURN_BACKLOG_BYTES).await;
+            self.waited += waiting.elapsed();
             Ok(())
         }))
     }

@@ -139,31 +139,50 @@ pub async fn run_turns(
             // for as long as the task waits for its group commit.
             let turn = Box::pin(run_one(&plan, &settings, &spec, (cancel, group), &messages));
             let (result, committing) = turn.await;
-            if let Some(budget) = &settings.budget {
-                budget.spend(&result);
-            }
-            // Room for its `Finished`, taken while the turn holds its slot:
-            // a reader that has fallen behind holds back the next turns,
-            // instead of finished ones piling up (a closed feed: no room).
-            let finished = messages.reserve().await.ok();
-            // Given up only now: the next turn is checked against a budget
-            // that counts this one's spend. A turn waiting for its log's
-            // group commit holds no slot, or the group could never fill.
-            drop(slot);
-            let result = result.kept();
-            let result = match committing {
-                Some(committing) => committing.wait(&plan, result, &messages).await,
-                None => result,
-            };
-            if let Some(room) = finished {
-                room.send(EvalMessage::Finished(Box::new(result.clone())));
-            }
-            result
+            hand_on(&plan, &settings, slot, (result, committing), &messages).await
         });
     }
     while let Some(joined) = tasks.join_next().await {
         joined_result(joined, store);
     }
+}
+
+/// A judged turn's last steps: its spend, room in the feed for what it has
+/// left to say, its slot given up, its log's group commit, its `Finished`.
+async fn hand_on(
+    plan: &EvalPlan,
+    settings: &RunSettings,
+    slot: tokio::sync::OwnedSemaphorePermit,
+    (result, committing): (TurnResult, Option<Committing>),
+    messages: &Sender<EvalMessage>,
+) -> TurnResult {
+    if let Some(budget) = &settings.budget {
+        budget.spend(&result);
+    }
+    let result = result.kept();
+    // Room for its `Finished` and for the warning should its log's commit
+    // fail, taken while the turn holds its slot: a reader that has fallen
+    // behind holds back the next turns, instead of finished ones piling up,
+    // and a turn waiting for its commit needs no more room than it holds
+    // (a closed feed: no room, nothing to say).
+    let needed = messages.max_capacity().min(2);
+    let mut room = messages.reserve_many(needed).await.ok();
+    // Given up only now: the next turn is checked against a budget that
+    // counts this one's spend. A turn waiting for its log's group commit
+    // holds no slot, or the group could never fill.
+    drop(slot);
+    let result = match committing {
+        Some(committing) => committing.wait(plan, result, room.as_mut()).await,
+        None => result,
+    };
+    let finished = EvalMessage::Finished(Box::new(result.clone()));
+    match room.as_mut().and_then(Iterator::next) {
+        Some(permit) => permit.send(finished),
+        // A feed of one message, whose room the warning took.
+        None if room.is_some() => tell(messages, finished).await,
+        None => {}
+    }
+    result
 }
 
 /// A finished turn task's result, into the store. A turn that panicked
@@ -236,7 +255,8 @@ async fn run_one(
         Some(trace) => drive(turn, &mut [&mut watch, trace, &mut recorder], &cancel).await,
         None => drive(turn, &mut [&mut watch, &mut recorder], &cancel).await,
     };
-    let latency_ms = u64::try_from(clock.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let ran = clock.elapsed().saturating_sub(watch.waited);
+    let latency_ms = u64::try_from(ran.as_millis()).unwrap_or(u64::MAX);
     tell_the_rest(&mut watch, &mut recorder, &runner).await;
     let mut observation = watch.observation;
     observation.latency_ms = latency_ms;
@@ -255,18 +275,18 @@ async fn run_one(
 }
 
 /// Once a turn's calls are done: what the feed had no room for, then a
-/// deployment's fingerprint warning. Waiting for the reader is not the
-/// turn's time: its log's clock skips it.
+/// deployment's fingerprint warning. Waiting for the reader, now or in the
+/// middle of its calls, is not the turn's time: its log's clock skips it.
 async fn tell_the_rest(watch: &mut Watch<'_>, recorder: &mut RunRecorder, runner: &TurnRunner) {
     let waiting = Instant::now();
     watch.flush().await;
-    recorder.skip_time(waiting.elapsed());
     if let (TurnRunner::Worker(client), (Some(local), Some(reported))) =
         (runner, &watch.fingerprints)
         && let Some(warning) = client.fingerprint_warning(local, reported)
     {
         tell(watch.messages, EvalMessage::Warning(warning)).await;
     }
+    recorder.skip_time(watch.waited + waiting.elapsed());
 }
 
 /// Ends the turn's trace now, or hands it to its log's group commit: a
@@ -475,7 +495,7 @@ impl Committing {
         self,
         plan: &EvalPlan,
         result: TurnResult,
-        messages: &Sender<EvalMessage>,
+        room: Option<&mut tokio::sync::mpsc::PermitIterator<'_, EvalMessage>>,
     ) -> TurnResult {
         let result = match self.group.commit(self.log).await {
             Ok(_) => result,
@@ -484,7 +504,11 @@ impl Committing {
                 let TurnResult {
                     spec, observation, ..
                 } = result;
-                lost_log(plan, &spec, observation, error, messages).await
+                let (result, warning) = lost_log_result(plan, &spec, observation, error);
+                if let Some(permit) = room.and_then(Iterator::next) {
+                    permit.send(warning);
+                }
+                result
             }
         };
         if let Some(trace) = self.trace {
@@ -494,7 +518,8 @@ impl Committing {
     }
 }
 
-/// A turn whose run log was not written is an error, whatever its answer.
+/// A turn whose run log was not written is an error, whatever its answer;
+/// the warning is told first.
 async fn lost_log(
     plan: &EvalPlan,
     spec: &TurnSpec,
@@ -502,17 +527,29 @@ async fn lost_log(
     error: String,
     messages: &Sender<EvalMessage>,
 ) -> TurnResult {
+    let (result, warning) = lost_log_result(plan, spec, observation, error);
+    tell(messages, warning).await;
+    result
+}
+
+/// `lost_log`'s result and its warning.
+fn lost_log_result(
+    plan: &EvalPlan,
+    spec: &TurnSpec,
+    observation: Observation,
+    error: String,
+) -> (TurnResult, EvalMessage) {
     let label = crate::eval::report::spec_label(plan, spec);
     let warning = format!("run log of {label} not written: {error}");
-    tell(messages, EvalMessage::Warning(warning)).await;
     let verdict = Verdict::new(
         Outcome::Error,
         vec![format!("run log not written: {error}")],
     );
-    TurnResult {
+    let result = TurnResult {
         log_error: Some(error),
         ..TurnResult::new(spec, observation, verdict)
-    }
+    };
+    (result, EvalMessage::Warning(warning))
 }
 
 #[cfg(test)]

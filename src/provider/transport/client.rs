@@ -14,7 +14,8 @@ use reqwest::Url;
 
 /// A client for one kind of server: the connect timeout given, our user
 /// agent, and no redirects followed. `tls` is false for a server reached
-/// over plain `http://` (a local model, a mock): it is then given no trust
+/// over plain `http://` (a local model, a mock) and no proxy
+/// (`may_need_tls`): it is then given no trust
 /// roots, whose loading (the system's certificate folder, file by file)
 /// was most of a short eval's start-up; since no redirect is followed, it
 /// never needs them, and an `https://` URL through it fails to verify
@@ -29,9 +30,21 @@ pub fn client(connect_timeout: Duration, tls: bool) -> reqwest::Result<reqwest::
 }
 
 /// Whether a server named by its shown URL (`shown_url`) may need TLS:
-/// all but a plain `http://` URL.
+/// all but a plain `http://` URL — unless a proxy is set for such URLs,
+/// which may itself be reached over TLS (reqwest takes `HTTP_PROXY` and
+/// `ALL_PROXY`, in either case, from the environment).
 pub fn may_need_tls(shown_url: &str) -> bool {
-    !Url::parse(shown_url).is_ok_and(|url| url.scheme() == "http")
+    !plain_http(shown_url) || http_proxy_set()
+}
+
+fn plain_http(shown_url: &str) -> bool {
+    Url::parse(shown_url).is_ok_and(|url| url.scheme() == "http")
+}
+
+fn http_proxy_set() -> bool {
+    ["HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()))
 }
 
 /// `url` as it may be shown and recorded: no userinfo, query or fragment.
@@ -112,10 +125,10 @@ mod tests {
 
     #[test]
     fn only_a_plain_http_server_goes_without_trust_roots() {
-        assert!(!may_need_tls("http://127.0.0.1:8788/"));
-        assert!(!may_need_tls("HTTP://localhost/v1"));
-        assert!(may_need_tls("https://generativelanguage.googleapis.com/"));
-        assert!(may_need_tls("(a base URL without a host)"));
+        assert!(plain_http("http://127.0.0.1:8788/"));
+        assert!(plain_http("HTTP://localhost/v1"));
+        assert!(!plain_http("https://generativelanguage.googleapis.com/"));
+        assert!(!plain_http("(a base URL without a host)"));
     }
 
     #[test]
