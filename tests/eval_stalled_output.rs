@@ -63,14 +63,18 @@ fn suite(dir: &std::path::Path) -> std::path::PathBuf {
     path
 }
 
-fn eval(server: &TestServer, dir: &std::path::Path) -> std::process::Command {
+fn eval(
+    server: &TestServer,
+    dir: &std::path::Path,
+    suite: &std::path::Path,
+) -> std::process::Command {
     let mut command = promptlab();
     command
         .env("GEMINI_API_KEY", "stalled-test-key-0123")
         .env("GEMINI_BASE_URL", &server.base_url)
         .env("PROMPTLAB_RUNS_DIR", dir.join("runs"))
         .arg("eval")
-        .arg(suite(dir))
+        .arg(suite)
         .args(["-j", "8", "--max-call-time", "1s"]);
     command
 }
@@ -99,7 +103,7 @@ fn output_within_two_minutes(mut child: Child) -> (String, ExitStatus) {
 fn a_reader_away_longer_than_the_call_time_changes_no_verdict() {
     let server = gemini();
     let dir = tempfile::tempdir().unwrap();
-    let child = eval(&server, dir.path())
+    let child = eval(&server, dir.path(), &suite(dir.path()))
         .args(["--format", "ndjson"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -140,7 +144,7 @@ fn progress_that_cannot_be_written_does_not_stop_or_hang_the_run() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let child = eval(&server, dir.path())
+    let child = eval(&server, dir.path(), &suite(dir.path()))
         .stdout(Stdio::piped())
         .stderr(full)
         .spawn()
@@ -151,4 +155,54 @@ fn progress_that_cannot_be_written_does_not_stop_or_hang_the_run() {
         "the summary on stdout: {out}"
     );
     assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn a_second_ctrl_c_ends_a_run_whose_reader_never_comes_back() {
+    // Thirty turns: their 990 records fill the pipe and wait in the feed, so
+    // the turns all end and the process is left writing to the pipe.
+    let server = gemini();
+    let dir = tempfile::tempdir().unwrap();
+    let suite = dir.path().join("ten.yaml");
+    std::fs::write(
+        &suite,
+        "name: thirty\nclaims: {ids: [CLM-HH-0001]}\nrepeats: 30\ncases:\n  - {name: excess, message: What is the excess?}\n",
+    )
+    .unwrap();
+    let mut child = eval(&server, dir.path(), &suite)
+        .args(["--format", "ndjson"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let logs = dir.path().join("runs").join("default");
+    let complete = || {
+        std::fs::read_dir(&logs).map_or(0, |entries| {
+            entries
+                .flatten()
+                .filter(|entry| entry.path().extension().is_some_and(|e| e == "ndjson"))
+                .count()
+        })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while complete() < 30 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the thirty turns never ended"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let interrupt = || {
+        let sent = std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+    };
+    interrupt();
+    // Past the grace in which a repeat counts as the same Ctrl-C.
+    std::thread::sleep(Duration::from_millis(1_500));
+    interrupt();
+    let status = support::exit_within(&mut child, Duration::from_secs(20));
+    assert_eq!(status.code(), Some(130));
 }

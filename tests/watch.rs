@@ -108,7 +108,7 @@ fn watch_runs_again_on_each_edit_and_says_what_changed() {
         "watch: stopped; last run: 1 passed, 0 failed, 0 errored",
         &mut seen,
     );
-    let status = child.wait().unwrap();
+    let status = support::exit_within(&mut child, Duration::from_secs(30));
     assert_eq!(status.code(), Some(130), "{}", seen.join("\n"));
 }
 
@@ -160,6 +160,6 @@ fn a_cases_from_bank_is_watched() {
     wait_for(&lines, "watch: 1 newly failing, 0 newly passing", &mut seen);
     wait_for(&lines, "watch: watching", &mut seen);
     support::interrupt(&child);
-    let status = child.wait().unwrap();
+    let status = support::exit_within(&mut child, Duration::from_secs(30));
     assert_eq!(status.code(), Some(130), "{}", seen.join("\n"));
 }

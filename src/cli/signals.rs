@@ -1,15 +1,17 @@
 //! Ctrl-C and SIGTERM: both cancel the work in hand, so finished run logs
 //! are kept and running turns are recorded as cancelled; the exit code says
-//! which signal it was (130 or 143). A second signal ends the process at
-//! once with that code — for work that cannot wind down (a reader of its
-//! output that has stopped reading); what was running is left `.partial`.
+//! which signal it was (130 or 143). Another signal a second or more after
+//! the first ends the process at once with its code — for work that cannot
+//! wind down (a reader of its output that has stopped reading); what was
+//! running or waiting for its group commit is left `.partial`, and no
+//! summary, JUnit file or trace flush follows.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
-use super::error::Exit;
+use super::error::{Exit, exit_code};
 
 /// Which signal stopped the work, if any.
 #[derive(Debug, Clone, Default)]
@@ -37,32 +39,76 @@ impl StopSignal {
 }
 
 /// Spawns a task (on the current Tokio runtime) that cancels `cancel` on the
-/// first Ctrl-C or SIGTERM, and exits on the second.
+/// first Ctrl-C or SIGTERM; a later one, a second or more after it, ends
+/// the process (`exit_on_a_later_signal`).
 pub fn cancel_on_signals(cancel: CancellationToken) -> StopSignal {
+    exit_on_a_later_signal();
     let stop = StopSignal::default();
     let seen = stop.clone();
     tokio::spawn(async move {
-        let Some(which) = next_signal().await else {
-            return;
+        let which = tokio::select! {
+            result = tokio::signal::ctrl_c() => result.ok().map(|_| INTERRUPT),
+            which = terminate() => which,
         };
-        seen.set(which);
-        cancel.cancel();
-        if let Some(again) = next_signal().await {
-            let code = if again == INTERRUPT {
-                super::error::exit_code::INTERRUPTED
-            } else {
-                super::error::exit_code::TERMINATED
-            };
-            std::process::exit(i32::from(code));
+        if let Some(which) = which {
+            seen.set(which);
+            cancel.cancel();
         }
     });
     stop
 }
 
-async fn next_signal() -> Option<u8> {
-    tokio::select! {
-        result = tokio::signal::ctrl_c() => result.ok().map(|_| INTERRUPT),
-        which = terminate() => which,
+/// How long after the first signal a repeat is taken for the same one
+/// (a wrapper forwarding the terminal's Ctrl-C, a CI runner's SIGINT then
+/// SIGTERM in quick succession) rather than a demand to stop at once.
+const REPEAT_GRACE_MS: u64 = 1_000;
+
+/// The first stop signal's time on the monotonic clock in ms, plus one (0:
+/// none yet), as the process-wide handler saw it.
+static FIRST_SIGNAL_MS: AtomicU64 = AtomicU64::new(0);
+
+/// Installs, once per process, a handler beside Tokio's that ends the
+/// process with 130 or 143 on a stop signal that comes `REPEAT_GRACE_MS`
+/// or more after the first. It runs in the signal itself, not as a task,
+/// so it works whatever the process is blocked in (a thread writing to a
+/// reader that stopped reading, the summary after the runtime is gone).
+#[cfg(unix)]
+fn exit_on_a_later_signal() {
+    static INSTALLED: std::sync::Once = std::sync::Once::new();
+    INSTALLED.call_once(|| {
+        let codes = [
+            (libc::SIGINT, exit_code::INTERRUPTED),
+            (libc::SIGTERM, exit_code::TERMINATED),
+        ];
+        for (signal, code) in codes {
+            // SAFETY: the action only reads the monotonic clock, updates an
+            // atomic and calls `_exit`, which are async-signal-safe.
+            let _ = unsafe { signal_hook_registry::register(signal, move || on_stop_signal(code)) };
+        }
+    });
+}
+
+#[cfg(not(unix))]
+fn exit_on_a_later_signal() {}
+
+#[cfg(unix)]
+fn on_stop_signal(code: u8) {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `clock_gettime` writes only `now`; it is async-signal-safe.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut now) };
+    let secs = u64::try_from(now.tv_sec).unwrap_or(0);
+    let millis = u64::try_from(now.tv_nsec).unwrap_or(0) / 1_000_000;
+    let now_ms = secs.saturating_mul(1_000).saturating_add(millis) + 1;
+    match FIRST_SIGNAL_MS.compare_exchange(0, now_ms, Ordering::SeqCst, Ordering::SeqCst) {
+        Err(first) if now_ms.saturating_sub(first) >= REPEAT_GRACE_MS => {
+            // SAFETY: `_exit` ends the process without running anything
+            // that is not async-signal-safe.
+            unsafe { libc::_exit(i32::from(code)) }
+        }
+        _ => {}
     }
 }
 

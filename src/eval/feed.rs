@@ -8,10 +8,11 @@
 //! verdict: a turn whose messages find the feed full keeps them, in order,
 //! and lets its model call run on (a call parked on the feed would run out
 //! its `--max-call-time`); it sends them once its calls are done, and takes
-//! room for its `Finished` while it still holds its `-j` slot — so a
+//! room for its `Finished` (and one warning) while it still holds its `-j`
+//! slot — so a
 //! stalled reader stops new turns from starting, and what waits is at most
-//! the feed's `FEED_CAPACITY` messages and about `TURN_BACKLOG_BYTES` for
-//! each of the `-j` running turns. Only past that does a turn wait in the
+//! the feed's `FEED_CAPACITY` messages and `TURN_BACKLOG_BYTES` (plus one
+//! message) for each of the `-j` running turns. Only past that does a turn wait in the
 //! middle of a call (a stalled reader of a turn streaming megabytes of
 //! events), and that wait, like the one for room after its calls, is left
 //! out of the turn's recorded times.
@@ -62,16 +63,26 @@ pub const FEED_CAPACITY: usize = 1_024;
 /// megabytes of text to a stalled reader (`--format ndjson`) is not.
 pub const TURN_BACKLOG_BYTES: usize = 1024 * 1024;
 
-/// A message's size as the backlog counts it: its text, and a fixed
-/// allowance for the rest (the turn's place, the event's fields).
+/// A message's size as the backlog counts it: the message itself, its
+/// turn's claim id and its longest text (the smaller fields of an event
+/// and the allocator's overhead are left out).
 fn backlog_bytes(message: &EvalMessage) -> usize {
-    const REST: usize = 128;
-    match message {
-        EvalMessage::Event(_, ChatEvent::TextDelta { text }) => text.len() + REST,
-        EvalMessage::Event(_, ChatEvent::ToolResult { result, .. }) => result.len() + REST,
-        EvalMessage::Warning(warning) => warning.len() + REST,
-        _ => REST,
-    }
+    let text = match message {
+        EvalMessage::Event(spec, event) => {
+            spec.claim_id.len()
+                + match event {
+                    ChatEvent::TextDelta { text } => text.len(),
+                    ChatEvent::ToolResult { result, .. } => result.len(),
+                    ChatEvent::Activity { label, .. } => label.len(),
+                    ChatEvent::Error { message } => message.len(),
+                    _ => 0,
+                }
+        }
+        EvalMessage::Notice(spec, notice) => spec.claim_id.len() + notice.to_string().len(),
+        EvalMessage::Warning(warning) => warning.len(),
+        EvalMessage::Finished(_) => 0,
+    };
+    std::mem::size_of::<EvalMessage>() + text
 }
 
 /// Sends a message the feed must not lose, waiting for room: a slow

@@ -23,6 +23,7 @@ pub mod suite;
 pub mod tags;
 pub mod totals;
 pub mod trace;
+mod turn_end;
 
 pub use expect::{Observation, Outcome, Verdict, judge};
 pub use matrix::{MAX_PLANNED_TURNS, Matrix, Shard, TurnSpec, build_matrix};

@@ -134,6 +134,27 @@ pub fn interrupt(child: &std::process::Child) {
     assert!(status.success());
 }
 
+/// The child's exit, waited for until `deadline` has passed; past it the
+/// child is killed and the test fails (a process that ignores a signal
+/// would otherwise hang the whole test run).
+pub fn exit_within(
+    child: &mut std::process::Child,
+    deadline: std::time::Duration,
+) -> std::process::ExitStatus {
+    let start = std::time::Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().expect("the child can be waited for") {
+            return status;
+        }
+        if start.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the process did not exit within {deadline:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Every file below `dir`, at any depth (none when it does not exist).
 pub fn files_under(dir: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();

@@ -72,6 +72,7 @@ pub fn run(
         );
     }
     let runtime = tokio::runtime::Runtime::new()?;
+    let mut stops = Stops::listen(&runtime)?;
     let mut previous: Option<Vec<TurnSnapshot>> = None;
     let mut watched = BTreeSet::from([absolute(&settings.suite)]);
     for iteration in 1.. {
@@ -103,7 +104,7 @@ pub fn run(
             watched.len(),
             if watched.len() == 1 { "" } else { "s" }
         );
-        let stop = runtime.block_on(next_change(&mut changes, &watched));
+        let stop = runtime.block_on(next_change(&mut changes, &watched, &mut stops));
         if let Some(exit) = stop {
             let tally = previous.as_deref().map(tally).unwrap_or_default();
             println!("watch: stopped{tally}");
@@ -144,7 +145,11 @@ fn start_watcher(
 
 /// Waits for a watched file to change (`None`: run again) or for Ctrl-C or
 /// SIGTERM (the exit).
-async fn next_change(changes: &mut Changes, watched: &BTreeSet<PathBuf>) -> Option<Exit> {
+async fn next_change(
+    changes: &mut Changes,
+    watched: &BTreeSet<PathBuf>,
+    stops: &mut Stops,
+) -> Option<Exit> {
     loop {
         tokio::select! {
             paths = changes.recv() => {
@@ -158,11 +163,51 @@ async fn next_change(changes: &mut Changes, watched: &BTreeSet<PathBuf>) -> Opti
                 println!("watch: {} changed; running again", first.display());
                 return None;
             }
-            result = tokio::signal::ctrl_c() => {
-                return result.ok().map(|()| Exit::Cancelled);
-            }
-            () = terminate() => return Some(Exit::Terminated),
+            exit = stops.next() => return Some(exit),
         }
+    }
+}
+
+/// Ctrl-C and SIGTERM, listened for from the watch's start: a signal sent
+/// just after "watching" is printed, before the wait for a change begins,
+/// is kept for it rather than missed (a listener made when the wait began
+/// would not see it, and the process would wait on).
+struct Stops {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl Stops {
+    #[cfg(unix)]
+    fn listen(runtime: &tokio::runtime::Runtime) -> std::io::Result<Stops> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let _entered = runtime.enter();
+        Ok(Stops {
+            interrupt: signal(SignalKind::interrupt())?,
+            terminate: signal(SignalKind::terminate())?,
+        })
+    }
+
+    #[cfg(not(unix))]
+    fn listen(_: &tokio::runtime::Runtime) -> std::io::Result<Stops> {
+        Ok(Stops {})
+    }
+
+    /// The next stop signal's exit.
+    #[cfg(unix)]
+    async fn next(&mut self) -> Exit {
+        tokio::select! {
+            _ = self.interrupt.recv() => Exit::Cancelled,
+            _ = self.terminate.recv() => Exit::Terminated,
+        }
+    }
+
+    #[cfg(not(unix))]
+    async fn next(&mut self) -> Exit {
+        let _ = tokio::signal::ctrl_c().await;
+        Exit::Cancelled
     }
 }
 
@@ -281,20 +326,4 @@ fn folders(watched: &BTreeSet<PathBuf>) -> BTreeSet<PathBuf> {
 fn is_watched(watched: &BTreeSet<PathBuf>, path: &Path) -> bool {
     let path = absolute(path);
     watched.contains(&path) || path.parent().is_some_and(|parent| watched.contains(parent))
-}
-
-#[cfg(unix)]
-async fn terminate() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut stream) => {
-            stream.recv().await;
-        }
-        Err(_) => std::future::pending().await,
-    }
-}
-
-#[cfg(not(unix))]
-async fn terminate() {
-    std::future::pending().await
 }
