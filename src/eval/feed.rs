@@ -9,13 +9,12 @@
 //! and lets its model call run on (a call parked on the feed would run out
 //! its `--max-call-time`); it sends them once its calls are done, and takes
 //! room for its `Finished` (and one warning) while it still holds its `-j`
-//! slot — so a
-//! stalled reader stops new turns from starting, and what waits is at most
-//! the feed's `FEED_CAPACITY` messages and `TURN_BACKLOG_BYTES` (plus one
-//! message) for each of the `-j` running turns. Only past that does a turn wait in the
-//! middle of a call (a stalled reader of a turn streaming megabytes of
-//! events), and that wait, like the one for room after its calls, is left
-//! out of the turn's recorded times.
+//! slot — so a stalled reader stops new turns from starting, and what waits
+//! is at most the feed's `FEED_CAPACITY` messages and `TURN_BACKLOG_BYTES`
+//! (plus one message) for each of the `-j` running turns. Only past that
+//! does a turn wait in the middle of a call (a stalled reader of a turn
+//! streaming megabytes of events), and that wait, like the one for room
+//! after its calls, is left out of the turn's recorded times.
 
 use futures_util::future::BoxFuture;
 use tokio::sync::mpsc::Sender;
@@ -169,6 +168,15 @@ impl<'a> Watch<'a> {
     /// as the feed has room for; keeps the rest. A closed feed (the run is
     /// ending) takes nothing.
     fn tell_or_keep(&mut self, message: EvalMessage) {
+        // The usual case, a feed with room and nothing kept: no bookkeeping.
+        let message = if self.backlog.is_empty() {
+            match self.messages.try_send(message) {
+                Err(TrySendError::Full(message)) => message,
+                Ok(()) | Err(TrySendError::Closed(_)) => return,
+            }
+        } else {
+            message
+        };
         self.backlog_size += backlog_bytes(&message);
         self.backlog.push_back(message);
         while let Some(message) = self.backlog.pop_front() {

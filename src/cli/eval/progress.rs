@@ -277,7 +277,7 @@ impl Feedback<'_> {
                 ));
             }
             None if !self.ndjson && !self.quiet => say(
-                &None,
+                &self.bar,
                 format!(
                     "[{:>width$}/{}] {line}",
                     self.finished,
