@@ -8,20 +8,17 @@
 //! (a `.json` and a `.yaml` file), and a `Weak` held in the entry keeps its
 //! allocation from being reused for another claim while the entry lives.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use chrono::NaiveDate;
 
 use super::context::build_claim_brief;
 use crate::claims::LoadedClaim;
+use crate::memo::Bounded;
 
-/// Briefs kept, and the most bytes of brief kept: the memo is cleared when
-/// it would grow past either, which bounds it whatever the corpus. A brief
-/// has no length limit of its own (every risk flag and section name is
-/// listed), so a claim whose brief is over a sixteenth of that is not
-/// kept: `serve` loads each request's claim afresh, and would otherwise
-/// hold huge briefs nobody asks for again.
+/// Briefs kept, and the most bytes of brief kept (`memo::Bounded`: a brief
+/// has no length limit of its own — every risk flag and section name is
+/// listed — so one over a sixteenth of that is built but not kept).
 const KEPT_BRIEFS: usize = 1024;
 const KEPT_BYTES: usize = 8 * 1024 * 1024;
 
@@ -33,19 +30,9 @@ struct Entry {
     brief: Arc<str>,
 }
 
-#[derive(Default)]
-struct Memo {
-    entries: HashMap<Key, Entry>,
-    bytes: usize,
-}
-
-fn memo() -> &'static Mutex<Memo> {
-    static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
-    MEMO.get_or_init(Mutex::default)
-}
-
-fn locked() -> std::sync::MutexGuard<'static, Memo> {
-    memo()
+fn locked() -> MutexGuard<'static, Bounded<Key, Entry>> {
+    static MEMO: OnceLock<Mutex<Bounded<Key, Entry>>> = OnceLock::new();
+    MEMO.get_or_init(|| Mutex::new(Bounded::new(KEPT_BRIEFS, KEPT_BYTES)))
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -55,25 +42,16 @@ fn locked() -> std::sync::MutexGuard<'static, Memo> {
 /// keeps the allocation from being freed, so no other claim can have it.
 pub fn claim_brief(claim: &Arc<LoadedClaim>, today: NaiveDate) -> Arc<str> {
     let key = (Arc::as_ptr(claim) as usize, today);
-    if let Some(entry) = locked().entries.get(&key) {
+    if let Some(entry) = locked().get(&key) {
         return Arc::clone(&entry.brief);
     }
     // Built without the lock: other turns' briefs are not held up by it.
     let brief: Arc<str> = build_claim_brief(&claim.claim, today).into();
-    if brief.len() > KEPT_BYTES / 16 {
-        return brief;
-    }
-    let mut memo = locked();
-    if memo.entries.len() >= KEPT_BRIEFS || memo.bytes + brief.len() > KEPT_BYTES {
-        *memo = Memo::default();
-    }
     let entry = Entry {
         _claim: Arc::downgrade(claim),
         brief: Arc::clone(&brief),
     };
-    if memo.entries.insert(key, entry).is_none() {
-        memo.bytes += brief.len();
-    }
+    locked().insert(key, entry, brief.len());
     brief
 }
 
@@ -128,7 +106,7 @@ mod tests {
         assert!(brief.len() > KEPT_BYTES / 16, "{}", brief.len());
         assert_eq!(&*brief, build_claim_brief(&claim.claim, today));
         let key = (Arc::as_ptr(&claim) as usize, today);
-        assert!(!locked().entries.contains_key(&key), "not kept");
-        assert!(locked().bytes <= KEPT_BYTES);
+        assert!(locked().get(&key).is_none(), "not kept");
+        assert!(locked().bytes() <= KEPT_BYTES);
     }
 }

@@ -11,6 +11,7 @@ pub mod prompt_report;
 pub mod request;
 pub mod service;
 pub mod system;
+pub mod system_memo;
 pub mod turn_loop;
 pub mod wire;
 

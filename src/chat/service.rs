@@ -20,7 +20,6 @@ use super::request::{ChatRequest, ClaimInput, Locale, ThinkingLevel};
 use super::system::{AssembledPrompt, assemble_prompt_with_brief, prompt_settings};
 use super::turn_loop::{AfterCall, CallEnd, TurnLoop};
 use crate::claims::{ClaimError, ClaimStore, LoadedClaim};
-use crate::digest::sha256_hex;
 use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
 use crate::provider::{
@@ -110,7 +109,8 @@ pub struct PreparedTurn {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_note: Option<String>,
     pub prompt: AssembledPrompt,
-    /// `prompt.system_text()`, joined once for the digest and every call.
+    /// `prompt.system_text()`, joined once for the digest and every call,
+    /// and one `Arc` for every turn with the same text (`system_memo`).
     #[serde(skip)]
     pub system_text: Arc<str>,
     pub system_sha256: String,
@@ -287,7 +287,7 @@ fn prepare(
     let settings = prompt_settings(&request.prompt, ctx.registry, &claim.claim)?;
     let brief = super::brief_memo::claim_brief(&claim, request.today);
     let prompt = assemble_prompt_with_brief(&settings, brief.to_string());
-    let system_text: Arc<str> = prompt.system_text().into();
+    let (system_text, system_sha256) = super::system_memo::shared_system_text(prompt.system_text());
     let tools = crate::tools::offered_tools(request.prompt.screen_actions);
     let thinking_level = asked_thinking_level(
         settings
@@ -323,7 +323,7 @@ fn prepare(
             false => models.control(&request.model, fitted.sent).into(),
         },
         thinking_note: fitted.note,
-        system_sha256: sha256_hex(&*system_text),
+        system_sha256: system_sha256.to_string(),
         system_text,
         tools_sha256: tools.sha256.clone(),
         prompt,

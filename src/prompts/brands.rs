@@ -50,11 +50,15 @@ pub fn unknown_placeholders(text: &str) -> Vec<String> {
 }
 
 /// Fills the brand placeholders. Done in one pass over the text, so that a
-/// brand value containing `{{product}}` is not itself expanded.
+/// brand value containing `{{product}}` is not itself expanded. Every
+/// turn brands its prompt's blocks (~9 KB), so `{{` is looked for with
+/// `memchr`'s vectorised search, not `str::find`'s byte-at-a-time one.
 pub fn apply_brand(text: &str, brand: &Brand) -> String {
+    static OPEN: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new("{{"));
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
-    while let Some(start) = rest.find("{{") {
+    while let Some(start) = OPEN.find(rest.as_bytes()) {
         out.push_str(&rest[..start]);
         let after = &rest[start..];
         let replacement = [
@@ -105,5 +109,39 @@ mod tests {
             apply_brand(text, &brand()),
             "I am Clara {{product}} in Harbour (KLAIR-uh); {{other}} and {{ stays."
         );
+    }
+
+    use proptest::prelude::Strategy as _;
+
+    proptest::proptest! {
+        /// The oracle: with brand values free of braces, and braces only
+        /// in pairs (a lone `{` before a placeholder is where a one-pass
+        /// fill and a search for each placeholder part ways), filling them
+        /// in one pass is `str::replace` of each in turn.
+        #[test]
+        fn branding_is_replacing_each_placeholder(
+            pieces in proptest::collection::vec(
+                proptest::prop_oneof![
+                    proptest::string::string_regex("[a-z }]{0,12}").unwrap(),
+                    proptest::sample::select(vec![
+                        "{{assistant}}", "{{product}}", "{{pronunciation}}", "{{", "}}", "{{x}}",
+                    ]).prop_map(str::to_string),
+                ],
+                0..24,
+            ),
+            values in proptest::collection::vec("[a-zA-Z -]{0,10}", 3),
+        ) {
+            let text = pieces.concat();
+            let brand = Brand {
+                assistant: values[0].clone(),
+                product: values[1].clone(),
+                pronunciation: values[2].clone(),
+            };
+            let replaced = text
+                .replace("{{assistant}}", &brand.assistant)
+                .replace("{{product}}", &brand.product)
+                .replace("{{pronunciation}}", &brand.pronunciation);
+            proptest::prop_assert_eq!(apply_brand(&text, &brand), replaced);
+        }
     }
 }

@@ -13,7 +13,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use serde::Serialize;
 
@@ -21,6 +22,7 @@ use super::record::PromptRecord;
 use crate::chat::PreparedTurn;
 use crate::chat::system::PromptBlock;
 use crate::keyed_files::KeyedFiles;
+use crate::memo::Bounded;
 use crate::tools::ToolDeclaration;
 
 /// The folder of stored prompts in a runs folder; never a prompt
@@ -122,64 +124,120 @@ pub enum StagedPrompt {
 /// A prompt's bytes and name, to be written under `prompts/`.
 pub struct NewPrompt {
     files: KeyedFiles,
-    key: String,
-    bytes: Vec<u8>,
-    /// Where the process remembers it once written.
-    memo: Option<(PathBuf, String)>,
+    bytes: Arc<[u8]>,
+    /// Where the process remembers it, shared with the other turns of
+    /// its prompt version.
+    slot: Arc<Slot>,
 }
 
 impl NewPrompt {
     /// The name the prompt's file will have.
     pub fn key(&self) -> &str {
-        &self.key
+        &self.slot.key
     }
 
-    /// Writes the file (synced) unless it is there; gives its name.
+    /// Writes the file (synced) unless it is there; gives its name. Turns
+    /// of one prompt version that race to write it take turns: the first
+    /// writes and syncs it, the others find it there.
     pub fn write(self) -> io::Result<String> {
-        self.files.write_once(&self.key, &self.bytes)?;
-        if let (Some(memo_key), Ok(mut memo)) = (self.memo, stored().lock()) {
-            if memo.len() >= KNOWN_PROMPTS {
-                memo.clear();
-            }
-            memo.insert(memo_key, self.key.clone());
-        }
-        Ok(self.key)
+        let _writing = lock(&self.slot.writing);
+        self.files.write_once(&self.slot.key, &self.bytes)?;
+        *lock(&self.slot.unwritten) = None;
+        self.slot.written.store(true, Ordering::Release);
+        Ok(self.slot.key.clone())
     }
 }
 
 /// `store_prompt` up to the write: the prompt's name, and its bytes when
 /// its file is not known to be there already.
+///
+/// A prompt version's bytes are serialised and hashed once in a process,
+/// even by turns that start before its file is written (an eval's first
+/// `-j` turns of each version): they share the first one's bytes, and its
+/// name, by the prompt's identity.
 pub fn stage_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<StagedPrompt> {
     let files = KeyedFiles::flat(prompts_dir(runs_dir));
-    let identity = prompt.digests.map(|digests| identity(prompt, digests));
-    if let Some(identity) = &identity {
-        let known = stored().lock().ok().and_then(|memo| {
-            memo.get(&(runs_dir.to_path_buf(), identity.clone()))
-                .cloned()
-        });
-        if let Some(key) = known
-            && files.path(&key).is_some_and(|path| path.is_file())
-        {
-            return Ok(StagedPrompt::Stored(key));
+    let Some(digests) = prompt.digests else {
+        let (bytes, key) = serialised(prompt)?;
+        let slot = Arc::new(Slot::new(key, None));
+        return Ok(StagedPrompt::New(NewPrompt { files, bytes, slot }));
+    };
+    let identity = (runs_dir.to_path_buf(), identity(prompt, digests));
+    let known = lock(slots()).get(&identity).cloned();
+    if let Some(slot) = known {
+        if slot.on_disk(&files) {
+            return Ok(StagedPrompt::Stored(slot.key.clone()));
         }
+        let bytes = match lock(&slot.unwritten).clone() {
+            Some(bytes) => bytes,
+            // Written, then removed: written again from this turn's own.
+            None => serialised(prompt)?.0,
+        };
+        return Ok(StagedPrompt::New(NewPrompt { files, bytes, slot }));
     }
-    let bytes = serde_json::to_vec(prompt).map_err(io::Error::other)?;
-    let key = crate::digest::sha256_hex(&bytes);
-    Ok(StagedPrompt::New(NewPrompt {
-        files,
-        key,
-        bytes,
-        memo: identity.map(|identity| (runs_dir.to_path_buf(), identity)),
-    }))
+    let (bytes, key) = serialised(prompt)?;
+    let slot = Arc::new(Slot::new(key, Some(Arc::clone(&bytes))));
+    let weight = identity.0.as_os_str().len() + identity.1.len() + bytes.len();
+    lock(slots()).insert(identity, Arc::clone(&slot), weight);
+    Ok(StagedPrompt::New(NewPrompt { files, bytes, slot }))
 }
 
-/// Prompts this process stored, by runs folder and identity; cleared when
-/// it grows past this many, which bounds it whatever the corpus.
-const KNOWN_PROMPTS: usize = 4096;
+/// A prompt's bytes and their SHA-256, its name.
+fn serialised(prompt: &PromptParts) -> io::Result<(Arc<[u8]>, String)> {
+    let bytes = serde_json::to_vec(prompt).map_err(io::Error::other)?;
+    let key = crate::digest::sha256_hex(&bytes);
+    Ok((bytes.into(), key))
+}
 
-fn stored() -> &'static Mutex<HashMap<(PathBuf, String), String>> {
-    static STORED: OnceLock<Mutex<HashMap<(PathBuf, String), String>>> = OnceLock::new();
-    STORED.get_or_init(Mutex::default)
+/// A prompt this process named.
+struct Slot {
+    key: String,
+    /// Its bytes until its file is written, for the turns that stage it
+    /// meanwhile; dropped then, so the memo holds names, not prompts.
+    unwritten: Mutex<Option<Arc<[u8]>>>,
+    written: AtomicBool,
+    /// Held while its file is written and synced (on the blocking pool,
+    /// never on a turn's thread).
+    writing: Mutex<()>,
+}
+
+impl Slot {
+    fn new(key: String, unwritten: Option<Arc<[u8]>>) -> Slot {
+        Slot {
+            key,
+            unwritten: Mutex::new(unwritten),
+            written: AtomicBool::new(false),
+            writing: Mutex::new(()),
+        }
+    }
+}
+
+impl Slot {
+    /// Whether its file is there: written, and still found (a file removed
+    /// since is written again, under the same name).
+    fn on_disk(&self, files: &KeyedFiles) -> bool {
+        self.written.load(Ordering::Acquire)
+            && files.path(&self.key).is_some_and(|path| path.is_file())
+    }
+}
+
+/// Prompts this process named, by runs folder and identity
+/// (`memo::Bounded`: whatever the corpus, at most this many, and this many
+/// bytes counting each unwritten prompt's).
+const KNOWN_PROMPTS: usize = 4096;
+const KNOWN_BYTES: usize = 64 * 1024 * 1024;
+
+type Slots = Mutex<Bounded<(PathBuf, String), Arc<Slot>>>;
+
+fn slots() -> &'static Slots {
+    static SLOTS: OnceLock<Slots> = OnceLock::new();
+    SLOTS.get_or_init(|| Mutex::new(Bounded::new(KNOWN_PROMPTS, KNOWN_BYTES)))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// A digest that tells one prompt from another as surely as its bytes'
@@ -310,6 +368,13 @@ mod tests {
 
     /// `store_prompt` as a turn calls it: with the digests `prepare` makes.
     fn store_as_a_turn(runs_dir: &Path, record: &PromptRecord) -> String {
+        match stage_as_a_turn(runs_dir, record) {
+            StagedPrompt::Stored(key) => key,
+            StagedPrompt::New(prompt) => prompt.write().unwrap(),
+        }
+    }
+
+    fn stage_as_a_turn(runs_dir: &Path, record: &PromptRecord) -> StagedPrompt {
         let joined: Vec<&str> = record.blocks.iter().map(|b| b.text.as_str()).collect();
         let system_sha256 =
             crate::digest::sha256_hex(joined.join(crate::chat::system::BLOCK_SEPARATOR));
@@ -322,7 +387,54 @@ mod tests {
             digests: Some(digests),
             ..parts(record)
         };
-        store_prompt(runs_dir, &parts).unwrap()
+        stage_prompt(runs_dir, &parts).unwrap()
+    }
+
+    /// An eval's first `-j` turns of a version all stage its prompt before
+    /// any has written it: they share one slot, and its file is written
+    /// once, whole, whichever turn writes first.
+    #[test]
+    fn turns_staging_a_prompt_before_it_is_written_share_its_bytes_and_name() {
+        let runs = tempfile::tempdir().unwrap();
+        let record = PromptRecord {
+            applied_overrides: BTreeMap::new(),
+            blocks: vec![block("system.safety", "Be careful."), block("b", "x")],
+            tools: crate::tools::offered_tools(false).declarations.to_vec(),
+        };
+        let bytes = serde_json::to_vec(&record).unwrap();
+        let staged: Vec<NewPrompt> = (0..8)
+            .map(|_| match stage_as_a_turn(runs.path(), &record) {
+                StagedPrompt::New(prompt) => prompt,
+                StagedPrompt::Stored(_) => panic!("not written yet"),
+            })
+            .collect();
+        assert!(staged.iter().all(|p| Arc::ptr_eq(&p.slot, &staged[0].slot)));
+        let keys: Vec<String> = std::thread::scope(|scope| {
+            let writers: Vec<_> = staged
+                .into_iter()
+                .map(|prompt| scope.spawn(move || prompt.write().unwrap()))
+                .collect();
+            writers.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        let key = crate::digest::sha256_hex(&bytes);
+        assert!(keys.iter().all(|k| *k == key), "{keys:?}");
+        let folder = prompts_dir(runs.path());
+        let names: Vec<_> = std::fs::read_dir(&folder)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            [std::ffi::OsString::from(format!("{key}.json"))],
+            "no temporaries left"
+        );
+        assert_eq!(
+            std::fs::read(folder.join(format!("{key}.json"))).unwrap(),
+            bytes
+        );
+        assert!(
+            matches!(stage_as_a_turn(runs.path(), &record), StagedPrompt::Stored(k) if k == key)
+        );
     }
 
     fn block(id: &str, text: &str) -> PromptBlock {

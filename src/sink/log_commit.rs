@@ -144,27 +144,39 @@ impl GroupCommit {
             }
             let file_systems = Arc::clone(&commits.syncing).lock_owned().await;
             let flushing = tokio::task::spawn_blocking(move || commits.flush(file_systems));
-            // A panic in the sync is a bug; its waiters are told their
-            // group was dropped.
-            let _ = flushing.await;
+            // Told from here, on the runtime: a waiter woken from the
+            // blocking pool's thread costs the runtime a wake-up each (a
+            // system call a turn), one woken here costs nothing. A panic
+            // in the sync is a bug; its waiters are told their group was
+            // dropped.
+            if let Ok(results) = flushing.await {
+                for (done, result) in results {
+                    let _ = done.send(result);
+                }
+            }
         });
     }
 
-    fn flush(&self, mut file_systems: tokio::sync::OwnedMutexGuard<FileSystems>) {
+    fn flush(&self, mut file_systems: tokio::sync::OwnedMutexGuard<FileSystems>) -> Vec<Outcome> {
         // Taken only now: what queued while the last group was synced
         // joins this one.
         let group = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()));
-        if !group.is_empty() {
-            commit_group(group, &mut file_systems);
-        }
+        commit_group(group, &mut file_systems)
     }
 }
 
-/// Syncs the group's logs, then renames each and tells its waiter. A
+/// A waiter and what to tell it.
+type Outcome = (oneshot::Sender<io::Result<PathBuf>>, io::Result<PathBuf>);
+
+/// Syncs the group's logs, then renames each: what to tell each waiter. A
 /// failed sync fails the whole group: no name is given to a log that may
 /// not be on disk.
-fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) {
+fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Vec<Outcome> {
+    if group.is_empty() {
+        return Vec::new();
+    }
     let synced = file_systems.sync(&group);
+    let mut outcomes = Vec::with_capacity(group.len());
     let mut noted: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
     for Queued { log, done } in group {
         let renamed = match &synced {
@@ -181,13 +193,14 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) {
             }
             Err(error) => Err(not_committed(&log.partial_path, error)),
         };
-        let _ = done.send(result);
+        outcomes.push((done, result));
     }
     // The run index (#30) gets the rows, one transaction a group; one it
     // misses is found by the next reader's folder check.
     for (runs_dir, paths) in &noted {
         crate::index::note_logs(runs_dir, paths);
     }
+    outcomes
 }
 
 /// The error of a log that could not be committed, whose `.partial` is

@@ -313,7 +313,7 @@ impl WorkerClient {
         let request = self.transport.post(
             self.config.endpoint.url().clone(),
             self.headers.clone(),
-            body.to_vec(),
+            bytes::Bytes::copy_from_slice(body),
         );
         let answers = WorkerAnswers {
             shown: self.config.endpoint.shown(),

@@ -5,6 +5,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
+use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio_util::sync::CancellationToken;
@@ -154,6 +155,9 @@ fn run_and_show<'a>(
             // Every sender is gone once the last turn has finished.
             while let Some(message) = receiver.blocking_recv() {
                 feedback.show(&message, &mut stdout, &showing);
+                if !feedback.ndjson {
+                    feedback.show_batch(&mut receiver, &mut stdout, &showing);
+                }
             }
             feedback
         });
@@ -208,7 +212,27 @@ fn progress_bar(total: usize, already: usize) -> ProgressBar {
     bar
 }
 
+/// How long the progress thread lets turns' results gather before it
+/// shows them, when no events stream to stdout: woken for each result, it
+/// cost the run a wake-up of a sleeping thread a turn (a few per cent of an
+/// eval's CPU, BENCHMARKS.md, issue #31). The bar redraws at most 20
+/// times a second anyway, and the feed holds 1,024 messages.
+const GATHER: Duration = Duration::from_millis(5);
+
 impl Feedback<'_> {
+    /// What is in the feed now, then a pause (`GATHER`).
+    fn show_batch(
+        &mut self,
+        receiver: &mut tokio::sync::mpsc::Receiver<EvalMessage>,
+        out: &mut impl Write,
+        cancel: &CancellationToken,
+    ) {
+        while let Ok(message) = receiver.try_recv() {
+            self.show(&message, out, cancel);
+        }
+        std::thread::sleep(GATHER);
+    }
+
     fn show(&mut self, message: &EvalMessage, out: &mut impl Write, cancel: &CancellationToken) {
         let written = match message {
             EvalMessage::Event(spec, event) if self.ndjson => {

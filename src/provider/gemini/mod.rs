@@ -19,8 +19,9 @@ pub mod schema;
 mod usage;
 pub mod wire;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use crate::memo::Bounded;
 use crate::models::ModelTable;
 use std::time::Duration;
 
@@ -92,6 +93,10 @@ pub struct GeminiProvider {
     transport: Transport,
     /// Secrets too short to redact, named for one warning.
     unredactable: Vec<String>,
+    /// What every call of a prompt version sends alike, encoded once.
+    encoded: wire::Encoded,
+    /// Each model's endpoint, parsed once.
+    urls: Mutex<Bounded<String, reqwest::Url>>,
 }
 
 impl GeminiProvider {
@@ -120,6 +125,8 @@ impl GeminiProvider {
             config,
             transport,
             unredactable,
+            encoded: wire::Encoded::default(),
+            urls: Mutex::new(Bounded::new(64, 64 * 1024)),
         })
     }
 
@@ -128,7 +135,30 @@ impl GeminiProvider {
         &self.unredactable
     }
 
-    fn url(&self, model: &str) -> Result<String, ProviderError> {
+    /// The model's endpoint, checked and parsed at its first call.
+    fn url(&self, model: &str) -> Result<reqwest::Url, ProviderError> {
+        let mut urls = self
+            .urls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(url) = urls.get(model) {
+            return Ok(url.clone());
+        }
+        let url = reqwest::Url::parse(&self.endpoint(model)?).map_err(|error| {
+            ProviderError::of(
+                ErrorKind::Invalid,
+                format!("GEMINI_BASE_URL is not a URL: {error}"),
+            )
+        })?;
+        urls.insert(
+            model.to_string(),
+            url.clone(),
+            model.len() + url.as_str().len(),
+        );
+        Ok(url)
+    }
+
+    fn endpoint(&self, model: &str) -> Result<String, ProviderError> {
         let model = model.strip_prefix("models/").unwrap_or(model);
         let valid = !model.is_empty()
             && model
@@ -198,8 +228,9 @@ impl GeminiProvider {
     /// Everything one call sends, checked before anything is.
     fn prepare(&self, request: &ModelRequest) -> Result<Call, ProviderError> {
         let url = self.url(&request.model)?;
-        let body =
-            serde_json::to_vec(&build_request(request, &self.config.models)).map_err(|error| {
+        let body = build_request(request, &self.config.models, &self.encoded)
+            .and_then(|body| serde_json::to_vec(&body))
+            .map_err(|error| {
                 ProviderError::of(
                     ErrorKind::Invalid,
                     format!("could not encode the request: {error}"),
@@ -211,7 +242,7 @@ impl GeminiProvider {
             limits: self.config.limits,
             url,
             headers: self.headers()?,
-            body,
+            body: body.into(),
         })
     }
 }
@@ -285,6 +316,7 @@ mod tests {
             !provider
                 .url("gemini-3.1-flash-lite")
                 .unwrap()
+                .as_str()
                 .contains("sk-sentinel")
         );
         assert!(provider.url("../../x?key=1").is_err());

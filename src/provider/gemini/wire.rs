@@ -2,24 +2,79 @@
 //! we receive (`GenerateContentRequest` / `GenerateContentResponse`, v1beta).
 //! Every response field is optional, as proto3 JSON omits empty values.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
+use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
 
+use crate::memo::ByAddress;
 use crate::models::{GeminiThinking, ModelTable};
 use crate::provider::{AiMessage, ModelRequest, ToolResultMessage};
+use crate::tools::ToolDeclaration;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GenerateContentRequest<'a> {
+pub struct GenerateContentRequest {
     pub contents: Vec<Content>,
-    pub system_instruction: SystemInstruction<'a>,
-    /// Left out when there are no tools: Gemini refuses a JSON reply
+    /// `{"parts": [{"text": …}]}`, encoded once per shared system text.
+    pub system_instruction: Arc<RawValue>,
+    /// `[{"functionDeclarations": […]}]`, encoded once per shared tool list;
+    /// left out when there are no tools: Gemini refuses a JSON reply
     /// (`responseMimeType`) together with function calling.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Tool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Arc<RawValue>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_config: Option<ToolConfig>,
     pub generation_config: GenerationConfig,
+}
+
+/// What every turn of a prompt version sends alike, encoded once: the system
+/// text (most of a request: escaping its ~9 KB each call was a twentieth of
+/// an eval turn's CPU) and the tool declarations, each by its shared `Arc`
+/// (`chat::system_memo` shares a text among the turns that assemble it).
+pub struct Encoded {
+    system: ByAddress<str, Arc<RawValue>>,
+    tools: ByAddress<[ToolDeclaration], Arc<RawValue>>,
+}
+
+impl Default for Encoded {
+    fn default() -> Encoded {
+        Encoded {
+            system: ByAddress::new(1024, 32 * 1024 * 1024),
+            tools: ByAddress::new(64, 4 * 1024 * 1024),
+        }
+    }
+}
+
+impl Encoded {
+    fn system(&self, system: &Arc<str>) -> serde_json::Result<Arc<RawValue>> {
+        let encode = |text: &str| {
+            let parts = [TextPart { text }];
+            to_raw_value(&SystemInstruction { parts }).map(Arc::from)
+        };
+        self.system
+            .get_or_make(system, encode, |json| system.len() + json.get().len())
+    }
+
+    fn tools(&self, tools: &Arc<[ToolDeclaration]>) -> serde_json::Result<Arc<RawValue>> {
+        let encode = |tools: &[ToolDeclaration]| {
+            let function_declarations = tools
+                .iter()
+                .map(|tool| FunctionDeclaration {
+                    name: &tool.name,
+                    description: &tool.description,
+                    parameters_json_schema: &tool.parameters,
+                })
+                .collect();
+            to_raw_value(&[Tool {
+                function_declarations,
+            }])
+            .map(Arc::from)
+        };
+        self.tools
+            .get_or_make(tools, encode, |json| json.get().len())
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -33,28 +88,28 @@ pub struct Content {
 /// The system prompt, borrowed from the request: it is most of the body,
 /// and is only serialised.
 #[derive(Debug, Serialize)]
-pub struct SystemInstruction<'a> {
+struct SystemInstruction<'a> {
     pub parts: [TextPart<'a>; 1],
 }
 
 #[derive(Debug, Serialize)]
-pub struct TextPart<'a> {
-    pub text: &'a str,
+struct TextPart<'a> {
+    text: &'a str,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Tool<'a> {
-    pub function_declarations: Vec<FunctionDeclaration<'a>>,
+struct Tool<'a> {
+    function_declarations: Vec<FunctionDeclaration<'a>>,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct FunctionDeclaration<'a> {
-    pub name: &'a str,
-    pub description: &'a str,
+struct FunctionDeclaration<'a> {
+    name: &'a str,
+    description: &'a str,
     /// Plain JSON Schema (`parametersJsonSchema`), as our declarations are.
-    pub parameters_json_schema: &'a Value,
+    parameters_json_schema: &'a Value,
 }
 
 #[derive(Debug, Serialize)]
@@ -94,32 +149,19 @@ pub enum ThinkingConfig {
 /// Maps our request to Gemini's: system prompt, history with the model's own
 /// parts replayed from provider_state, tools in the loop's order, thinking
 /// as `table` says the model takes it (the level is already fitted).
-pub fn build_request<'a>(
-    request: &'a ModelRequest,
+pub fn build_request(
+    request: &ModelRequest,
     table: &ModelTable,
-) -> GenerateContentRequest<'a> {
+    encoded: &Encoded,
+) -> serde_json::Result<GenerateContentRequest> {
     let has_tools = !request.tools.is_empty();
-    GenerateContentRequest {
+    Ok(GenerateContentRequest {
         contents: request.messages.iter().map(content_for).collect(),
-        system_instruction: SystemInstruction {
-            parts: [TextPart {
-                text: &request.system,
-            }],
+        system_instruction: encoded.system(&request.system)?,
+        tools: match has_tools {
+            true => Some(encoded.tools(&request.tools)?),
+            false => None,
         },
-        tools: has_tools
-            .then(|| Tool {
-                function_declarations: request
-                    .tools
-                    .iter()
-                    .map(|tool| FunctionDeclaration {
-                        name: &tool.name,
-                        description: &tool.description,
-                        parameters_json_schema: &tool.parameters,
-                    })
-                    .collect(),
-            })
-            .into_iter()
-            .collect(),
         tool_config: has_tools.then_some(ToolConfig {
             function_calling_config: FunctionCallingConfig { mode: "AUTO" },
         }),
@@ -138,7 +180,7 @@ pub fn build_request<'a>(
                 .as_ref()
                 .map(super::schema::to_gemini),
         },
-    }
+    })
 }
 
 fn content_for(message: &AiMessage) -> Content {
@@ -304,7 +346,10 @@ mod tests {
             max_output_tokens: 100,
             response_schema: schema,
         };
-        serde_json::to_value(build_request(&request, &ModelTable::shipped())).unwrap()
+        serde_json::to_value(
+            build_request(&request, &ModelTable::shipped(), &Encoded::default()).unwrap(),
+        )
+        .unwrap()
     }
 
     #[test]
@@ -334,6 +379,40 @@ mod tests {
         );
     }
 
+    /// The memo's encodings are the ones a fresh `Encoded` makes, for the
+    /// same shared text and tools and for others that come after them.
+    #[test]
+    fn encoded_once_is_encoded_the_same() {
+        let encoded = Encoded::default();
+        let tools = crate::tools::offered_tools(true).declarations.clone();
+        let body = |system: &Arc<str>, tools: &Arc<[ToolDeclaration]>, encoded: &Encoded| {
+            let request = ModelRequest {
+                model: "m".into(),
+                system: Arc::clone(system),
+                messages: vec![],
+                tools: Arc::clone(tools),
+                thinking_level: ThinkingLevel::Low,
+                max_output_tokens: 100,
+                response_schema: None,
+            };
+            serde_json::to_string(
+                &build_request(&request, &ModelTable::shipped(), encoded).unwrap(),
+            )
+            .unwrap()
+        };
+        let none: Arc<[ToolDeclaration]> = Vec::new().into();
+        for n in 0..40 {
+            let system: Arc<str> = format!("You are \"{n}\"\n\tthe assistant \u{1}.").into();
+            for tools in [&tools, &none, &tools] {
+                let fresh = body(&system, tools, &Encoded::default());
+                assert_eq!(body(&system, tools, &encoded), fresh);
+                assert_eq!(body(&system, tools, &encoded), fresh);
+                let parsed: Value = serde_json::from_str(&fresh).unwrap();
+                assert_eq!(parsed["systemInstruction"]["parts"][0]["text"], *system);
+            }
+        }
+    }
+
     #[test]
     fn each_model_gets_the_thinking_control_it_takes() {
         let table = crate::models::ModelTable::embedded();
@@ -347,8 +426,8 @@ mod tests {
                 max_output_tokens: 100,
                 response_schema: None,
             };
-            serde_json::to_value(build_request(&request, &table)).unwrap()["generationConfig"]
-                ["thinkingConfig"]
+            serde_json::to_value(build_request(&request, &table, &Encoded::default()).unwrap())
+                .unwrap()["generationConfig"]["thinkingConfig"]
                 .clone()
         };
         assert_eq!(

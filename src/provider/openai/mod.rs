@@ -119,7 +119,7 @@ impl OpenAiConfig {
 pub struct OpenAiProvider {
     config: OpenAiConfig,
     transport: Transport,
-    url: Result<String, ProviderError>,
+    url: Result<reqwest::Url, ProviderError>,
     /// Secrets too short to redact, named for one warning.
     unredactable: Vec<String>,
 }
@@ -207,13 +207,13 @@ impl OpenAiProvider {
             limits: self.config.limits,
             url,
             headers: self.headers()?,
-            body,
+            body: body.into(),
         })
     }
 }
 
 /// `{base}/chat/completions`, for an http(s) base URL without a query.
-fn endpoint(text: &str) -> Result<String, ProviderError> {
+fn endpoint(text: &str) -> Result<reqwest::Url, ProviderError> {
     let invalid =
         |why: String| ProviderError::of(ErrorKind::Invalid, format!("OPENAI_BASE_URL {why}"));
     let url = reqwest::Url::parse(text.trim())
@@ -229,10 +229,8 @@ fn endpoint(text: &str) -> Result<String, ProviderError> {
             "must have no query or fragment: it ends at the API's version, like https://api.openai.com/v1".to_string(),
         ));
     }
-    Ok(format!(
-        "{}/chat/completions",
-        url.as_str().trim_end_matches('/')
-    ))
+    let endpoint = format!("{}/chat/completions", url.as_str().trim_end_matches('/'));
+    reqwest::Url::parse(&endpoint).map_err(|error| invalid(format!("is not a URL: {error}")))
 }
 
 /// A model name goes in the body, so any name a server gives is fine
@@ -328,7 +326,7 @@ mod tests {
         assert!(!format!("{config:?}").contains("sk-sentinel"));
         let parse = endpoint;
         assert_eq!(
-            parse("http://127.0.0.1:11434/v1/").unwrap(),
+            parse("http://127.0.0.1:11434/v1/").unwrap().as_str(),
             "http://127.0.0.1:11434/v1/chat/completions"
         );
         assert!(parse("ftp://x/v1").is_err());

@@ -32,17 +32,17 @@ pub struct Call {
     pub transport: Transport,
     pub protocol: Arc<dyn Protocol>,
     pub limits: CallLimits,
-    pub url: String,
+    pub url: reqwest::Url,
     pub headers: HeaderMap,
-    pub body: Vec<u8>,
+    pub body: bytes::Bytes,
 }
 
 impl Call {
     /// One try: a 2xx response, or why not.
     async fn send_once(&self) -> Result<reqwest::Response, Failure> {
-        let request = self
-            .transport
-            .post(&self.url, self.headers.clone(), self.body.clone());
+        let request =
+            self.transport
+                .post(self.url.clone(), self.headers.clone(), self.body.clone());
         self.transport
             .send_once(request, self.protocol.as_ref())
             .await

@@ -188,12 +188,13 @@ impl Transport {
         }
     }
 
-    /// A POST to `url`, to be sent by `send_once`.
+    /// A POST to `url`, to be sent by `send_once`. The URL is parsed once by
+    /// the caller, and the body shared, not copied, by each try.
     pub fn post(
         &self,
-        url: impl reqwest::IntoUrl,
+        url: reqwest::Url,
         headers: HeaderMap,
-        body: Vec<u8>,
+        body: bytes::Bytes,
     ) -> reqwest::RequestBuilder {
         self.client.post(url).headers(headers).body(body)
     }
