@@ -97,13 +97,19 @@ impl<T: ?Sized, V: Clone> ByAddress<T, V> {
 
     /// `make(shared)`, made at most once while the memo keeps it. `weight`
     /// counts what the entry holds: the value and, as the `Weak` keeps the
-    /// allocation, the shared value's own bytes.
+    /// allocation, the shared value's own bytes. An `Arc` nobody else
+    /// holds is not shared, and cannot be asked about again once its
+    /// holder lets go: its value is made and not kept (a judge's prompt,
+    /// built afresh for each call).
     pub fn get_or_make<E>(
         &self,
         shared: &Arc<T>,
         make: impl FnOnce(&T) -> Result<V, E>,
         weight: impl FnOnce(&V) -> usize,
     ) -> Result<V, E> {
+        if Arc::strong_count(shared) == 1 {
+            return make(shared);
+        }
         let key = Arc::as_ptr(shared).cast::<()>() as usize;
         if let Some((_, value)) = self.locked().get(&key) {
             return Ok(value.clone());
@@ -166,6 +172,7 @@ mod tests {
             Ok::<_, ()>(text.to_uppercase())
         };
         let one: Arc<str> = "one".into();
+        let _shared = Arc::clone(&one);
         for _ in 0..3 {
             assert_eq!(memo.get_or_make(&one, upper, String::len), Ok("ONE".into()));
         }
@@ -174,6 +181,7 @@ mod tests {
         // the allocator would hand the same address to the next.
         for n in 0..100 {
             let text: Arc<str> = format!("text {n}").into();
+            let _shared = Arc::clone(&text);
             let value = memo.get_or_make(&text, upper, String::len).unwrap();
             assert_eq!(value, format!("TEXT {n}"));
         }
@@ -184,6 +192,7 @@ mod tests {
     fn an_error_is_returned_and_nothing_kept() {
         let memo: ByAddress<str, String> = ByAddress::new(8, 1024);
         let text: Arc<str> = "x".into();
+        let _shared = Arc::clone(&text);
         assert_eq!(
             memo.get_or_make(&text, |_| Err("no"), String::len),
             Err("no")
@@ -192,5 +201,23 @@ mod tests {
             memo.get_or_make(&text, |t| Ok::<_, &str>(t.into()), String::len),
             Ok("x".into())
         );
+    }
+
+    #[test]
+    fn an_arc_nobody_else_holds_is_not_kept() {
+        let memo: ByAddress<str, String> = ByAddress::new(8, 1 << 20);
+        let made = std::cell::Cell::new(0);
+        let text: Arc<str> = "alone".into();
+        for _ in 0..2 {
+            let make = |t: &str| {
+                made.set(made.get() + 1);
+                Ok::<_, ()>(t.to_string())
+            };
+            assert_eq!(
+                memo.get_or_make(&text, make, String::len),
+                Ok("alone".into())
+            );
+        }
+        assert_eq!((made.get(), memo.bytes()), (2, 0));
     }
 }

@@ -14,28 +14,45 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use crate::digest::sha256_hex;
 use crate::memo::Bounded;
 
-/// Texts kept, and their bytes (`memo::Bounded`).
-const KEPT_TEXTS: usize = 1024;
-const KEPT_BYTES: usize = 16 * 1024 * 1024;
+/// Texts kept, and their bytes (`memo::Bounded`). An eval's repeats of a
+/// claim × case come one after another (the matrix's innermost loop), and
+/// at most `-j` of them run at once, so a few texts are all it reuses; a
+/// bigger memo would only grow the peak memory of a corpus of many claims.
+const KEPT_TEXTS: usize = 64;
+const KEPT_BYTES: usize = 4 * 1024 * 1024;
 
-fn locked() -> MutexGuard<'static, Bounded<Arc<str>, Arc<str>>> {
-    static MEMO: OnceLock<Mutex<Bounded<Arc<str>, Arc<str>>>> = OnceLock::new();
-    MEMO.get_or_init(|| Mutex::new(Bounded::new(KEPT_TEXTS, KEPT_BYTES)))
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
+/// A memo of shared texts; the process has one (`shared_system_text`).
+struct SharedTexts(Mutex<Bounded<Arc<str>, Arc<str>>>);
+
+impl SharedTexts {
+    fn new() -> SharedTexts {
+        SharedTexts(Mutex::new(Bounded::new(KEPT_TEXTS, KEPT_BYTES)))
+    }
+
+    fn locked(&self) -> MutexGuard<'_, Bounded<Arc<str>, Arc<str>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn share(&self, text: String) -> (Arc<str>, Arc<str>) {
+        if let Some((shared, sha256)) = self.locked().get_key_value(text.as_str()) {
+            return (Arc::clone(shared), Arc::clone(sha256));
+        }
+        let sha256: Arc<str> = sha256_hex(&text).into();
+        let shared: Arc<str> = text.into();
+        let bytes = shared.len() + sha256.len();
+        self.locked()
+            .insert(Arc::clone(&shared), Arc::clone(&sha256), bytes);
+        (shared, sha256)
+    }
 }
 
 /// `text` as one `Arc` for every turn with the same text, and its SHA-256
 /// (lowercase hex).
 pub fn shared_system_text(text: String) -> (Arc<str>, Arc<str>) {
-    if let Some((shared, sha256)) = locked().get_key_value(text.as_str()) {
-        return (Arc::clone(shared), Arc::clone(sha256));
-    }
-    let sha256: Arc<str> = sha256_hex(&text).into();
-    let shared: Arc<str> = text.into();
-    let bytes = shared.len() + sha256.len();
-    locked().insert(Arc::clone(&shared), Arc::clone(&sha256), bytes);
-    (shared, sha256)
+    static TEXTS: OnceLock<SharedTexts> = OnceLock::new();
+    TEXTS.get_or_init(SharedTexts::new).share(text)
 }
 
 #[cfg(test)]
@@ -44,13 +61,14 @@ mod tests {
 
     #[test]
     fn equal_texts_share_one_arc_and_each_has_its_own_digest() {
+        let memo = SharedTexts::new();
         let texts = ["You are the assistant.", "You are the assistant!", ""];
         for _ in 0..3 {
             for text in texts {
-                let (shared, sha256) = shared_system_text(text.to_string());
+                let (shared, sha256) = memo.share(text.to_string());
                 assert_eq!(&*shared, text);
                 assert_eq!(&*sha256, sha256_hex(text));
-                let (again, _) = shared_system_text(text.to_string());
+                let (again, _) = memo.share(text.to_string());
                 assert!(Arc::ptr_eq(&shared, &again), "{text:?} shared");
             }
         }
@@ -58,10 +76,11 @@ mod tests {
 
     #[test]
     fn a_text_too_big_to_keep_still_gets_its_digest() {
+        let memo = SharedTexts::new();
         let text = "x".repeat(KEPT_BYTES / 16 + 1);
-        let (shared, sha256) = shared_system_text(text.clone());
+        let (shared, sha256) = memo.share(text.clone());
         assert_eq!(&*sha256, sha256_hex(&text));
-        let (again, _) = shared_system_text(text);
+        let (again, _) = memo.share(text);
         assert!(!Arc::ptr_eq(&shared, &again), "not kept");
     }
 }

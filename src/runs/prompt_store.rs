@@ -10,7 +10,7 @@
 //! prompt; a log copied without it still reads, saying the prompt text is
 //! not at hand.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -30,9 +30,10 @@ use crate::tools::ToolDeclaration;
 pub const PROMPTS_FOLDER: &str = "prompts";
 
 /// Stored prompts kept in memory, so that reading 10,000 logs of a few
-/// prompt versions reads each prompt file once. Cleared when it grows past
-/// this many, which bounds it whatever the corpus.
+/// prompt versions reads each prompt file once (`memo::Bounded`: this
+/// many, of at most this many bytes of file, whatever the corpus).
 const CACHED_PROMPTS: usize = 512;
+const CACHED_BYTES: usize = 64 * 1024 * 1024;
 
 /// `<runs dir>/prompts`.
 pub fn prompts_dir(runs_dir: &Path) -> PathBuf {
@@ -98,8 +99,10 @@ impl<'a> PromptParts<'a> {
 
 /// Stores the prompt under `runs_dir` unless it is there already, and
 /// gives its name (the SHA-256 of its bytes) for the log's header. Turns
-/// of one prompt version racing to store it each write a temporary of
-/// their own; the first to link it into place wins (`KeyedFiles::write_once`).
+/// of one prompt version in this process take turns to write it (the
+/// first writes and syncs it, the others find it there); processes racing
+/// to store it each write a temporary of their own, and the first to link
+/// it into place wins (`KeyedFiles::write_once`).
 ///
 /// A prompt this process stored before (every turn of an eval but the
 /// first of each prompt version) is known by its identity, without being
@@ -168,7 +171,8 @@ pub fn stage_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<StagedP
         if slot.on_disk(&files) {
             return Ok(StagedPrompt::Stored(slot.key.clone()));
         }
-        let bytes = match lock(&slot.unwritten).clone() {
+        let unwritten = lock(&slot.unwritten).clone();
+        let bytes = match unwritten {
             Some(bytes) => bytes,
             // Written, then removed: written again from this turn's own.
             None => serialised(prompt)?.0,
@@ -196,8 +200,9 @@ struct Slot {
     /// meanwhile; dropped then, so the memo holds names, not prompts.
     unwritten: Mutex<Option<Arc<[u8]>>>,
     written: AtomicBool,
-    /// Held while its file is written and synced (on the blocking pool,
-    /// never on a turn's thread).
+    /// Held while its file is written and synced: on the blocking pool by
+    /// the run-log recorder (`RunRecorder::wait`); a direct caller of
+    /// `store_prompt` waits on it as it would on the write itself.
     writing: Mutex<()>,
 }
 
@@ -279,16 +284,12 @@ pub fn load_prompt(log: &Path, key: &str) -> Result<Arc<PromptRecord>, PromptNot
         if !path.is_file() {
             continue;
         }
-        if let Some(cached) = cache().lock().ok().and_then(|c| c.get(&path).cloned()) {
+        if let Some(cached) = lock(cache()).get(&path).cloned() {
             return Ok(cached);
         }
-        let prompt = Arc::new(read_prompt(&path, key)?);
-        if let Ok(mut cache) = cache().lock() {
-            if cache.len() >= CACHED_PROMPTS {
-                cache.clear();
-            }
-            cache.insert(path, Arc::clone(&prompt));
-        }
+        let (prompt, bytes) = read_prompt(&path, key)?;
+        let prompt = Arc::new(prompt);
+        lock(cache()).insert(path, Arc::clone(&prompt), bytes);
         return Ok(prompt);
     }
     Err(PromptNotAtHand::Missing(key.to_string()))
@@ -315,8 +316,8 @@ pub enum PromptNotAtHand {
     NotARecord { path: String, quoted: String },
 }
 
-/// One prompt file, which must hash to its name.
-fn read_prompt(path: &Path, key: &str) -> Result<PromptRecord, PromptNotAtHand> {
+/// One prompt file, which must hash to its name, and its size.
+fn read_prompt(path: &Path, key: &str) -> Result<(PromptRecord, usize), PromptNotAtHand> {
     let shown = || path.display().to_string();
     let bytes = crate::input::read_input(path).map_err(|error| PromptNotAtHand::Unreadable {
         path: shown(),
@@ -329,15 +330,18 @@ fn read_prompt(path: &Path, key: &str) -> Result<PromptRecord, PromptNotAtHand> 
             short: crate::digest::short_sha(&actual).to_string(),
         });
     }
-    serde_json::from_slice(&bytes).map_err(|error| PromptNotAtHand::NotARecord {
+    let record = serde_json::from_slice(&bytes).map_err(|error| PromptNotAtHand::NotARecord {
         path: shown(),
         quoted: crate::text::quote(&error.to_string()),
-    })
+    })?;
+    Ok((record, bytes.len()))
 }
 
-fn cache() -> &'static Mutex<HashMap<PathBuf, Arc<PromptRecord>>> {
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Arc<PromptRecord>>>> = OnceLock::new();
-    CACHE.get_or_init(Mutex::default)
+type ReadPrompts = Mutex<Bounded<PathBuf, Arc<PromptRecord>>>;
+
+fn cache() -> &'static ReadPrompts {
+    static CACHE: OnceLock<ReadPrompts> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(Bounded::new(CACHED_PROMPTS, CACHED_BYTES)))
 }
 
 #[cfg(test)]
@@ -408,7 +412,13 @@ mod tests {
                 StagedPrompt::Stored(_) => panic!("not written yet"),
             })
             .collect();
+        // One slot, and one serialisation: every turn writes the same bytes.
         assert!(staged.iter().all(|p| Arc::ptr_eq(&p.slot, &staged[0].slot)));
+        assert!(
+            staged
+                .iter()
+                .all(|p| Arc::ptr_eq(&p.bytes, &staged[0].bytes))
+        );
         let keys: Vec<String> = std::thread::scope(|scope| {
             let writers: Vec<_> = staged
                 .into_iter()

@@ -134,6 +134,13 @@ impl GroupCommit {
             .unwrap_or_else(|_| Err(io::Error::other("the log's group commit was dropped")))
     }
 
+    /// Once the run index has the rows of every log committed so far: a
+    /// group's rows are noted after its waiters are told, still holding
+    /// the sync lock.
+    pub async fn settled(&self) {
+        drop(self.syncing.lock().await);
+    }
+
     /// After `delay`, syncs and renames what is queued once the sync before
     /// it is done, off the runtime's threads.
     fn flush_soon(self: &Arc<Self>, delay: Duration) {
@@ -144,36 +151,54 @@ impl GroupCommit {
             }
             let file_systems = Arc::clone(&commits.syncing).lock_owned().await;
             let flushing = tokio::task::spawn_blocking(move || commits.flush(file_systems));
+            // A panic in the sync is a bug; its waiters are told their
+            // group was dropped.
+            let Ok((file_systems, committed)) = flushing.await else {
+                return;
+            };
             // Told from here, on the runtime: a waiter woken from the
             // blocking pool's thread costs the runtime a wake-up each (a
-            // system call a turn), one woken here costs nothing. A panic
-            // in the sync is a bug; its waiters are told their group was
-            // dropped.
-            if let Ok(results) = flushing.await {
-                for (done, result) in results {
-                    let _ = done.send(result);
-                }
+            // system call a turn), one woken here costs nothing.
+            for (done, result) in committed.outcomes {
+                let _ = done.send(result);
             }
+            // Then the run index (#30) gets the rows, one transaction a
+            // group, the next group's sync still waiting for it; one it
+            // misses is found by the next reader's folder check.
+            let _ = tokio::task::spawn_blocking(move || {
+                for (runs_dir, paths) in &committed.noted {
+                    crate::index::note_logs(runs_dir, paths);
+                }
+                drop(file_systems);
+            })
+            .await;
         });
     }
 
-    fn flush(&self, mut file_systems: tokio::sync::OwnedMutexGuard<FileSystems>) -> Vec<Outcome> {
+    fn flush(&self, mut file_systems: SyncingGuard) -> (SyncingGuard, Committed) {
         // Taken only now: what queued while the last group was synced
         // joins this one.
         let group = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()));
-        commit_group(group, &mut file_systems)
+        let committed = commit_group(group, &mut file_systems);
+        (file_systems, committed)
     }
 }
 
-/// A waiter and what to tell it.
-type Outcome = (oneshot::Sender<io::Result<PathBuf>>, io::Result<PathBuf>);
+type SyncingGuard = tokio::sync::OwnedMutexGuard<FileSystems>;
 
-/// Syncs the group's logs, then renames each: what to tell each waiter. A
-/// failed sync fails the whole group: no name is given to a log that may
-/// not be on disk.
-fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Vec<Outcome> {
+/// What a group's commit did: what to tell each waiter, and the logs
+/// renamed, by runs folder, for the run index.
+#[derive(Default)]
+struct Committed {
+    outcomes: Vec<(oneshot::Sender<io::Result<PathBuf>>, io::Result<PathBuf>)>,
+    noted: Vec<(PathBuf, Vec<PathBuf>)>,
+}
+
+/// Syncs the group's logs, then renames each. A failed sync fails the
+/// whole group: no name is given to a log that may not be on disk.
+fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Committed {
     if group.is_empty() {
-        return Vec::new();
+        return Committed::default();
     }
     let synced = file_systems.sync(&group);
     let mut outcomes = Vec::with_capacity(group.len());
@@ -195,12 +220,7 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Vec<Outco
         };
         outcomes.push((done, result));
     }
-    // The run index (#30) gets the rows, one transaction a group; one it
-    // misses is found by the next reader's folder check.
-    for (runs_dir, paths) in &noted {
-        crate::index::note_logs(runs_dir, paths);
-    }
-    outcomes
+    Committed { outcomes, noted }
 }
 
 /// The error of a log that could not be committed, whose `.partial` is

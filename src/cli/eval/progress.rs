@@ -214,9 +214,12 @@ fn progress_bar(total: usize, already: usize) -> ProgressBar {
 
 /// How long the progress thread lets turns' results gather before it
 /// shows them, when no events stream to stdout: woken for each result, it
-/// cost the run a wake-up of a sleeping thread a turn (a few per cent of an
-/// eval's CPU, BENCHMARKS.md, issue #31). The bar redraws at most 20
-/// times a second anyway, and the feed holds 1,024 messages.
+/// cost the run a wake-up of a sleeping thread a turn (futex calls fell
+/// from ~2 to ~0.7 a turn, BENCHMARKS.md, issue #31). The bar redraws at
+/// most 20 times a second anyway. The feed holds 1,024 messages, and each
+/// turn waiting for its group commit holds room for two (`hand_on`): with
+/// all 512 waiting, a finishing turn waits for room — at most this long
+/// more than it would, holding its `-j` slot.
 const GATHER: Duration = Duration::from_millis(5);
 
 impl Feedback<'_> {

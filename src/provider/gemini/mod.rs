@@ -321,4 +321,20 @@ mod tests {
         );
         assert!(provider.url("../../x?key=1").is_err());
     }
+
+    #[test]
+    fn a_base_url_that_is_not_a_url_is_said_to_be_one_before_anything_is_sent() {
+        let config = GeminiConfig {
+            api_key: Some("sk-sentinel-0123456789".into()),
+            base_url: "http://[::1".into(),
+            ..GeminiConfig::default()
+        };
+        let provider = GeminiProvider::new(config).unwrap();
+        let error = provider.url("gemini-3.1-flash-lite").unwrap_err();
+        assert_eq!(error.kind, ErrorKind::Invalid);
+        assert_eq!(
+            error.to_string(),
+            "GEMINI_BASE_URL is not a URL: invalid IPv6 address"
+        );
+    }
 }

@@ -40,9 +40,11 @@ pub struct Encoded {
 
 impl Default for Encoded {
     fn default() -> Encoded {
+        // As many texts as `chat::system_memo` shares: one it has let go
+        // of is not asked for again.
         Encoded {
-            system: ByAddress::new(1024, 32 * 1024 * 1024),
-            tools: ByAddress::new(64, 4 * 1024 * 1024),
+            system: ByAddress::new(64, 8 * 1024 * 1024),
+            tools: ByAddress::new(16, 1024 * 1024),
         }
     }
 }
@@ -410,6 +412,69 @@ mod tests {
                 let parsed: Value = serde_json::from_str(&fresh).unwrap();
                 assert_eq!(parsed["systemInstruction"]["parts"][0]["text"], *system);
             }
+        }
+    }
+
+    /// The body as it was encoded before the memo (the system text and the
+    /// tools borrowed and serialised in place, commit 7a0ba07): encoding
+    /// them once changed no byte sent.
+    #[test]
+    fn pre_encoded_parts_send_the_bytes_serialising_them_in_place_did() {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct InPlace<'a> {
+            contents: Vec<Content>,
+            system_instruction: SystemInstruction<'a>,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            tools: Vec<Tool<'a>>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            tool_config: Option<ToolConfig>,
+            generation_config: GenerationConfig,
+        }
+        let system: Arc<str> = "Claim \"CLM-1\":\n\t£1,200 — <b>\u{7}</b> \\ {{x}}".into();
+        let tools = crate::tools::offered_tools(true).declarations.clone();
+        for tools in [Arc::clone(&tools), Vec::new().into()] {
+            let request = ModelRequest {
+                model: "gemini-3.1-flash-lite".into(),
+                system: Arc::clone(&system),
+                messages: vec![AiMessage::User {
+                    text: "What is the excess?".into(),
+                }],
+                tools: Arc::clone(&tools),
+                thinking_level: ThinkingLevel::Low,
+                max_output_tokens: 100,
+                response_schema: None,
+            };
+            let table = ModelTable::shipped();
+            let encoded = Encoded::default();
+            let sent =
+                serde_json::to_vec(&build_request(&request, &table, &encoded).unwrap()).unwrap();
+            let built = build_request(&request, &table, &encoded).unwrap();
+            let in_place = InPlace {
+                contents: built.contents,
+                system_instruction: SystemInstruction {
+                    parts: [TextPart { text: &system }],
+                },
+                tools: (!tools.is_empty())
+                    .then(|| Tool {
+                        function_declarations: tools
+                            .iter()
+                            .map(|tool| FunctionDeclaration {
+                                name: &tool.name,
+                                description: &tool.description,
+                                parameters_json_schema: &tool.parameters,
+                            })
+                            .collect(),
+                    })
+                    .into_iter()
+                    .collect(),
+                tool_config: built.tool_config,
+                generation_config: built.generation_config,
+            };
+            assert_eq!(
+                String::from_utf8(sent).unwrap(),
+                serde_json::to_string(&in_place).unwrap()
+            );
         }
     }
 
