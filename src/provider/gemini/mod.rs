@@ -94,7 +94,7 @@ pub struct GeminiProvider {
     /// Secrets too short to redact, named for one warning.
     unredactable: Vec<String>,
     /// What every call of a prompt version sends alike, encoded once.
-    encoded: wire::Encoded,
+    encoded: super::encoded::Encoded,
     /// Each model's endpoint, parsed once.
     urls: Mutex<Bounded<String, reqwest::Url>>,
 }
@@ -125,7 +125,7 @@ impl GeminiProvider {
             config,
             transport,
             unredactable,
-            encoded: wire::Encoded::default(),
+            encoded: super::encoded::Encoded::default(),
             urls: Mutex::new(Bounded::new(64, 64 * 1024)),
         })
     }

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
 
-use crate::memo::ByAddress;
 use crate::models::{GeminiThinking, ModelTable};
+use crate::provider::encoded::Encoded;
 use crate::provider::{AiMessage, ModelRequest, ToolResultMessage};
 use crate::tools::ToolDeclaration;
 
@@ -29,54 +29,26 @@ pub struct GenerateContentRequest {
     pub generation_config: GenerationConfig,
 }
 
-/// What every turn of a prompt version sends alike, encoded once: the system
-/// text (most of a request: escaping its ~9 KB each call was a twentieth of
-/// an eval turn's CPU) and the tool declarations, each by its shared `Arc`
-/// (`chat::system_memo` shares a text among the turns that assemble it).
-pub struct Encoded {
-    system: ByAddress<str, Arc<RawValue>>,
-    tools: ByAddress<[ToolDeclaration], Arc<RawValue>>,
+/// `{"parts": [{"text": …}]}`.
+fn system_instruction(text: &str) -> serde_json::Result<Box<RawValue>> {
+    to_raw_value(&SystemInstruction {
+        parts: [TextPart { text }],
+    })
 }
 
-impl Default for Encoded {
-    fn default() -> Encoded {
-        // As many texts as `chat::system_memo` shares: one it has let go
-        // of is not asked for again.
-        Encoded {
-            system: ByAddress::new(64, 8 * 1024 * 1024),
-            tools: ByAddress::new(16, 1024 * 1024),
-        }
-    }
-}
-
-impl Encoded {
-    fn system(&self, system: &Arc<str>) -> serde_json::Result<Arc<RawValue>> {
-        let encode = |text: &str| {
-            let parts = [TextPart { text }];
-            to_raw_value(&SystemInstruction { parts }).map(Arc::from)
-        };
-        self.system
-            .get_or_make(system, encode, |json| system.len() + json.get().len())
-    }
-
-    fn tools(&self, tools: &Arc<[ToolDeclaration]>) -> serde_json::Result<Arc<RawValue>> {
-        let encode = |tools: &[ToolDeclaration]| {
-            let function_declarations = tools
-                .iter()
-                .map(|tool| FunctionDeclaration {
-                    name: &tool.name,
-                    description: &tool.description,
-                    parameters_json_schema: &tool.parameters,
-                })
-                .collect();
-            to_raw_value(&[Tool {
-                function_declarations,
-            }])
-            .map(Arc::from)
-        };
-        self.tools
-            .get_or_make(tools, encode, |json| json.get().len())
-    }
+/// `[{"functionDeclarations": […]}]`.
+fn tools_json(tools: &[ToolDeclaration]) -> serde_json::Result<Box<RawValue>> {
+    let function_declarations = tools
+        .iter()
+        .map(|tool| FunctionDeclaration {
+            name: &tool.name,
+            description: &tool.description,
+            parameters_json_schema: &tool.parameters,
+        })
+        .collect();
+    to_raw_value(&[Tool {
+        function_declarations,
+    }])
 }
 
 #[derive(Debug, Serialize)]
@@ -159,9 +131,9 @@ pub fn build_request(
     let has_tools = !request.tools.is_empty();
     Ok(GenerateContentRequest {
         contents: request.messages.iter().map(content_for).collect(),
-        system_instruction: encoded.system(&request.system)?,
+        system_instruction: encoded.system(&request.system, system_instruction)?,
         tools: match has_tools {
-            true => Some(encoded.tools(&request.tools)?),
+            true => Some(encoded.tools(&request.tools, tools_json)?),
             false => None,
         },
         tool_config: has_tools.then_some(ToolConfig {

@@ -5,11 +5,17 @@
 //! the model table names, `reasoning_effort` only for a model listed with
 //! levels, and a judge's reply schema as `response_format` (strict).
 
-use serde::Serialize;
+use std::sync::Arc;
+
+use serde::ser::SerializeSeq;
+use serde::{Serialize, Serializer};
+use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
 
 use crate::models::{ModelTable, TokenField};
+use crate::provider::encoded::Encoded;
 use crate::provider::{AiMessage, ModelRequest, ToolCall, ToolResultMessage};
+use crate::tools::ToolDeclaration;
 
 /// The name `response_format.json_schema` carries (letters, digits, `_`, `-`).
 pub const REPLY_SCHEMA_NAME: &str = "promptlab_reply";
@@ -17,9 +23,11 @@ pub const REPLY_SCHEMA_NAME: &str = "promptlab_reply";
 #[derive(Debug, Serialize)]
 pub struct ChatCompletionRequest {
     pub model: String,
-    pub messages: Vec<Value>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<Value>,
+    pub messages: Messages,
+    /// The functions, encoded once per shared tool list; left out when
+    /// there are none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Arc<RawValue>>,
     pub stream: bool,
     pub stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -32,6 +40,25 @@ pub struct ChatCompletionRequest {
     pub response_format: Option<Value>,
 }
 
+/// The system message (encoded once per shared text), then the
+/// conversation: one JSON array.
+#[derive(Debug)]
+pub struct Messages {
+    system: Arc<RawValue>,
+    conversation: Vec<Value>,
+}
+
+impl Serialize for Messages {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut messages = serializer.serialize_seq(Some(1 + self.conversation.len()))?;
+        messages.serialize_element(&self.system)?;
+        for message in &self.conversation {
+            messages.serialize_element(message)?;
+        }
+        messages.end()
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct StreamOptions {
     pub include_usage: bool,
@@ -39,21 +66,32 @@ pub struct StreamOptions {
 
 /// Maps our request to Chat Completions, with `table` saying how the model
 /// takes its output cap and its reasoning level.
-pub fn build_request(request: &ModelRequest, table: &ModelTable) -> ChatCompletionRequest {
-    let mut messages = Vec::with_capacity(request.messages.len() + 1);
-    messages.push(json!({"role": "system", "content": request.system}));
+pub fn build_request(
+    request: &ModelRequest,
+    table: &ModelTable,
+    encoded: &Encoded,
+) -> serde_json::Result<ChatCompletionRequest> {
+    let mut conversation = Vec::with_capacity(request.messages.len());
     for message in &request.messages {
-        push_message(&mut messages, message);
+        push_message(&mut conversation, message);
     }
+    let messages = Messages {
+        system: encoded.system(&request.system, system_message)?,
+        conversation,
+    };
     let cap = Some(request.max_output_tokens);
     let (max_completion_tokens, max_tokens) = match table.token_field(&request.model) {
         TokenField::MaxCompletionTokens => (cap, None),
         TokenField::MaxTokens => (None, cap),
     };
-    ChatCompletionRequest {
+    let tools = match request.tools.is_empty() {
+        true => None,
+        false => Some(encoded.tools(&request.tools, functions)?),
+    };
+    Ok(ChatCompletionRequest {
         model: request.model.clone(),
         messages,
-        tools: request.tools.iter().map(tool).collect(),
+        tools,
         stream: true,
         stream_options: StreamOptions {
             include_usage: true,
@@ -73,18 +111,47 @@ pub fn build_request(request: &ModelRequest, table: &ModelTable) -> ChatCompleti
                 },
             })
         }),
-    }
+    })
 }
 
-fn tool(declaration: &crate::tools::ToolDeclaration) -> Value {
-    json!({
-        "type": "function",
-        "function": {
-            "name": declaration.name,
-            "description": declaration.description,
-            "parameters": declaration.parameters,
-        },
+/// `{"role": "system", "content": …}`.
+fn system_message(text: &str) -> serde_json::Result<Box<RawValue>> {
+    #[derive(Serialize)]
+    struct SystemMessage<'a> {
+        role: &'static str,
+        content: &'a str,
+    }
+    to_raw_value(&SystemMessage {
+        role: "system",
+        content: text,
     })
+}
+
+/// The tools as Chat Completions functions, in the loop's order.
+fn functions(tools: &[ToolDeclaration]) -> serde_json::Result<Box<RawValue>> {
+    #[derive(Serialize)]
+    struct Tool<'a> {
+        r#type: &'static str,
+        function: Function<'a>,
+    }
+    #[derive(Serialize)]
+    struct Function<'a> {
+        name: &'a str,
+        description: &'a str,
+        parameters: &'a Value,
+    }
+    let tools: Vec<Tool> = tools
+        .iter()
+        .map(|tool| Tool {
+            r#type: "function",
+            function: Function {
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.parameters,
+            },
+        })
+        .collect();
+    to_raw_value(&tools)
 }
 
 fn push_message(messages: &mut Vec<Value>, message: &AiMessage) {
@@ -167,4 +234,55 @@ pub fn provider_state(message: Value) -> Value {
         "openai".to_string(),
         Value::Object(Map::from_iter([("message".to_string(), message)])),
     )]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prompts::thinking::ThinkingLevel;
+
+    /// The body as it was built before the system message and tools were
+    /// encoded once (`json!` values serialised in place, commit 7a0ba07):
+    /// no byte sent changed.
+    #[test]
+    fn pre_encoded_parts_send_the_bytes_serialising_them_in_place_did() {
+        let system: Arc<str> = "Claim \"CLM-1\":\n\t£1,200 — <b>\u{7}</b> \\ {{x}}".into();
+        let all = crate::tools::offered_tools(true).declarations.clone();
+        for tools in [Arc::clone(&all), Vec::new().into()] {
+            let request = ModelRequest {
+                model: "gpt-5-mini".into(),
+                system: Arc::clone(&system),
+                messages: vec![AiMessage::User {
+                    text: "What is the excess?".into(),
+                }],
+                tools: Arc::clone(&tools),
+                thinking_level: ThinkingLevel::Low,
+                max_output_tokens: 100,
+                response_schema: None,
+            };
+            let table = ModelTable::shipped();
+            let sent = serde_json::to_string(
+                &build_request(&request, &table, &Encoded::default()).unwrap(),
+            )
+            .unwrap();
+            let mut in_place: Value = serde_json::from_str(&sent).unwrap();
+            in_place["messages"] = json!([
+                {"role": "system", "content": request.system},
+                {"role": "user", "content": "What is the excess?"},
+            ]);
+            let functions: Vec<Value> = tools
+                .iter()
+                .map(|tool| {
+                    json!({"type": "function", "function": {
+                        "name": tool.name, "description": tool.description, "parameters": tool.parameters,
+                    }})
+                })
+                .collect();
+            match functions.is_empty() {
+                true => assert!(in_place.get("tools").is_none()),
+                false => in_place["tools"] = Value::Array(functions),
+            }
+            assert_eq!(sent, serde_json::to_string(&in_place).unwrap());
+        }
+    }
 }
