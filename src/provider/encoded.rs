@@ -55,3 +55,27 @@ impl Encoded {
             .get_or_make(tools, |tools| encode(tools).map(Arc::from), weight)
     }
 }
+
+/// Requests whose system text needs escaping (quotes, a control character,
+/// a backslash, non-ASCII), with every tool and with none: the adapters'
+/// tests pin their pre-encoded bodies against them.
+#[cfg(test)]
+pub(crate) fn sample_requests(model: &str) -> Vec<crate::provider::ModelRequest> {
+    let system: Arc<str> = "Claim \"CLM-1\":\n\t£1,200 — <b>\u{7}</b> \\ {{x}}".into();
+    let all = crate::tools::offered_tools(true).declarations.clone();
+    let none: Arc<[ToolDeclaration]> = Vec::new().into();
+    [all, none]
+        .into_iter()
+        .map(|tools| crate::provider::ModelRequest {
+            model: model.into(),
+            system: Arc::clone(&system),
+            messages: vec![crate::provider::AiMessage::User {
+                text: "What is the excess?".into(),
+            }],
+            tools,
+            thinking_level: crate::prompts::thinking::ThinkingLevel::Low,
+            max_output_tokens: 100,
+            response_schema: None,
+        })
+        .collect()
+}

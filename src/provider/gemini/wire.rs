@@ -403,20 +403,8 @@ mod tests {
             tool_config: Option<ToolConfig>,
             generation_config: GenerationConfig,
         }
-        let system: Arc<str> = "Claim \"CLM-1\":\n\t£1,200 — <b>\u{7}</b> \\ {{x}}".into();
-        let tools = crate::tools::offered_tools(true).declarations.clone();
-        for tools in [Arc::clone(&tools), Vec::new().into()] {
-            let request = ModelRequest {
-                model: "gemini-3.1-flash-lite".into(),
-                system: Arc::clone(&system),
-                messages: vec![AiMessage::User {
-                    text: "What is the excess?".into(),
-                }],
-                tools: Arc::clone(&tools),
-                thinking_level: ThinkingLevel::Low,
-                max_output_tokens: 100,
-                response_schema: None,
-            };
+        for request in crate::provider::encoded::sample_requests("gemini-3.1-flash-lite") {
+            let (system, tools) = (&request.system, &request.tools);
             let table = ModelTable::shipped();
             let encoded = Encoded::default();
             let sent =
@@ -425,7 +413,7 @@ mod tests {
             let in_place = InPlace {
                 contents: built.contents,
                 system_instruction: SystemInstruction {
-                    parts: [TextPart { text: &system }],
+                    parts: [TextPart { text: system }],
                 },
                 tools: (!tools.is_empty())
                     .then(|| Tool {

@@ -239,27 +239,14 @@ pub fn provider_state(message: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prompts::thinking::ThinkingLevel;
 
     /// The body as it was built before the system message and tools were
     /// encoded once (`json!` values serialised in place, commit 7a0ba07):
     /// no byte sent changed.
     #[test]
     fn pre_encoded_parts_send_the_bytes_serialising_them_in_place_did() {
-        let system: Arc<str> = "Claim \"CLM-1\":\n\t£1,200 — <b>\u{7}</b> \\ {{x}}".into();
-        let all = crate::tools::offered_tools(true).declarations.clone();
-        for tools in [Arc::clone(&all), Vec::new().into()] {
-            let request = ModelRequest {
-                model: "gpt-5-mini".into(),
-                system: Arc::clone(&system),
-                messages: vec![AiMessage::User {
-                    text: "What is the excess?".into(),
-                }],
-                tools: Arc::clone(&tools),
-                thinking_level: ThinkingLevel::Low,
-                max_output_tokens: 100,
-                response_schema: None,
-            };
+        for request in crate::provider::encoded::sample_requests("gpt-5-mini") {
+            let tools = &request.tools;
             let table = ModelTable::shipped();
             let sent = serde_json::to_string(
                 &build_request(&request, &table, &Encoded::default()).unwrap(),
