@@ -67,12 +67,9 @@ impl<K: Hash + Eq, V, S: BuildHasher + Default> Bounded<K, V, S> {
         }
     }
 
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     /// The bytes the entries weigh, as their inserters counted them.
