@@ -144,10 +144,53 @@ impl NewPrompt {
     /// writes and syncs it, the others find it there.
     pub fn write(self) -> io::Result<String> {
         let _writing = lock(&self.slot.writing);
+        #[cfg(test)]
+        self.slot.writes.fetch_add(1, Ordering::Relaxed);
         self.files.write_once(&self.slot.key, &self.bytes)?;
         *lock(&self.slot.unwritten) = None;
         self.slot.written.store(true, Ordering::Release);
         Ok(self.slot.key.clone())
+    }
+
+    /// `write` on the blocking pool, by one turn of the prompt version at
+    /// a time: the others that staged it meanwhile wait for that write on
+    /// the runtime, holding no thread, and find it done. Before, each of
+    /// them took a blocking thread only to find the file there — two
+    /// thread wake-ups a turn whenever a version's turns run together, as
+    /// an eval's repeats do (BENCHMARKS.md, issue #31). Should that write
+    /// fail, or its turn be dropped before it ends, the next waiter writes.
+    pub async fn write_off_thread(self) -> io::Result<String> {
+        loop {
+            let settled = self.slot.settled.notified();
+            tokio::pin!(settled);
+            // Listening before looking, so that a write that settles in
+            // between is not missed.
+            settled.as_mut().enable();
+            if self.slot.written.load(Ordering::Acquire) {
+                return Ok(self.slot.key.clone());
+            }
+            if !self.slot.claimed.swap(true, Ordering::AcqRel) {
+                break;
+            }
+            settled.await;
+        }
+        let claim = Claim(Arc::clone(&self.slot));
+        let written = tokio::task::spawn_blocking(move || self.write())
+            .await
+            .unwrap_or_else(|joined| Err(io::Error::other(joined)));
+        drop(claim);
+        written
+    }
+}
+
+/// A turn's claim to write its slot's file; given up when dropped, however
+/// the write ended, and the turns waiting on it told.
+struct Claim(Arc<Slot>);
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        self.0.claimed.store(false, Ordering::Release);
+        self.0.settled.notify_waiters();
     }
 }
 
@@ -174,8 +217,12 @@ pub fn stage_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<StagedP
         let unwritten = lock(&slot.unwritten).clone();
         let bytes = match unwritten {
             Some(bytes) => bytes,
-            // Written, then removed: written again from this turn's own.
-            None => serialised(prompt)?.0,
+            // Written, then removed: written again from this turn's own
+            // bytes, and unwritten until then for the turns that wait.
+            None => {
+                slot.written.store(false, Ordering::Release);
+                serialised(prompt)?.0
+            }
         };
         return Ok(StagedPrompt::New(NewPrompt { files, bytes, slot }));
     }
@@ -200,10 +247,17 @@ struct Slot {
     /// meanwhile; dropped then, so the memo holds names, not prompts.
     unwritten: Mutex<Option<Arc<[u8]>>>,
     written: AtomicBool,
+    /// A turn is writing it on the blocking pool (`write_off_thread`)...
+    claimed: AtomicBool,
+    /// ...and tells the turns waiting for it when that write has ended.
+    settled: tokio::sync::Notify,
     /// Held while its file is written and synced: on the blocking pool by
     /// the run-log recorder (`RunRecorder::wait`); a direct caller of
     /// `store_prompt` waits on it as it would on the write itself.
     writing: Mutex<()>,
+    /// How many writes were tried (the tests' count).
+    #[cfg(test)]
+    writes: std::sync::atomic::AtomicUsize,
 }
 
 impl Slot {
@@ -212,7 +266,11 @@ impl Slot {
             key,
             unwritten: Mutex::new(unwritten),
             written: AtomicBool::new(false),
+            claimed: AtomicBool::new(false),
+            settled: tokio::sync::Notify::new(),
             writing: Mutex::new(()),
+            #[cfg(test)]
+            writes: std::sync::atomic::AtomicUsize::new(0),
         }
     }
 }
@@ -445,6 +503,112 @@ mod tests {
         assert!(
             matches!(stage_as_a_turn(runs.path(), &record), StagedPrompt::Stored(k) if k == key)
         );
+    }
+
+    fn staged_by(turns: usize, runs_dir: &Path, record: &PromptRecord) -> Vec<NewPrompt> {
+        (0..turns)
+            .map(|_| match stage_as_a_turn(runs_dir, record) {
+                StagedPrompt::New(prompt) => prompt,
+                StagedPrompt::Stored(_) => panic!("not written yet"),
+            })
+            .collect()
+    }
+
+    fn current_thread() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    /// The turns of a prompt version that stage it together take no
+    /// blocking thread each: one writes, the others wait for that write.
+    #[test]
+    fn turns_staging_a_prompt_together_write_it_once_off_thread() {
+        let runs = tempfile::tempdir().unwrap();
+        let record = record_with_tools("one write");
+        let staged = staged_by(8, runs.path(), &record);
+        let slot = Arc::clone(&staged[0].slot);
+        let keys = current_thread().block_on(futures_util::future::join_all(
+            staged.into_iter().map(NewPrompt::write_off_thread),
+        ));
+        let key = crate::digest::sha256_hex(serde_json::to_vec(&record).unwrap());
+        assert!(
+            keys.iter().all(|k| k.as_deref().ok() == Some(key.as_str())),
+            "{keys:?}"
+        );
+        assert_eq!(
+            slot.writes.load(Ordering::Relaxed),
+            1,
+            "one write for eight turns"
+        );
+        assert!(!slot.claimed.load(Ordering::Relaxed));
+        assert!(
+            prompts_dir(runs.path())
+                .join(format!("{key}.json"))
+                .is_file()
+        );
+    }
+
+    /// A writer whose turn is dropped mid-write hands the write on: the
+    /// turns waiting for it write it themselves rather than wait forever.
+    #[test]
+    fn a_writer_dropped_mid_write_hands_the_write_on() {
+        let runs = tempfile::tempdir().unwrap();
+        let record = record_with_tools("dropped writer");
+        let mut staged = staged_by(3, runs.path(), &record);
+        let slot = Arc::clone(&staged[0].slot);
+        let writer = staged.remove(0);
+        current_thread().block_on(async {
+            // The first claims the write, and is dropped while its write
+            // waits for the slot's lock, held here.
+            let held = lock(&slot.writing);
+            let mut first = Box::pin(writer.write_off_thread());
+            assert!(futures_util::poll!(first.as_mut()).is_pending());
+            assert!(slot.claimed.load(Ordering::Acquire));
+            drop(first);
+            assert!(
+                !slot.claimed.load(Ordering::Acquire),
+                "the claim is given up"
+            );
+            drop(held);
+            let waiting = staged.into_iter().map(NewPrompt::write_off_thread);
+            let keys = tokio::time::timeout(
+                std::time::Duration::from_secs(60),
+                futures_util::future::join_all(waiting),
+            )
+            .await
+            .expect("the waiting turns were left waiting");
+            assert!(keys.iter().all(Result::is_ok), "{keys:?}");
+        });
+        assert!(slot.written.load(Ordering::Acquire));
+    }
+
+    /// A failed write is no written prompt: each waiting turn tries in turn
+    /// and says why it could not, none takes the file for written.
+    #[cfg(unix)]
+    #[test]
+    fn a_failed_write_fails_every_waiting_turn_without_a_hang() {
+        let runs = tempfile::tempdir().unwrap();
+        // `prompts` is a file: no prompt can be written under it.
+        std::fs::write(prompts_dir(runs.path()), "not a folder").unwrap();
+        let record = record_with_tools("failed write");
+        let staged = staged_by(4, runs.path(), &record);
+        let slot = Arc::clone(&staged[0].slot);
+        let results = current_thread().block_on(futures_util::future::join_all(
+            staged.into_iter().map(NewPrompt::write_off_thread),
+        ));
+        assert!(results.iter().all(Result::is_err), "{results:?}");
+        assert!(!slot.written.load(Ordering::Acquire));
+        assert!(!slot.claimed.load(Ordering::Acquire));
+    }
+
+    fn record_with_tools(text: &str) -> PromptRecord {
+        PromptRecord {
+            applied_overrides: BTreeMap::new(),
+            blocks: vec![block("system.safety", "Be careful."), block("b", text)],
+            tools: crate::tools::offered_tools(false).declarations.to_vec(),
+        }
     }
 
     fn block(id: &str, text: &str) -> PromptBlock {

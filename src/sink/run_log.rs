@@ -397,14 +397,13 @@ impl TurnSink for RunRecorder {
     }
 
     /// A new prompt's file is written and synced on the blocking pool, not
-    /// on the thread running the turn (which may run every turn of an eval).
+    /// on the thread running the turn (which may run every turn of an eval),
+    /// by one turn of its prompt version while the others wait for it.
     fn wait(&mut self) -> Option<futures_util::future::BoxFuture<'_, io::Result<()>>> {
         let prompt = self.unstored.take()?;
         Some(Box::pin(async move {
             let storing = Instant::now();
-            let written = tokio::task::spawn_blocking(move || prompt.write())
-                .await
-                .unwrap_or_else(|joined| Err(io::Error::other(joined)));
+            let written = prompt.write_off_thread().await;
             let result = written.and_then(|_| self.header_after_prompt(storing.elapsed()));
             self.kept_or_removed(result)
         }))
