@@ -8,13 +8,16 @@
 #   (install promptfoo as BENCHMARKS.md says), then: benches/promptfoo/side-by-side.sh
 # RUNS_ON=DIR puts promptlab's runs folder in a fresh folder under DIR (default: the
 # system's temporary folder), e.g. /dev/shm to leave the disk out; PROMPTLAB_BIN=PATH
-# runs another build of promptlab (an A/B).
+# runs another build of promptlab (an A/B); ROUNDS=N runs the pair N times, alternating
+# (default 1), and prints each round's ratio and their median. CPU is read to the
+# microsecond (benches/rusage.py): promptlab's whole run is about 0.1 s.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 target/release/examples/mock_gemini 0 0 > "$work/mock.out" 2>"$work/mock.err" &
 mock=$!
-trap 'kill $mock 2>/dev/null; rm -rf "$work"' EXIT
+runs=""
+trap 'kill $mock 2>/dev/null; rm -rf "$work" ${runs:+"$runs"}' EXIT
 for _ in $(seq 100); do grep -q listening "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
 base=$(sed -n 's/^listening on //p' "$work/mock.out")
 python3 - "$work" "$base" <<'PY'
@@ -35,20 +38,30 @@ config = {
 json.dump(config, open(f"{work}/promptfooconfig.json", "w"))
 PY
 export PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_CONFIG_DIR="$work/pf-home" GEMINI_API_KEY=bench
-/usr/bin/time -f "%U %S %e %M" -o "$work/pf.time" \
-    benches/promptfoo/node_modules/.bin/promptfoo eval -c "$work/promptfooconfig.json" \
-    --no-write --no-cache -j 16 --no-table --no-progress-bar > "$work/pf.out" 2>&1 || true
-runs=$(mktemp -d "${RUNS_ON:-${TMPDIR:-/tmp}}/side-by-side-runs-XXXXXX")
-trap 'kill $mock 2>/dev/null; rm -rf "$work" "$runs"' EXIT
-GEMINI_BASE_URL=$base /usr/bin/time -f "%U %S %e %M" -o "$work/pl.time" \
-    "${PROMPTLAB_BIN:-target/release/promptlab}" --runs-dir "$runs" eval benches/eval-1000-model.yaml -j 16 -q \
-    > "$work/pl.out" 2>&1 || true
-grep -E "Successes|Failures|passed|Pass Rate" "$work/pf.out" | tail -3 || true
-tail -1 "$work/pl.out"
+rounds=${ROUNDS:-1}
+for round in $(seq "$rounds"); do
+    benches/rusage.py "$work/pf.time" \
+        benches/promptfoo/node_modules/.bin/promptfoo eval -c "$work/promptfooconfig.json" \
+        --no-write --no-cache -j 16 --no-table --no-progress-bar > "$work/pf.out" 2>&1 || true
+    runs=$(mktemp -d "${RUNS_ON:-${TMPDIR:-/tmp}}/side-by-side-runs-XXXXXX")
+    GEMINI_BASE_URL=$base benches/rusage.py "$work/pl.time" \
+        "${PROMPTLAB_BIN:-target/release/promptlab}" --runs-dir "$runs" eval benches/eval-1000-model.yaml -j 16 -q \
+        > "$work/pl.out" 2>&1 || true
+    rm -rf "$runs"
+    echo "round $round of $rounds"
+    grep -E "Successes|Failures|passed|Pass Rate" "$work/pf.out" | tail -3 || true
+    tail -1 "$work/pl.out"
+    read -r pu ps pw pm < "$work/pf.time"
+    read -r lu ls lw lm < "$work/pl.time"
+    awk -v pu="$pu" -v ps="$ps" -v pw="$pw" -v pm="$pm" -v lu="$lu" -v ls="$ls" -v lw="$lw" -v lm="$lm" 'BEGIN {
+        printf "promptfoo: user=%.3fs sys=%.3fs wall=%.2fs peak_rss=%.1fMB cpu_per_case=%.2fms\n", pu, ps, pw, pm / 1024, (pu + ps) * 1000 / 1008
+        printf "promptlab: user=%.3fs sys=%.3fs wall=%.2fs peak_rss=%.1fMB cpu_per_turn=%.3fms\n", lu, ls, lw, lm / 1024, (lu + ls) * 1000 / 1008
+        printf "ratio promptfoo/promptlab: CPU %.1fx, peak memory %.1fx\n", (pu + ps) / (lu + ls), pm / lm }' | tee -a "$work/ratios"
+done
 echo "mock answered $(curl -s "$base/count") requests"
-read -r pu ps pw pm < "$work/pf.time"
-read -r lu ls lw lm < "$work/pl.time"
-awk -v pu="$pu" -v ps="$ps" -v pw="$pw" -v pm="$pm" -v lu="$lu" -v ls="$ls" -v lw="$lw" -v lm="$lm" 'BEGIN {
-    printf "promptfoo: user=%.2fs sys=%.2fs wall=%.2fs peak_rss=%.1fMB cpu_per_case=%.2fms\n", pu, ps, pw, pm / 1024, (pu + ps) * 1000 / 1008
-    printf "promptlab: user=%.2fs sys=%.2fs wall=%.2fs peak_rss=%.1fMB cpu_per_turn=%.2fms\n", lu, ls, lw, lm / 1024, (lu + ls) * 1000 / 1008
-    printf "ratio promptfoo/promptlab: CPU %.1fx, peak memory %.1fx\n", (pu + ps) / (lu + ls), pm / lm }'
+if [ "$rounds" -gt 1 ]; then
+    sed -n 's/^ratio promptfoo\/promptlab: CPU \([0-9.]*\)x, peak memory \([0-9.]*\)x$/\1 \2/p' "$work/ratios" |
+        sort -n | awk '{ cpu[NR] = $1; all = all " " $1 "x" } END {
+            m = (NR % 2) ? cpu[(NR + 1) / 2] : (cpu[NR / 2] + cpu[NR / 2 + 1]) / 2
+            printf "CPU ratios over %d rounds:%s; median %.1fx\n", NR, all, m }'
+fi
