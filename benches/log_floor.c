@@ -3,7 +3,7 @@
 // the header, the model call, the footer), close; every 256 logs one syncfs,
 // then each renamed to its final name — what `sink::log_commit` does for an
 // eval's logs (BENCHMARKS.md, issue #31). Prints nothing: run it under
-// `perf stat -e task-clock` or benches/rusage.py.
+// `perf stat -e task-clock` or benches/rusage.c.
 //   gcc -O2 -o /tmp/log_floor benches/log_floor.c
 //   /tmp/log_floor "$(mktemp -d /dev/shm/floor-XXXXXX)" 20000 [WRITES]
 #define _GNU_SOURCE

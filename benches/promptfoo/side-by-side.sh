@@ -8,16 +8,18 @@
 #   (install promptfoo as BENCHMARKS.md says), then: benches/promptfoo/side-by-side.sh
 # RUNS_ON=DIR puts promptlab's runs folder in a fresh folder under DIR (default: the
 # system's temporary folder), e.g. /dev/shm to leave the disk out; PROMPTLAB_BIN=PATH
-# runs another build of promptlab (an A/B); ROUNDS=N runs the pair N times, alternating
-# (default 1), and prints each round's ratio and their median. CPU is read to the
-# microsecond (benches/rusage.py): promptlab's whole run is about 0.1 s.
+# runs another build of promptlab (an A/B); ROUNDS=N runs the pair N times, promptfoo then
+# promptlab in each round (default 1), and prints each round's ratio and their median. CPU
+# is read to the microsecond (benches/rusage.c): promptlab's whole run is about 0.1 s. A
+# round in which either side did not pass all 1,008 cases stops the script (exit 1).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 target/release/examples/mock_gemini 0 0 > "$work/mock.out" 2>"$work/mock.err" &
 mock=$!
 runs=""
-trap 'kill $mock 2>/dev/null; rm -rf "$work" ${runs:+"$runs"}' EXIT
+trap 'kill $mock 2>/dev/null || true; rm -rf "$work" ${runs:+"$runs"}' EXIT
+gcc -O2 -o "$work/rusage" benches/rusage.c
 for _ in $(seq 100); do grep -q listening "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
 base=$(sed -n 's/^listening on //p' "$work/mock.out")
 python3 - "$work" "$base" <<'PY'
@@ -40,17 +42,22 @@ PY
 export PROMPTFOO_DISABLE_TELEMETRY=1 PROMPTFOO_DISABLE_UPDATE=1 PROMPTFOO_CONFIG_DIR="$work/pf-home" GEMINI_API_KEY=bench
 rounds=${ROUNDS:-1}
 for round in $(seq "$rounds"); do
-    benches/rusage.py "$work/pf.time" \
+    "$work/rusage" "$work/pf.time" \
         benches/promptfoo/node_modules/.bin/promptfoo eval -c "$work/promptfooconfig.json" \
         --no-write --no-cache -j 16 --no-table --no-progress-bar > "$work/pf.out" 2>&1 || true
     runs=$(mktemp -d "${RUNS_ON:-${TMPDIR:-/tmp}}/side-by-side-runs-XXXXXX")
-    GEMINI_BASE_URL=$base benches/rusage.py "$work/pl.time" \
+    GEMINI_BASE_URL=$base "$work/rusage" "$work/pl.time" \
         "${PROMPTLAB_BIN:-target/release/promptlab}" --runs-dir "$runs" eval benches/eval-1000-model.yaml -j 16 -q \
         > "$work/pl.out" 2>&1 || true
     rm -rf "$runs"
     echo "round $round of $rounds"
     grep -E "Successes|Failures|passed|Pass Rate" "$work/pf.out" | tail -3 || true
     tail -1 "$work/pl.out"
+    # A side that failed would give a ratio of nothing: no round counts unless both passed.
+    if ! grep -q "Successes: 1008" "$work/pf.out" || ! tail -1 "$work/pl.out" | grep -q "^1008 turns: 1008 passed"; then
+        echo "round $round: a side did not pass all 1,008 cases; see above" >&2
+        exit 1
+    fi
     read -r pu ps pw pm < "$work/pf.time"
     read -r lu ls lw lm < "$work/pl.time"
     awk -v pu="$pu" -v ps="$ps" -v pw="$pw" -v pm="$pm" -v lu="$lu" -v ls="$ls" -v lw="$lw" -v lm="$lm" 'BEGIN {

@@ -108,7 +108,8 @@ impl<'a> PromptParts<'a> {
 /// first of each prompt version) is known by its identity, without being
 /// serialised and hashed again (~8% of an HTTP eval turn's CPU samples,
 /// BENCHMARKS.md, issue #31); its file is still looked for, and written
-/// again if it is gone.
+/// again if it is gone. (`NewPrompt::write_off_thread` is the same for a
+/// caller on a runtime, the turns that wait for a write holding no thread.)
 pub fn store_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<String> {
     match stage_prompt(runs_dir, prompt)? {
         StagedPrompt::Stored(key) => Ok(key),
@@ -166,7 +167,9 @@ impl NewPrompt {
             // Listening before looking, so that a write that settles in
             // between is not missed.
             settled.as_mut().enable();
-            if self.slot.written.load(Ordering::Acquire) {
+            // Looked for, not only remembered: a file removed since it was
+            // written is written again, as `stage_prompt` would.
+            if self.slot.on_disk(&self.files) {
                 return Ok(self.slot.key.clone());
             }
             if !self.slot.claimed.swap(true, Ordering::AcqRel) {
@@ -217,12 +220,8 @@ pub fn stage_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<StagedP
         let unwritten = lock(&slot.unwritten).clone();
         let bytes = match unwritten {
             Some(bytes) => bytes,
-            // Written, then removed: written again from this turn's own
-            // bytes, and unwritten until then for the turns that wait.
-            None => {
-                slot.written.store(false, Ordering::Release);
-                serialised(prompt)?.0
-            }
+            // Written, then removed: written again from this turn's own.
+            None => serialised(prompt)?.0,
         };
         return Ok(StagedPrompt::New(NewPrompt { files, bytes, slot }));
     }
@@ -529,9 +528,9 @@ mod tests {
         let record = record_with_tools("one write");
         let staged = staged_by(8, runs.path(), &record);
         let slot = Arc::clone(&staged[0].slot);
-        let keys = current_thread().block_on(futures_util::future::join_all(
+        let keys = current_thread().block_on(within_a_minute(futures_util::future::join_all(
             staged.into_iter().map(NewPrompt::write_off_thread),
-        ));
+        )));
         let key = crate::digest::sha256_hex(serde_json::to_vec(&record).unwrap());
         assert!(
             keys.iter().all(|k| k.as_deref().ok() == Some(key.as_str())),
@@ -552,6 +551,10 @@ mod tests {
 
     /// A writer whose turn is dropped mid-write hands the write on: the
     /// turns waiting for it write it themselves rather than wait forever.
+    // The slot's lock is held across polls on purpose: it is what keeps
+    // the dropped writer's blocking half from finishing first. `poll!`
+    // polls once and never yields to anything that takes it.
+    #[allow(clippy::await_holding_lock)]
     #[test]
     fn a_writer_dropped_mid_write_hands_the_write_on() {
         let runs = tempfile::tempdir().unwrap();
@@ -560,28 +563,55 @@ mod tests {
         let slot = Arc::clone(&staged[0].slot);
         let writer = staged.remove(0);
         current_thread().block_on(async {
-            // The first claims the write, and is dropped while its write
-            // waits for the slot's lock, held here.
+            // The first claims the write, whose blocking half waits for the
+            // slot's lock, held here; the others wait for it to settle.
             let held = lock(&slot.writing);
             let mut first = Box::pin(writer.write_off_thread());
             assert!(futures_util::poll!(first.as_mut()).is_pending());
             assert!(slot.claimed.load(Ordering::Acquire));
+            let mut waiting = Box::pin(futures_util::future::join_all(
+                staged.into_iter().map(NewPrompt::write_off_thread),
+            ));
+            assert!(futures_util::poll!(waiting.as_mut()).is_pending());
+            // Dropped mid-write: the waiters must be told, or they wait on.
             drop(first);
-            assert!(
-                !slot.claimed.load(Ordering::Acquire),
-                "the claim is given up"
-            );
             drop(held);
-            let waiting = staged.into_iter().map(NewPrompt::write_off_thread);
-            let keys = tokio::time::timeout(
-                std::time::Duration::from_secs(60),
-                futures_util::future::join_all(waiting),
-            )
-            .await
-            .expect("the waiting turns were left waiting");
+            let keys = within_a_minute(waiting).await;
             assert!(keys.iter().all(Result::is_ok), "{keys:?}");
         });
         assert!(slot.written.load(Ordering::Acquire));
+        assert!(!slot.claimed.load(Ordering::Acquire));
+    }
+
+    /// A prompt file removed after it was written is written again by the
+    /// next turn that stages it, even one staged while it was there.
+    #[test]
+    fn a_prompt_removed_after_its_write_is_written_again_off_thread() {
+        let runs = tempfile::tempdir().unwrap();
+        let record = record_with_tools("removed");
+        let mut staged = staged_by(2, runs.path(), &record);
+        let later = staged.pop().unwrap();
+        let first = staged.pop().unwrap();
+        let runtime = current_thread();
+        let key = runtime.block_on(first.write_off_thread()).unwrap();
+        let file = prompts_dir(runs.path()).join(format!("{key}.json"));
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(runtime.block_on(later.write_off_thread()).unwrap(), key);
+        assert!(file.is_file(), "written again by a turn staged before");
+        std::fs::remove_file(&file).unwrap();
+        let again = match stage_as_a_turn(runs.path(), &record) {
+            StagedPrompt::New(prompt) => prompt,
+            StagedPrompt::Stored(_) => panic!("its file is gone"),
+        };
+        assert_eq!(runtime.block_on(again.write_off_thread()).unwrap(), key);
+        assert!(file.is_file(), "written again by a turn staged after");
+    }
+
+    /// A hang is a failure, not a test that never ends.
+    async fn within_a_minute<T>(waiting: impl std::future::Future<Output = T>) -> T {
+        tokio::time::timeout(std::time::Duration::from_secs(60), waiting)
+            .await
+            .expect("turns were left waiting for a write")
     }
 
     /// A failed write is no written prompt: each waiting turn tries in turn
@@ -595,9 +625,9 @@ mod tests {
         let record = record_with_tools("failed write");
         let staged = staged_by(4, runs.path(), &record);
         let slot = Arc::clone(&staged[0].slot);
-        let results = current_thread().block_on(futures_util::future::join_all(
+        let results = current_thread().block_on(within_a_minute(futures_util::future::join_all(
             staged.into_iter().map(NewPrompt::write_off_thread),
-        ));
+        )));
         assert!(results.iter().all(Result::is_err), "{results:?}");
         assert!(!slot.written.load(Ordering::Acquire));
         assert!(!slot.claimed.load(Ordering::Acquire));
