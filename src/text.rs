@@ -8,6 +8,28 @@
 //! `string.length` values: UTF-16 code units. Counting the same here keeps a
 //! request that production accepts accepted, and one it refuses refused.
 
+/// `eprintln!` that never panics: a line stderr cannot take (`2>/dev/full`,
+/// a closed descriptor `2>&-`, a reader gone) is dropped, where `eprintln!`
+/// would panic and turn the documented exit code into 101. The exit code
+/// still says what happened. Every message promptlab writes to stderr goes
+/// through it.
+#[macro_export]
+macro_rules! eprintln_or_drop {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` that never panics (`eprintln_or_drop!`, without the newline).
+#[macro_export]
+macro_rules! eprint_or_drop {
+    ($($arg:tt)*) => {{
+        use ::std::io::Write as _;
+        let _ = ::std::write!(::std::io::stderr(), $($arg)*);
+    }};
+}
+
 /// How many characters of an input a message quotes, at most.
 pub const QUOTE_CHARS: usize = 200;
 

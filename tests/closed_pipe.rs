@@ -124,3 +124,65 @@ fn a_listing_cut_short_by_head_stays_a_quiet_zero() {
     assert_eq!(stdout.len(), 10);
     assert_eq!(stderr.trim(), "");
 }
+
+/// `/dev/full` as a stream: every write fails with "No space left on
+/// device", which `eprintln!`/`println!` turn into a panic (exit 101).
+#[cfg(target_os = "linux")]
+fn dev_full() -> std::process::Stdio {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .expect("/dev/full")
+        .into()
+}
+
+/// A stderr that takes nothing (`2>/dev/full`) loses the messages, never
+/// the exit code: a bad suite is still a usage error (2), a turn still
+/// passes (0).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stderr_keeps_each_exit_code() {
+    let runs = tempfile::tempdir().unwrap();
+    let status = |args: &[&str]| {
+        support::promptlab()
+            .env("PROMPTLAB_RUNS_DIR", runs.path())
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(dev_full())
+            .status()
+            .unwrap()
+            .code()
+    };
+    assert_eq!(status(&["eval", "no-such-suite.yaml"]), Some(2));
+    let turn = [
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--provider",
+        "script",
+        "--script",
+        "tests/data/scripts/excess.yaml",
+        "What is the excess?",
+    ];
+    assert_eq!(status(&turn), Some(0));
+}
+
+/// A stdout that takes nothing (`>/dev/full`) is an error said on stderr
+/// with exit 1, not a panic.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    let cache = tempfile::tempdir().unwrap();
+    let run = support::promptlab()
+        .args(["--cache-dir"])
+        .arg(cache.path())
+        .args(["cache", "stats"])
+        .stdout(dev_full())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("error: "), "{stderr}");
+    assert!(stderr.contains("No space left on device"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}

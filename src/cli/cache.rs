@@ -3,6 +3,7 @@
 //! hex>.json`, and temporary files a killed writer left) are ever removed,
 //! so a --cache-dir pointed at the wrong folder loses nothing else.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -85,7 +86,7 @@ pub fn run(command: CacheCommand, cache_dir: &Path) -> Result<Exit, CliError> {
 }
 
 fn stats(cache_dir: &Path) -> Result<Exit, CliError> {
-    println!("cache folder: {}", cache_dir.display());
+    writeln!(std::io::stdout(), "cache folder: {}", cache_dir.display())?;
     for (kind, what) in KINDS {
         let entries = entries(&cache_dir.join(kind))?;
         let kept: Vec<&Entry> = entries.iter().filter(|e| !e.temporary).collect();
@@ -96,16 +97,17 @@ fn stats(cache_dir: &Path) -> Result<Exit, CliError> {
                 .unwrap_or_else(|| "–".into())
         };
         if kept.is_empty() {
-            println!("{kind}: empty");
+            writeln!(std::io::stdout(), "{kind}: empty")?;
             continue;
         }
         let oldest = age(kept.iter().map(|e| e.modified).min());
         let newest = age(kept.iter().map(|e| e.modified).max());
-        println!(
+        writeln!(
+            std::io::stdout(),
             "{kind}: {} {what}, {}, oldest {oldest} ago, newest {newest} ago",
             kept.len(),
             size(bytes)
-        );
+        )?;
     }
     Ok(Exit::Success)
 }
@@ -140,7 +142,11 @@ fn remove(
                 }
             }
         }
-        println!("{kind}: {verb} {count} {what} ({})", size(bytes));
+        writeln!(
+            std::io::stdout(),
+            "{kind}: {verb} {count} {what} ({})",
+            size(bytes)
+        )?;
     }
     Ok(Exit::Success)
 }

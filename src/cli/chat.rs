@@ -2,6 +2,7 @@
 //! `-i`, streamed to the terminal or as NDJSON / SSE.
 
 use std::io::IsTerminal;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
@@ -139,7 +140,7 @@ pub fn run(
                 "replay: model call {}: {}",
                 divergence.model_call, divergence.message
             );
-            eprintln!("{}", promptlab::text::printable(&line));
+            promptlab::eprintln_or_drop!("{}", promptlab::text::printable(&line));
         }
     }
     Ok(exit)
@@ -208,7 +209,7 @@ pub fn default_format() -> OutputFormat {
 /// On a terminal, say where the run log went.
 pub fn report_recording(run: &TurnRun, format: OutputFormat) {
     if let (Some(path), OutputFormat::Pretty) = (&run.recorded, format) {
-        eprintln!(
+        promptlab::eprintln_or_drop!(
             "{}",
             Style::for_stdout().dim(&format!("recorded {}", path.display()))
         );
@@ -233,7 +234,13 @@ pub fn hint_after_error(run: &TurnRun, settings: &TurnSettings, ctx: Lookup<'_>)
         .filter(|id| ctx.registry.capability(id).is_none())
         .and_then(|id| suggest::capability(id, ctx.registry));
     for hint in claim_hint.into_iter().chain(capability_hint) {
-        println!("{}", Style::for_stdout().dim(&format!("hint: {hint}")));
+        // After the turn's own error: a stdout that cannot take the hint
+        // loses only the hint.
+        let _ = writeln!(
+            std::io::stdout(),
+            "{}",
+            Style::for_stdout().dim(&format!("hint: {hint}"))
+        );
     }
 }
 

@@ -119,7 +119,7 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             Ok(loaded) => claims.push(loaded.claim),
             Err(error) => {
                 invalid += 1;
-                eprintln!("warning: skipped {}", printable(&error.to_string()));
+                promptlab::eprintln_or_drop!("warning: skipped {}", printable(&error.to_string()));
             }
         }
     }
@@ -211,18 +211,18 @@ fn validate(args: ValidateArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         };
         if let Some(problem) = problem {
             invalid += 1;
-            println!("{}", printable(&problem));
+            writeln!(std::io::stdout(), "{}", printable(&problem))?;
         }
     }
     let style = Style::for_stdout();
     if invalid == 0 {
-        eprintln!(
+        promptlab::eprintln_or_drop!(
             "{}",
             style.green(&format!("{} claims valid", entries.len()))
         );
         Ok(Exit::Success)
     } else {
-        eprintln!(
+        promptlab::eprintln_or_drop!(
             "{}",
             style.red(&format!("{invalid} of {} claims invalid", entries.len()))
         );

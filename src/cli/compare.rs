@@ -128,7 +128,7 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     let mut notes: Vec<&String> = a.notes.iter().chain(&b.notes).collect();
     notes.dedup();
     for note in notes {
-        eprintln!("{}", promptlab::sink::printable(note));
+        promptlab::eprintln_or_drop!("{}", promptlab::sink::printable(note));
     }
     let criterion = criterion(&args)?;
     // Built before any judge call, so a missing key fails first (exit 2).
@@ -161,13 +161,17 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     match &args.output {
         Some(path) => {
             write_page(path, &report)?;
-            eprintln!("wrote {}: {} pairs", path.display(), comparison.pairs.len());
+            promptlab::eprintln_or_drop!(
+                "wrote {}: {} pairs",
+                path.display(),
+                comparison.pairs.len()
+            );
         }
         None => std::io::stdout().lock().write_all(report.as_bytes())?,
     }
     if !gate.passed() && (args.format != CompareFormat::Table || args.output.is_some()) {
         for failure in &gate.failures {
-            eprintln!("gate failed: {failure}");
+            promptlab::eprintln_or_drop!("gate failed: {failure}");
         }
     }
     Ok(if gate.passed() {
@@ -232,7 +236,7 @@ fn judge_pairs_now(
 ) -> Result<(), CliError> {
     let runtime = tokio::runtime::Runtime::new()?;
     let cancel = tokio_util::sync::CancellationToken::new();
-    eprintln!(
+    promptlab::eprintln_or_drop!(
         "judging {} pairs in both orders with {} ({})…",
         comparison.pairs.len(),
         judge.settings().model,

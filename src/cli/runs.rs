@@ -183,16 +183,17 @@ fn reindex(runs_dir: &Path) -> Result<Exit, CliError> {
     let started = std::time::Instant::now();
     let (_, report) = promptlab::index::RunIndex::rebuild(runs_dir).map_err(CliError::failed)?;
     for problem in &report.problems {
-        eprintln!("warning: skipped {}", printable(problem));
+        promptlab::eprintln_or_drop!("warning: skipped {}", printable(problem));
     }
-    println!(
+    writeln!(
+        std::io::stdout(),
         "indexed {} {} in {} ({} unreadable) in {:.1} s",
         promptlab::index::thousands(report.read as u64),
         plural(report.read, "run log", "run logs"),
         runs_dir.join(promptlab::index::INDEX_FILE).display(),
         report.problems.len(),
         started.elapsed().as_secs_f64()
-    );
+    )?;
     Ok(Exit::Success)
 }
 
@@ -253,7 +254,9 @@ fn list(args: ListArgs, runs_dir: &Path) -> Result<Exit, CliError> {
         match summarize(path) {
             Ok(run) => runs.push(run),
             // Gone or changed since it was indexed: said, not guessed at.
-            Err(problem) => eprintln!("warning: skipped {}", printable(&problem.to_string())),
+            Err(problem) => {
+                promptlab::eprintln_or_drop!("warning: skipped {}", printable(&problem.to_string()))
+            }
         }
     }
     let rows: Vec<RunRow> = runs.iter().map(RunRow::of).collect();

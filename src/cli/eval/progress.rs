@@ -81,6 +81,7 @@ struct Feedback<'a> {
     total: usize,
     /// Set when stdout is gone: the run is cancelled.
     stdout_closed: bool,
+    /// The bar's counts and times: kept only when there is a bar.
     tally: Tally,
     /// Turns run at once (`-j`), for the ETA.
     jobs: usize,
@@ -287,28 +288,34 @@ impl Feedback<'_> {
         if self.ndjson {
             write_record(out, &EvalRecord::Turn(TurnRecord::of(self.plan, result)))?;
         }
-        let line = promptlab::text::printable(&format!(
-            "{} {} ({:.2} s)",
-            result.verdict.outcome.as_str(),
-            turn_label(self.plan, result),
-            result.observation.latency_ms as f64 / 1000.0
-        ));
-        self.tally.add(result);
+        // Formatted only for a bar or a line that shows it: `-q` and
+        // NDJSON runs format nothing a turn.
+        let line = || {
+            promptlab::text::printable(&format!(
+                "{} {} ({:.2} s)",
+                result.verdict.outcome.as_str(),
+                turn_label(self.plan, result),
+                result.observation.latency_ms as f64 / 1000.0
+            ))
+        };
         match &self.bar {
             Some(bar) => {
+                self.tally.add(result);
                 bar.set_position(self.finished as u64);
                 let remaining = self.total.saturating_sub(self.finished);
                 bar.set_message(format!(
-                    "{} · {line}",
-                    self.tally.line(remaining, self.jobs)
+                    "{} · {}",
+                    self.tally.line(remaining, self.jobs),
+                    line()
                 ));
             }
             None if !self.ndjson && !self.quiet => say(
                 &self.bar,
                 format!(
-                    "[{:>width$}/{}] {line}",
+                    "[{:>width$}/{}] {}",
                     self.finished,
                     self.total,
+                    line(),
                     width = self.total.to_string().len()
                 ),
             ),

@@ -10,6 +10,7 @@
 //! old one is seen too.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -67,7 +68,7 @@ pub fn run(
     tracing: Option<&promptlab::telemetry::Tracing>,
 ) -> Result<Exit, CliError> {
     if settings.cache != CacheChoice::Always && !settings.output.quiet {
-        eprintln!(
+        promptlab::eprintln_or_drop!(
             "tip: add --cache so that each run calls the model only for the turns an edit changed"
         );
     }
@@ -79,7 +80,7 @@ pub fn run(
         watched.extend(watch_set(settings, store));
         // Dropped at the end of the iteration: the next watches anew.
         let (_watcher, mut changes) = start_watcher(&watched)?;
-        println!("── watch: run {iteration} ──");
+        writeln!(std::io::stdout(), "── watch: run {iteration} ──")?;
         match run_once(
             settings,
             &EvalMode::Run { resume: false },
@@ -90,24 +91,28 @@ pub fn run(
             Ok((exit @ (Exit::Cancelled | Exit::Terminated), _)) => return Ok(exit),
             Ok((_, snapshot)) => {
                 for line in changes_since(previous.as_deref(), &snapshot) {
-                    println!("{line}");
+                    writeln!(std::io::stdout(), "{line}")?;
                 }
                 previous = Some(snapshot);
             }
             Err(error) => {
-                eprintln!("error: {}", error.report());
-                println!("watch: the run could not start; fix the error and save to run again");
+                promptlab::eprintln_or_drop!("error: {}", error.report());
+                writeln!(
+                    std::io::stdout(),
+                    "watch: the run could not start; fix the error and save to run again"
+                )?;
             }
         }
-        println!(
+        writeln!(
+            std::io::stdout(),
             "watch: watching {} file{} for changes (Ctrl-C to stop)",
             watched.len(),
             if watched.len() == 1 { "" } else { "s" }
-        );
+        )?;
         let stop = runtime.block_on(next_change(&mut changes, &watched, &mut stops));
         if let Some(exit) = stop {
             let tally = previous.as_deref().map(tally).unwrap_or_default();
-            println!("watch: stopped{tally}");
+            writeln!(std::io::stdout(), "watch: stopped{tally}")?;
             return Ok(exit);
         }
     }
@@ -160,7 +165,9 @@ async fn next_change(
                 // An editor saves in several steps: let them finish.
                 tokio::time::sleep(DEBOUNCE).await;
                 while changes.try_recv().is_ok() {}
-                println!("watch: {} changed; running again", first.display());
+                // A stdout that is gone is an error at the next run's
+                // first line, which `run` returns.
+                let _ = writeln!(std::io::stdout(), "watch: {} changed; running again", first.display());
                 return None;
             }
             exit = stops.next() => return Some(exit),
