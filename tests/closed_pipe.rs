@@ -154,16 +154,7 @@ fn a_full_stderr_keeps_each_exit_code() {
             .code()
     };
     assert_eq!(status(&["eval", "no-such-suite.yaml"]), Some(2));
-    let turn = [
-        "chat",
-        "--claim-id",
-        "CLM-HH-0001",
-        "--provider",
-        "script",
-        "--script",
-        "tests/data/scripts/excess.yaml",
-        "What is the excess?",
-    ];
+    let turn = [&support::SCRIPTED_CHAT[..], &["What is the excess?"]].concat();
     assert_eq!(status(&turn), Some(0));
 }
 
