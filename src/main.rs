@@ -27,10 +27,10 @@ fn main() -> ExitCode {
         Err(error) => {
             // Messages quote their input, which may hold control characters.
             let report = promptlab::text::printable(&error.report());
-            promptlab::eprintln_or_drop!("error: {report}");
+            promptlab::text::eprintln_or_drop!("error: {report}");
             let registry = PromptRegistry::embedded();
             if let Some(hint) = cli::suggest::for_error(&error, &store, &runs_dir, registry) {
-                promptlab::eprintln_or_drop!("hint: {}", promptlab::text::printable(&hint));
+                promptlab::text::eprintln_or_drop!("hint: {}", promptlab::text::printable(&hint));
             }
             error.code()
         }

@@ -30,6 +30,10 @@ macro_rules! eprint_or_drop {
     }};
 }
 
+// `#[macro_export]` puts the macros at the crate's root; they are this
+// module's all the same, and used as `text::eprintln_or_drop!`.
+pub use super::{eprint_or_drop, eprintln_or_drop};
+
 /// How many characters of an input a message quotes, at most.
 pub const QUOTE_CHARS: usize = 200;
 

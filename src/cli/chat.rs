@@ -140,7 +140,7 @@ pub fn run(
                 "replay: model call {}: {}",
                 divergence.model_call, divergence.message
             );
-            promptlab::eprintln_or_drop!("{}", promptlab::text::printable(&line));
+            promptlab::text::eprintln_or_drop!("{}", promptlab::text::printable(&line));
         }
     }
     Ok(exit)
@@ -209,7 +209,7 @@ pub fn default_format() -> OutputFormat {
 /// On a terminal, say where the run log went.
 pub fn report_recording(run: &TurnRun, format: OutputFormat) {
     if let (Some(path), OutputFormat::Pretty) = (&run.recorded, format) {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "{}",
             Style::for_stdout().dim(&format!("recorded {}", path.display()))
         );

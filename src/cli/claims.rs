@@ -119,7 +119,10 @@ fn list(args: ListArgs, store: &ClaimStore) -> Result<Exit, CliError> {
             Ok(loaded) => claims.push(loaded.claim),
             Err(error) => {
                 invalid += 1;
-                promptlab::eprintln_or_drop!("warning: skipped {}", printable(&error.to_string()));
+                promptlab::text::eprintln_or_drop!(
+                    "warning: skipped {}",
+                    printable(&error.to_string())
+                );
             }
         }
     }
@@ -216,13 +219,13 @@ fn validate(args: ValidateArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     }
     let style = Style::for_stdout();
     if invalid == 0 {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "{}",
             style.green(&format!("{} claims valid", entries.len()))
         );
         Ok(Exit::Success)
     } else {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "{}",
             style.red(&format!("{invalid} of {} claims invalid", entries.len()))
         );

@@ -128,7 +128,7 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     let mut notes: Vec<&String> = a.notes.iter().chain(&b.notes).collect();
     notes.dedup();
     for note in notes {
-        promptlab::eprintln_or_drop!("{}", promptlab::sink::printable(note));
+        promptlab::text::eprintln_or_drop!("{}", promptlab::sink::printable(note));
     }
     let criterion = criterion(&args)?;
     // Built before any judge call, so a missing key fails first (exit 2).
@@ -161,7 +161,7 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     match &args.output {
         Some(path) => {
             write_page(path, &report)?;
-            promptlab::eprintln_or_drop!(
+            promptlab::text::eprintln_or_drop!(
                 "wrote {}: {} pairs",
                 path.display(),
                 comparison.pairs.len()
@@ -171,7 +171,7 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     }
     if !gate.passed() && (args.format != CompareFormat::Table || args.output.is_some()) {
         for failure in &gate.failures {
-            promptlab::eprintln_or_drop!("gate failed: {failure}");
+            promptlab::text::eprintln_or_drop!("gate failed: {failure}");
         }
     }
     Ok(if gate.passed() {
@@ -236,7 +236,7 @@ fn judge_pairs_now(
 ) -> Result<(), CliError> {
     let runtime = tokio::runtime::Runtime::new()?;
     let cancel = tokio_util::sync::CancellationToken::new();
-    promptlab::eprintln_or_drop!(
+    promptlab::text::eprintln_or_drop!(
         "judging {} pairs in both orders with {} ({})…",
         comparison.pairs.len(),
         judge.settings().model,

@@ -133,10 +133,10 @@ impl PromptArgs {
                 ignored.reason,
                 super::suggest::prompt_id_suffix(&ignored.id, registry)
             );
-            promptlab::eprintln_or_drop!("{}", promptlab::text::printable(&warning));
+            promptlab::text::eprintln_or_drop!("{}", promptlab::text::printable(&warning));
         }
         for unknown in &resolved.unknown_placeholders {
-            promptlab::eprintln_or_drop!("warning: {unknown}");
+            promptlab::text::eprintln_or_drop!("warning: {unknown}");
         }
         Ok(LoadedPromptOptions {
             options,

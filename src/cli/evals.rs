@@ -90,10 +90,10 @@ pub fn run(command: EvalsCommand, runs_dir: &Path) -> Result<Exit, CliError> {
 pub fn open_index(runs_dir: &Path) -> Result<RunIndex, CliError> {
     let opened = RunIndex::open(runs_dir).map_err(CliError::failed)?;
     for note in &opened.notes {
-        promptlab::eprintln_or_drop!("{}", printable(note));
+        promptlab::text::eprintln_or_drop!("{}", printable(note));
     }
     for problem in &opened.problems {
-        promptlab::eprintln_or_drop!("warning: skipped {}", printable(problem));
+        promptlab::text::eprintln_or_drop!("warning: skipped {}", printable(problem));
     }
     Ok(opened.index)
 }
@@ -154,7 +154,7 @@ pub fn record_eval_run(
         .unwrap_or_default(),
     };
     if let Err(error) = promptlab::index::evals::record_eval_run(runs_dir, &file, turns) {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "warning: eval run {} not kept in {}'s history: {error}",
             file.eval_run,
             runs_dir.display()

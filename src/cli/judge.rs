@@ -166,7 +166,7 @@ impl JudgeArgs {
 /// `Gemini (judging) answered 503; retrying (2 of 3) in 1.2 s`.
 pub fn notices_on_stderr() -> promptlab::judge::RetryNotices {
     promptlab::judge::RetryNotices::new(|notice| {
-        promptlab::eprintln_or_drop!("{}", promptlab::text::printable(&notice.to_string()));
+        promptlab::text::eprintln_or_drop!("{}", promptlab::text::printable(&notice.to_string()));
     })
 }
 

@@ -231,7 +231,7 @@ impl ModelArgs {
     ) -> Result<(TurnRunner, Option<Arc<ReplayProvider>>), CliError> {
         if self.provider == ProviderKind::Worker {
             if cache_dir.is_some() {
-                promptlab::eprintln_or_drop!(
+                promptlab::text::eprintln_or_drop!(
                     "warning: --cache has no effect with --provider worker: the deployment calls its model"
                 );
             }
@@ -309,7 +309,7 @@ pub fn warn_unredactable(warnings: &[String]) {
             .map(|mut said| said.insert(warning.clone()))
             .unwrap_or(true);
         if first {
-            promptlab::eprintln_or_drop!("{warning}");
+            promptlab::text::eprintln_or_drop!("{warning}");
         }
     }
 }

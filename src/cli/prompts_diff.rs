@@ -40,7 +40,7 @@ fn side(
     let side = diff_side(spec, &options, registry, &claim.claim, today, &flag)?;
     for ignored in &side.ignored {
         let hint = super::suggest::prompt_id_suffix(&ignored.id, registry);
-        promptlab::eprintln_or_drop!("warning: {spec}: {ignored}{hint}");
+        promptlab::text::eprintln_or_drop!("warning: {spec}: {ignored}{hint}");
     }
     Ok(side)
 }

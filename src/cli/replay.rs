@@ -68,7 +68,7 @@ pub fn run(
     };
     let (request, warnings) = request_from_log(&log, store, claim)?;
     for warning in warnings {
-        promptlab::eprintln_or_drop!("warning: {warning}");
+        promptlab::text::eprintln_or_drop!("warning: {warning}");
     }
     let registry = PromptRegistry::embedded();
     request.validate(registry)?;
@@ -128,7 +128,7 @@ fn say_divergences(
         .collect();
     differences.extend(compare_events(&recorded, events));
     if differences.is_empty() {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "replay matches the recording: {} events, {} model calls ({})",
             recorded.len(),
             replay.recorded_calls(),
@@ -136,9 +136,9 @@ fn say_divergences(
         );
         return None;
     }
-    promptlab::eprintln_or_drop!("replay diverges from the recording {}:", path.display());
+    promptlab::text::eprintln_or_drop!("replay diverges from the recording {}:", path.display());
     for difference in differences {
-        promptlab::eprintln_or_drop!("  {difference}");
+        promptlab::text::eprintln_or_drop!("  {difference}");
     }
     Some(Exit::Failure)
 }

@@ -65,12 +65,12 @@ pub fn run(args: ReportArgs, runs_dir: &Path) -> Result<Exit, CliError> {
             .iter()
             .map(|dir| promptlab::runs::store::run_log_paths(dir).map_or(0, |p| p.len()))
             .sum();
-        promptlab::eprintln_or_drop!("{}", promptlab::index::scan_note(logs));
+        promptlab::text::eprintln_or_drop!("{}", promptlab::index::scan_note(logs));
         args.dirs.clone()
     };
     let runs = load_runs(&dirs, args.suite.as_deref())?;
     for (path, why) in &runs.unreadable {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "warning: run log `{}` could not be read: {why}",
             path.display()
         );
@@ -88,7 +88,7 @@ pub fn run(args: ReportArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     });
     let page = runs_page(&runs, &title, Utc::now());
     write_page(&args.output, &page)?;
-    promptlab::eprintln_or_drop!(
+    promptlab::text::eprintln_or_drop!(
         "wrote {}: {} {}, {} bytes",
         args.output.display(),
         runs.turns.len(),

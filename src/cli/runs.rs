@@ -183,7 +183,7 @@ fn reindex(runs_dir: &Path) -> Result<Exit, CliError> {
     let started = std::time::Instant::now();
     let (_, report) = promptlab::index::RunIndex::rebuild(runs_dir).map_err(CliError::failed)?;
     for problem in &report.problems {
-        promptlab::eprintln_or_drop!("warning: skipped {}", printable(problem));
+        promptlab::text::eprintln_or_drop!("warning: skipped {}", printable(problem));
     }
     writeln!(
         std::io::stdout(),
@@ -255,7 +255,10 @@ fn list(args: ListArgs, runs_dir: &Path) -> Result<Exit, CliError> {
             Ok(run) => runs.push(run),
             // Gone or changed since it was indexed: said, not guessed at.
             Err(problem) => {
-                promptlab::eprintln_or_drop!("warning: skipped {}", printable(&problem.to_string()))
+                promptlab::text::eprintln_or_drop!(
+                    "warning: skipped {}",
+                    printable(&problem.to_string())
+                )
             }
         }
     }

@@ -143,7 +143,7 @@ fn announce(bound: SocketAddr, allowed_hosts: &[String]) -> Result<(), CliError>
     writeln!(stdout, "listening on http://{bound}")?;
     stdout.flush()?;
     if !bound.ip().is_loopback() {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "warning: listening on {}, not a loopback address: anyone who can reach it can run turns on your model key",
             bound.ip()
         );
@@ -151,7 +151,7 @@ fn announce(bound: SocketAddr, allowed_hosts: &[String]) -> Result<(), CliError>
     if bound.ip().is_unspecified() {
         let mut names = vec!["localhost", "127.0.0.1", "[::1]"];
         names.extend(allowed_hosts.iter().map(String::as_str));
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "note: {} is every address, not a name: only requests for Host {} are answered (add names with --allowed-host)",
             bound.ip(),
             names.join(", ")

@@ -93,20 +93,20 @@ fn session_command(
         .map_or((command, ""), |(name, rest)| (name, rest.trim()));
     match name {
         "help" => {
-            promptlab::eprintln_or_drop!("{SESSION_HELP}");
+            promptlab::text::eprintln_or_drop!("{SESSION_HELP}");
             if let Some(path) = input.history_file() {
-                promptlab::eprintln_or_drop!("History file: {}", path.display());
+                promptlab::text::eprintln_or_drop!("History file: {}", path.display());
             }
         }
         "reset" => {
             state.history.clear();
-            promptlab::eprintln_or_drop!("(history cleared)");
+            promptlab::text::eprintln_or_drop!("(history cleared)");
         }
         "overrides" => overrides_command(argument, settings, ctx),
         "claim" => claim_command(argument, state, settings, ctx),
         "capability" => capability_command(argument, settings, ctx),
         "save" => save_command(argument, state),
-        other => promptlab::eprintln_or_drop!(
+        other => promptlab::text::eprintln_or_drop!(
             "unknown command /{}: /help lists them (//text sends `/text`)",
             promptlab::text::quote(other)
         ),
@@ -116,14 +116,14 @@ fn session_command(
 /// `/claim ID`: later turns are about another claim, in a new conversation.
 fn claim_command(id: &str, state: &mut SessionState, settings: &mut TurnSettings, ctx: Lookup<'_>) {
     if id.is_empty() {
-        promptlab::eprintln_or_drop!("(claim {})", claim_label(&settings.claim));
+        promptlab::text::eprintln_or_drop!("(claim {})", claim_label(&settings.claim));
         return;
     }
     if state.local && ctx.store.locate(id).is_none() {
         let hint = suggest::claim_id(id, ctx.store)
             .map(|hint| format!("; {hint}"))
             .unwrap_or_default();
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "error: no claim `{}` in the store{hint} (the claim is unchanged)",
             promptlab::text::quote(id)
         );
@@ -131,7 +131,7 @@ fn claim_command(id: &str, state: &mut SessionState, settings: &mut TurnSettings
     }
     settings.claim = ClaimInput::Id(id.to_string());
     state.history.clear();
-    promptlab::eprintln_or_drop!(
+    promptlab::text::eprintln_or_drop!(
         "(claim {id}; history cleared: a new claim starts a new conversation)"
     );
 }
@@ -148,14 +148,14 @@ fn capability_command(id: &str, settings: &mut TurnSettings, ctx: Lookup<'_>) {
             let hint = suggest::capability(unknown, ctx.registry)
                 .map(|hint| format!("; {hint}"))
                 .unwrap_or_default();
-            promptlab::eprintln_or_drop!(
+            promptlab::text::eprintln_or_drop!(
                 "error: unknown capability `{}`{hint} (the capability is unchanged)",
                 promptlab::text::quote(unknown)
             );
             return;
         }
     }
-    promptlab::eprintln_or_drop!(
+    promptlab::text::eprintln_or_drop!(
         "(capability {})",
         settings
             .prompt
@@ -168,18 +168,20 @@ fn capability_command(id: &str, settings: &mut TurnSettings, ctx: Lookup<'_>) {
 /// `/save FILE`: the transcript so far, into a file that must be new.
 fn save_command(path: &str, state: &SessionState) {
     if path.is_empty() {
-        promptlab::eprintln_or_drop!("error: /save needs a file name: /save session.md");
+        promptlab::text::eprintln_or_drop!("error: /save needs a file name: /save session.md");
         return;
     }
     match save_new(std::path::Path::new(path), &transcript(&state.saved)) {
-        Ok(()) => promptlab::eprintln_or_drop!("(saved {} turns to {path})", state.saved.len()),
+        Ok(()) => {
+            promptlab::text::eprintln_or_drop!("(saved {} turns to {path})", state.saved.len())
+        }
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-            promptlab::eprintln_or_drop!(
+            promptlab::text::eprintln_or_drop!(
                 "error: `{}` already exists (a file or a link): /save writes a new file only",
                 promptlab::text::quote(path)
             )
         }
-        Err(error) => promptlab::eprintln_or_drop!(
+        Err(error) => promptlab::text::eprintln_or_drop!(
             "error: cannot save to `{}`: {error}",
             promptlab::text::quote(path)
         ),
@@ -201,7 +203,9 @@ fn overrides_command(argument: &str, settings: &mut TurnSettings, ctx: Lookup<'_
         path => match OverrideSet::load(&[PathBuf::from(path)]) {
             Ok(set) => settings.prompt.overrides = set.prompts,
             Err(error) => {
-                promptlab::eprintln_or_drop!("error: {error} (the overrides in use are unchanged)");
+                promptlab::text::eprintln_or_drop!(
+                    "error: {error} (the overrides in use are unchanged)"
+                );
                 return;
             }
         },
@@ -209,10 +213,10 @@ fn overrides_command(argument: &str, settings: &mut TurnSettings, ctx: Lookup<'_
     let resolved = resolve_overrides(&settings.prompt.overrides, ctx.registry);
     for ignored in &resolved.ignored {
         let hint = suggest::prompt_id_suffix(&ignored.id, ctx.registry);
-        promptlab::eprintln_or_drop!("warning: {ignored}{hint}");
+        promptlab::text::eprintln_or_drop!("warning: {ignored}{hint}");
     }
     let applied: Vec<&str> = resolved.applied.keys().map(String::as_str).collect();
-    promptlab::eprintln_or_drop!(
+    promptlab::text::eprintln_or_drop!(
         "(fingerprint {} · overridden: {})",
         fingerprint(&resolved.applied),
         super::output::list_or_none(&applied)
@@ -233,7 +237,7 @@ pub async fn interactive(
         while tokio::signal::ctrl_c().await.is_ok() {
             match on_signal.lock().ok().and_then(|turn| turn.clone()) {
                 Some(token) => token.cancel(),
-                None => promptlab::eprint_or_drop!(
+                None => promptlab::text::eprint_or_drop!(
                     "\n(Ctrl-D to leave)\n{}",
                     super::session_input::PROMPT
                 ),
@@ -242,7 +246,7 @@ pub async fn interactive(
     });
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdin());
     if terminal {
-        promptlab::eprintln_or_drop!("{}", Style::for_stdout().dim(&banner(ctx, &settings)));
+        promptlab::text::eprintln_or_drop!("{}", Style::for_stdout().dim(&banner(ctx, &settings)));
     }
     let mut input = SessionInput::new(terminal);
     let mut pending = history.last().filter(|m| m.role == Role::User).is_some();
@@ -258,7 +262,7 @@ pub async fn interactive(
             let line = match input.next().await? {
                 Line::Text(line) => line,
                 Line::Interrupted => {
-                    promptlab::eprintln_or_drop!("(Ctrl-D to leave)");
+                    promptlab::text::eprintln_or_drop!("(Ctrl-D to leave)");
                     continue;
                 }
                 // A turn that ended in an error (a script out of turns, a
@@ -282,7 +286,7 @@ pub async fn interactive(
         failed |= session_turn(runner, ctx, &settings, &mut state, &current, telemetry).await?
             == Exit::Failure;
         if terminal {
-            promptlab::eprintln_or_drop!();
+            promptlab::text::eprintln_or_drop!();
         }
     }
 }
@@ -300,7 +304,7 @@ async fn session_turn(
 ) -> Result<Exit, CliError> {
     let request = settings.request(state.history.clone());
     if let Err(error) = request.validate(ctx.registry) {
-        promptlab::eprintln_or_drop!("error: {error}");
+        promptlab::text::eprintln_or_drop!("error: {error}");
         state.history.pop();
         return Ok(Exit::Success);
     }

@@ -67,7 +67,7 @@ impl SessionInput {
         match self {
             SessionInput::Piped { reader, prompting } => {
                 if *prompting {
-                    promptlab::eprint_or_drop!("{PROMPT}");
+                    promptlab::text::eprint_or_drop!("{PROMPT}");
                 }
                 Ok(match next_line(reader).await? {
                     Some(text) => Line::Text(text),
@@ -116,7 +116,7 @@ impl SessionInput {
                 let _ = std::fs::create_dir_all(parent);
             }
             if let Err(error) = editor.append_history(path) {
-                promptlab::eprintln_or_drop!(
+                promptlab::text::eprintln_or_drop!(
                     "warning: the session's history is not saved to {}: {error}",
                     path.display()
                 );

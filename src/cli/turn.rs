@@ -73,7 +73,10 @@ impl TurnSink for TurnRun {
             }
             TurnOutput::Cancelled => self.exit = Exit::Cancelled,
             TurnOutput::Notice(notice) if self.say_notices => {
-                promptlab::eprintln_or_drop!("{}", promptlab::text::printable(&notice.to_string()));
+                promptlab::text::eprintln_or_drop!(
+                    "{}",
+                    promptlab::text::printable(&notice.to_string())
+                );
             }
             TurnOutput::Started(start) => self.fingerprint = Some(start.fingerprint.clone()),
             TurnOutput::Prepared(prepared) => {
@@ -114,7 +117,7 @@ fn say_once(note: &str) {
         std::sync::Mutex::new(std::collections::BTreeSet::new());
     let mut said = SAID.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     if said.insert(note.to_string()) {
-        promptlab::eprintln_or_drop!("{}", promptlab::text::printable(note));
+        promptlab::text::eprintln_or_drop!("{}", promptlab::text::printable(note));
     }
 }
 
@@ -180,10 +183,10 @@ pub async fn drive_turn(
     }
     for failure in &delivery.recorder_failures {
         let failure = promptlab::text::printable(&failure.to_string());
-        promptlab::eprintln_or_drop!("warning: could not record this run: {failure}");
+        promptlab::text::eprintln_or_drop!("warning: could not record this run: {failure}");
     }
     if let Some(warning) = fingerprint_warning(runner, &run) {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "warning: {}",
             promptlab::text::printable(&warning.to_string())
         );
@@ -200,7 +203,7 @@ fn finish_recording(recorder: RunRecorder) -> Option<PathBuf> {
     match recorder.finish(RunStatus::Cancelled) {
         Ok(path) => path,
         Err(error) => {
-            promptlab::eprintln_or_drop!("warning: could not complete the run log: {error}");
+            promptlab::text::eprintln_or_drop!("warning: could not complete the run log: {error}");
             None
         }
     }

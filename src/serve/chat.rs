@@ -186,7 +186,7 @@ async fn finish_log(recorder: RunRecorder) -> Option<std::path::PathBuf> {
     match finished {
         Ok(path) => path,
         Err(error) => {
-            crate::eprintln_or_drop!("warning: could not complete the run log: {error}");
+            crate::text::eprintln_or_drop!("warning: could not complete the run log: {error}");
             None
         }
     }
@@ -196,7 +196,7 @@ async fn finish_log(recorder: RunRecorder) -> Option<std::path::PathBuf> {
 /// could not be recorded.
 fn warn_failures(failures: &[String]) {
     for failure in failures {
-        crate::eprintln_or_drop!("warning: could not record this run: {failure}");
+        crate::text::eprintln_or_drop!("warning: could not record this run: {failure}");
     }
 }
 

@@ -57,7 +57,7 @@ impl SpanExporter for CountingExporter {
             Err(error) => {
                 if !self.stats.warned.swap(true, Ordering::Relaxed) {
                     let reason = self.redactor.redact_owned(reason_of(&error.to_string()));
-                    crate::eprintln_or_drop!(
+                    crate::text::eprintln_or_drop!(
                         "warning: traces not exported: {}: {reason}",
                         self.shown_endpoint
                     );
@@ -169,7 +169,7 @@ impl Export {
         let failed = self.stats.failed.load(Ordering::Relaxed);
         let dropped = offered.saturating_sub(exported + failed);
         if failed + dropped > 0 {
-            crate::eprintln_or_drop!(
+            crate::text::eprintln_or_drop!(
                 "note: {} of {offered} spans not exported ({failed} failed, {dropped} dropped: queue full or not flushed within {} s)",
                 failed + dropped,
                 FLUSH_AT_EXIT.as_secs()

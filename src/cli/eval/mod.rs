@@ -257,7 +257,7 @@ fn run_once(
         // Folders given as arguments are read by scanning (docs/run-logs.md).
         let mut spill = new_spill(runs_dir, &plan)?;
         let scanned = merge_recorded(&plan, dirs, &mut spill)?;
-        promptlab::eprintln_or_drop!("{}", promptlab::index::scan_note(scanned));
+        promptlab::text::eprintln_or_drop!("{}", promptlab::index::scan_note(scanned));
         return finish(&plan, &mut spill, None, None);
     }
     let resume = matches!(mode, EvalMode::Run { resume: true });
@@ -310,11 +310,11 @@ fn run_remaining(
     let mut spill = new_spill(runs_dir, &plan)?;
     if resume_done {
         for warning in resume(&mut plan, runs_dir, &mut spill)? {
-            promptlab::eprintln_or_drop!("warning: {warning}");
+            promptlab::text::eprintln_or_drop!("warning: {warning}");
         }
         let done = spill.len();
         let remaining = plan.selected().count() - done;
-        promptlab::eprintln_or_drop!("resume: {done} turns already done, {remaining} to run");
+        promptlab::text::eprintln_or_drop!("resume: {done} turns already done, {remaining} to run");
     }
     let run_settings = Arc::new(promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
@@ -369,7 +369,7 @@ fn build_judge(
             .iter()
             .find(|v| &v.model.model == model)
     {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "warning: the judge model is the chat model of variant `{}` ({model}): a model judging \
              its own answers tends to favour them; choose another with --judge-model or the \
              suite's `judge.model`",
@@ -414,7 +414,7 @@ fn plan(
     };
     let matrix = build_matrix(&suite, store, registry, &defaults)?;
     for warning in &matrix.claim_warnings {
-        promptlab::eprintln_or_drop!("warning: {warning}");
+        promptlab::text::eprintln_or_drop!("warning: {warning}");
     }
     let selection = Selection {
         cases: settings.cases.clone(),

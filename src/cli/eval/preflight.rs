@@ -64,7 +64,7 @@ pub fn check_overrides(settings: &EvalSettings, plan: &EvalPlan) -> Result<(), C
         )));
     }
     for problem in problems {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "warning: {}",
             promptlab::text::printable(&problem.to_string())
         );
@@ -145,7 +145,7 @@ fn run_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice
                 Some(settings.max_concurrent.unwrap_or(settings.jobs)),
             )?;
             for warning in unseen_on_the_wire(plan) {
-                promptlab::eprintln_or_drop!(
+                promptlab::text::eprintln_or_drop!(
                     "warning: {}",
                     promptlab::text::printable(&warning.to_string())
                 );
@@ -322,6 +322,6 @@ pub fn say_thinking_notes(
         }
     }
     for note in notes {
-        promptlab::eprintln_or_drop!("{}", promptlab::text::printable(&note));
+        promptlab::text::eprintln_or_drop!("{}", promptlab::text::printable(&note));
     }
 }

@@ -52,7 +52,7 @@ pub fn run(
     if !settings.output.quiet {
         let (calls, cached) = (judge.calls, judge.cached);
         let folders: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "rescore: {rescored} of {} selected turns recorded in {}; no chat model call; judge: {} \
              asked, {cached} from the cache",
             spill.len(),

@@ -82,13 +82,13 @@ pub fn finish(
         EvalFormat::Ndjson => {
             print_ndjson((mode, settings.pass_threshold), &outcome, store)?;
             if every_turn_scripted(settings, &outcome.totals) && !settings.output.quiet {
-                promptlab::eprintln_or_drop!("warning: {SCRIPTED_WARNING}");
+                promptlab::text::eprintln_or_drop!("warning: {SCRIPTED_WARNING}");
             }
         }
         EvalFormat::Pretty => print_pretty(settings, mode, &outcome)?,
     }
     for error in &outcome.write_errors {
-        promptlab::eprintln_or_drop!("error: {}", printable(error));
+        promptlab::text::eprintln_or_drop!("error: {}", printable(error));
     }
     // The eval run's summary file and index rows (#30, `evals list`), its
     // turn ids read from the spill as they are written.

@@ -68,7 +68,7 @@ pub fn run(
     tracing: Option<&promptlab::telemetry::Tracing>,
 ) -> Result<Exit, CliError> {
     if settings.cache != CacheChoice::Always && !settings.output.quiet {
-        promptlab::eprintln_or_drop!(
+        promptlab::text::eprintln_or_drop!(
             "tip: add --cache so that each run calls the model only for the turns an edit changed"
         );
     }
@@ -96,7 +96,7 @@ pub fn run(
                 previous = Some(snapshot);
             }
             Err(error) => {
-                promptlab::eprintln_or_drop!("error: {}", error.report());
+                promptlab::text::eprintln_or_drop!("error: {}", error.report());
                 writeln!(
                     std::io::stdout(),
                     "watch: the run could not start; fix the error and save to run again"
