@@ -159,7 +159,8 @@ impl NewPrompt {
     /// them took a blocking thread only to find the file there — two
     /// thread wake-ups a turn whenever a version's turns run together, as
     /// an eval's repeats do (BENCHMARKS.md, issue #31). Should that write
-    /// fail, or its turn be dropped before it ends, the next waiter writes.
+    /// fail, the next waiter writes; a turn dropped mid-write leaves its
+    /// write to end on the pool, and the waiters are told when it does.
     pub async fn write_off_thread(self) -> io::Result<String> {
         loop {
             let settled = self.slot.settled.notified();
@@ -178,11 +179,19 @@ impl NewPrompt {
             settled.await;
         }
         let claim = Claim(Arc::clone(&self.slot));
-        let written = tokio::task::spawn_blocking(move || self.write())
-            .await
-            .unwrap_or_else(|joined| Err(io::Error::other(joined)));
-        drop(claim);
-        written
+        tokio::task::spawn_blocking(move || {
+            let written = self.write();
+            // Given up from the pool's thread, as the write ends (or
+            // unwinds): the waiters are woken from outside the runtime's
+            // workers, so any worker can run them. Woken from this turn's
+            // own task, they would wait in its worker's next-task slot,
+            // which no other worker takes, for as long as the turn holds
+            // that thread.
+            drop(claim);
+            written
+        })
+        .await
+        .unwrap_or_else(|joined| Err(io::Error::other(joined)))
     }
 }
 
@@ -549,14 +558,14 @@ mod tests {
         );
     }
 
-    /// A writer whose turn is dropped mid-write hands the write on: the
-    /// turns waiting for it write it themselves rather than wait forever.
+    /// A writer whose turn is dropped mid-write: its write ends on the
+    /// blocking pool all the same, and the turns waiting for it are told.
     // The slot's lock is held across polls on purpose: it is what keeps
     // the dropped writer's blocking half from finishing first. `poll!`
     // polls once and never yields to anything that takes it.
     #[allow(clippy::await_holding_lock)]
     #[test]
-    fn a_writer_dropped_mid_write_hands_the_write_on() {
+    fn a_writer_dropped_mid_write_still_tells_the_waiters() {
         let runs = tempfile::tempdir().unwrap();
         let record = record_with_tools("dropped writer");
         let mut staged = staged_by(3, runs.path(), &record);
@@ -573,8 +582,10 @@ mod tests {
                 staged.into_iter().map(NewPrompt::write_off_thread),
             ));
             assert!(futures_util::poll!(waiting.as_mut()).is_pending());
-            // Dropped mid-write: the waiters must be told, or they wait on.
+            // Dropped mid-write: the write goes on, still claimed, and the
+            // waiters must be told when it ends, or they wait on.
             drop(first);
+            assert!(slot.claimed.load(Ordering::Acquire), "the write goes on");
             drop(held);
             let keys = within_a_minute(waiting).await;
             assert!(keys.iter().all(Result::is_ok), "{keys:?}");
