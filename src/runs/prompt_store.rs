@@ -195,8 +195,9 @@ impl NewPrompt {
     }
 }
 
-/// A turn's claim to write its slot's file; given up when dropped, however
-/// the write ended, and the turns waiting on it told.
+/// The claim to write a slot's file, taken by a turn and then held by its
+/// blocking write (which may outlive the turn); given up when dropped,
+/// however the write ended, and the turns waiting on it told.
 struct Claim(Arc<Slot>);
 
 impl Drop for Claim {
@@ -255,7 +256,8 @@ struct Slot {
     /// meanwhile; dropped then, so the memo holds names, not prompts.
     unwritten: Mutex<Option<Arc<[u8]>>>,
     written: AtomicBool,
-    /// A turn is writing it on the blocking pool (`write_off_thread`)...
+    /// Its file is being written on the blocking pool, for a turn of its
+    /// version (`write_off_thread`)...
     claimed: AtomicBool,
     /// ...and tells the turns waiting for it when that write has ended.
     settled: tokio::sync::Notify,
@@ -592,6 +594,11 @@ mod tests {
         });
         assert!(slot.written.load(Ordering::Acquire));
         assert!(!slot.claimed.load(Ordering::Acquire));
+        assert_eq!(
+            slot.writes.load(Ordering::Relaxed),
+            1,
+            "the waiters wrote nothing"
+        );
     }
 
     /// A prompt file removed after it was written is written again by the
