@@ -3,7 +3,6 @@
 
 mod cli;
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -21,7 +20,7 @@ fn main() -> ExitCode {
         Err(CliError::BrokenPipe) => ExitCode::SUCCESS,
         Err(error @ CliError::StdoutClosed { .. }) => {
             // stderr may be closed too (`2>&-`): then say nothing.
-            let _ = writeln!(std::io::stderr(), "{error}");
+            promptlab::text::eprintln_or_drop!("{error}");
             error.code()
         }
         Err(error) => {

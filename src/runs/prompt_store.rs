@@ -468,18 +468,9 @@ mod tests {
     #[test]
     fn turns_staging_a_prompt_before_it_is_written_share_its_bytes_and_name() {
         let runs = tempfile::tempdir().unwrap();
-        let record = PromptRecord {
-            applied_overrides: BTreeMap::new(),
-            blocks: vec![block("system.safety", "Be careful."), block("b", "x")],
-            tools: crate::tools::offered_tools(false).declarations.to_vec(),
-        };
+        let record = record_with_tools("x");
         let bytes = serde_json::to_vec(&record).unwrap();
-        let staged: Vec<NewPrompt> = (0..8)
-            .map(|_| match stage_as_a_turn(runs.path(), &record) {
-                StagedPrompt::New(prompt) => prompt,
-                StagedPrompt::Stored(_) => panic!("not written yet"),
-            })
-            .collect();
+        let staged = staged_by(8, runs.path(), &record);
         // One slot, and one serialisation: every turn writes the same bytes.
         assert!(staged.iter().all(|p| Arc::ptr_eq(&p.slot, &staged[0].slot)));
         assert!(

@@ -197,9 +197,7 @@ impl Drop for CancelOnPanic {
 fn say(bar: &Option<ProgressBar>, line: String) {
     match bar {
         Some(bar) => bar.println(line),
-        None => {
-            let _ = writeln!(std::io::stderr(), "{line}");
-        }
+        None => promptlab::text::eprintln_or_drop!("{line}"),
     }
 }
 
