@@ -3,7 +3,9 @@
 //! The recorder creates these names; listing, finding and reading go by them.
 
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
+use chrono::format::{Item, StrftimeItems};
 use chrono::{DateTime, Utc};
 
 /// The suffix of a run log still being written (or abandoned).
@@ -20,11 +22,16 @@ pub fn log_paths(
     let dir = runs_dir.join(fingerprint);
     let name = format!(
         "{}-{turn_id}.ndjson",
-        started_at.format("%Y%m%dT%H%M%S%.3fZ")
+        started_at.format_with_items(LOG_TIME.iter())
     );
     let partial = dir.join(format!("{name}{PARTIAL_SUFFIX}"));
     (dir.join(name), partial)
 }
+
+/// The UTC time a log's name starts with, parsed once: `format` would parse
+/// the pattern again for every turn.
+static LOG_TIME: LazyLock<Vec<Item<'static>>> =
+    LazyLock::new(|| StrftimeItems::new("%Y%m%dT%H%M%S%.3fZ").collect());
 
 /// Still being written, or abandoned by a process that died.
 pub fn is_partial(path: &Path) -> bool {
@@ -65,4 +72,26 @@ pub fn turn_id_of(path: &Path) -> Option<&str> {
     let name = name.strip_suffix(PARTIAL_SUFFIX).unwrap_or(name);
     let stem = name.strip_suffix(".ndjson")?;
     stem.split_once('-').map(|(_, id)| id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn a_log_is_named_by_its_utc_start_to_the_millisecond_and_its_turn() {
+        let started_at = Utc
+            .with_ymd_and_hms(2026, 11, 30, 2, 27, 58)
+            .unwrap()
+            .checked_add_signed(chrono::TimeDelta::microseconds(416_907))
+            .unwrap();
+        let (done, partial) = log_paths(Path::new("runs"), "fp", "id-1", started_at);
+        let name = "20261130T022758.416Z-id-1.ndjson";
+        assert_eq!(done, Path::new("runs/fp").join(name));
+        assert_eq!(
+            partial,
+            Path::new("runs/fp").join(format!("{name}.partial"))
+        );
+    }
 }
