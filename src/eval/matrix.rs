@@ -140,6 +140,11 @@ pub fn build_matrix(
         claims: all,
         warnings,
     } = load_store(suite, store)?;
+    // Shared, not copied, by every case that selects a claim.
+    let all: BTreeMap<String, Arc<LoadedClaim>> = all
+        .into_iter()
+        .map(|(id, loaded)| (id, Arc::new(loaded)))
+        .collect();
     for (index, case) in suite.suite.cases.iter().enumerate() {
         let (selection, field) = match &case.claims {
             Some(selection) => (selection, format!("cases[{index}].claims")),
@@ -147,7 +152,9 @@ pub fn build_matrix(
         };
         let chosen = select(selection, &all, &field, suite)?;
         for id in &chosen {
-            claims.insert(id.clone(), Arc::new(all[id].clone()));
+            claims
+                .entry(id.clone())
+                .or_insert_with(|| Arc::clone(&all[id]));
         }
         case_claims.push(chosen);
     }
@@ -290,7 +297,7 @@ fn load_store(suite: &LoadedSuite, store: &ClaimStore) -> Result<SelectedClaims,
 
 fn select(
     selection: &ClaimSelection,
-    all: &BTreeMap<String, LoadedClaim>,
+    all: &BTreeMap<String, Arc<LoadedClaim>>,
     field: &str,
     suite: &LoadedSuite,
 ) -> Result<Vec<String>, SuiteError> {
