@@ -28,7 +28,7 @@ use super::turn_end::{Committing, hand_on, lost_log, record_verdict};
 use crate::chat::service::TurnContext;
 use crate::provider::cache::CachingProvider;
 use crate::sink::driver::drive;
-use crate::sink::run_log::{GroupCommit, RunRecorder};
+use crate::sink::run_log::{GroupCommit, GroupMember, RunRecorder};
 use crate::telemetry::TurnLabels;
 use crate::worker::TurnRunner;
 
@@ -129,14 +129,22 @@ pub async fn run_turns(
             break;
         }
         let (plan, settings) = (Arc::clone(&plan), Arc::clone(&settings));
-        let (cancel, messages, group) = (cancel.clone(), messages.clone(), group.clone());
+        let (cancel, messages) = (cancel.clone(), messages.clone());
+        // Joined here, before the loop can end and close the group.
+        let member = group.as_ref().map(GroupCommit::join);
         tasks.spawn(async move {
             // Boxed: a turn's state is freed once it is judged, not kept
             // for as long as the task waits for its group commit.
-            let turn = Box::pin(run_one(&plan, &settings, &spec, (cancel, group), &messages));
+            let ending = (cancel, member);
+            let turn = Box::pin(run_one(&plan, &settings, &spec, ending, &messages));
             let (result, committing) = turn.await;
             hand_on(&plan, &settings, slot, (result, committing), &messages).await
         });
+    }
+    // No turn starts now: the last group is synced as soon as its turns
+    // have all queued their logs, not at its deadline.
+    if let Some(group) = &group {
+        group.close();
     }
     while let Some(joined) = tasks.join_next().await {
         joined_result(joined, store);
@@ -166,7 +174,7 @@ async fn run_one(
     plan: &EvalPlan,
     settings: &RunSettings,
     spec: &TurnSpec,
-    (cancel, group): (CancellationToken, Option<Arc<GroupCommit>>),
+    (cancel, member): (CancellationToken, Option<GroupMember>),
     messages: &Sender<EvalMessage>,
 ) -> (TurnResult, Option<Committing>) {
     let runner = match &settings.provider {
@@ -201,8 +209,8 @@ async fn run_one(
     let request = plan.request(spec, settings.today);
     let mut trace = start_trace(settings, &runner, &request);
     let recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_ref());
-    let mut recorder = match group {
-        Some(group) => recorder.in_group(group),
+    let mut recorder = match member {
+        Some(member) => recorder.in_group(member),
         None => recorder,
     };
     let mut watch = Watch::new(

@@ -22,7 +22,7 @@ use super::runner::{TurnResult, end_trace};
 use crate::judge::Judge;
 use crate::runs::RunStatus;
 use crate::runs::record::RecordedVerdict;
-use crate::sink::run_log::{GroupCommit, RunRecorder, WrittenLog};
+use crate::sink::run_log::{GroupMember, RunRecorder, WrittenLog};
 
 /// A judged turn's last steps: its spend, room in the feed for what it has
 /// left to say, its slot given up, its log's group commit, its `Finished`.
@@ -152,10 +152,10 @@ fn judge_notices(
 /// group commit (the path it will have, and its place in the group). A log
 /// completed alone is synced and renamed off the runtime's threads.
 async fn finish_log(
-    recorder: RunRecorder,
+    mut recorder: RunRecorder,
     footer: crate::runs::record::RunFooter,
 ) -> (std::io::Result<Option<PathBuf>>, Option<Committing>) {
-    let Some(group) = recorder.group() else {
+    let Some(member) = recorder.take_group() else {
         let finished = tokio::task::spawn_blocking(move || recorder.finish_with(footer));
         return (finished.await.unwrap_or_else(join_failed), None);
     };
@@ -165,7 +165,7 @@ async fn finish_log(
         Ok(Some(log)) => {
             let path = log.final_path().to_path_buf();
             let trace = None;
-            (Ok(Some(path)), Some(Committing { group, log, trace }))
+            (Ok(Some(path)), Some(Committing { member, log, trace }))
         }
         Ok(None) => (Ok(None), None),
         Err(error) => (Err(error), None),
@@ -179,7 +179,7 @@ fn join_failed<T>(joined: tokio::task::JoinError) -> std::io::Result<T> {
 
 /// A judged turn's log waiting for its group commit.
 pub(super) struct Committing {
-    pub(super) group: Arc<GroupCommit>,
+    pub(super) member: GroupMember,
     pub(super) log: WrittenLog,
     pub(super) trace: Option<crate::telemetry::TurnTrace>,
 }
@@ -193,7 +193,7 @@ impl Committing {
         result: TurnResult,
         room: Option<&mut tokio::sync::mpsc::PermitIterator<'_, EvalMessage>>,
     ) -> TurnResult {
-        let result = match self.group.commit(self.log).await {
+        let result = match self.member.commit(self.log).await {
             Ok(_) => result,
             Err(error) => {
                 let error = format!("could not complete it: {error}");

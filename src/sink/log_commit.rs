@@ -13,11 +13,15 @@
 //! complete `.partial` files, which `runs list` shows as partial and
 //! `--resume` runs again. One group is synced at a time, and at most
 //! `MAX_WAITING` turns wait: a slow sync holds the run back rather than
-//! letting finished turns pile up.
+//! letting finished turns pile up. A run's last group does not wait out
+//! its deadline: each turn joins the group when it starts (`join`), and
+//! once no turn is left to start (`close`) and every member has queued its
+//! log or ended without one, what is queued is synced at once.
 
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -80,6 +84,36 @@ pub struct GroupCommit {
     /// A permit for each turn waiting for its commit (`MAX_WAITING`).
     waiting: Semaphore,
     limits: (usize, Duration),
+    /// Turns that may still queue a log (`GroupMember`s alive).
+    members: AtomicUsize,
+    /// No turn will join any more (`close`).
+    closed: AtomicBool,
+}
+
+/// A turn that may still queue a log for its group: it queues it with
+/// `commit`, or ends without one when dropped. Either way it leaves, and
+/// the last to leave a closed group has what is queued synced at once.
+pub struct GroupMember {
+    group: Arc<GroupCommit>,
+}
+
+impl GroupMember {
+    /// Queues `log` and waits until it is synced and renamed: its final
+    /// path, or why not (the log is then removed, as a failed write's is).
+    /// Must be called on a Tokio runtime, whose blocking pool does the sync.
+    pub async fn commit(self, log: WrittenLog) -> io::Result<PathBuf> {
+        let group = Arc::clone(&self.group);
+        group.commit(log, self).await
+    }
+}
+
+impl Drop for GroupMember {
+    fn drop(&mut self) {
+        let left = self.group.members.fetch_sub(1, Ordering::SeqCst) - 1;
+        if left == 0 && self.group.closed.load(Ordering::SeqCst) {
+            self.group.flush_queued_now();
+        }
+    }
 }
 
 impl GroupCommit {
@@ -93,13 +127,44 @@ impl GroupCommit {
             syncing: Arc::new(tokio::sync::Mutex::new(FileSystems::default())),
             waiting: Semaphore::new(2 * logs),
             limits: (logs, wait),
+            members: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
         })
     }
 
-    /// Queues `log` and waits until it is synced and renamed: its final
-    /// path, or why not (the log is then removed, as a failed write's is).
-    /// Must be called on a Tokio runtime, whose blocking pool does the sync.
-    pub async fn commit(self: &Arc<Self>, log: WrittenLog) -> io::Result<PathBuf> {
+    /// A turn that may queue a log: joined before it starts, so that a
+    /// `close` after the last start counts it.
+    pub fn join(self: &Arc<Self>) -> GroupMember {
+        self.members.fetch_add(1, Ordering::SeqCst);
+        GroupMember {
+            group: Arc::clone(self),
+        }
+    }
+
+    /// No turn will join any more: once every member has left, what is
+    /// queued is synced at once, not at its group's deadline (a short
+    /// run's last group would otherwise wait out `GROUP_WAIT`).
+    pub fn close(self: &Arc<Self>) {
+        self.closed.store(true, Ordering::SeqCst);
+        if self.members.load(Ordering::SeqCst) == 0 {
+            self.flush_queued_now();
+        }
+    }
+
+    /// A flush now, if anything is queued (the last member's, or `close`'s).
+    fn flush_queued_now(self: &Arc<Self>) {
+        let queued = !self
+            .queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty();
+        // Outside a runtime nobody can be waiting for a commit.
+        if queued && tokio::runtime::Handle::try_current().is_ok() {
+            self.flush_soon(Duration::ZERO);
+        }
+    }
+
+    async fn commit(self: &Arc<Self>, log: WrittenLog, member: GroupMember) -> io::Result<PathBuf> {
         let WrittenLog {
             file,
             runs_dir,
@@ -129,6 +194,8 @@ impl GroupCommit {
             // flushed before it, and the deadline then flushes the next.
             self.flush_soon(wait);
         }
+        // Queued: the member leaves, the last of a closed group flushing.
+        drop(member);
         committed
             .await
             .unwrap_or_else(|_| Err(io::Error::other("the log's group commit was dropped")))
@@ -321,8 +388,8 @@ mod tests {
         // More than one group's worth, from concurrent turns.
         let turns: Vec<_> = (0..GROUP_LOGS + 3)
             .map(|n| {
-                let (group, log) = (Arc::clone(&group), written(dir.path(), &n.to_string()));
-                tokio::spawn(async move { group.commit(log).await })
+                let (member, log) = (group.join(), written(dir.path(), &n.to_string()));
+                tokio::spawn(member.commit(log))
             })
             .collect();
         for (n, turn) in turns.into_iter().enumerate() {
@@ -360,8 +427,8 @@ mod tests {
         let group = GroupCommit::with_limits(40, Duration::from_secs(3600));
         let waiting: Vec<_> = (0..39)
             .map(|n| {
-                let (group, log) = (Arc::clone(&group), written(dir.path(), &n.to_string()));
-                tokio::spawn(async move { group.commit(log).await })
+                let (member, log) = (group.join(), written(dir.path(), &n.to_string()));
+                tokio::spawn(member.commit(log))
             })
             .collect();
         while group.queue.lock().unwrap().len() < 39 {
@@ -369,7 +436,7 @@ mod tests {
         }
         assert_eq!(open_files_under(dir.path()), 0, "with 39 waiting");
         // The 40th fills the group; every one is committed.
-        let last = group.commit(written(dir.path(), "39")).await;
+        let last = group.join().commit(written(dir.path(), "39")).await;
         assert!(last.unwrap().exists());
         for turn in waiting {
             assert!(turn.await.unwrap().unwrap().exists());
@@ -389,8 +456,8 @@ mod tests {
         let syncing = group.syncing.lock().await;
         let mut turns: Vec<Turn> = (0..12)
             .map(|n| {
-                let (group, log) = (Arc::clone(&group), written(dir.path(), &n.to_string()));
-                Box::pin(async move { group.commit(log).await }) as Turn
+                let (member, log) = (group.join(), written(dir.path(), &n.to_string()));
+                Box::pin(member.commit(log)) as Turn
             })
             .collect();
         // Each turn is polled once, in order, on this task: every one that
@@ -422,12 +489,96 @@ mod tests {
         let partial = log.partial_path.clone();
         log.final_path = dir.path().join("gone/lost.ndjson");
         let kept = written(dir.path(), "kept");
-        let (lost, kept) = tokio::join!(group.commit(log), group.commit(kept));
+        let (lost, kept) = tokio::join!(group.join().commit(log), group.join().commit(kept));
         let error = lost.unwrap_err().to_string();
         assert!(error.contains("which was removed"), "{error}");
         assert!(error.contains("lost.ndjson.partial"), "{error}");
         assert!(!partial.exists());
         // The other log of the group is not held back by it.
         assert!(kept.unwrap().exists());
+    }
+
+    /// How long a test waits for a commit that should come at once: far
+    /// less than the hour its group's deadline is set to, far more than a
+    /// sync takes.
+    const AT_ONCE: Duration = Duration::from_secs(60);
+
+    /// A closed group whose members have all queued is synced without
+    /// waiting for its deadline (an hour here): a run's last group.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_closed_group_is_synced_once_its_last_member_queues() {
+        let dir = tempfile::tempdir().unwrap();
+        let group = GroupCommit::with_limits(256, Duration::from_secs(3600));
+        let (first, second) = (group.join(), group.join());
+        let first = tokio::spawn(first.commit(written(dir.path(), "1")));
+        while group.queue.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        group.close();
+        // One member has not queued yet: nothing is synced.
+        assert!(!dir.path().join("default/1.ndjson").exists());
+        let second = second.commit(written(dir.path(), "2"));
+        let second = tokio::time::timeout(AT_ONCE, second).await;
+        assert!(second.expect("synced at once").unwrap().exists());
+        let first = tokio::time::timeout(AT_ONCE, first).await;
+        assert!(first.expect("synced at once").unwrap().unwrap().exists());
+    }
+
+    /// Members that end without a log (a turn whose log failed) leave too;
+    /// a close after the others have queued syncs them at once.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn members_leaving_without_a_log_and_a_late_close_flush_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let group = GroupCommit::with_limits(256, Duration::from_secs(3600));
+        let members: Vec<_> = (0..4).map(|_| group.join()).collect();
+        let mut turns = Vec::new();
+        for (n, member) in members.into_iter().enumerate() {
+            match n % 2 {
+                0 => turns.push(tokio::spawn(
+                    member.commit(written(dir.path(), &n.to_string())),
+                )),
+                _ => drop(member),
+            }
+        }
+        while group.queue.lock().unwrap().len() < 2 {
+            tokio::task::yield_now().await;
+        }
+        group.close();
+        for turn in turns {
+            let committed = tokio::time::timeout(AT_ONCE, turn).await;
+            assert!(
+                committed
+                    .expect("synced at once")
+                    .unwrap()
+                    .unwrap()
+                    .exists()
+            );
+        }
+    }
+
+    /// An open group still waits for its deadline: the rule that gathers a
+    /// group is unchanged while turns may still start.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_open_group_waits_for_its_deadline() {
+        let dir = tempfile::tempdir().unwrap();
+        let group = GroupCommit::with_limits(256, Duration::from_secs(3600));
+        let starting = group.join();
+        let turn = tokio::spawn(group.join().commit(written(dir.path(), "1")));
+        while group.queue.lock().unwrap().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        group.close();
+        // A member is still running, so the group gathers on.
+        tokio::task::yield_now().await;
+        assert!(!turn.is_finished());
+        drop(starting);
+        let committed = tokio::time::timeout(AT_ONCE, turn).await;
+        assert!(
+            committed
+                .expect("synced once the last member left")
+                .unwrap()
+                .unwrap()
+                .exists()
+        );
     }
 }

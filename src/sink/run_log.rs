@@ -19,7 +19,7 @@ use std::sync::Arc;
 use chrono::Utc;
 
 use super::driver::{SinkRole, TurnSink};
-pub use super::log_commit::{GroupCommit, WrittenLog};
+pub use super::log_commit::{GroupCommit, GroupMember, WrittenLog};
 use super::log_file::{ModelCallLine, OpenLog, create_log_file};
 use crate::chat::event::Usage;
 use crate::chat::request::{ChatRequest, ClaimInput};
@@ -44,7 +44,7 @@ pub struct RunRecorder {
     /// Flush at model calls and the footer only (`batched`).
     batched: bool,
     /// Synced and renamed with other turns' logs (`in_group`).
-    group: Option<Arc<GroupCommit>>,
+    group: Option<GroupMember>,
     log: Option<OpenLog>,
     /// A new prompt the header names, whose file is still to be written
     /// and synced before the header is (`wait`, or the next record).
@@ -100,15 +100,16 @@ impl RunRecorder {
     /// Synced and renamed by `group` along with other turns' logs
     /// (`sink::log_commit`): for an eval's turns, whose results can wait
     /// for their group. The caller finishes with `finish_written` and
-    /// `GroupCommit::commit`.
-    pub fn in_group(mut self, group: Arc<GroupCommit>) -> RunRecorder {
-        self.group = Some(group);
+    /// `GroupMember::commit`; a recorder dropped unfinished leaves the group.
+    pub fn in_group(mut self, member: GroupMember) -> RunRecorder {
+        self.group = Some(member);
         self
     }
 
-    /// The group that commits this log, if any (`in_group`).
-    pub fn group(&self) -> Option<Arc<GroupCommit>> {
-        self.group.clone()
+    /// The turn's place in the group that commits this log, if any
+    /// (`in_group`), taken to commit it with.
+    pub fn take_group(&mut self) -> Option<GroupMember> {
+        self.group.take()
     }
 
     /// Records the turn's trace in the header (`docs/telemetry.md`).
