@@ -503,6 +503,12 @@ mod tests {
     /// sync takes.
     const AT_ONCE: Duration = Duration::from_secs(60);
 
+    /// The path a spawned commit gives, which must come within `AT_ONCE`.
+    async fn committed_at_once(turn: tokio::task::JoinHandle<io::Result<PathBuf>>) -> PathBuf {
+        let joined = tokio::time::timeout(AT_ONCE, turn).await;
+        joined.expect("committed at once").unwrap().unwrap()
+    }
+
     /// A closed group whose members have all queued is synced without
     /// waiting for its deadline (an hour here): a run's last group.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -517,11 +523,9 @@ mod tests {
         group.close();
         // One member has not queued yet: nothing is synced.
         assert!(!dir.path().join("default/1.ndjson").exists());
-        let second = second.commit(written(dir.path(), "2"));
-        let second = tokio::time::timeout(AT_ONCE, second).await;
-        assert!(second.expect("synced at once").unwrap().exists());
-        let first = tokio::time::timeout(AT_ONCE, first).await;
-        assert!(first.expect("synced at once").unwrap().unwrap().exists());
+        let second = tokio::spawn(second.commit(written(dir.path(), "2")));
+        assert!(committed_at_once(second).await.exists());
+        assert!(committed_at_once(first).await.exists());
     }
 
     /// Members that end without a log (a turn whose log failed) leave too;
@@ -545,14 +549,7 @@ mod tests {
         }
         group.close();
         for turn in turns {
-            let committed = tokio::time::timeout(AT_ONCE, turn).await;
-            assert!(
-                committed
-                    .expect("synced at once")
-                    .unwrap()
-                    .unwrap()
-                    .exists()
-            );
+            assert!(committed_at_once(turn).await.exists());
         }
     }
 
@@ -572,13 +569,6 @@ mod tests {
         tokio::task::yield_now().await;
         assert!(!turn.is_finished());
         drop(starting);
-        let committed = tokio::time::timeout(AT_ONCE, turn).await;
-        assert!(
-            committed
-                .expect("synced once the last member left")
-                .unwrap()
-                .unwrap()
-                .exists()
-        );
+        assert!(committed_at_once(turn).await.exists());
     }
 }
