@@ -509,6 +509,15 @@ mod tests {
         joined.expect("committed at once").unwrap().unwrap()
     }
 
+    /// A spawned commit still waiting a second on: far longer than a
+    /// sync wrongly started now would take, and far shorter than the hour
+    /// a correct group waits, so this never fails a correct group.
+    async fn still_waiting(turn: &mut tokio::task::JoinHandle<io::Result<PathBuf>>) -> bool {
+        tokio::time::timeout(Duration::from_secs(1), turn)
+            .await
+            .is_err()
+    }
+
     /// A closed group whose members have all queued is synced without
     /// waiting for its deadline (an hour here): a run's last group.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -516,13 +525,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let group = GroupCommit::with_limits(256, Duration::from_secs(3600));
         let (first, second) = (group.join(), group.join());
-        let first = tokio::spawn(first.commit(written(dir.path(), "1")));
+        let mut first = tokio::spawn(first.commit(written(dir.path(), "1")));
         while group.queue.lock().unwrap().is_empty() {
             tokio::task::yield_now().await;
         }
         group.close();
         // One member has not queued yet: nothing is synced.
-        assert!(!dir.path().join("default/1.ndjson").exists());
+        assert!(still_waiting(&mut first).await);
         let second = tokio::spawn(second.commit(written(dir.path(), "2")));
         assert!(committed_at_once(second).await.exists());
         assert!(committed_at_once(first).await.exists());
@@ -560,14 +569,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let group = GroupCommit::with_limits(256, Duration::from_secs(3600));
         let starting = group.join();
-        let turn = tokio::spawn(group.join().commit(written(dir.path(), "1")));
+        let mut turn = tokio::spawn(group.join().commit(written(dir.path(), "1")));
         while group.queue.lock().unwrap().is_empty() {
             tokio::task::yield_now().await;
         }
         group.close();
         // A member is still running, so the group gathers on.
-        tokio::task::yield_now().await;
-        assert!(!turn.is_finished());
+        assert!(still_waiting(&mut turn).await);
         drop(starting);
         assert!(committed_at_once(turn).await.exists());
     }

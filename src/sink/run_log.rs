@@ -44,7 +44,7 @@ pub struct RunRecorder {
     /// Flush at model calls and the footer only (`batched`).
     batched: bool,
     /// Synced and renamed with other turns' logs (`in_group`).
-    group: Option<GroupMember>,
+    member: Option<GroupMember>,
     log: Option<OpenLog>,
     /// A new prompt the header names, whose file is still to be written
     /// and synced before the header is (`wait`, or the next record).
@@ -79,7 +79,7 @@ impl RunRecorder {
             labels,
             trace: None,
             batched: false,
-            group: None,
+            member: None,
             log: None,
             unstored: None,
         }
@@ -102,14 +102,14 @@ impl RunRecorder {
     /// for their group. The caller finishes with `finish_written` and
     /// `GroupMember::commit`; a recorder dropped unfinished leaves the group.
     pub fn in_group(mut self, member: GroupMember) -> RunRecorder {
-        self.group = Some(member);
+        self.member = Some(member);
         self
     }
 
     /// The turn's place in the group that commits this log, if any
     /// (`in_group`), taken to commit it with.
     pub fn take_group(&mut self) -> Option<GroupMember> {
-        self.group.take()
+        self.member.take()
     }
 
     /// Records the turn's trace in the header (`docs/telemetry.md`).
