@@ -11,7 +11,30 @@ use cli::error::CliError;
 use promptlab::claims::ClaimStore;
 use promptlab::prompts::PromptRegistry;
 
+/// mimalloc, built without transparent huge pages (`Cargo.toml`): an eval
+/// turn makes some 320 small allocations, which cost less here than in
+/// glibc's malloc (BENCHMARKS.md, issue #31).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// `mi_option_purge_delay` in mimalloc 3's `mi_option_t` (`mimalloc.h`;
+/// libmimalloc-sys names no constant for it).
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// Freed memory goes back to the system after 10 ms (mimalloc 2's default),
+/// not mimalloc 3's 1 s: with 1 s a 300,000-turn eval's peak RSS was 1.58×
+/// its 1,000-turn peak, with 10 ms 1.34× (glibc's malloc: 1.33×), for
+/// most of the CPU saved (BENCHMARKS.md, issue #31). Set before anything
+/// is freed; the environment's `MIMALLOC_PURGE_DELAY`, if any, still wins.
+fn set_allocator_options() {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: sets one option's value; mimalloc reads it at each purge.
+        unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
+    }
+}
+
 fn main() -> ExitCode {
+    set_allocator_options();
     let cli = cli::Cli::parse();
     let store = ClaimStore::new(&cli.stores.claims_dir);
     let runs_dir = cli.stores.runs_dir.clone();
