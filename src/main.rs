@@ -23,13 +23,26 @@ const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Freed memory goes back to the system after 10 ms (mimalloc 2's default),
 /// not mimalloc 3's 1 s: with 1 s a 300,000-turn eval's peak RSS was 1.58×
-/// its 1,000-turn peak, with 10 ms 1.34× (glibc's malloc: 1.33×), for
+/// its 1,000-turn peak, with 10 ms 1.44× (glibc's malloc: 1.33×), for
 /// most of the CPU saved (BENCHMARKS.md, issue #31). Set before anything
 /// is freed; the environment's `MIMALLOC_PURGE_DELAY`, if any, still wins.
+///
+/// And no transparent huge pages for the process: where the kernel gives
+/// them to every large anonymous mapping (`enabled` = `always`, not the
+/// usual `madvise`), mimalloc's arenas would grow the RSS in 2 MiB pages
+/// (33 MB, 24 with this, glibc's malloc 20, for the 1,008-turn eval). The
+/// flag is inherited by the programs promptlab starts, which lose nothing
+/// but huge pages.
 fn set_allocator_options() {
     if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
         // SAFETY: sets one option's value; mimalloc reads it at each purge.
         unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, 10) };
+    }
+    #[cfg(target_os = "linux")]
+    // SAFETY: integer arguments only; a kernel without the option refuses
+    // it (EINVAL), which leaves the process as it was.
+    unsafe {
+        libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
     }
 }
 
