@@ -11,6 +11,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// When a file's bytes reach the disk: before it is named (`Synced`), or
+/// at a sync of its whole file system that the caller makes before relying
+/// on the file (`LeftToCaller`: a run's group commit, `sink::log_commit`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Durability {
+    Synced,
+    LeftToCaller,
+}
+
 #[derive(Debug, Clone)]
 pub struct KeyedFiles {
     dir: PathBuf,
@@ -56,12 +65,9 @@ impl KeyedFiles {
         crate::input::read_limited(file, limit).ok()
     }
 
-    /// Stores `bytes` under `key`, whole or not at all.
+    /// Stores `bytes` under `key`, whole or not at all, synced.
     pub fn write(&self, key: &str, bytes: &[u8]) -> io::Result<()> {
-        let (path, temp) = self.write_temp(key, bytes)?;
-        std::fs::rename(&temp, &path).inspect_err(|_| {
-            let _ = std::fs::remove_file(&temp);
-        })
+        self.replace(key, bytes, Durability::Synced)
     }
 
     /// `write` on the blocking pool: for a caller on a runtime's thread,
@@ -73,21 +79,34 @@ impl KeyedFiles {
             .unwrap_or_else(|joined| Err(io::Error::other(joined)))
     }
 
-    /// Stores `bytes` under `key` unless a file is there already, which is
-    /// never replaced: for content-addressed entries, where the same key
-    /// means the same bytes. Writers racing for one key each write their
-    /// own temporary (created exclusively) and link it into place; the first
-    /// link wins and the others find the file there. A reader sees the
-    /// whole file or none. Where the filesystem has no hard links, a rename
-    /// puts it in place (replacing an identical file is harmless).
-    pub fn write_once(&self, key: &str, bytes: &[u8]) -> io::Result<()> {
+    /// Stores `bytes` under `key` unless the same bytes are there already:
+    /// for content-addressed entries, where the same key means the same
+    /// bytes. Writers racing for one key each write their own temporary
+    /// (created exclusively) and link it into place; the first link wins
+    /// and the others find the file there. A reader sees the whole file or
+    /// none. Where the filesystem has no hard links, a rename puts it in
+    /// place (replacing an identical file is harmless).
+    ///
+    /// A file found under the key is read and compared, not trusted: one
+    /// written `Durability::LeftToCaller` by a process whose sync never
+    /// came (a power loss) may be torn, and is replaced (renamed over).
+    /// With `Durability::Synced` a file found is synced too, since its
+    /// writer may not have synced it yet.
+    pub fn write_once(&self, key: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
         let path = self
             .path(key)
             .ok_or_else(|| io::Error::other("not a hex key"))?;
         if path.is_file() {
-            return Ok(());
+            // One byte over, so that a longer file is not read as equal.
+            if self.read(key, bytes.len() as u64 + 1).as_deref() == Some(bytes) {
+                return match durability {
+                    Durability::Synced => sync_found(&path),
+                    Durability::LeftToCaller => Ok(()),
+                };
+            }
+            return self.replace(key, bytes, durability);
         }
-        let (path, temp) = self.write_temp(key, bytes)?;
+        let (path, temp) = self.write_temp(key, bytes, durability)?;
         let placed = match std::fs::hard_link(&temp, &path) {
             Ok(()) => Ok(()),
             Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
@@ -97,9 +116,23 @@ impl KeyedFiles {
         placed
     }
 
-    /// `bytes` in a fresh temporary beside `key`'s file, synced: the file's
-    /// path and the temporary's. A failure removes the temporary.
-    fn write_temp(&self, key: &str, bytes: &[u8]) -> io::Result<(PathBuf, PathBuf)> {
+    /// `bytes` renamed over whatever is under `key`.
+    fn replace(&self, key: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
+        let (path, temp) = self.write_temp(key, bytes, durability)?;
+        std::fs::rename(&temp, &path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&temp);
+        })
+    }
+
+    /// `bytes` in a fresh temporary beside `key`'s file, synced unless the
+    /// caller will: the file's path and the temporary's. A failure removes
+    /// the temporary.
+    fn write_temp(
+        &self,
+        key: &str,
+        bytes: &[u8],
+        durability: Durability,
+    ) -> io::Result<(PathBuf, PathBuf)> {
         let path = self
             .path(key)
             .ok_or_else(|| io::Error::other("not a hex key"))?;
@@ -126,7 +159,11 @@ impl KeyedFiles {
                 Err(error) => return Err(error),
             }
         };
-        match file.write_all(bytes).and_then(|()| file.sync_all()) {
+        let synced = |file: &mut std::fs::File| match durability {
+            Durability::Synced => file.sync_all(),
+            Durability::LeftToCaller => Ok(()),
+        };
+        match file.write_all(bytes).and_then(|()| synced(&mut file)) {
             Ok(()) => Ok((path, temp)),
             Err(error) => {
                 let _ = std::fs::remove_file(&temp);
@@ -134,6 +171,16 @@ impl KeyedFiles {
             }
         }
     }
+}
+
+/// Syncs a file another writer put in place. Read-only is enough to sync
+/// on Unix; elsewhere (Windows) a sync needs write access.
+fn sync_found(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    let file = std::fs::File::open(path)?;
+    #[cfg(not(unix))]
+    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+    file.sync_all()
 }
 
 #[cfg(test)]
@@ -152,5 +199,63 @@ mod tests {
         assert!(files.path("../../etc/passwd").is_none());
         assert!(files.write("../x", b"").is_err());
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn write_once_keeps_the_same_bytes_and_replaces_a_torn_or_longer_file() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let files = KeyedFiles::flat(dir.path());
+        let key = "cd".repeat(32);
+        let path = files.path(&key).unwrap();
+        let inode = |path: &Path| std::fs::metadata(path).unwrap().ino();
+        for durability in [Durability::Synced, Durability::LeftToCaller] {
+            files
+                .write_once(&key, b"{\"whole\":1}", durability)
+                .unwrap();
+            let first = inode(&path);
+            files
+                .write_once(&key, b"{\"whole\":1}", durability)
+                .unwrap();
+            assert_eq!(inode(&path), first, "the same bytes are left in place");
+            // What a power loss before the sync can leave: a prefix, or the
+            // length with none of the bytes; and a longer file.
+            for found in [
+                &b"{\"who"[..],
+                &[0; 11][..],
+                &b"{\"whole\":1}\n"[..],
+                &b""[..],
+            ] {
+                std::fs::write(&path, found).unwrap();
+                files
+                    .write_once(&key, b"{\"whole\":1}", durability)
+                    .unwrap();
+                assert_eq!(std::fs::read(&path).unwrap(), b"{\"whole\":1}", "{found:?}");
+            }
+            std::fs::remove_file(&path).unwrap();
+        }
+        let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert!(left.is_empty(), "no temporary is left: {left:?}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever is found under a key, `write_once` never panics and
+        /// leaves exactly the bytes it was given there.
+        #[test]
+        fn whatever_is_found_write_once_leaves_its_own_bytes(
+            found in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
+            synced in proptest::prelude::any::<bool>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let files = KeyedFiles::flat(dir.path());
+            let key = "ef".repeat(32);
+            std::fs::write(files.path(&key).unwrap(), &found).unwrap();
+            let durability = if synced { Durability::Synced } else { Durability::LeftToCaller };
+            files.write_once(&key, &bytes, durability).unwrap();
+            proptest::prop_assert_eq!(std::fs::read(files.path(&key).unwrap()).unwrap(), bytes);
+        }
     }
 }

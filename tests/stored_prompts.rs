@@ -370,6 +370,49 @@ fn concurrent_eval_turns_of_one_version_store_each_prompt_once() {
     );
 }
 
+/// An eval's prompt files are synced with its logs' group, not each on
+/// its own: a power loss before that sync can leave one torn under its
+/// name (only `.partial` logs name it then). The next run must not take it
+/// for stored: it finds the bytes differ and writes the prompt again.
+#[test]
+fn a_torn_prompt_file_left_by_an_earlier_run_is_written_again_by_the_next() {
+    let runs = tempfile::tempdir().unwrap();
+    let eval = || {
+        let args = ["eval", "benches/eval-1000.yaml", "--provider", "script"];
+        let out = in_runs(
+            runs.path(),
+            &[&args[..], &["--case", "excess*", "-q"]].concat(),
+        );
+        assert!(out.code == 0 || out.code == 1, "{}", out.stderr);
+    };
+    eval();
+    let whole: Vec<(PathBuf, Vec<u8>)> = prompt_files(runs.path())
+        .into_iter()
+        .map(|path| (path.clone(), std::fs::read(&path).unwrap()))
+        .collect();
+    assert!(!whole.is_empty());
+    for (path, bytes) in &whole {
+        std::fs::write(path, &bytes[..bytes.len() / 2]).unwrap();
+    }
+    let first_run = run_logs_under(runs.path());
+    eval();
+    for (path, bytes) in &whole {
+        assert!(
+            std::fs::read(path).unwrap() == *bytes,
+            "{path:?} is whole again"
+        );
+    }
+    let second_run: Vec<_> = run_logs_under(runs.path())
+        .into_iter()
+        .filter(|log| !first_run.contains(log))
+        .collect();
+    assert_eq!(second_run.len(), first_run.len());
+    for log in second_run.iter().chain(&first_run) {
+        let read = read_run_log(log).unwrap();
+        assert!(read.prompt.is_some(), "{log:?}: {:?}", read.prompt_missing);
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
     /// Whatever a header names and whatever a prompt file holds, reading

@@ -1,7 +1,9 @@
 //! The assembled prompt of a run log, stored once for every log that used
 //! it: `<runs dir>/prompts/<sha256>.json`, named by the SHA-256 of its own
 //! bytes (the applied override texts, the blocks with their sources, the
-//! tool declarations), written whole and never replaced; each log's header
+//! tool declarations), written whole, and replaced only when what is found
+//! under its name is not those bytes (`KeyedFiles::write_once`: a file
+//! whose writer's sync a power loss cut short); each log's header
 //! names it (`promptSha256`). Logs written before (schema 2 and older) keep
 //! their `prompt` record inline and read as they always did.
 //!
@@ -21,7 +23,7 @@ use serde::Serialize;
 use super::record::PromptRecord;
 use crate::chat::PreparedTurn;
 use crate::chat::system::PromptBlock;
-use crate::keyed_files::KeyedFiles;
+use crate::keyed_files::{Durability, KeyedFiles};
 use crate::memo::Bounded;
 use crate::tools::ToolDeclaration;
 
@@ -111,7 +113,7 @@ impl<'a> PromptParts<'a> {
 /// again if it is gone. (`NewPrompt::write_off_thread` is the same for a
 /// caller on a runtime, the turns that wait for a write holding no thread.)
 pub fn store_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<String> {
-    match stage_prompt(runs_dir, prompt)? {
+    match stage_prompt(runs_dir, prompt, Durability::Synced)? {
         StagedPrompt::Stored(key) => Ok(key),
         StagedPrompt::New(prompt) => prompt.write(),
     }
@@ -128,6 +130,7 @@ pub enum StagedPrompt {
 /// A prompt's bytes and name, to be written under `prompts/`.
 pub struct NewPrompt {
     files: KeyedFiles,
+    durability: Durability,
     bytes: Arc<[u8]>,
     /// Where the process remembers it, shared with the other turns of
     /// its prompt version.
@@ -140,15 +143,19 @@ impl NewPrompt {
         &self.slot.key
     }
 
-    /// Writes the file (synced) unless it is there; gives its name. Turns
-    /// of one prompt version that race to write it take turns: the first
-    /// writes and syncs it, the others find it there.
+    /// Writes the file (synced, unless the caller will) unless it is
+    /// there; gives its name. Turns of one prompt version that race to
+    /// write it take turns: the first writes it, the others find it there.
     pub fn write(self) -> io::Result<String> {
         let _writing = lock(&self.slot.writing);
         #[cfg(test)]
         self.slot.writes.fetch_add(1, Ordering::Relaxed);
-        self.files.write_once(&self.slot.key, &self.bytes)?;
+        self.files
+            .write_once(&self.slot.key, &self.bytes, self.durability)?;
         *lock(&self.slot.unwritten) = None;
+        if self.durability == Durability::Synced {
+            self.slot.synced.store(true, Ordering::Release);
+        }
         self.slot.written.store(true, Ordering::Release);
         Ok(self.slot.key.clone())
     }
@@ -170,7 +177,7 @@ impl NewPrompt {
             settled.as_mut().enable();
             // Looked for, not only remembered: a file removed since it was
             // written is written again, as `stage_prompt` would.
-            if self.slot.on_disk(&self.files) {
+            if self.slot.on_disk(&self.files, self.durability) {
                 return Ok(self.slot.key.clone());
             }
             if !self.slot.claimed.swap(true, Ordering::AcqRel) {
@@ -208,38 +215,52 @@ impl Drop for Claim {
 }
 
 /// `store_prompt` up to the write: the prompt's name, and its bytes when
-/// its file is not known to be there already.
+/// its file is not known to be there already — or, for a caller that needs
+/// it `Durability::Synced`, not known to be synced (a group's turn in this
+/// process may have written it for its group's sync).
 ///
 /// A prompt version's bytes are serialised and hashed once in a process,
 /// even by turns that start before its file is written (an eval's first
 /// `-j` turns of each version): they share the first one's bytes, and its
 /// name, by the prompt's identity.
-pub fn stage_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<StagedPrompt> {
+pub fn stage_prompt(
+    runs_dir: &Path,
+    prompt: &PromptParts,
+    durability: Durability,
+) -> io::Result<StagedPrompt> {
     let files = KeyedFiles::flat(prompts_dir(runs_dir));
+    let new = |bytes, slot| {
+        StagedPrompt::New(NewPrompt {
+            files: files.clone(),
+            durability,
+            bytes,
+            slot,
+        })
+    };
     let Some(digests) = prompt.digests else {
         let (bytes, key) = serialised(prompt)?;
-        let slot = Arc::new(Slot::new(key, None));
-        return Ok(StagedPrompt::New(NewPrompt { files, bytes, slot }));
+        return Ok(new(bytes, Arc::new(Slot::new(key, None))));
     };
     let identity = (runs_dir.to_path_buf(), identity(prompt, digests));
     let known = lock(slots()).get(&identity).cloned();
     if let Some(slot) = known {
-        if slot.on_disk(&files) {
+        if slot.on_disk(&files, durability) {
             return Ok(StagedPrompt::Stored(slot.key.clone()));
         }
         let unwritten = lock(&slot.unwritten).clone();
         let bytes = match unwritten {
             Some(bytes) => bytes,
-            // Written, then removed: written again from this turn's own.
+            // Written, then removed (or to be synced): again from this
+            // turn's own.
             None => serialised(prompt)?.0,
         };
-        return Ok(StagedPrompt::New(NewPrompt { files, bytes, slot }));
+        return Ok(new(bytes, slot));
     }
     let (bytes, key) = serialised(prompt)?;
     let slot = Arc::new(Slot::new(key, Some(Arc::clone(&bytes))));
     let weight = identity.0.as_os_str().len() + identity.1.len() + bytes.len();
     lock(slots()).insert(identity, Arc::clone(&slot), weight);
-    Ok(StagedPrompt::New(NewPrompt { files, bytes, slot }))
+    Ok(new(bytes, slot))
 }
 
 /// A prompt's bytes and their SHA-256, its name.
@@ -256,6 +277,9 @@ struct Slot {
     /// meanwhile; dropped then, so the memo holds names, not prompts.
     unwritten: Mutex<Option<Arc<[u8]>>>,
     written: AtomicBool,
+    /// Written or found `Durability::Synced`: on disk now, not only at a
+    /// group's next sync.
+    synced: AtomicBool,
     /// Its file is being written on the blocking pool, for a turn of its
     /// version (`write_off_thread`)...
     claimed: AtomicBool,
@@ -276,6 +300,7 @@ impl Slot {
             key,
             unwritten: Mutex::new(unwritten),
             written: AtomicBool::new(false),
+            synced: AtomicBool::new(false),
             claimed: AtomicBool::new(false),
             settled: tokio::sync::Notify::new(),
             writing: Mutex::new(()),
@@ -286,10 +311,16 @@ impl Slot {
 }
 
 impl Slot {
-    /// Whether its file is there: written, and still found (a file removed
-    /// since is written again, under the same name).
-    fn on_disk(&self, files: &KeyedFiles) -> bool {
+    /// Whether its file is there as durably as `durability` asks: written
+    /// (and synced, if asked), and still found (a file removed since is
+    /// written again, under the same name).
+    fn on_disk(&self, files: &KeyedFiles, durability: Durability) -> bool {
+        let durable = match durability {
+            Durability::Synced => self.synced.load(Ordering::Acquire),
+            Durability::LeftToCaller => true,
+        };
         self.written.load(Ordering::Acquire)
+            && durable
             && files.path(&self.key).is_some_and(|path| path.is_file())
     }
 }
@@ -440,13 +471,17 @@ mod tests {
 
     /// `store_prompt` as a turn calls it: with the digests `prepare` makes.
     fn store_as_a_turn(runs_dir: &Path, record: &PromptRecord) -> String {
-        match stage_as_a_turn(runs_dir, record) {
+        match stage_as_a_turn(runs_dir, record, Durability::Synced) {
             StagedPrompt::Stored(key) => key,
             StagedPrompt::New(prompt) => prompt.write().unwrap(),
         }
     }
 
-    fn stage_as_a_turn(runs_dir: &Path, record: &PromptRecord) -> StagedPrompt {
+    fn stage_as_a_turn(
+        runs_dir: &Path,
+        record: &PromptRecord,
+        durability: Durability,
+    ) -> StagedPrompt {
         let joined: Vec<&str> = record.blocks.iter().map(|b| b.text.as_str()).collect();
         let system_sha256 =
             crate::digest::sha256_hex(joined.join(crate::chat::system::BLOCK_SEPARATOR));
@@ -459,7 +494,7 @@ mod tests {
             digests: Some(digests),
             ..parts(record)
         };
-        stage_prompt(runs_dir, &parts).unwrap()
+        stage_prompt(runs_dir, &parts, durability).unwrap()
     }
 
     /// An eval's first `-j` turns of a version all stage its prompt before
@@ -502,16 +537,18 @@ mod tests {
             bytes
         );
         assert!(
-            matches!(stage_as_a_turn(runs.path(), &record), StagedPrompt::Stored(k) if k == key)
+            matches!(stage_as_a_turn(runs.path(), &record, Durability::Synced), StagedPrompt::Stored(k) if k == key)
         );
     }
 
     fn staged_by(turns: usize, runs_dir: &Path, record: &PromptRecord) -> Vec<NewPrompt> {
         (0..turns)
-            .map(|_| match stage_as_a_turn(runs_dir, record) {
-                StagedPrompt::New(prompt) => prompt,
-                StagedPrompt::Stored(_) => panic!("not written yet"),
-            })
+            .map(
+                |_| match stage_as_a_turn(runs_dir, record, Durability::Synced) {
+                    StagedPrompt::New(prompt) => prompt,
+                    StagedPrompt::Stored(_) => panic!("not written yet"),
+                },
+            )
             .collect()
     }
 
@@ -608,7 +645,7 @@ mod tests {
         assert_eq!(runtime.block_on(later.write_off_thread()).unwrap(), key);
         assert!(file.is_file(), "written again by a turn staged before");
         std::fs::remove_file(&file).unwrap();
-        let again = match stage_as_a_turn(runs.path(), &record) {
+        let again = match stage_as_a_turn(runs.path(), &record, Durability::Synced) {
             StagedPrompt::New(prompt) => prompt,
             StagedPrompt::Stored(_) => panic!("its file is gone"),
         };
@@ -710,6 +747,43 @@ mod tests {
             first
         );
         assert!(path.is_file(), "stored again");
+    }
+
+    /// A prompt a group's turn wrote for its group's sync is not known to
+    /// be on disk yet: a turn whose log is synced alone syncs it before
+    /// taking it as stored. And a torn file found under its name (what a
+    /// power loss before that sync can leave) is replaced, not taken.
+    #[test]
+    fn a_prompt_left_to_a_group_is_synced_for_a_lone_turn_and_a_torn_one_replaced() {
+        let runs = tempfile::tempdir().unwrap();
+        let record = record_with_tools("left to the group");
+        let stage = |durability| stage_as_a_turn(runs.path(), &record, durability);
+        let StagedPrompt::New(prompt) = stage(Durability::LeftToCaller) else {
+            panic!("a new prompt is to be written");
+        };
+        let key = prompt.write().unwrap();
+        assert!(matches!(stage(Durability::LeftToCaller), StagedPrompt::Stored(k) if k == key));
+        let StagedPrompt::New(unsynced) = stage(Durability::Synced) else {
+            panic!("a prompt left to a group's sync was taken as synced");
+        };
+        assert_eq!(unsynced.write().unwrap(), key);
+        assert!(matches!(stage(Durability::Synced), StagedPrompt::Stored(k) if k == key));
+
+        let whole = std::fs::read(prompts_dir(runs.path()).join(format!("{key}.json"))).unwrap();
+        for durability in [Durability::LeftToCaller, Durability::Synced] {
+            let other = tempfile::tempdir().unwrap();
+            let path = prompts_dir(other.path()).join(format!("{key}.json"));
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &whole[..whole.len() / 2]).unwrap();
+            let StagedPrompt::New(prompt) = stage_as_a_turn(other.path(), &record, durability)
+            else {
+                panic!("a prompt this process never wrote is to be written");
+            };
+            assert_eq!(prompt.write().unwrap(), key);
+            assert_eq!(std::fs::read(&path).unwrap(), whole, "{durability:?}");
+            let log = other.path().join("default").join("x.ndjson");
+            assert_eq!(load_prompt(&log, &key).unwrap().blocks, record.blocks);
+        }
     }
 
     #[test]

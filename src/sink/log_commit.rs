@@ -315,31 +315,33 @@ struct FileSystems {
 }
 
 impl FileSystems {
-    /// One `syncfs` of each file system holding the group's logs (Linux):
-    /// every log's data is then on disk. Elsewhere, an `fsync` of each.
+    /// One `syncfs` of each file system holding the group's logs and their
+    /// runs folders' prompt files (Linux): every log's data is then on
+    /// disk, and every prompt file a header names — which a group's turns
+    /// write for this sync instead of syncing each
+    /// (`RunRecorder::prompt_durability`). Elsewhere, an `fsync` of each
+    /// log (and the turns sync their prompt files).
     #[cfg(target_os = "linux")]
     fn sync(&mut self, group: &[Queued]) -> io::Result<()> {
-        use std::os::unix::fs::MetadataExt;
+        let mut seen: Vec<(PathBuf, u64)> = Vec::new();
+        let mut runs_dirs: Vec<&Path> = Vec::new();
         let mut devices: Vec<u64> = Vec::new();
-        let mut folders: Vec<(&Path, u64)> = Vec::new();
         for queued in group {
-            let path = queued.log.partial_path.as_path();
-            let folder = path.parent().unwrap_or(Path::new("."));
-            let device = match folders.iter().find(|(seen, _)| *seen == folder) {
-                Some((_, device)) => *device,
-                None => {
-                    let device = std::fs::metadata(folder)?.dev();
-                    folders.push((folder, device));
-                    device
-                }
-            };
-            if !self.open.iter().any(|(open, _)| *open == device) {
-                // A log itself, not the runs folder, which may not be
-                // readable; the file stays valid once renamed.
-                self.open.push((device, File::open(path)?));
+            let log = &queued.log;
+            let folder = log.partial_path.parent().unwrap_or(Path::new("."));
+            // A log itself, not the runs folder, which may not be
+            // readable; the file stays valid once renamed.
+            devices.push(self.device_of(folder, &log.partial_path, &mut seen)?);
+            if runs_dirs.contains(&log.runs_dir.as_path()) {
+                continue;
             }
-            if !devices.contains(&device) {
-                devices.push(device);
+            runs_dirs.push(&log.runs_dir);
+            // Not there when no turn got as far as its prompt.
+            let prompts = crate::runs::prompt_store::prompts_dir(&log.runs_dir);
+            match self.device_of(&prompts, &prompts, &mut seen) {
+                Ok(device) => devices.push(device),
+                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
+                Err(error) => return Err(error),
             }
         }
         for (device, file) in &self.open {
@@ -348,6 +350,27 @@ impl FileSystems {
             }
         }
         Ok(())
+    }
+
+    /// The device `folder` is on (remembered in `seen` for the group); the
+    /// first time the run meets a device, `open` is kept open on it.
+    #[cfg(target_os = "linux")]
+    fn device_of(
+        &mut self,
+        folder: &Path,
+        open: &Path,
+        seen: &mut Vec<(PathBuf, u64)>,
+    ) -> io::Result<u64> {
+        use std::os::unix::fs::MetadataExt;
+        if let Some((_, device)) = seen.iter().find(|(known, _)| known == folder) {
+            return Ok(*device);
+        }
+        let device = std::fs::metadata(folder)?.dev();
+        seen.push((folder.to_path_buf(), device));
+        if !self.open.iter().any(|(open, _)| *open == device) {
+            self.open.push((device, File::open(open)?));
+        }
+        Ok(device)
     }
 
     #[cfg(not(target_os = "linux"))]

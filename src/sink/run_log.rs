@@ -25,6 +25,7 @@ use crate::chat::event::Usage;
 use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
+use crate::keyed_files::Durability;
 use crate::runs::naming::log_paths;
 use crate::runs::prompt_store::{NewPrompt, PromptParts, StagedPrompt, stage_prompt};
 use crate::runs::record::{
@@ -169,29 +170,7 @@ impl RunRecorder {
                 self.log = Some(self.open(start)?);
                 Ok(())
             }
-            TurnOutput::Prepared(prepared) => {
-                // Stored (once per prompt) before the header names it, so
-                // that no log names a prompt that is not there: a new one
-                // is written and synced off this thread (`wait`).
-                // The turn's clock counts none of it, as it does not count
-                // the log's own writes.
-                let storing = Instant::now();
-                let staged = stage_prompt(&self.runs_dir, &PromptParts::of_turn(prepared))?;
-                let log = self.open_log()?;
-                log.clock += storing.elapsed();
-                log.header.fill_from(prepared);
-                match staged {
-                    StagedPrompt::Stored(key) => {
-                        log.header.prompt_sha256 = Some(key);
-                        log.write_header()
-                    }
-                    StagedPrompt::New(prompt) => {
-                        log.header.prompt_sha256 = Some(prompt.key().to_string());
-                        self.unstored = Some(prompt);
-                        Ok(())
-                    }
-                }
-            }
+            TurnOutput::Prepared(prepared) => self.record_prepared(prepared),
             TurnOutput::Event(event) => self.open_log()?.event(event),
             TurnOutput::ModelCall(call) => {
                 // A call that failed may still have been billed (an answer
@@ -379,6 +358,46 @@ impl RunRecorder {
         let log = self.open_log()?;
         log.clock += storing;
         log.write_header()
+    }
+
+    /// Fills the header in from the prepared turn and writes it once the
+    /// prompt it names is stored (once per prompt), so that no log names a
+    /// prompt that is not there: a new one is written off this thread
+    /// (`wait`), and synced there or by the log's group
+    /// (`prompt_durability`). The turn's clock counts none of it, as it
+    /// does not count the log's own writes.
+    fn record_prepared(&mut self, prepared: &crate::chat::PreparedTurn) -> io::Result<()> {
+        let storing = Instant::now();
+        let parts = PromptParts::of_turn(prepared);
+        let staged = stage_prompt(&self.runs_dir, &parts, self.prompt_durability())?;
+        let log = self.open_log()?;
+        log.clock += storing.elapsed();
+        log.header.fill_from(prepared);
+        match staged {
+            StagedPrompt::Stored(key) => {
+                log.header.prompt_sha256 = Some(key);
+                log.write_header()
+            }
+            StagedPrompt::New(prompt) => {
+                log.header.prompt_sha256 = Some(prompt.key().to_string());
+                self.unstored = Some(prompt);
+                Ok(())
+            }
+        }
+    }
+
+    /// A log synced alone needs its prompt file synced before it is named
+    /// complete; a group's logs are named complete only after a `syncfs` of
+    /// the file systems holding them and their prompt files
+    /// (`log_commit`), which syncs a new prompt file with them — one
+    /// `fsync` and journal commit fewer for each prompt version (~13% of an
+    /// eval's CPU on a journaled ext4, BENCHMARKS.md, issue #31). Where the
+    /// group syncs each log instead (not Linux), prompt files sync alone.
+    fn prompt_durability(&self) -> Durability {
+        match self.member.is_some() && cfg!(target_os = "linux") {
+            true => Durability::LeftToCaller,
+            false => Durability::Synced,
+        }
     }
 
     fn open_log(&mut self) -> io::Result<&mut OpenLog> {
