@@ -5,7 +5,7 @@
 //! processes sharing the folder never read half of one; a key that is not
 //! hex never touches the disk.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -67,7 +67,7 @@ impl KeyedFiles {
 
     /// Stores `bytes` under `key`, whole or not at all, synced.
     pub fn write(&self, key: &str, bytes: &[u8]) -> io::Result<()> {
-        self.replace(key, bytes, Durability::Synced)
+        self.replace(key, bytes)
     }
 
     /// `write` on the blocking pool: for a caller on a runtime's thread,
@@ -85,40 +85,69 @@ impl KeyedFiles {
     /// (created exclusively) and link it into place; the first link wins
     /// and the others find the file there. A reader sees the whole file or
     /// none. Where the filesystem has no hard links, a rename puts it in
-    /// place (replacing an identical file is harmless).
+    /// place, synced whatever `durability` says, as it may replace a file
+    /// another writer synced.
     ///
-    /// A file found under the key is read and compared, not trusted: one
-    /// written `Durability::LeftToCaller` by a process whose sync never
-    /// came (a power loss) may be torn, and is replaced (renamed over).
-    /// With `Durability::Synced` a file found is synced too, since its
-    /// writer may not have synced it yet.
+    /// A file found under the key (before writing, or linked there first by
+    /// another writer) is read and compared, not trusted: one written
+    /// `Durability::LeftToCaller` by a process whose sync never came (a
+    /// power loss) may be torn. One that differs is replaced by a synced
+    /// file renamed over it. With `Durability::Synced` a file found with
+    /// the same bytes is synced too, since its writer may not have.
     pub fn write_once(&self, key: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
         let path = self
             .path(key)
             .ok_or_else(|| io::Error::other("not a hex key"))?;
-        if path.is_file() {
-            // One byte over, so that a longer file is not read as equal.
-            if self.read(key, bytes.len() as u64 + 1).as_deref() == Some(bytes) {
-                return match durability {
-                    Durability::Synced => sync_found(&path),
-                    Durability::LeftToCaller => Ok(()),
-                };
+        if !path.is_file() {
+            let (path, temp) = self.write_temp(key, bytes, durability)?;
+            let placed = match std::fs::hard_link(&temp, &path) {
+                Ok(()) => Some(Ok(())),
+                // Another writer's got there first: checked as any found.
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => None,
+                Err(_) => Some(sync_found(&temp).and_then(|()| std::fs::rename(&temp, &path))),
+            };
+            let _ = std::fs::remove_file(&temp);
+            if let Some(placed) = placed {
+                return placed;
             }
-            return self.replace(key, bytes, durability);
         }
-        let (path, temp) = self.write_temp(key, bytes, durability)?;
-        let placed = match std::fs::hard_link(&temp, &path) {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-            Err(_) => std::fs::rename(&temp, &path),
-        };
-        let _ = std::fs::remove_file(&temp);
-        placed
+        self.keep_or_replace(key, &path, bytes, durability)
     }
 
-    /// `bytes` renamed over whatever is under `key`.
-    fn replace(&self, key: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
-        let (path, temp) = self.write_temp(key, bytes, durability)?;
+    /// A file found at `path`, `key`'s: kept if it holds `bytes` (and
+    /// synced, if asked), else replaced by a synced one. A file that cannot
+    /// be read is an error, not a difference, so that no file is replaced
+    /// for want of reading it.
+    fn keep_or_replace(
+        &self,
+        key: &str,
+        path: &Path,
+        bytes: &[u8],
+        durability: Durability,
+    ) -> io::Result<()> {
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            // Removed since it was found: written again.
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                return self.replace(key, bytes);
+            }
+            Err(error) => return Err(error),
+        };
+        let mut found = Vec::with_capacity(bytes.len());
+        // One byte over, so that a longer file is not read as equal.
+        file.take(bytes.len() as u64 + 1).read_to_end(&mut found)?;
+        if found != bytes {
+            return self.replace(key, bytes);
+        }
+        match durability {
+            Durability::Synced => sync_found(path),
+            Durability::LeftToCaller => Ok(()),
+        }
+    }
+
+    /// `bytes`, synced, renamed over whatever is under `key`.
+    fn replace(&self, key: &str, bytes: &[u8]) -> io::Result<()> {
+        let (path, temp) = self.write_temp(key, bytes, Durability::Synced)?;
         std::fs::rename(&temp, &path).inspect_err(|_| {
             let _ = std::fs::remove_file(&temp);
         })

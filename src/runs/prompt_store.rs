@@ -120,8 +120,9 @@ pub fn store_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<String>
 }
 
 /// A prompt named before its file is written: one already stored, or one
-/// whose bytes are ready to be written and synced (`NewPrompt::write`), so
-/// that a caller on a runtime's thread can hand the sync to another.
+/// whose bytes are ready to be written (`NewPrompt::write`: synced, or left
+/// to a group's sync), so that a caller on a runtime's thread can hand the
+/// write to another.
 pub enum StagedPrompt {
     Stored(String),
     New(NewPrompt),
@@ -153,9 +154,10 @@ impl NewPrompt {
         self.files
             .write_once(&self.slot.key, &self.bytes, self.durability)?;
         *lock(&self.slot.unwritten) = None;
-        if self.durability == Durability::Synced {
-            self.slot.synced.store(true, Ordering::Release);
-        }
+        // Set each time, as the file may have been removed and written
+        // again since a synced write.
+        let synced = self.durability == Durability::Synced;
+        self.slot.synced.store(synced, Ordering::Release);
         self.slot.written.store(true, Ordering::Release);
         Ok(self.slot.key.clone())
     }
@@ -285,7 +287,7 @@ struct Slot {
     claimed: AtomicBool,
     /// ...and tells the turns waiting for it when that write has ended.
     settled: tokio::sync::Notify,
-    /// Held while its file is written and synced: on the blocking pool by
+    /// Held while its file is written: on the blocking pool by
     /// the run-log recorder (`RunRecorder::wait`); a direct caller of
     /// `store_prompt` waits on it as it would on the write itself.
     writing: Mutex<()>,

@@ -262,7 +262,8 @@ struct Committed {
 }
 
 /// Syncs the group's logs, then renames each. A failed sync fails the
-/// whole group: no name is given to a log that may not be on disk.
+/// whole group: no name is given to a log that may not be on disk (and a
+/// failed `syncfs`, every later group too: `FileSystems::failed`).
 fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Committed {
     if group.is_empty() {
         return Committed::default();
@@ -312,6 +313,13 @@ fn not_committed(partial_path: &Path, error: io::Error) -> io::Error {
 struct FileSystems {
     #[cfg(target_os = "linux")]
     open: Vec<(u64, File)>,
+    /// A `syncfs` that failed: every later group fails with it. The
+    /// prompt files the run's logs name are synced by these syncs, once
+    /// each: one whose write-back failed is not written again (this
+    /// process takes it as stored), and a later `syncfs` would not report
+    /// that failure a second time.
+    #[cfg(target_os = "linux")]
+    failed: Option<String>,
 }
 
 impl FileSystems {
@@ -323,6 +331,12 @@ impl FileSystems {
     /// log (and the turns sync their prompt files).
     #[cfg(target_os = "linux")]
     fn sync(&mut self, group: &[Queued]) -> io::Result<()> {
+        if let Some(failed) = &self.failed {
+            return Err(io::Error::other(format!(
+                "an earlier sync of this run's logs failed ({failed}), so the prompt files \
+                 they name may not be on disk"
+            )));
+        }
         let mut seen: Vec<(PathBuf, u64)> = Vec::new();
         let mut runs_dirs: Vec<&Path> = Vec::new();
         let mut devices: Vec<u64> = Vec::new();
@@ -345,8 +359,11 @@ impl FileSystems {
             }
         }
         for (device, file) in &self.open {
-            if devices.contains(device) {
-                rustix::fs::syncfs(file)?;
+            if devices.contains(device)
+                && let Err(error) = rustix::fs::syncfs(file)
+            {
+                self.failed = Some(error.to_string());
+                return Err(error.into());
             }
         }
         Ok(())
@@ -402,6 +419,37 @@ mod tests {
             final_path: folder.join(format!("{name}.ndjson")),
             partial_path,
         }
+    }
+
+    /// A group's sync covers the prompt files its logs name, wherever
+    /// `prompts/` is: here a link to another file system (`/dev/shm`, where
+    /// it is one), which the sync then holds a file open on and syncs.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_groups_sync_covers_the_file_system_of_its_prompt_files() {
+        use std::os::unix::fs::MetadataExt;
+        let device = |path: &Path| std::fs::metadata(path).unwrap().dev();
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = match tempfile::tempdir_in("/dev/shm") {
+            Ok(elsewhere) if device(elsewhere.path()) != device(dir.path()) => elsewhere,
+            _ => return eprintln!("skipped: /dev/shm is not another file system here"),
+        };
+        let prompts = crate::runs::prompt_store::prompts_dir(dir.path());
+        std::os::unix::fs::symlink(elsewhere.path(), prompts).unwrap();
+        let log = written(dir.path(), "one");
+        let queued = Queued {
+            log: LogPaths {
+                runs_dir: log.runs_dir,
+                partial_path: log.partial_path,
+                final_path: log.final_path,
+            },
+            done: oneshot::channel().0,
+        };
+        let mut file_systems = FileSystems::default();
+        file_systems.sync(std::slice::from_ref(&queued)).unwrap();
+        let open: Vec<u64> = file_systems.open.iter().map(|(open, _)| *open).collect();
+        assert!(open.contains(&device(dir.path())), "the logs' file system");
+        assert!(open.contains(&device(elsewhere.path())), "the prompts' one");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -48,7 +48,8 @@ pub struct RunRecorder {
     member: Option<GroupMember>,
     log: Option<OpenLog>,
     /// A new prompt the header names, whose file is still to be written
-    /// and synced before the header is (`wait`, or the next record).
+    /// (synced, or left to the log's group: `prompt_durability`) before
+    /// the header is (`wait`, or the next record).
     unstored: Option<NewPrompt>,
 }
 
@@ -416,9 +417,10 @@ impl TurnSink for RunRecorder {
         self.record(output)
     }
 
-    /// A new prompt's file is written and synced on the blocking pool, not
-    /// on the thread running the turn (which may run every turn of an eval),
-    /// by one turn of its prompt version while the others wait for it.
+    /// A new prompt's file is written (and synced, unless the log's group
+    /// will sync it) on the blocking pool, not on the thread running the
+    /// turn (which may run every turn of an eval), by one turn of its
+    /// prompt version while the others wait for it.
     fn wait(&mut self) -> Option<futures_util::future::BoxFuture<'_, io::Result<()>>> {
         let prompt = self.unstored.take()?;
         Some(Box::pin(async move {
