@@ -104,7 +104,7 @@ impl KeyedFiles {
                 Ok(()) => Some(Ok(())),
                 // Another writer's got there first: checked as any found.
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists => None,
-                Err(_) => Some(sync_found(&temp).and_then(|()| std::fs::rename(&temp, &path))),
+                Err(_) => Some(rename_synced(&temp, &path, durability)),
             };
             let _ = std::fs::remove_file(&temp);
             if let Some(placed) = placed {
@@ -200,6 +200,15 @@ impl KeyedFiles {
             }
         }
     }
+}
+
+/// `temp` renamed to `path`, synced first if it was not: a rename may
+/// replace a file another writer synced.
+fn rename_synced(temp: &Path, path: &Path, durability: Durability) -> io::Result<()> {
+    if durability == Durability::LeftToCaller {
+        sync_found(temp)?;
+    }
+    std::fs::rename(temp, path)
 }
 
 /// Syncs a file another writer put in place. Read-only is enough to sync

@@ -345,7 +345,10 @@ impl FileSystems {
             let folder = log.partial_path.parent().unwrap_or(Path::new("."));
             // A log itself, not the runs folder, which may not be
             // readable; the file stays valid once renamed.
-            devices.push(self.device_of(folder, &log.partial_path, &mut seen)?);
+            let device = self.device_of(folder, &log.partial_path, &mut seen)?;
+            if !devices.contains(&device) {
+                devices.push(device);
+            }
             if runs_dirs.contains(&log.runs_dir.as_path()) {
                 continue;
             }
@@ -353,7 +356,8 @@ impl FileSystems {
             // Not there when no turn got as far as its prompt.
             let prompts = crate::runs::prompt_store::prompts_dir(&log.runs_dir);
             match self.device_of(&prompts, &prompts, &mut seen) {
-                Ok(device) => devices.push(device),
+                Ok(device) if !devices.contains(&device) => devices.push(device),
+                Ok(_) => {}
                 Err(error) if error.kind() == io::ErrorKind::NotFound => {}
                 Err(error) => return Err(error),
             }

@@ -395,9 +395,10 @@ impl RunRecorder {
     /// eval's CPU on a journaled ext4, BENCHMARKS.md, issue #31). Where the
     /// group syncs each log instead (not Linux), prompt files sync alone.
     fn prompt_durability(&self) -> Durability {
-        match self.member.is_some() && cfg!(target_os = "linux") {
-            true => Durability::LeftToCaller,
-            false => Durability::Synced,
+        if self.member.is_some() && cfg!(target_os = "linux") {
+            Durability::LeftToCaller
+        } else {
+            Durability::Synced
         }
     }
 
