@@ -17,8 +17,11 @@ cd "$(dirname "$0")/../.."
 work=$(mktemp -d)
 target/release/examples/mock_gemini 0 0 > "$work/mock.out" 2>"$work/mock.err" &
 mock=$!
-runs=""
-trap 'kill $mock 2>/dev/null || true; rm -rf "$work" ${runs:+"$runs"}' EXIT
+# Every round's runs folder is kept until the end: on an ext4 without a journal, creating
+# a file scans past the inodes deleted in the last minutes (BENCHMARKS.md), so a round
+# that followed the deletion of the last one's 1,008 logs would measure that deletion.
+runs_folders=()
+trap 'kill $mock 2>/dev/null || true; rm -rf "$work" "${runs_folders[@]}"' EXIT
 gcc -O2 -o "$work/rusage" benches/rusage.c
 for _ in $(seq 100); do grep -q listening "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
 base=$(sed -n 's/^listening on //p' "$work/mock.out")
@@ -46,10 +49,10 @@ for round in $(seq "$rounds"); do
         benches/promptfoo/node_modules/.bin/promptfoo eval -c "$work/promptfooconfig.json" \
         --no-write --no-cache -j 16 --no-table --no-progress-bar > "$work/pf.out" 2>&1 || true
     runs=$(mktemp -d "${RUNS_ON:-${TMPDIR:-/tmp}}/side-by-side-runs-XXXXXX")
+    runs_folders+=("$runs")
     GEMINI_BASE_URL=$base "$work/rusage" "$work/pl.time" \
         "${PROMPTLAB_BIN:-target/release/promptlab}" --runs-dir "$runs" eval benches/eval-1000-model.yaml -j 16 -q \
         > "$work/pl.out" 2>&1 || true
-    rm -rf "$runs"
     echo "round $round of $rounds"
     grep -E "Successes|Failures|passed|Pass Rate" "$work/pf.out" | tail -3 || true
     tail -1 "$work/pl.out"
