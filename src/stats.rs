@@ -1,13 +1,49 @@
 //! Small statistics for reports: percentiles, confidence intervals for a
 //! pass rate, and McNemar's exact test for paired pass/fail changes.
 
+use std::collections::BTreeMap;
+
 /// Nearest-rank percentile of sorted values.
 pub fn percentile(sorted: &[u64], p: u32) -> Option<u64> {
-    if sorted.is_empty() {
+    let rank = nearest_rank(sorted.len() as u64, p)?;
+    Some(sorted[(rank - 1) as usize])
+}
+
+/// The 1-based rank of the `p`th percentile among `len` values (none of none).
+fn nearest_rank(len: u64, p: u32) -> Option<u64> {
+    if len == 0 {
         return None;
     }
-    let rank = (f64::from(p) / 100.0 * sorted.len() as f64).ceil() as usize;
-    Some(sorted[rank.clamp(1, sorted.len()) - 1])
+    let rank = (f64::from(p) / 100.0 * len as f64).ceil() as u64;
+    Some(rank.clamp(1, len))
+}
+
+/// Values counted by value, for exact nearest-rank percentiles in memory
+/// that grows with the distinct values rather than with how many there
+/// are: a turn's latency is whole milliseconds, so a million turns that
+/// each took under a minute keep at most 60,000 counts, where a list of
+/// them took 8 MB (issue #31).
+#[derive(Debug, Clone, Default)]
+pub struct ValueCounts {
+    by_value: BTreeMap<u64, u64>,
+    len: u64,
+}
+
+impl ValueCounts {
+    pub fn add(&mut self, value: u64) {
+        *self.by_value.entry(value).or_insert(0) += 1;
+        self.len += 1;
+    }
+
+    /// `percentile` of the values added, in any order.
+    pub fn percentile(&self, p: u32) -> Option<u64> {
+        let rank = nearest_rank(self.len, p)?;
+        let mut counted = 0;
+        self.by_value.iter().find_map(|(&value, &count)| {
+            counted += count;
+            (counted >= rank).then_some(value)
+        })
+    }
 }
 
 /// The 95% Wilson score interval for `passed` of `total`.
@@ -93,5 +129,39 @@ mod tests {
         assert_eq!(percentile(&[7], 95), Some(7));
         assert_eq!(percentile(&[], 50), None);
         assert_eq!(percentile(&[1, 2, 3, 4], 50), Some(2));
+    }
+
+    /// The worked example of the nearest-rank method in Wikipedia's
+    /// "Percentile" article: the percentiles of 15, 20, 35, 40, 50.
+    #[test]
+    fn counted_values_give_the_textbook_nearest_ranks() {
+        let mut counts = ValueCounts::default();
+        for value in [50, 15, 40, 20, 35] {
+            counts.add(value);
+        }
+        let at = |p| counts.percentile(p);
+        assert_eq!(
+            (at(5), at(30), at(40), at(50), at(100)),
+            (Some(15), Some(20), Some(20), Some(35), Some(50))
+        );
+        assert_eq!(ValueCounts::default().percentile(50), None);
+    }
+
+    proptest::proptest! {
+        /// Counting by value picks what indexing the sorted list picks,
+        /// repeats and all.
+        #[test]
+        fn counted_values_match_the_sorted_list(
+            values in proptest::collection::vec(proptest::prop_oneof![0..5u64, proptest::num::u64::ANY], 0..300),
+            p in 0..=100u32,
+        ) {
+            let mut counts = ValueCounts::default();
+            for &value in &values {
+                counts.add(value);
+            }
+            let mut sorted = values;
+            sorted.sort_unstable();
+            proptest::prop_assert_eq!(counts.percentile(p), percentile(&sorted, p));
+        }
     }
 }

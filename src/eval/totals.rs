@@ -3,8 +3,8 @@
 //! (`fold::folds`): each variant's numbers and its folds' (thresholds,
 //! pass@k, pass^k), JUnit's counts, the tags, the turns read from logs by
 //! the run that recorded them, the lost logs and the first failures shown.
-//! Nothing it keeps grows with the turns or the groups — but for the
-//! latencies of the exact percentiles, 8 bytes a turn.
+//! Nothing it keeps grows with the turns or the groups: the latencies of
+//! the exact percentiles are counted by value (`stats::ValueCounts`).
 //!
 //! Every pass over the spill goes through `checked`, which holds each record
 //! to the plan: a turn this run selected, at its own place in the matrix.

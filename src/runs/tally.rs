@@ -10,7 +10,7 @@
 
 use crate::event::Usage;
 use crate::runs::record::Outcome;
-use crate::stats::{percentile, wilson_interval};
+use crate::stats::{ValueCounts, wilson_interval};
 
 /// What one turn contributes.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -56,12 +56,12 @@ pub fn tally(turns: impl IntoIterator<Item = TurnNumbers>) -> Tally {
 
 /// `tally` one turn at a time, for a reader that streams its turns (the
 /// end of an eval run reads them from its spill file): the counts, and the
-/// latencies for exact percentiles — 8 bytes a turn, the only part that
-/// grows with the turns.
+/// latencies for exact percentiles, counted by value — the only part that
+/// grows, with the distinct latencies (whole milliseconds), not the turns.
 #[derive(Debug, Clone, Default)]
 pub struct TallyBuilder {
     total: Tally,
-    latencies: Vec<u64>,
+    latencies: ValueCounts,
     /// Counts only: no latency kept, none reported.
     counts_only: bool,
 }
@@ -94,13 +94,12 @@ impl TallyBuilder {
         if let Some(latency) = turn.latency_ms.filter(|_| !turn.errored && !turn.cached)
             && !self.counts_only
         {
-            self.latencies.push(latency);
+            self.latencies.add(latency);
         }
     }
 
     pub fn finish(self) -> Tally {
-        let (mut total, mut latencies) = (self.total, self.latencies);
-        latencies.sort_unstable();
+        let (mut total, latencies) = (self.total, self.latencies);
         total.pass_rate = (total.judged > 0).then(|| total.passed as f64 / total.judged as f64);
         total.pass_rate_interval = wilson_interval(total.passed, total.judged);
         total.cache_read_share = if total.input_tokens == 0 {
@@ -108,8 +107,8 @@ impl TallyBuilder {
         } else {
             total.cache_read_tokens as f64 / total.input_tokens as f64
         };
-        total.latency_p50_ms = percentile(&latencies, 50);
-        total.latency_p95_ms = percentile(&latencies, 95);
+        total.latency_p50_ms = latencies.percentile(50);
+        total.latency_p95_ms = latencies.percentile(95);
         total
     }
 }
