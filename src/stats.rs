@@ -26,18 +26,16 @@ fn nearest_rank(len: u64, p: u32) -> Option<u64> {
 #[derive(Debug, Clone, Default)]
 pub struct ValueCounts {
     by_value: BTreeMap<u64, u64>,
-    len: u64,
 }
 
 impl ValueCounts {
     pub fn add(&mut self, value: u64) {
         *self.by_value.entry(value).or_insert(0) += 1;
-        self.len += 1;
     }
 
     /// `percentile` of the values added, in any order.
     pub fn percentile(&self, p: u32) -> Option<u64> {
-        let rank = nearest_rank(self.len, p)?;
+        let rank = nearest_rank(self.by_value.values().sum(), p)?;
         let mut counted = 0;
         self.by_value.iter().find_map(|(&value, &count)| {
             counted += count;
