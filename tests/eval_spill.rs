@@ -83,8 +83,126 @@ fn results_come_back_whole_in_matrix_order_and_the_file_goes_with_the_store() {
     assert_eq!(read_all(&mut store).unwrap(), expected);
     assert_eq!(store.len(), 4);
     assert!(store.contains(3) && !store.contains(2) && !store.contains(99));
+    let index = index_path(&store);
+    assert!(index.exists(), "its index beside it");
+    assert!(!promptlab::runs::naming::is_run_log(&index));
     drop(store);
     assert!(!path.exists(), "removed with the store");
+    assert!(!index.exists(), "its index too");
+}
+
+/// Where a store keeps where each record is.
+fn index_path(store: &ResultStore) -> PathBuf {
+    let mut name = store.path().as_os_str().to_owned();
+    name.push(".index");
+    PathBuf::from(name)
+}
+
+/// Turn `n` of `len` in an order far from the matrix's: times a prime that
+/// does not divide `len`, modulo `len`, each `n` is another turn, and
+/// consecutive ones are 7,919 apart.
+fn scattered(n: usize, len: usize) -> usize {
+    (n * 7_919) % len
+}
+
+/// More turns than are sorted in memory at a time (16,384), put in an
+/// order far from the matrix's: they come back in matrix order, each
+/// once, in every pass — the sorted runs on disk merged.
+#[test]
+fn many_turns_put_in_any_order_come_back_in_matrix_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let len = 50_000;
+    let mut store = ResultStore::create(dir.path(), "ev-0123456789", len).unwrap();
+    for n in 0..len {
+        let index = scattered(n, len);
+        if index % 5 != 1 {
+            store.push(turn(index, index % 3, "CLM-HH-0001"));
+        }
+    }
+    let expected: Vec<usize> = (0..len).filter(|index| index % 5 != 1).collect();
+    for _pass in 0..2 {
+        let read: Vec<usize> = store
+            .in_matrix_order()
+            .unwrap()
+            .map(|result| result.unwrap().spec.index)
+            .collect();
+        assert!(
+            read == expected,
+            "{} read, {} put",
+            read.len(),
+            expected.len()
+        );
+    }
+    assert!(store.contains(0) && !store.contains(1) && store.contains(len - 1));
+}
+
+/// The error the first pass gives once `change` was made to the index
+/// after the run put its turns in.
+fn index_damaged(change: impl FnOnce(Vec<u8>) -> Vec<u8>) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, _) = filled(dir.path());
+    store.flush().unwrap();
+    let index = index_path(&store);
+    std::fs::write(&index, change(std::fs::read(&index).unwrap())).unwrap();
+    let error = read_all(&mut store).expect_err("a damaged index is never read as results");
+    assert!(error.starts_with("the eval run's spill file `"), "{error}");
+    error
+}
+
+const INDEX_CHANGED: &str =
+    "its index (the same name with `.index`) was changed after it was written";
+
+#[test]
+fn an_index_cut_short_or_changed_is_an_error_never_results() {
+    let cut = index_damaged(|mut bytes| {
+        bytes.truncate(bytes.len() - 16);
+        bytes
+    });
+    assert!(cut.ends_with(INDEX_CHANGED), "{cut}");
+    let empty = index_damaged(|_| Vec::new());
+    assert!(empty.ends_with(INDEX_CHANGED), "{empty}");
+    // The first two entries swapped: the same bytes in another order.
+    let swapped = index_damaged(|bytes| [&bytes[16..32], &bytes[..16], &bytes[32..]].concat());
+    assert!(swapped.ends_with(INDEX_CHANGED), "{swapped}");
+    let flipped = index_damaged(|mut bytes| {
+        bytes[20] ^= 1;
+        bytes
+    });
+    assert!(flipped.ends_with(INDEX_CHANGED), "{flipped}");
+}
+
+/// After the first pass, the index's sorted part cut short, an entry
+/// doubled or moved, is caught by the next pass: a turn left out or read
+/// twice would be a wrong count.
+#[test]
+fn an_index_changed_between_passes_is_caught_by_the_next_one() {
+    let change_after_first_pass = |change: &dyn Fn(Vec<u8>) -> Vec<u8>| {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, expected) = filled(dir.path());
+        assert_eq!(read_all(&mut store).unwrap(), expected);
+        let index = index_path(&store);
+        let bytes = std::fs::read(&index).unwrap();
+        assert_eq!(bytes.len(), 2 * 4 * 16, "the entries, then the same sorted");
+        std::fs::write(&index, change(bytes)).unwrap();
+        read_all(&mut store).unwrap_err()
+    };
+    // The sorted run is entries 4 to 7 (turns 0, 1, 3, 4).
+    let last_cut = change_after_first_pass(&|bytes| bytes[..7 * 16].to_vec());
+    assert!(last_cut.ends_with(INDEX_CHANGED), "{last_cut}");
+    let doubled = change_after_first_pass(&|bytes| {
+        [&bytes[..5 * 16], &bytes[4 * 16..5 * 16], &bytes[6 * 16..]].concat()
+    });
+    assert!(doubled.ends_with(INDEX_CHANGED), "{doubled}");
+    // Turn 4's entry pointing at turn 3's line.
+    let pointed = change_after_first_pass(&|bytes| {
+        let (turn_3, turn_4) = (6 * 16, 7 * 16);
+        let offset_of_3 = &bytes[turn_3 + 4..turn_3 + 12];
+        [&bytes[..turn_4 + 4], offset_of_3, &bytes[turn_4 + 12..]].concat()
+    });
+    assert!(
+        pointed.contains("turn #3 where turn #4 was written"),
+        "{pointed}"
+    );
 }
 
 #[test]
@@ -282,6 +400,42 @@ proptest! {
             Err(error) => prop_assert!(error.starts_with("the eval run's spill file `")),
         }
     }
+
+    /// Whatever bytes the index holds, before the first pass or between
+    /// two, reading never panics, and only the index written reads back
+    /// the results.
+    #[test]
+    fn arbitrary_index_bytes_never_panic_and_never_pass_for_results(
+        bytes in proptest::collection::vec(any::<u8>(), 0..300),
+        flip in any::<prop::sample::Index>(),
+        byte in any::<u8>(),
+        between_passes in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        for replace_all in [true, false] {
+            let (mut store, expected) = filled(dir.path());
+            if between_passes {
+                prop_assert_eq!(read_all(&mut store).unwrap(), expected.clone());
+            } else {
+                store.flush().unwrap();
+            }
+            let index = index_path(&store);
+            let original = std::fs::read(&index).unwrap();
+            let changed = if replace_all {
+                bytes.clone()
+            } else {
+                let mut changed = original.clone();
+                let at = flip.index(changed.len());
+                changed[at] = byte;
+                changed
+            };
+            std::fs::write(&index, &changed).unwrap();
+            match read_all(&mut store) {
+                Ok(results) => prop_assert_eq!(results, expected),
+                Err(error) => prop_assert!(error.starts_with("the eval run's spill file `")),
+            }
+        }
+    }
 }
 
 /// A scripted suite of two turns in `dir`.
@@ -389,11 +543,15 @@ fn the_spill_of_a_killed_run_goes_when_the_next_one_starts_and_a_live_ones_stays
     let other = dir
         .path()
         .join(format!(".eval-spill-notes.{gone}-0000abcd"));
-    for path in [&dead, &live, &other] {
+    let dead_index = dir
+        .path()
+        .join(format!(".eval-spill.ev-0000000001.{gone}-0000abcd.index"));
+    for path in [&dead, &live, &other, &dead_index] {
         std::fs::write(path, "{}\n").unwrap();
     }
     let store = ResultStore::create(dir.path(), "ev-0123456789", MATRIX).unwrap();
     assert!(!dead.exists(), "its process is gone");
+    assert!(!dead_index.exists(), "its index with it");
     assert!(live.exists() && other.exists());
     drop(store);
 }

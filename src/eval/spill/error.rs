@@ -37,6 +37,9 @@ pub enum SpillProblem {
     },
     #[error("its records were changed after they were written")]
     Changed,
+    /// `<spill>.index`: where each record is.
+    #[error("its index (the same name with `.index`) was changed after it was written")]
+    IndexChanged,
     #[error("turn #{0} is not one this run selected")]
     NotSelected(usize),
     #[error("turn #{0} is recorded at another place in the matrix than the plan's")]

@@ -2,7 +2,9 @@
 //! turn's kept result (`TurnResult::kept`) is appended as one JSON line as
 //! it finishes, and the end of the run — summary, folds, tags, JUnit,
 //! Markdown, the eval run's turn ids — reads them back in matrix order, so
-//! that no turn's result stays in memory while a long suite runs.
+//! that no turn's result stays in memory while a long suite runs. Where
+//! each record is goes to a second file beside it (`index.rs`), so that
+//! memory does not grow with the turns either: one bit a turn of the matrix.
 //!
 //! The file is `<runs dir>/.eval-spill.<eval run id>.<pid>-<random>` (the system's
 //! temporary folder when the runs folder does not exist, e.g. `--report`
@@ -11,19 +13,20 @@
 //! run killed outright leaves it: the next eval in that folder removes the
 //! spills of processes that no longer exist). Its
 //! size is bounded by the turns times a kept result's size (the verdict's
-//! lines, ≤ 2,001 characters of answer, ids and numbers: ~0.5–10 KB). In
-//! memory it keeps 12 bytes a turn of the matrix: each record's offset and
-//! the digest of its line.
+//! lines, ≤ 2,001 characters of answer, ids and numbers: ~0.5–10 KB), its
+//! index's by 32 bytes a turn (each record's place, then the same sorted).
 //!
 //! The file is trusted no more than any input: before it is read, one scan
 //! checks that every line is whole JSON naming a turn of the matrix, at the
 //! offset it was written at, once, and that the lines hash to what was
-//! written (SipHash, kept as they are written: no memory per turn) — a
+//! written (SipHash, kept as they are written: no memory per turn; the
+//! index is checked the same way first) — a
 //! truncated, altered, missing or duplicated record is an error naming the
 //! byte, never a wrong verdict. Every record read, in that pass or a
 //! later one, is checked against a digest of its line as it was written
-//! (4 bytes a turn), so a record changed after the first scan is caught
-//! when it is read, not taken for the turn's result.
+//! (kept in its index entry), so a record changed after the first scan is
+//! caught when it is read, not taken for the turn's result; an index cut
+//! short, or naming a turn twice or out of order, is said to be changed.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
@@ -34,15 +37,15 @@ use std::hash::{DefaultHasher, Hasher};
 use serde::Deserialize;
 
 mod error;
+mod index;
 mod record;
 
 pub use error::{Damage, SpillError, SpillProblem};
+use index::{Entry, IndexError, Merged, SpillIndex};
 use record::{Head, Record};
 
 use super::runner::TurnResult;
 
-/// No record for this matrix index (yet).
-const NONE: u64 = u64::MAX;
 /// The longest line read back: far past any kept result, short of harm.
 const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
 
@@ -50,10 +53,8 @@ const MAX_RECORD_BYTES: u64 = 16 * 1024 * 1024;
 pub struct ResultStore {
     path: PathBuf,
     writer: Option<BufWriter<File>>,
-    /// Byte offset of each matrix index's record, `NONE` for none.
-    offsets: Vec<u64>,
-    /// Of each matrix index's line as written (`line_digest`).
-    line_digests: Vec<u32>,
+    /// Which turns were put, and where each record is.
+    index: SpillIndex,
     written: u64,
     count: usize,
     /// The first failure to write: every read then says it.
@@ -83,11 +84,17 @@ impl ResultStore {
             true => create_in(runs_dir, &id).or_else(|_| create_in(&std::env::temp_dir(), &id)),
             false => create_in(&std::env::temp_dir(), &id),
         }?;
+        let index = SpillIndex::create(&path, matrix_len).map_err(|error| {
+            let _ = std::fs::remove_file(&path);
+            SpillError {
+                path: path.display().to_string(),
+                problem: SpillProblem::Create(error.to_string()),
+            }
+        })?;
         Ok(ResultStore {
             path,
             writer: Some(BufWriter::with_capacity(64 * 1024, file)),
-            offsets: vec![NONE; matrix_len],
-            line_digests: vec![0; matrix_len],
+            index,
             written: 0,
             count: 0,
             broken: None,
@@ -111,9 +118,7 @@ impl ResultStore {
 
     /// Whether the turn at this matrix index has a result.
     pub fn contains(&self, index: usize) -> bool {
-        self.offsets
-            .get(index)
-            .is_some_and(|offset| *offset != NONE)
+        self.index.is_put(index)
     }
 
     /// Appends a finished turn (kept: see `TurnResult::kept`). A failure
@@ -130,18 +135,23 @@ impl ResultStore {
 
     fn append(&mut self, result: TurnResult) -> Result<(), SpillProblem> {
         let index = result.spec.index;
-        match self.offsets.get(index) {
-            None => return Err(SpillProblem::Outside(index)),
-            Some(offset) if *offset != NONE => return Err(SpillProblem::PutTwice(index)),
-            Some(_) => {}
+        if index >= self.index.matrix_len() {
+            return Err(SpillProblem::Outside(index));
+        }
+        if self.index.is_put(index) {
+            return Err(SpillProblem::PutTwice(index));
         }
         let write = |error: &dyn std::fmt::Display| SpillProblem::Write(error.to_string());
         let mut line = serde_json::to_vec(&Record::of(result)).map_err(|e| write(&e))?;
         line.push(b'\n');
         let writer = (self.writer.as_mut()).ok_or_else(|| write(&"written after it was read"))?;
         writer.write_all(&line).map_err(|e| write(&e))?;
-        self.offsets[index] = self.written;
-        self.line_digests[index] = line_digest(&line);
+        let entry = Entry {
+            index: index as u32, // below the matrix's length, which fits (`SpillIndex::create`)
+            offset: self.written,
+            digest: line_digest(&line),
+        };
+        self.index.append(entry).map_err(|e| write(&e))?;
         self.written += line.len() as u64;
         self.digest.write(&line);
         self.count += 1;
@@ -160,6 +170,13 @@ impl ResultStore {
         self.error(SpillProblem::Damaged { offset, damage })
     }
 
+    fn index_error(&self, error: IndexError) -> SpillError {
+        self.error(match error {
+            IndexError::Io(error) => SpillProblem::Read(error.to_string()),
+            IndexError::Changed => SpillProblem::IndexChanged,
+        })
+    }
+
     /// Ends the writing: every record is in the file. (Reading does it.)
     pub fn flush(&mut self) -> Result<(), SpillError> {
         if let Some(problem) = &self.broken {
@@ -170,7 +187,7 @@ impl ResultStore {
                 .flush()
                 .map_err(|error| self.error(SpillProblem::Write(error.to_string())))?;
         }
-        Ok(())
+        (self.index.flush()).map_err(|error| self.error(SpillProblem::Write(error.to_string())))
     }
 
     /// Every result, in matrix order. The first call ends the writing and
@@ -178,14 +195,18 @@ impl ResultStore {
     pub fn in_matrix_order(&mut self) -> Result<MatrixOrder<'_>, SpillError> {
         self.flush()?;
         if !self.checked {
+            let sorted = self.index.check_and_sort();
+            sorted.map_err(|error| self.index_error(error))?;
             self.check()?;
             self.checked = true;
         }
         Ok(MatrixOrder {
             store: self,
             reader: BufReader::with_capacity(64 * 1024, self.open()?),
+            entries: self.index.merged(),
             at: 0,
-            next: 0,
+            last: None,
+            done: false,
         })
     }
 
@@ -194,9 +215,11 @@ impl ResultStore {
     }
 
     /// One scan: each line whole, naming a matrix turn written at that very
-    /// offset; as many lines as turns put in; nothing after them.
+    /// offset (its index entry, read alongside); as many lines as turns put
+    /// in; nothing after them.
     fn check(&self) -> Result<(), SpillError> {
         let mut reader = BufReader::with_capacity(64 * 1024, self.open()?);
+        let mut entries = self.index.in_write_order();
         let (mut at, mut lines, mut line) = (0u64, 0usize, Vec::new());
         let mut digest = DefaultHasher::new();
         loop {
@@ -206,14 +229,9 @@ impl ResultStore {
                 break;
             }
             let head: Head = parse(&line).map_err(|damage| self.damaged(at, damage))?;
-            let index = head.index;
-            let damage = match self.offsets.get(index) {
-                None => Some(Damage::Outside(index)),
-                Some(&NONE) => Some(Damage::NeverPut(index)),
-                Some(&first) if first != at => Some(Damage::Again { index, first }),
-                Some(_) => None,
-            };
-            if let Some(damage) = damage {
+            let entry = entries.next().transpose();
+            let entry = entry.map_err(|error| self.index_error(error))?;
+            if let Some(damage) = self.misplaced(head.index, entry, at) {
                 return Err(self.damaged(at, damage));
             }
             at += read as u64;
@@ -232,6 +250,27 @@ impl ResultStore {
             return Err(self.error(SpillProblem::Changed));
         }
         Ok(())
+    }
+}
+
+impl ResultStore {
+    /// What is wrong, if anything, with a line naming turn `index` at byte
+    /// `at`, where the record of `written` (the entry at its place in the
+    /// write order, if any) was written.
+    fn misplaced(&self, index: usize, written: Option<Entry>, at: u64) -> Option<Damage> {
+        if index >= self.index.matrix_len() {
+            return Some(Damage::Outside(index));
+        }
+        if !self.index.is_put(index) {
+            return Some(Damage::NeverPut(index));
+        }
+        let first = match written {
+            Some(entry) if entry.index as usize == index && entry.offset == at => return None,
+            Some(entry) if entry.index as usize == index => entry.offset,
+            // Another turn's line, or one after the last: where this turn's was.
+            _ => self.index.offset_of(index).unwrap_or(at),
+        };
+        Some(Damage::Again { index, first })
     }
 }
 
@@ -326,9 +365,14 @@ fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, Damage> {
 pub struct MatrixOrder<'a> {
     store: &'a ResultStore,
     reader: BufReader<File>,
+    /// The index entries, in matrix order.
+    entries: Merged<'a>,
     /// Where the reader is.
     at: u64,
-    next: usize,
+    /// The turn read last: each entry's must be greater.
+    last: Option<u32>,
+    /// An error, or the end, was met: nothing more is read.
+    done: bool,
 }
 
 impl MatrixOrder<'_> {
@@ -337,8 +381,25 @@ impl MatrixOrder<'_> {
         self.store.error(problem)
     }
 
-    fn read(&mut self, index: usize, offset: u64) -> Result<TurnResult, SpillError> {
+    /// The next entry, each a turn put in and after the last. (As many
+    /// as were written: the runs' lengths are in memory, and a file cut
+    /// short is `IndexChanged`.)
+    fn next_entry(&mut self) -> Result<Option<Entry>, SpillError> {
         let store = self.store;
+        let Some(entry) = self.entries.next() else {
+            return Ok(None);
+        };
+        let entry = entry.map_err(|error| store.index_error(error))?;
+        let in_order = self.last.is_none_or(|last| entry.index > last);
+        if !in_order || !store.index.is_put(entry.index as usize) {
+            return Err(store.error(SpillProblem::IndexChanged));
+        }
+        self.last = Some(entry.index);
+        Ok(Some(entry))
+    }
+
+    fn read(&mut self, entry: Entry) -> Result<TurnResult, SpillError> {
+        let (store, index, offset) = (self.store, entry.index as usize, entry.offset);
         let jump = i64::try_from(offset).unwrap_or(i64::MAX) - i64::try_from(self.at).unwrap_or(0);
         self.reader
             .seek_relative(jump)
@@ -355,7 +416,7 @@ impl MatrixOrder<'_> {
             return Err(store.damaged(offset, Damage::Elsewhere { found, index }));
         }
         // Whole JSON of the right turn, and yet not the bytes written.
-        if line_digest(&line) != store.line_digests[index] {
+        if line_digest(&line) != entry.digest {
             return Err(store.damaged(offset, Damage::ChangedSince(index)));
         }
         record
@@ -368,19 +429,15 @@ impl Iterator for MatrixOrder<'_> {
     type Item = Result<TurnResult, SpillError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let offsets = &self.store.offsets;
-        while self.next < offsets.len() {
-            let (index, offset) = (self.next, offsets[self.next]);
-            self.next += 1;
-            if offset != NONE {
-                let read = self.read(index, offset);
-                if read.is_err() {
-                    // One error ends the pass: nothing after it is trusted.
-                    self.next = offsets.len();
-                }
-                return Some(read);
-            }
+        if self.done {
+            return None;
         }
-        None
+        let read = self
+            .next_entry()
+            .transpose()?
+            .and_then(|entry| self.read(entry));
+        // One error ends the pass: nothing after it is trusted.
+        self.done = read.is_err();
+        Some(read)
     }
 }
