@@ -304,7 +304,7 @@ fn a_truncated_garbled_missing_or_duplicated_record_is_an_error_naming_the_spill
     // The same length, valid JSON, the same index: a verdict turned round.
     let flipped = damaged(|bytes| replace(bytes, "\"outcome\":\"pass\"", "\"outcome\":\"fail\""));
     assert!(
-        flipped.ends_with("its records were changed after they were written"),
+        flipped.ends_with("damaged at byte 0: turn #3's record was changed after it was written"),
         "{flipped}"
     );
 }
@@ -363,6 +363,44 @@ fn a_record_changed_after_the_check_is_caught_when_it_is_read() {
     let error = read_all(&mut store).unwrap_err();
     assert!(
         error.contains("the file ends before this record"),
+        "{error}"
+    );
+}
+
+/// After the first pass, a verdict turned round in the spill and the
+/// digest in its sorted index entry made to match, as anyone could with
+/// SipHash's public keys: the line's digest is keyed at random for the
+/// run, so the next pass still says the record was changed.
+#[test]
+fn a_record_and_its_digest_both_changed_between_passes_are_caught() {
+    use std::hash::{DefaultHasher, Hasher};
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, expected) = filled(dir.path());
+    assert_eq!(read_all(&mut store).unwrap(), expected);
+    let spill = std::fs::read(store.path()).unwrap();
+    // Turn 3's line is the first written, and passes.
+    let first = lines(&spill)[0].clone();
+    let forged = replace(
+        first.clone(),
+        "\"outcome\":\"pass\"",
+        "\"outcome\":\"fail\"",
+    );
+    let mut digest = DefaultHasher::new();
+    digest.write(&forged);
+    let digest = digest.finish() as u32;
+    std::fs::write(
+        store.path(),
+        [forged, spill[first.len()..].to_vec()].concat(),
+    )
+    .unwrap();
+    // Its sorted entry, the third of turns 0, 1, 3, 4 after the four written.
+    let index = index_path(&store);
+    let mut entries = std::fs::read(&index).unwrap();
+    entries[6 * 16 + 12..7 * 16].copy_from_slice(&digest.to_le_bytes());
+    std::fs::write(&index, entries).unwrap();
+    let error = read_all(&mut store).unwrap_err();
+    assert!(
+        error.ends_with("turn #3's record was changed after it was written"),
         "{error}"
     );
 }
@@ -644,7 +682,7 @@ fn the_end_of_a_run_holds_each_record_to_the_plan() {
 /// written out) ends the run with no verdict — exit 1, the spill named, no
 /// JUnit file, the spill removed — instead of a count that includes a
 /// result nobody judged. (Changed before the end, it is the first scan's
-/// whole-file digest that finds it; a record changed between two passes
+/// check of each line's digest that finds it; a record changed between two passes
 /// is `a_verdict_flipped_between_passes_is_caught_when_read`.)
 #[test]
 fn a_spill_changed_during_the_run_ends_it_without_a_verdict() {
@@ -715,7 +753,7 @@ fn a_spill_changed_during_the_run_ends_it_without_a_verdict() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("spill file"), "{stderr}");
     assert!(
-        stderr.contains("its records were changed after they were written"),
+        stderr.contains("'s record was changed after it was written"),
         "{stderr}"
     );
     assert!(!junit.exists(), "no JUnit file from a damaged spill");

@@ -35,8 +35,6 @@ pub enum SpillProblem {
         count: usize,
         written: u64,
     },
-    #[error("its records were changed after they were written")]
-    Changed,
     /// `<spill>.index`: where each record is.
     #[error("its index (the same name with `.index`) was changed after it was written")]
     IndexChanged,

@@ -5,18 +5,21 @@
 //! `<spill>.index` in the order the records were written.
 //!
 //! Reading in matrix order needs the entries by turn: once the writing
-//! ends, they are sorted in chunks of `CHUNK` (256 KiB in memory at a
-//! time), each chunk appended to the same file as a sorted run, and every
-//! pass merges the runs (an external sort: a 1,000,000-turn suite has 62
-//! runs, 4 KiB of buffer each). The file is checked like the spill: its entries
-//! must hash to what was written before the spill is checked against them,
-//! and a pass that meets entries out of order, or a run cut short, says
-//! the index was changed.
+//! ends, they are sorted in chunks of `CHUNK` (16,384 entries, about
+//! 512 KiB in memory at a time), each chunk appended to the same file as a
+//! sorted run, and every pass merges the runs (an external sort: a
+//! 1,000,000-turn suite has 62 runs, 4 KiB of buffer each). The entries
+//! must hash to what was written (SipHash keyed at random for this process)
+//! as they are sorted, else the runs are not used; a pass that meets
+//! entries out of order, for a turn never put, or a run cut short says the
+//! index was changed. A changed offset or digest in a run is caught by the
+//! line it names: its digest is keyed too (`ResultStore`), so no edit of
+//! both files makes a line read back as another.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fs::File;
-use std::hash::{DefaultHasher, Hasher};
+use std::hash::{BuildHasher, DefaultHasher, Hasher, RandomState};
 use std::io::{self, BufWriter, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -33,8 +36,8 @@ pub(super) struct Entry {
 }
 
 const ENTRY_BYTES: usize = 16;
-/// Entries sorted in memory at a time: 256 KiB (read, then sorted, then
-/// written: under 1 MiB at the end of a run, however long).
+/// Entries sorted in memory at a time: 256 KiB read, the same decoded
+/// (about 512 KiB at the end of a run, however long).
 const CHUNK: usize = 16_384;
 /// Entries a run's reader holds at a time: 4 KiB.
 const READ_ENTRIES: usize = 256;
@@ -89,6 +92,9 @@ pub(super) struct SpillIndex {
     matrix_len: usize,
     /// Entries appended, in the order their records were written.
     entries: u64,
+    /// Of each entry appended: keyed, so that no entry can be made to
+    /// match it from outside the process.
+    keys: RandomState,
     digest: DefaultHasher,
     /// Each sorted run's first entry and length, once sorted.
     runs: Vec<(u64, u64)>,
@@ -111,6 +117,7 @@ impl SpillIndex {
             .create_new(true)
             .open(&path)?;
         let writer = BufWriter::with_capacity(16 * 1024, file.try_clone()?);
+        let keys = RandomState::new();
         Ok(SpillIndex {
             path,
             file,
@@ -118,7 +125,8 @@ impl SpillIndex {
             put: vec![0; matrix_len.div_ceil(64)],
             matrix_len,
             entries: 0,
-            digest: DefaultHasher::new(),
+            digest: keys.build_hasher(),
+            keys,
             runs: Vec::new(),
         })
     }
@@ -154,21 +162,33 @@ impl SpillIndex {
         }
     }
 
-    /// Checks that the entries are the ones written, then sorts them into
-    /// runs; after it, `in_write_order` and `merged` may be read.
+    /// Sorts the entries into runs, reading them once: they must hash to
+    /// what was written, else the runs are not used. After it,
+    /// `in_write_order` and `merged` may be read.
     pub(super) fn check_and_sort(&mut self) -> Result<(), IndexError> {
         self.flush()?;
-        let mut digest = DefaultHasher::new();
-        let mut read = 0u64;
+        let mut digest = self.keys.build_hasher();
+        let (mut runs, mut next) = (Vec::new(), self.entries);
         for bytes in self.chunks(0, self.entries) {
-            let bytes = bytes?;
-            digest.write(&bytes);
-            read += (bytes.len() / ENTRY_BYTES) as u64;
+            let mut bytes = bytes?;
+            let mut chunk: Vec<Entry> = (bytes.chunks(ENTRY_BYTES))
+                .inspect(|entry| digest.write(entry))
+                .map(Entry::from_bytes)
+                .collect();
+            chunk.sort_unstable_by_key(|entry| entry.index);
+            bytes.clear();
+            chunk
+                .iter()
+                .for_each(|entry| bytes.extend(entry.to_bytes()));
+            self.file.write_all_at(&bytes, next * ENTRY_BYTES as u64)?;
+            runs.push((next, chunk.len() as u64));
+            next += chunk.len() as u64;
         }
-        if read != self.entries || digest.finish() != self.digest.finish() {
+        if next != 2 * self.entries || digest.finish() != self.digest.finish() {
             return Err(IndexError::Changed);
         }
-        self.sort_into_runs()
+        self.runs = runs;
+        Ok(())
     }
 
     /// The bytes of `count` entries from entry `first`, at most `CHUNK` at
@@ -195,37 +215,14 @@ impl SpillIndex {
         })
     }
 
-    /// Each chunk of entries sorted by turn and written after the entries
-    /// (and the runs before it) as a sorted run.
-    fn sort_into_runs(&mut self) -> Result<(), IndexError> {
-        let (mut runs, mut next) = (Vec::new(), self.entries);
-        for bytes in self.chunks(0, self.entries) {
-            let mut bytes = bytes?;
-            let mut chunk: Vec<Entry> = bytes.chunks(ENTRY_BYTES).map(Entry::from_bytes).collect();
-            chunk.sort_unstable_by_key(|entry| entry.index);
-            bytes.clear();
-            chunk
-                .iter()
-                .for_each(|entry| bytes.extend(entry.to_bytes()));
-            self.file.write_all_at(&bytes, next * ENTRY_BYTES as u64)?;
-            runs.push((next, chunk.len() as u64));
-            next += chunk.len() as u64;
-        }
-        if next != 2 * self.entries {
-            return Err(IndexError::Changed);
-        }
-        self.runs = runs;
-        Ok(())
-    }
-
     /// The entries in the order their records were written.
     pub(super) fn in_write_order(&self) -> impl Iterator<Item = Result<Entry, IndexError>> + '_ {
         let mut run = RunReader::new(0, self.entries);
         std::iter::from_fn(move || run.next(&self.file).transpose())
     }
 
-    /// Where turn `index` was written, looked for entry by entry (to say
-    /// an error, never on a run's way).
+    /// Where turn `index` was written, looked for entry by entry: only to
+    /// say what is wrong with a line.
     pub(super) fn offset_of(&self, index: usize) -> Option<u64> {
         self.in_write_order()
             .map_while(Result::ok)
@@ -242,6 +239,7 @@ impl SpillIndex {
                 .collect(),
             heads: BinaryHeap::new(),
             started: false,
+            failed: false,
         }
     }
 }
@@ -271,6 +269,7 @@ fn read_at_most(file: &File, bytes: &mut [u8], offset: u64) -> io::Result<usize>
 struct RunReader {
     next: u64,
     end: u64,
+    bytes: Vec<u8>,
     buffer: Vec<Entry>,
     at: usize,
 }
@@ -280,6 +279,7 @@ impl RunReader {
         RunReader {
             next: first,
             end: first + len,
+            bytes: Vec::new(),
             buffer: Vec::new(),
             at: 0,
         }
@@ -292,14 +292,13 @@ impl RunReader {
             if take == 0 {
                 return Ok(None);
             }
-            let mut bytes = vec![0; take as usize * ENTRY_BYTES];
-            let read = read_at_most(file, &mut bytes, self.next * ENTRY_BYTES as u64)?;
-            if read < bytes.len() {
+            self.bytes.resize(take as usize * ENTRY_BYTES, 0);
+            let read = read_at_most(file, &mut self.bytes, self.next * ENTRY_BYTES as u64)?;
+            if read < self.bytes.len() {
                 return Err(IndexError::Changed);
             }
             self.buffer.clear();
-            self.buffer
-                .extend(bytes.chunks(ENTRY_BYTES).map(Entry::from_bytes));
+            (self.buffer).extend(self.bytes.chunks(ENTRY_BYTES).map(Entry::from_bytes));
             self.next += take;
             self.at = 0;
         }
@@ -315,6 +314,8 @@ pub(super) struct Merged<'a> {
     /// Each run's next entry, smallest turn first.
     heads: BinaryHeap<Reverse<(u32, usize, u64, u32)>>,
     started: bool,
+    /// An error was met: the rest of the merge is not trusted.
+    failed: bool,
 }
 
 impl Merged<'_> {
@@ -331,16 +332,21 @@ impl Iterator for Merged<'_> {
     type Item = Result<Entry, IndexError>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
         if !self.started {
             self.started = true;
             for run in 0..self.runs.len() {
                 if let Err(error) = self.refill(run) {
+                    self.failed = true;
                     return Some(Err(error));
                 }
             }
         }
         let Reverse((index, run, offset, digest)) = self.heads.pop()?;
         if let Err(error) = self.refill(run) {
+            self.failed = true;
             return Some(Err(error));
         }
         Some(Ok(Entry {

@@ -16,23 +16,25 @@
 //! lines, ≤ 2,001 characters of answer, ids and numbers: ~0.5–10 KB), its
 //! index's by 32 bytes a turn (each record's place, then the same sorted).
 //!
-//! The file is trusted no more than any input: before it is read, one scan
-//! checks that every line is whole JSON naming a turn of the matrix, at the
-//! offset it was written at, once, and that the lines hash to what was
-//! written (SipHash, kept as they are written: no memory per turn; the
-//! index is checked the same way first) — a
+//! The file is trusted no more than any input: before it is read, its
+//! index is checked against the SipHash of its entries as they were
+//! written, then one scan checks that every line is whole, at the offset
+//! its entry says, with the digest of its line as written (SipHash, 32
+//! bits, in the entry), and that there are as many as were put — a
 //! truncated, altered, missing or duplicated record is an error naming the
-//! byte, never a wrong verdict. Every record read, in that pass or a
-//! later one, is checked against a digest of its line as it was written
-//! (kept in its index entry), so a record changed after the first scan is
-//! caught when it is read, not taken for the turn's result; an index cut
-//! short, or naming a turn twice or out of order, is said to be changed.
+//! byte (a line that is not the one written is parsed to say why: not a
+//! record, a turn outside the matrix, never put, again, or changed), never
+//! a wrong verdict. Every record read, in that pass or a later one, is
+//! checked against its line's digest again, so a record changed after the
+//! first scan is caught when it is read, not taken for the turn's result;
+//! an index cut short, or naming a turn twice or out of order, is said to
+//! be changed.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
-use std::hash::{DefaultHasher, Hasher};
+use std::hash::{BuildHasher, Hasher, RandomState};
 
 use serde::Deserialize;
 
@@ -61,8 +63,9 @@ pub struct ResultStore {
     broken: Option<SpillProblem>,
     /// Checked by one scan since the last write.
     checked: bool,
-    /// Of every line written, in order: the scan finds any byte changed.
-    digest: DefaultHasher,
+    /// Of each line's digest: random for this process, so that no line
+    /// can be made to match a digest from outside it.
+    keys: RandomState,
 }
 
 impl ResultStore {
@@ -99,7 +102,7 @@ impl ResultStore {
             count: 0,
             broken: None,
             checked: false,
-            digest: DefaultHasher::new(),
+            keys: RandomState::new(),
         })
     }
 
@@ -149,11 +152,10 @@ impl ResultStore {
         let entry = Entry {
             index: index as u32, // below the matrix's length, which fits (`SpillIndex::create`)
             offset: self.written,
-            digest: line_digest(&line),
+            digest: self.line_digest(&line),
         };
         self.index.append(entry).map_err(|e| write(&e))?;
         self.written += line.len() as u64;
-        self.digest.write(&line);
         self.count += 1;
         self.checked = false;
         Ok(())
@@ -182,12 +184,17 @@ impl ResultStore {
         if let Some(problem) = &self.broken {
             return Err(self.error(problem.clone()));
         }
-        if let Some(mut writer) = self.writer.take() {
-            writer
-                .flush()
-                .map_err(|error| self.error(SpillProblem::Write(error.to_string())))?;
+        let flushed = match self.writer.take() {
+            Some(mut writer) => writer.flush(),
+            None => Ok(()),
+        };
+        if let Err(error) = flushed.and_then(|()| self.index.flush()) {
+            // Said again by every later read, as a failed write is.
+            let problem = SpillProblem::Write(error.to_string());
+            self.broken = Some(problem.clone());
+            return Err(self.error(problem));
         }
-        (self.index.flush()).map_err(|error| self.error(SpillProblem::Write(error.to_string())))
+        Ok(())
     }
 
     /// Every result, in matrix order. The first call ends the writing and
@@ -214,29 +221,29 @@ impl ResultStore {
         File::open(&self.path).map_err(|error| self.error(SpillProblem::Read(error.to_string())))
     }
 
-    /// One scan: each line whole, naming a matrix turn written at that very
-    /// offset (its index entry, read alongside); as many lines as turns put
-    /// in; nothing after them.
+    /// One scan: each line whole and the very bytes written at that offset
+    /// (its index entry, read alongside, has both); as many lines as turns
+    /// put in; nothing after them. A line that is not is parsed only to say
+    /// what is wrong with it.
     fn check(&self) -> Result<(), SpillError> {
         let mut reader = BufReader::with_capacity(64 * 1024, self.open()?);
         let mut entries = self.index.in_write_order();
         let (mut at, mut lines, mut line) = (0u64, 0usize, Vec::new());
-        let mut digest = DefaultHasher::new();
         loop {
             line.clear();
             let read = read_line(&mut reader, &mut line).map_err(|e| self.damaged(at, e))?;
             if read == 0 {
                 break;
             }
-            let head: Head = parse(&line).map_err(|damage| self.damaged(at, damage))?;
             let entry = entries.next().transpose();
             let entry = entry.map_err(|error| self.index_error(error))?;
-            if let Some(damage) = self.misplaced(head.index, entry, at) {
-                return Err(self.damaged(at, damage));
+            let intact =
+                entry.is_some_and(|e| e.offset == at && e.digest == self.line_digest(&line));
+            if !intact {
+                return Err(self.damaged(at, self.what_is_wrong(&line, entry, at)));
             }
             at += read as u64;
             lines += 1;
-            digest.write(&line);
         }
         if lines != self.count || at != self.written {
             return Err(self.error(SpillProblem::Missing {
@@ -246,14 +253,19 @@ impl ResultStore {
                 written: self.written,
             }));
         }
-        if digest.finish() != self.digest.finish() {
-            return Err(self.error(SpillProblem::Changed));
-        }
         Ok(())
     }
-}
 
-impl ResultStore {
+    /// What is wrong with a whole line at byte `at` that is not the one
+    /// written there (`written`: the entry at its place in the write order).
+    fn what_is_wrong(&self, line: &[u8], written: Option<Entry>, at: u64) -> Damage {
+        match parse::<Head>(line) {
+            Err(damage) => damage,
+            Ok(head) => (self.misplaced(head.index, written, at))
+                .unwrap_or(Damage::ChangedSince(head.index)),
+        }
+    }
+
     /// What is wrong, if anything, with a line naming turn `index` at byte
     /// `at`, where the record of `written` (the entry at its place in the
     /// write order, if any) was written.
@@ -348,12 +360,14 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> Result<usize, Dam
     }
 }
 
-/// A record's line as 32 bits of SipHash: what tells, on reading it
-/// again, that its bytes are the ones written.
-fn line_digest(line: &[u8]) -> u32 {
-    let mut digest = DefaultHasher::new();
-    digest.write(line);
-    digest.finish() as u32
+impl ResultStore {
+    /// A record's line as 32 bits of keyed SipHash: what tells, on reading
+    /// it again, that its bytes are the ones written.
+    fn line_digest(&self, line: &[u8]) -> u32 {
+        let mut digest = self.keys.build_hasher();
+        digest.write(line);
+        digest.finish() as u32
+    }
 }
 
 fn parse<'a, T: Deserialize<'a>>(line: &'a [u8]) -> Result<T, Damage> {
@@ -400,6 +414,10 @@ impl MatrixOrder<'_> {
 
     fn read(&mut self, entry: Entry) -> Result<TurnResult, SpillError> {
         let (store, index, offset) = (self.store, entry.index as usize, entry.offset);
+        if offset >= store.written {
+            // No record starts there: the index was changed.
+            return Err(store.error(SpillProblem::IndexChanged));
+        }
         let jump = i64::try_from(offset).unwrap_or(i64::MAX) - i64::try_from(self.at).unwrap_or(0);
         self.reader
             .seek_relative(jump)
@@ -416,7 +434,7 @@ impl MatrixOrder<'_> {
             return Err(store.damaged(offset, Damage::Elsewhere { found, index }));
         }
         // Whole JSON of the right turn, and yet not the bytes written.
-        if line_digest(&line) != entry.digest {
+        if store.line_digest(&line) != entry.digest {
             return Err(store.damaged(offset, Damage::ChangedSince(index)));
         }
         record
