@@ -203,6 +203,13 @@ fn an_index_changed_between_passes_is_caught_by_the_next_one() {
         pointed.contains("turn #3 where turn #4 was written"),
         "{pointed}"
     );
+    // Turn 4's entry pointing past the end of the spill.
+    let far = change_after_first_pass(&|bytes| {
+        let turn_4 = 7 * 16;
+        let past = (1u64 << 40).to_le_bytes();
+        [&bytes[..turn_4 + 4], &past[..], &bytes[turn_4 + 12..]].concat()
+    });
+    assert!(far.ends_with(INDEX_CHANGED), "{far}");
 }
 
 #[test]
@@ -399,6 +406,46 @@ fn a_record_and_its_digest_both_changed_between_passes_are_caught() {
     entries[6 * 16 + 12..7 * 16].copy_from_slice(&digest.to_le_bytes());
     std::fs::write(&index, entries).unwrap();
     let error = read_all(&mut store).unwrap_err();
+    assert!(
+        error.ends_with("turn #3's record was changed after it was written"),
+        "{error}"
+    );
+}
+
+/// Two runs in one process, the same turns but turn 3's verdict turned
+/// round in the second: turn 3's line and its sorted entry copied from the
+/// second into the first between two passes are refused — each store's
+/// digests have keys of their own.
+#[test]
+fn a_record_and_entry_from_another_run_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut mine, expected) = filled(dir.path());
+    let mut other = ResultStore::create(dir.path(), "ev-0123456780", MATRIX).unwrap();
+    for (index, outcome) in [
+        (3, Outcome::Fail),
+        (0, Outcome::Fail),
+        (4, Outcome::Error),
+        (1, Outcome::Pass),
+    ] {
+        other.push(result(index, outcome));
+    }
+    assert_eq!(read_all(&mut mine).unwrap(), expected);
+    read_all(&mut other).unwrap();
+    let their_line = lines(&std::fs::read(other.path()).unwrap())[0].clone();
+    let my_spill = std::fs::read(mine.path()).unwrap();
+    let my_line = lines(&my_spill)[0].clone();
+    assert_eq!(their_line.len(), my_line.len(), "\"pass\" and \"fail\"");
+    assert_ne!(their_line, my_line);
+    std::fs::write(
+        mine.path(),
+        [their_line, my_spill[my_line.len()..].to_vec()].concat(),
+    )
+    .unwrap();
+    let (turn_3, their_index) = (6 * 16, std::fs::read(index_path(&other)).unwrap());
+    let mut my_index = std::fs::read(index_path(&mine)).unwrap();
+    my_index[turn_3..turn_3 + 16].copy_from_slice(&their_index[turn_3..turn_3 + 16]);
+    std::fs::write(index_path(&mine), my_index).unwrap();
+    let error = read_all(&mut mine).unwrap_err();
     assert!(
         error.ends_with("turn #3's record was changed after it was written"),
         "{error}"

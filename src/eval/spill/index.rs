@@ -171,6 +171,8 @@ impl SpillIndex {
         let (mut runs, mut next) = (Vec::new(), self.entries);
         for bytes in self.chunks(0, self.entries) {
             let mut bytes = bytes?;
+            // One `write` an entry, as `append` hashed them: std does not
+            // promise that writes may be split or joined.
             let mut chunk: Vec<Entry> = (bytes.chunks(ENTRY_BYTES))
                 .inspect(|entry| digest.write(entry))
                 .map(Entry::from_bytes)

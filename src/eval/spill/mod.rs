@@ -17,10 +17,11 @@
 //! index's by 32 bytes a turn (each record's place, then the same sorted).
 //!
 //! The file is trusted no more than any input: before it is read, its
-//! index is checked against the SipHash of its entries as they were
-//! written, then one scan checks that every line is whole, at the offset
-//! its entry says, with the digest of its line as written (SipHash, 32
-//! bits, in the entry), and that there are as many as were put — a
+//! index's entries are checked against their keyed SipHash as written (in
+//! the read that sorts them); then one scan reads them again in write order
+//! beside the lines, each line whole, at the offset its entry says, with
+//! the keyed digest of its turn and line as written (32 bits, in the
+//! entry), and as many lines as were put — a
 //! truncated, altered, missing or duplicated record is an error naming the
 //! byte (a line that is not the one written is parsed to say why: not a
 //! record, a turn outside the matrix, never put, again, or changed), never
@@ -152,7 +153,7 @@ impl ResultStore {
         let entry = Entry {
             index: index as u32, // below the matrix's length, which fits (`SpillIndex::create`)
             offset: self.written,
-            digest: self.line_digest(&line),
+            digest: self.line_digest(index, &line),
         };
         self.index.append(entry).map_err(|e| write(&e))?;
         self.written += line.len() as u64;
@@ -237,8 +238,9 @@ impl ResultStore {
             }
             let entry = entries.next().transpose();
             let entry = entry.map_err(|error| self.index_error(error))?;
-            let intact =
-                entry.is_some_and(|e| e.offset == at && e.digest == self.line_digest(&line));
+            let intact = entry.is_some_and(|e| {
+                e.offset == at && e.digest == self.line_digest(e.index as usize, &line)
+            });
             if !intact {
                 return Err(self.damaged(at, self.what_is_wrong(&line, entry, at)));
             }
@@ -361,10 +363,13 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> Result<usize, Dam
 }
 
 impl ResultStore {
-    /// A record's line as 32 bits of keyed SipHash: what tells, on reading
-    /// it again, that its bytes are the ones written.
-    fn line_digest(&self, line: &[u8]) -> u32 {
+    /// Turn `index`'s record line as 32 bits of keyed SipHash: what tells,
+    /// on reading it again, that its bytes are the ones written for that
+    /// turn (the turn is hashed too: two turns' lines with equal digests
+    /// cannot pass for each other).
+    fn line_digest(&self, index: usize, line: &[u8]) -> u32 {
         let mut digest = self.keys.build_hasher();
+        digest.write_u64(index as u64);
         digest.write(line);
         digest.finish() as u32
     }
@@ -434,7 +439,7 @@ impl MatrixOrder<'_> {
             return Err(store.damaged(offset, Damage::Elsewhere { found, index }));
         }
         // Whole JSON of the right turn, and yet not the bytes written.
-        if store.line_digest(&line) != entry.digest {
+        if store.line_digest(index, &line) != entry.digest {
             return Err(store.damaged(offset, Damage::ChangedSince(index)));
         }
         record
