@@ -374,38 +374,44 @@ fn a_record_changed_after_the_check_is_caught_when_it_is_read() {
     );
 }
 
+/// Where turn 3's entry sits in the index once a pass has sorted it: the
+/// third of turns 0, 1, 3, 4, after the four written.
+const TURN_3_SORTED: std::ops::Range<usize> = 6 * 16..7 * 16;
+
+/// In place of turn 3's record (the first line, read once already) and
+/// of its sorted entry: `line` and `entry`, as someone could write them
+/// between two passes; the next pass's error.
+fn turn_3_replaced(store: &mut ResultStore, line: Vec<u8>, entry: &[u8]) -> String {
+    let spill = std::fs::read(store.path()).unwrap();
+    let first = lines(&spill)[0].len();
+    assert_eq!(line.len(), first, "a line of the same length");
+    std::fs::write(store.path(), [line, spill[first..].to_vec()].concat()).unwrap();
+    let mut index = std::fs::read(index_path(store)).unwrap();
+    index[TURN_3_SORTED].copy_from_slice(entry);
+    std::fs::write(index_path(store), index).unwrap();
+    read_all(store).unwrap_err()
+}
+
 /// After the first pass, a verdict turned round in the spill and the
 /// digest in its sorted index entry made to match, as anyone could with
-/// SipHash's public keys: the line's digest is keyed at random for the
-/// run, so the next pass still says the record was changed.
+/// SipHash's public keys (turn, then line, as the store hashes them): the
+/// digest is keyed at random for the run, so the next pass still says the
+/// record was changed.
 #[test]
 fn a_record_and_its_digest_both_changed_between_passes_are_caught() {
     use std::hash::{DefaultHasher, Hasher};
     let dir = tempfile::tempdir().unwrap();
     let (mut store, expected) = filled(dir.path());
     assert_eq!(read_all(&mut store).unwrap(), expected);
-    let spill = std::fs::read(store.path()).unwrap();
-    // Turn 3's line is the first written, and passes.
-    let first = lines(&spill)[0].clone();
-    let forged = replace(
-        first.clone(),
-        "\"outcome\":\"pass\"",
-        "\"outcome\":\"fail\"",
-    );
+    let first = lines(&std::fs::read(store.path()).unwrap())[0].clone();
+    let forged = replace(first, "\"outcome\":\"pass\"", "\"outcome\":\"fail\"");
     let mut digest = DefaultHasher::new();
+    digest.write_u64(3);
     digest.write(&forged);
     let digest = digest.finish() as u32;
-    std::fs::write(
-        store.path(),
-        [forged, spill[first.len()..].to_vec()].concat(),
-    )
-    .unwrap();
-    // Its sorted entry, the third of turns 0, 1, 3, 4 after the four written.
-    let index = index_path(&store);
-    let mut entries = std::fs::read(&index).unwrap();
-    entries[6 * 16 + 12..7 * 16].copy_from_slice(&digest.to_le_bytes());
-    std::fs::write(&index, entries).unwrap();
-    let error = read_all(&mut store).unwrap_err();
+    let mut entry = std::fs::read(index_path(&store)).unwrap()[TURN_3_SORTED].to_vec();
+    entry[12..].copy_from_slice(&digest.to_le_bytes());
+    let error = turn_3_replaced(&mut store, forged, &entry);
     assert!(
         error.ends_with("turn #3's record was changed after it was written"),
         "{error}"
@@ -432,20 +438,9 @@ fn a_record_and_entry_from_another_run_are_refused() {
     assert_eq!(read_all(&mut mine).unwrap(), expected);
     read_all(&mut other).unwrap();
     let their_line = lines(&std::fs::read(other.path()).unwrap())[0].clone();
-    let my_spill = std::fs::read(mine.path()).unwrap();
-    let my_line = lines(&my_spill)[0].clone();
-    assert_eq!(their_line.len(), my_line.len(), "\"pass\" and \"fail\"");
-    assert_ne!(their_line, my_line);
-    std::fs::write(
-        mine.path(),
-        [their_line, my_spill[my_line.len()..].to_vec()].concat(),
-    )
-    .unwrap();
-    let (turn_3, their_index) = (6 * 16, std::fs::read(index_path(&other)).unwrap());
-    let mut my_index = std::fs::read(index_path(&mine)).unwrap();
-    my_index[turn_3..turn_3 + 16].copy_from_slice(&their_index[turn_3..turn_3 + 16]);
-    std::fs::write(index_path(&mine), my_index).unwrap();
-    let error = read_all(&mut mine).unwrap_err();
+    assert!(String::from_utf8_lossy(&their_line).contains("\"outcome\":\"fail\""));
+    let their_entry = std::fs::read(index_path(&other)).unwrap()[TURN_3_SORTED].to_vec();
+    let error = turn_3_replaced(&mut mine, their_line, &their_entry);
     assert!(
         error.ends_with("turn #3's record was changed after it was written"),
         "{error}"
