@@ -4,7 +4,7 @@
 //! without git says so instead of failing the build).
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
@@ -19,7 +19,7 @@ fn main() {
 fn git(args: &[&str]) -> Option<String> {
     let output = Command::new("git")
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(manifest_dir())
         .output()
         .ok()?;
     let text = String::from_utf8(output.stdout).ok()?;
@@ -38,7 +38,7 @@ fn git_commit() -> Option<String> {
     if let Some(head_ref) = git(&["symbolic-ref", "-q", "HEAD"]) {
         watched.extend(git(&["rev-parse", "--git-path", &head_ref]));
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest_dir();
     for path in watched.iter().map(|path| root.join(path)) {
         if path.exists() {
             println!("cargo:rerun-if-changed={}", path.display());
@@ -47,8 +47,15 @@ fn git_commit() -> Option<String> {
     git(&["log", "-1", "--abbrev=12", "--format=%h %cs"])
 }
 
+/// The source tree, read when the script runs: `env!` would bake in the
+/// folder the script was compiled in, and cargo reuses a compiled build
+/// script for another checkout sharing the target folder (a `git worktree`).
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"))
+}
+
 fn embed_prompts() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("prompts");
+    let dir = manifest_dir().join("prompts");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut names: Vec<String> = std::fs::read_dir(&dir)
         .expect("the prompts/ folder is part of the source tree")
