@@ -166,9 +166,10 @@ impl KeyedFiles {
             .path(key)
             .ok_or_else(|| io::Error::other("not a hex key"))?;
         let folder = path.parent().unwrap_or(&self.dir);
-        std::fs::create_dir_all(folder)?;
         // Created exclusively: a temporary is only ever this writer's. One
-        // left by a crashed process of the same id is passed over.
+        // left by a crashed process of the same id is passed over. The
+        // folder is made only when it is missing (a system call saved for
+        // every file but the first).
         let mut attempts = 0;
         let (temp, mut file) = loop {
             let temp = folder.join(format!(
@@ -176,11 +177,20 @@ impl KeyedFiles {
                 std::process::id(),
                 TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
             ));
-            match std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(&temp)
-            {
+            let create = || {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&temp)
+            };
+            let created = match create() {
+                Err(error) if error.kind() == io::ErrorKind::NotFound && attempts == 0 => {
+                    std::fs::create_dir_all(folder)?;
+                    create()
+                }
+                created => created,
+            };
+            match created {
                 Ok(file) => break (temp, file),
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempts < 16 => {
                     attempts += 1;

@@ -110,7 +110,7 @@ impl<'a> PromptParts<'a> {
 /// first of each prompt version) is known by its identity, without being
 /// serialised and hashed again (~8% of an HTTP eval turn's CPU samples,
 /// BENCHMARKS.md, issue #31); its file is still looked for, and written
-/// again if it is gone. (`NewPrompt::write_off_thread` is the same for a
+/// again if it is gone. (`NewPrompt::write_from_runtime` is the same for a
 /// caller on a runtime, the turns that wait for a write holding no thread.)
 pub fn store_prompt(runs_dir: &Path, prompt: &PromptParts) -> io::Result<String> {
     match stage_prompt(runs_dir, prompt, Durability::Synced)? {
@@ -162,15 +162,23 @@ impl NewPrompt {
         Ok(self.slot.key.clone())
     }
 
-    /// `write` on the blocking pool, by one turn of the prompt version at
-    /// a time: the others that staged it meanwhile wait for that write on
-    /// the runtime, holding no thread, and find it done. Before, each of
-    /// them took a blocking thread only to find the file there — two
-    /// thread wake-ups a turn whenever a version's turns run together, as
-    /// an eval's repeats do (BENCHMARKS.md, issue #31). Should that write
-    /// fail, the next waiter writes; a turn dropped mid-write leaves its
-    /// write to end on the pool, and the waiters are told when it does.
-    pub async fn write_off_thread(self) -> io::Result<String> {
+    /// `write` for a caller on a runtime's thread, by one turn of the
+    /// prompt version at a time: the others that staged it meanwhile wait
+    /// for that write on the runtime, holding no thread, and find it done.
+    /// Before, each of them took a blocking thread only to find the file
+    /// there — two thread wake-ups a turn whenever a version's turns run
+    /// together, as an eval's repeats do (BENCHMARKS.md, issue #31). Should
+    /// that write fail, the next waiter writes.
+    ///
+    /// A synced write goes to the blocking pool (a turn dropped mid-write
+    /// leaves it to end there, and the waiters are told when it does). One
+    /// left to the caller's group sync is done here: it is page-cache work
+    /// (a temporary created, written, linked into place), cheaper than the
+    /// two thread wake-ups of handing it over (~2% of an eval's CPU at one
+    /// prompt version in six turns, BENCHMARKS.md). Only a file found torn,
+    /// or a file system without hard links, syncs on this thread: a
+    /// recovery after a power loss, not a turn's usual work.
+    pub async fn write_from_runtime(self) -> io::Result<String> {
         loop {
             let settled = self.slot.settled.notified();
             tokio::pin!(settled);
@@ -179,7 +187,7 @@ impl NewPrompt {
             settled.as_mut().enable();
             // Looked for, not only remembered: a file removed since it was
             // written is written again, as `stage_prompt` would.
-            if self.slot.on_disk(&self.files, self.durability) {
+            if self.slot.on_disk(self.durability) {
                 return Ok(self.slot.key.clone());
             }
             if !self.slot.claimed.swap(true, Ordering::AcqRel) {
@@ -188,6 +196,11 @@ impl NewPrompt {
             settled.await;
         }
         let claim = Claim(Arc::clone(&self.slot));
+        if self.durability == Durability::LeftToCaller {
+            let written = self.write();
+            drop(claim);
+            return written;
+        }
         tokio::task::spawn_blocking(move || {
             let written = self.write();
             // Given up from the pool's thread, as the write ends (or
@@ -241,12 +254,12 @@ pub fn stage_prompt(
     };
     let Some(digests) = prompt.digests else {
         let (bytes, key) = serialised(prompt)?;
-        return Ok(new(bytes, Arc::new(Slot::new(key, None))));
+        return Ok(new(bytes, Arc::new(Slot::new(&files, key, None)?)));
     };
     let identity = (runs_dir.to_path_buf(), identity(prompt, digests));
     let known = lock(slots()).get(&identity).cloned();
     if let Some(slot) = known {
-        if slot.on_disk(&files, durability) {
+        if slot.on_disk(durability) {
             return Ok(StagedPrompt::Stored(slot.key.clone()));
         }
         let unwritten = lock(&slot.unwritten).clone();
@@ -259,8 +272,9 @@ pub fn stage_prompt(
         return Ok(new(bytes, slot));
     }
     let (bytes, key) = serialised(prompt)?;
-    let slot = Arc::new(Slot::new(key, Some(Arc::clone(&bytes))));
-    let weight = identity.0.as_os_str().len() + identity.1.len() + bytes.len();
+    let slot = Arc::new(Slot::new(&files, key, Some(Arc::clone(&bytes)))?);
+    let weight =
+        identity.0.as_os_str().len() + identity.1.len() + slot.path.as_os_str().len() + bytes.len();
     lock(slots()).insert(identity, Arc::clone(&slot), weight);
     Ok(new(bytes, slot))
 }
@@ -275,6 +289,8 @@ fn serialised(prompt: &PromptParts) -> io::Result<(Arc<[u8]>, String)> {
 /// A prompt this process named.
 struct Slot {
     key: String,
+    /// Its file's path, made once: looked for at every turn of its version.
+    path: PathBuf,
     /// Its bytes until its file is written, for the turns that stage it
     /// meanwhile; dropped then, so the memo holds names, not prompts.
     unwritten: Mutex<Option<Arc<[u8]>>>,
@@ -283,12 +299,13 @@ struct Slot {
     /// group's next sync.
     synced: AtomicBool,
     /// Its file is being written on the blocking pool, for a turn of its
-    /// version (`write_off_thread`)...
+    /// version (`write_from_runtime`)...
     claimed: AtomicBool,
     /// ...and tells the turns waiting for it when that write has ended.
     settled: tokio::sync::Notify,
-    /// Held while its file is written: on the blocking pool by
-    /// the run-log recorder (`RunRecorder::wait`); a direct caller of
+    /// Held while its file is written: by the run-log recorder
+    /// (`RunRecorder::wait`), on the blocking pool or the turn's own
+    /// thread (`write_from_runtime`); a direct caller of
     /// `store_prompt` waits on it as it would on the write itself.
     writing: Mutex<()>,
     /// How many writes were tried (the tests' count).
@@ -297,9 +314,13 @@ struct Slot {
 }
 
 impl Slot {
-    fn new(key: String, unwritten: Option<Arc<[u8]>>) -> Slot {
-        Slot {
+    fn new(files: &KeyedFiles, key: String, unwritten: Option<Arc<[u8]>>) -> io::Result<Slot> {
+        let path = files
+            .path(&key)
+            .ok_or_else(|| io::Error::other("a prompt's name is its SHA-256 in hex"))?;
+        Ok(Slot {
             key,
+            path,
             unwritten: Mutex::new(unwritten),
             written: AtomicBool::new(false),
             synced: AtomicBool::new(false),
@@ -308,7 +329,7 @@ impl Slot {
             writing: Mutex::new(()),
             #[cfg(test)]
             writes: std::sync::atomic::AtomicUsize::new(0),
-        }
+        })
     }
 }
 
@@ -316,14 +337,12 @@ impl Slot {
     /// Whether its file is there as durably as `durability` asks: written
     /// (and synced, if asked), and still found (a file removed since is
     /// written again, under the same name).
-    fn on_disk(&self, files: &KeyedFiles, durability: Durability) -> bool {
+    fn on_disk(&self, durability: Durability) -> bool {
         let durable = match durability {
             Durability::Synced => self.synced.load(Ordering::Acquire),
             Durability::LeftToCaller => true,
         };
-        self.written.load(Ordering::Acquire)
-            && durable
-            && files.path(&self.key).is_some_and(|path| path.is_file())
+        self.written.load(Ordering::Acquire) && durable && self.path.is_file()
     }
 }
 
@@ -570,7 +589,7 @@ mod tests {
         let staged = staged_by(8, runs.path(), &record);
         let slot = Arc::clone(&staged[0].slot);
         let keys = current_thread().block_on(within_a_minute(futures_util::future::join_all(
-            staged.into_iter().map(NewPrompt::write_off_thread),
+            staged.into_iter().map(NewPrompt::write_from_runtime),
         )));
         let key = crate::digest::sha256_hex(serde_json::to_vec(&record).unwrap());
         assert!(
@@ -583,6 +602,48 @@ mod tests {
             "one write for eight turns"
         );
         assert!(!slot.claimed.load(Ordering::Relaxed));
+        assert!(
+            prompts_dir(runs.path())
+                .join(format!("{key}.json"))
+                .is_file()
+        );
+    }
+
+    /// A write left to the group's sync is done on the turn's own thread:
+    /// with the runtime's only blocking thread taken, it still ends (handed
+    /// to the pool, it would wait for that thread).
+    #[test]
+    fn a_write_left_to_the_group_takes_no_blocking_thread() {
+        let runs = tempfile::tempdir().unwrap();
+        let record = record_with_tools("left to the group");
+        let prompt = match stage_as_a_turn(runs.path(), &record, Durability::LeftToCaller) {
+            StagedPrompt::New(prompt) => prompt,
+            StagedPrompt::Stored(_) => panic!("not written yet"),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .max_blocking_threads(1)
+            .build()
+            .unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (taken, is_taken) = std::sync::mpsc::channel::<()>();
+        let blocker = runtime.spawn_blocking(move || {
+            taken.send(()).unwrap();
+            held.recv().ok();
+        });
+        is_taken.recv().unwrap();
+        let written = runtime.block_on(async {
+            tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                prompt.write_from_runtime(),
+            )
+            .await
+        });
+        release.send(()).unwrap();
+        runtime.block_on(blocker).unwrap();
+        let key = written
+            .expect("the write waited for a blocking thread")
+            .unwrap();
         assert!(
             prompts_dir(runs.path())
                 .join(format!("{key}.json"))
@@ -607,11 +668,11 @@ mod tests {
             // The first claims the write, whose blocking half waits for the
             // slot's lock, held here; the others wait for it to settle.
             let held = lock(&slot.writing);
-            let mut first = Box::pin(writer.write_off_thread());
+            let mut first = Box::pin(writer.write_from_runtime());
             assert!(futures_util::poll!(first.as_mut()).is_pending());
             assert!(slot.claimed.load(Ordering::Acquire));
             let mut waiting = Box::pin(futures_util::future::join_all(
-                staged.into_iter().map(NewPrompt::write_off_thread),
+                staged.into_iter().map(NewPrompt::write_from_runtime),
             ));
             assert!(futures_util::poll!(waiting.as_mut()).is_pending());
             // Dropped mid-write: the write goes on, still claimed, and the
@@ -641,17 +702,17 @@ mod tests {
         let later = staged.pop().unwrap();
         let first = staged.pop().unwrap();
         let runtime = current_thread();
-        let key = runtime.block_on(first.write_off_thread()).unwrap();
+        let key = runtime.block_on(first.write_from_runtime()).unwrap();
         let file = prompts_dir(runs.path()).join(format!("{key}.json"));
         std::fs::remove_file(&file).unwrap();
-        assert_eq!(runtime.block_on(later.write_off_thread()).unwrap(), key);
+        assert_eq!(runtime.block_on(later.write_from_runtime()).unwrap(), key);
         assert!(file.is_file(), "written again by a turn staged before");
         std::fs::remove_file(&file).unwrap();
         let again = match stage_as_a_turn(runs.path(), &record, Durability::Synced) {
             StagedPrompt::New(prompt) => prompt,
             StagedPrompt::Stored(_) => panic!("its file is gone"),
         };
-        assert_eq!(runtime.block_on(again.write_off_thread()).unwrap(), key);
+        assert_eq!(runtime.block_on(again.write_from_runtime()).unwrap(), key);
         assert!(file.is_file(), "written again by a turn staged after");
     }
 
@@ -674,7 +735,7 @@ mod tests {
         let staged = staged_by(4, runs.path(), &record);
         let slot = Arc::clone(&staged[0].slot);
         let results = current_thread().block_on(within_a_minute(futures_util::future::join_all(
-            staged.into_iter().map(NewPrompt::write_off_thread),
+            staged.into_iter().map(NewPrompt::write_from_runtime),
         )));
         assert!(results.iter().all(Result::is_err), "{results:?}");
         assert!(!slot.written.load(Ordering::Acquire));

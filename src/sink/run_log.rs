@@ -418,15 +418,16 @@ impl TurnSink for RunRecorder {
         self.record(output)
     }
 
-    /// A new prompt's file is written (and synced, unless the log's group
-    /// will sync it) on the blocking pool, not on the thread running the
-    /// turn (which may run every turn of an eval), by one turn of its
-    /// prompt version while the others wait for it.
+    /// A new prompt's file is written by one turn of its prompt version
+    /// while the others wait for it: synced, on the blocking pool, not on
+    /// the thread running the turn (which may run every turn of an eval);
+    /// or, when the log's group will sync it, here, as the write is then
+    /// page-cache work (`NewPrompt::write_from_runtime`).
     fn wait(&mut self) -> Option<futures_util::future::BoxFuture<'_, io::Result<()>>> {
         let prompt = self.unstored.take()?;
         Some(Box::pin(async move {
             let storing = Instant::now();
-            let written = prompt.write_off_thread().await;
+            let written = prompt.write_from_runtime().await;
             let result = written.and_then(|_| self.header_after_prompt(storing.elapsed()));
             self.kept_or_removed(result)
         }))
