@@ -77,7 +77,7 @@ pub struct CaseFold {
 
 /// The case's threshold, else `default_share` (`--pass-threshold`).
 pub fn threshold_of(plan: &EvalPlan, case: usize, default_share: f64) -> Threshold {
-    let settings = plan.suite.suite.cases[case].settings(&plan.suite.suite.defaults);
+    let settings = plan.settings(case);
     match (settings.min_passes, settings.pass_threshold) {
         (Some(passes), _) => Threshold::MinPasses(passes),
         (None, Some(share)) => Threshold::Share(share),

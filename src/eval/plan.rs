@@ -9,7 +9,7 @@ use chrono::NaiveDate;
 
 use super::expect::{Observation, Verdict, judge};
 use super::matrix::{Matrix, ModelSettings, Shard, TurnSpec, glob_match};
-use super::suite::{Expectations, LoadedSuite, case_messages};
+use super::suite::{CaseSettings, Expectations, LoadedSuite, case_messages};
 use crate::chat::request::{ChatRequest, ClaimInput, PromptOptions};
 use crate::judge::RubricVerdict;
 use crate::runs::RunHeader;
@@ -37,11 +37,22 @@ pub struct EvalPlan {
     /// This invocation's eval run id (`ev-…`), recorded in every turn's
     /// run log: fresh, unless `--eval-run` gave the shards one to share.
     pub eval_run: String,
+    /// Each case's settings over the suite's defaults, merged once: every
+    /// turn's request and verdict read them (three merges a turn before).
+    case_settings: Vec<CaseSettings>,
 }
 
 impl EvalPlan {
     pub fn new(suite: LoadedSuite, matrix: Matrix, selection: Selection) -> EvalPlan {
+        let defaults = &suite.suite.defaults;
+        let case_settings = suite
+            .suite
+            .cases
+            .iter()
+            .map(|case| case.settings(defaults))
+            .collect();
         EvalPlan {
+            case_settings,
             suite,
             matrix,
             selection,
@@ -175,14 +186,14 @@ impl EvalPlan {
     pub fn request(&self, spec: &TurnSpec, today: NaiveDate) -> ChatRequest {
         let case = &self.suite.suite.cases[spec.case];
         let model = &self.matrix.variants[spec.variant].model;
-        let settings = case.settings(&self.suite.suite.defaults);
+        let settings = self.settings(spec.case);
         ChatRequest {
             claim: ClaimInput::Document(Arc::clone(&self.matrix.claims[&spec.claim_id])),
             messages: case_messages(case),
             prompt: PromptOptions {
-                capability: settings.capability,
+                capability: settings.capability.clone(),
                 locale: settings.locale,
-                brand: settings.brand,
+                brand: settings.brand.clone(),
                 screen_actions: settings.screen_actions.unwrap_or(false),
                 voice: settings.voice.unwrap_or(false),
                 overrides: self.matrix.variants[spec.variant].overrides.clone(),
@@ -195,23 +206,25 @@ impl EvalPlan {
     }
 
     /// This turn's expectations: its case's over the suite's defaults.
-    pub fn expectations(&self, spec: &TurnSpec) -> Expectations {
-        let case = &self.suite.suite.cases[spec.case];
-        case.settings(&self.suite.suite.defaults).expect
+    pub fn expectations(&self, spec: &TurnSpec) -> &Expectations {
+        &self.settings(spec.case).expect
+    }
+
+    /// Case `case`'s settings over the suite's defaults.
+    pub fn settings(&self, case: usize) -> &CaseSettings {
+        &self.case_settings[case]
     }
 
     /// Judges an observation against this turn's expectations, with the
     /// judge's verdicts on its rubric criteria.
     pub fn judge(&self, spec: &TurnSpec, seen: &Observation, rubric: &[RubricVerdict]) -> Verdict {
-        judge(&self.expectations(spec), seen, rubric)
+        judge(self.expectations(spec), seen, rubric)
     }
 
     /// Whether any selected case has rubric criteria (and so needs a judge).
     pub fn has_rubric(&self) -> bool {
-        let suite = &self.suite.suite;
-        suite
-            .cases
+        self.case_settings
             .iter()
-            .any(|case| !case.settings(&suite.defaults).expect.rubric.0.is_empty())
+            .any(|settings| !settings.expect.rubric.0.is_empty())
     }
 }
