@@ -125,7 +125,7 @@ async fn rescore_one(
         Some(judge) => {
             judge_rubric(
                 judge,
-                &expect,
+                expect,
                 &observation.message,
                 &observation,
                 cancel,
@@ -138,7 +138,7 @@ async fn rescore_one(
             Err(error) => return missing_with(spec, format!("not re-scored: {error}")),
         },
     };
-    let verdict = super::expect::judge(&expect, &observation, &rubric);
+    let verdict = super::expect::judge(expect, &observation, &rubric);
     let labels = plan.labels(spec);
     let record = RescoreRecord {
         turn_id: log.header.turn_id.clone(),

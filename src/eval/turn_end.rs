@@ -96,7 +96,7 @@ pub(super) async fn record_verdict(
             let notices = judge_notices(messages, spec, &held);
             let seen = &observation;
             let rubric =
-                judge_rubric(judge, &expect, &seen.message, seen, cancel, Some(&notices)).await;
+                judge_rubric(judge, expect, &seen.message, seen, cancel, Some(&notices)).await;
             let held = std::mem::take(&mut *held.lock().unwrap_or_else(|e| e.into_inner()));
             for message in held {
                 tell(messages, message).await;
@@ -105,7 +105,7 @@ pub(super) async fn record_verdict(
         }
         None => Vec::new(),
     };
-    let verdict = super::expect::judge(&expect, &observation, &rubric);
+    let verdict = super::expect::judge(expect, &observation, &rubric);
     footer.verdict = Some(RecordedVerdict {
         outcome: verdict.outcome,
         failures: verdict.failures.clone(),
