@@ -170,14 +170,17 @@ impl NewPrompt {
     /// together, as an eval's repeats do (BENCHMARKS.md, issue #31). Should
     /// that write fail, the next waiter writes.
     ///
-    /// A synced write goes to the blocking pool (a turn dropped mid-write
-    /// leaves it to end there, and the waiters are told when it does). One
-    /// left to the caller's group sync is done here: it is page-cache work
-    /// (a temporary created, written, linked into place), cheaper than the
-    /// two thread wake-ups of handing it over (~2% of an eval's CPU at one
-    /// prompt version in six turns, BENCHMARKS.md). Only a file found torn,
-    /// or a file system without hard links, syncs on this thread: a
-    /// recovery after a power loss, not a turn's usual work.
+    /// The write goes to the blocking pool (a turn dropped mid-write leaves
+    /// it to end there, and the waiters are told when it does) — except on
+    /// a runtime of one thread, such as `eval`'s, for a write left to the
+    /// caller's group sync: that one is done here, as it is page-cache work
+    /// (a temporary created, written, linked into place; or a file found
+    /// there read and compared), cheaper than the two thread wake-ups of
+    /// handing it over (−11% of an eval's CPU a turn on tmpfs, one prompt
+    /// version in six turns, BENCHMARKS.md). Only a file found torn, or a
+    /// link that fails for another reason than the file being there (a
+    /// file system without hard links), syncs on this thread. On a runtime
+    /// of several threads it is not done here: see `on_one_thread`.
     pub async fn write_from_runtime(self) -> io::Result<String> {
         loop {
             let settled = self.slot.settled.notified();
@@ -196,7 +199,7 @@ impl NewPrompt {
             settled.await;
         }
         let claim = Claim(Arc::clone(&self.slot));
-        if self.durability == Durability::LeftToCaller {
+        if self.durability == Durability::LeftToCaller && on_one_thread() {
             let written = self.write();
             drop(claim);
             return written;
@@ -205,16 +208,26 @@ impl NewPrompt {
             let written = self.write();
             // Given up from the pool's thread, as the write ends (or
             // unwinds): the waiters are woken from outside the runtime's
-            // workers, so any worker can run them. Woken from this turn's
-            // own task, they would wait in its worker's next-task slot,
-            // which no other worker takes, for as long as the turn holds
-            // that thread.
+            // workers, so any worker can run them (`on_one_thread`).
             drop(claim);
             written
         })
         .await
         .unwrap_or_else(|joined| Err(io::Error::other(joined)))
     }
+}
+
+/// Whether this runs on a runtime of one thread, where a waiter woken from
+/// the writing turn's own task runs as soon as that turn next waits. On a
+/// runtime of several, it would wait in the turn's worker's next-task slot,
+/// which no other worker takes, for as long as the turn then holds that
+/// thread (a model call that blocks it: `tests/eval_parallel.rs` caught it
+/// a few times in fifty runs) — so there the claim is given up from the
+/// blocking pool's thread.
+fn on_one_thread() -> bool {
+    tokio::runtime::Handle::try_current().is_ok_and(|runtime| {
+        runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread
+    })
 }
 
 /// The claim to write a slot's file, taken by a turn and then held by its
@@ -298,8 +311,8 @@ struct Slot {
     /// Written or found `Durability::Synced`: on disk now, not only at a
     /// group's next sync.
     synced: AtomicBool,
-    /// Its file is being written on the blocking pool, for a turn of its
-    /// version (`write_from_runtime`)...
+    /// Its file is being written for a turn of its version
+    /// (`write_from_runtime`), on the blocking pool or that turn's thread...
     claimed: AtomicBool,
     /// ...and tells the turns waiting for it when that write has ended.
     settled: tokio::sync::Notify,
@@ -563,13 +576,20 @@ mod tests {
     }
 
     fn staged_by(turns: usize, runs_dir: &Path, record: &PromptRecord) -> Vec<NewPrompt> {
+        staged_as(Durability::Synced, turns, runs_dir, record)
+    }
+
+    fn staged_as(
+        durability: Durability,
+        turns: usize,
+        runs_dir: &Path,
+        record: &PromptRecord,
+    ) -> Vec<NewPrompt> {
         (0..turns)
-            .map(
-                |_| match stage_as_a_turn(runs_dir, record, Durability::Synced) {
-                    StagedPrompt::New(prompt) => prompt,
-                    StagedPrompt::Stored(_) => panic!("not written yet"),
-                },
-            )
+            .map(|_| match stage_as_a_turn(runs_dir, record, durability) {
+                StagedPrompt::New(prompt) => prompt,
+                StagedPrompt::Stored(_) => panic!("not written yet"),
+            })
             .collect()
     }
 
@@ -584,9 +604,15 @@ mod tests {
     /// blocking thread each: one writes, the others wait for that write.
     #[test]
     fn turns_staging_a_prompt_together_write_it_once_off_thread() {
+        for durability in [Durability::Synced, Durability::LeftToCaller] {
+            eight_turns_write_once(durability);
+        }
+    }
+
+    fn eight_turns_write_once(durability: Durability) {
         let runs = tempfile::tempdir().unwrap();
         let record = record_with_tools("one write");
-        let staged = staged_by(8, runs.path(), &record);
+        let staged = staged_as(durability, 8, runs.path(), &record);
         let slot = Arc::clone(&staged[0].slot);
         let keys = current_thread().block_on(within_a_minute(futures_util::future::join_all(
             staged.into_iter().map(NewPrompt::write_from_runtime),
@@ -599,7 +625,7 @@ mod tests {
         assert_eq!(
             slot.writes.load(Ordering::Relaxed),
             1,
-            "one write for eight turns"
+            "one write for eight turns ({durability:?})"
         );
         assert!(!slot.claimed.load(Ordering::Relaxed));
         assert!(
@@ -728,18 +754,61 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_failed_write_fails_every_waiting_turn_without_a_hang() {
+        for durability in [Durability::Synced, Durability::LeftToCaller] {
+            let runs = tempfile::tempdir().unwrap();
+            // `prompts` is a file: no prompt can be written under it.
+            std::fs::write(prompts_dir(runs.path()), "not a folder").unwrap();
+            let record = record_with_tools("failed write");
+            let staged = staged_as(durability, 4, runs.path(), &record);
+            let slot = Arc::clone(&staged[0].slot);
+            let results =
+                current_thread().block_on(within_a_minute(futures_util::future::join_all(
+                    staged.into_iter().map(NewPrompt::write_from_runtime),
+                )));
+            assert!(results.iter().all(Result::is_err), "{results:?}");
+            assert!(!slot.written.load(Ordering::Acquire));
+            assert!(!slot.claimed.load(Ordering::Acquire));
+        }
+    }
+
+    /// On a runtime of several threads a write left to the group still
+    /// goes to the blocking pool, so that its waiters are woken from
+    /// outside the workers (`on_one_thread`): with the pool's only thread
+    /// taken, the write has not ended two seconds later, and ends once the
+    /// thread is free. (Done on the turn's thread, it ends at once.)
+    #[test]
+    fn on_a_runtime_of_several_threads_a_write_left_to_the_group_goes_to_the_pool() {
         let runs = tempfile::tempdir().unwrap();
-        // `prompts` is a file: no prompt can be written under it.
-        std::fs::write(prompts_dir(runs.path()), "not a folder").unwrap();
-        let record = record_with_tools("failed write");
-        let staged = staged_by(4, runs.path(), &record);
-        let slot = Arc::clone(&staged[0].slot);
-        let results = current_thread().block_on(within_a_minute(futures_util::future::join_all(
-            staged.into_iter().map(NewPrompt::write_from_runtime),
-        )));
-        assert!(results.iter().all(Result::is_err), "{results:?}");
-        assert!(!slot.written.load(Ordering::Acquire));
-        assert!(!slot.claimed.load(Ordering::Acquire));
+        let record = record_with_tools("several threads");
+        let prompt = staged_as(Durability::LeftToCaller, 1, runs.path(), &record)
+            .pop()
+            .unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .max_blocking_threads(1)
+            .enable_time()
+            .build()
+            .unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (taken, is_taken) = std::sync::mpsc::channel::<()>();
+        let blocker = runtime.spawn_blocking(move || {
+            taken.send(()).unwrap();
+            held.recv().ok();
+        });
+        is_taken.recv().unwrap();
+        let mut writing = runtime.spawn(prompt.write_from_runtime());
+        let early = runtime.block_on(async {
+            tokio::time::timeout(std::time::Duration::from_secs(2), &mut writing).await
+        });
+        assert!(early.is_err(), "written on a worker: {early:?}");
+        release.send(()).unwrap();
+        let key = runtime.block_on(within_a_minute(writing)).unwrap().unwrap();
+        runtime.block_on(blocker).unwrap();
+        assert!(
+            prompts_dir(runs.path())
+                .join(format!("{key}.json"))
+                .is_file()
+        );
     }
 
     fn record_with_tools(text: &str) -> PromptRecord {

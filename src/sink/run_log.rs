@@ -363,8 +363,9 @@ impl RunRecorder {
 
     /// Fills the header in from the prepared turn and writes it once the
     /// prompt it names is stored (once per prompt), so that no log names a
-    /// prompt that is not there: a new one is written off this thread
-    /// (`wait`), and synced there or by the log's group
+    /// prompt that is not there: a new one is written in `wait` (off this
+    /// thread, unless its log's group will sync it on a runtime of one
+    /// thread), and synced there or by the log's group
     /// (`prompt_durability`). The turn's clock counts none of it, as it
     /// does not count the log's own writes.
     fn record_prepared(&mut self, prepared: &crate::chat::PreparedTurn) -> io::Result<()> {
@@ -421,8 +422,9 @@ impl TurnSink for RunRecorder {
     /// A new prompt's file is written by one turn of its prompt version
     /// while the others wait for it: synced, on the blocking pool, not on
     /// the thread running the turn (which may run every turn of an eval);
-    /// or, when the log's group will sync it, here, as the write is then
-    /// page-cache work (`NewPrompt::write_from_runtime`).
+    /// or, when the log's group will sync it and the runtime has one
+    /// thread (`eval`'s), here, as the write is then page-cache work
+    /// (`NewPrompt::write_from_runtime`).
     fn wait(&mut self) -> Option<futures_util::future::BoxFuture<'_, io::Result<()>>> {
         let prompt = self.unstored.take()?;
         Some(Box::pin(async move {
