@@ -169,7 +169,7 @@ impl KeyedFiles {
         // Created exclusively: a temporary is only ever this writer's. One
         // left by a crashed process of the same id is passed over. The
         // folder is made only when it is missing (a system call saved for
-        // every file but the first).
+        // every file but a folder's first).
         let mut attempts = 0;
         let (temp, mut file) = loop {
             let temp = folder.join(format!(
