@@ -642,22 +642,11 @@ mod tests {
     fn a_write_left_to_the_group_takes_no_blocking_thread() {
         let runs = tempfile::tempdir().unwrap();
         let record = record_with_tools("left to the group");
-        let prompt = match stage_as_a_turn(runs.path(), &record, Durability::LeftToCaller) {
-            StagedPrompt::New(prompt) => prompt,
-            StagedPrompt::Stored(_) => panic!("not written yet"),
-        };
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .max_blocking_threads(1)
-            .build()
+        let prompt = staged_as(Durability::LeftToCaller, 1, runs.path(), &record)
+            .pop()
             .unwrap();
-        let (release, held) = std::sync::mpsc::channel::<()>();
-        let (taken, is_taken) = std::sync::mpsc::channel::<()>();
-        let blocker = runtime.spawn_blocking(move || {
-            taken.send(()).unwrap();
-            held.recv().ok();
-        });
-        is_taken.recv().unwrap();
+        let (runtime, release, blocker) =
+            with_the_pool_taken(tokio::runtime::Builder::new_current_thread());
         let written = runtime.block_on(async {
             tokio::time::timeout(
                 std::time::Duration::from_secs(10),
@@ -783,19 +772,9 @@ mod tests {
         let prompt = staged_as(Durability::LeftToCaller, 1, runs.path(), &record)
             .pop()
             .unwrap();
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .max_blocking_threads(1)
-            .enable_time()
-            .build()
-            .unwrap();
-        let (release, held) = std::sync::mpsc::channel::<()>();
-        let (taken, is_taken) = std::sync::mpsc::channel::<()>();
-        let blocker = runtime.spawn_blocking(move || {
-            taken.send(()).unwrap();
-            held.recv().ok();
-        });
-        is_taken.recv().unwrap();
+        let mut two_workers = tokio::runtime::Builder::new_multi_thread();
+        two_workers.worker_threads(2);
+        let (runtime, release, blocker) = with_the_pool_taken(two_workers);
         let mut writing = runtime.spawn(prompt.write_from_runtime());
         let early = runtime.block_on(async {
             tokio::time::timeout(std::time::Duration::from_secs(2), &mut writing).await
@@ -809,6 +788,30 @@ mod tests {
                 .join(format!("{key}.json"))
                 .is_file()
         );
+    }
+
+    /// A runtime built by `builder` whose blocking pool has one thread,
+    /// taken by the task returned until `release` is sent.
+    fn with_the_pool_taken(
+        mut builder: tokio::runtime::Builder,
+    ) -> (
+        tokio::runtime::Runtime,
+        std::sync::mpsc::Sender<()>,
+        tokio::task::JoinHandle<()>,
+    ) {
+        let runtime = builder
+            .max_blocking_threads(1)
+            .enable_time()
+            .build()
+            .unwrap();
+        let (release, held) = std::sync::mpsc::channel::<()>();
+        let (taken, is_taken) = std::sync::mpsc::channel::<()>();
+        let blocker = runtime.spawn_blocking(move || {
+            taken.send(()).unwrap();
+            held.recv().ok();
+        });
+        is_taken.recv().unwrap();
+        (runtime, release, blocker)
     }
 
     fn record_with_tools(text: &str) -> PromptRecord {
