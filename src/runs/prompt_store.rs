@@ -231,8 +231,8 @@ fn on_one_thread() -> bool {
 }
 
 /// The claim to write a slot's file, taken by a turn and then held by its
-/// blocking write (which may outlive the turn); given up when dropped,
-/// however the write ended, and the turns waiting on it told.
+/// write (on the blocking pool, which may outlive the turn); given up when
+/// dropped, however the write ended, and the turns waiting on it told.
 struct Claim(Arc<Slot>);
 
 impl Drop for Claim {

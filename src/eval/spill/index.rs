@@ -9,7 +9,7 @@
 //! 512 KiB in memory at a time), each chunk appended to the same file as a
 //! sorted run, and every pass merges the runs (an external sort: a
 //! 1,000,000-turn suite has 62 runs, 4 KiB of buffer each). The entries
-//! must hash to what was written (SipHash keyed at random for this process)
+//! must hash to what was written (std's hasher, keyed at random for this process)
 //! as they are sorted, else the runs are not used; a pass that meets
 //! entries out of order, for a turn never put, or a run cut short says the
 //! index was changed. A changed offset or digest in a run is caught by the

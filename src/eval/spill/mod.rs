@@ -17,7 +17,7 @@
 //! index's by 32 bytes a turn (each record's place, then the same sorted).
 //!
 //! The file is trusted no more than any input: before it is read, its
-//! index's entries are checked against their keyed SipHash as written (in
+//! index's entries are checked against their keyed hash as written (in
 //! the read that sorts them); then one scan reads them again in write order
 //! beside the lines, each line whole, at the offset its entry says, with
 //! the keyed digest of its turn and line as written (32 bits, in the
@@ -363,7 +363,8 @@ fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> Result<usize, Dam
 }
 
 impl ResultStore {
-    /// Turn `index`'s record line as 32 bits of keyed SipHash: what tells,
+    /// Turn `index`'s record line as 32 bits of a keyed hash (std's
+    /// `RandomState`, keyed at random for this store): what tells,
     /// on reading it again, that its bytes are the ones written for that
     /// turn (the turn is hashed too: two turns' lines with equal digests
     /// cannot pass for each other).
