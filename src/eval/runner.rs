@@ -208,7 +208,7 @@ async fn run_one(
     };
     let request = plan.request(spec, settings.today);
     let mut trace = start_trace(settings, &runner, &request);
-    let recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_ref());
+    let recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_deref());
     let mut recorder = match member {
         Some(member) => recorder.in_group(member),
         None => recorder,
@@ -222,7 +222,14 @@ async fn run_one(
     let clock = Instant::now();
     let turn = runner.run(request, cancel.clone());
     let delivery = match trace.as_mut() {
-        Some(trace) => drive(turn, &mut [&mut watch, trace, &mut recorder], &cancel).await,
+        Some(trace) => {
+            drive(
+                turn,
+                &mut [&mut watch, &mut **trace, &mut recorder],
+                &cancel,
+            )
+            .await
+        }
         None => drive(turn, &mut [&mut watch, &mut recorder], &cancel).await,
     };
     let ran = clock.elapsed().saturating_sub(watch.waited);
@@ -264,7 +271,7 @@ async fn tell_the_rest(watch: &mut Watch<'_>, recorder: &mut RunRecorder, runner
 /// name (or the turn is an error for want of it).
 fn end_trace_or_hand_on(
     plan: &EvalPlan,
-    trace: Option<crate::telemetry::TurnTrace>,
+    trace: Option<Box<crate::telemetry::TurnTrace>>,
     result: &TurnResult,
     committing: Option<Committing>,
 ) -> Option<Committing> {
@@ -309,25 +316,27 @@ fn recorder_for(
     }
 }
 
-/// The turn's trace, when tracing is on; ended by `end_trace`.
+/// The turn's trace, when tracing is on; ended by `end_trace`. Boxed: a
+/// turn's future carries it through its states, and without tracing (the
+/// usual) a pointer's room is all it costs there.
 fn start_trace(
     settings: &RunSettings,
     runner: &TurnRunner,
     request: &crate::chat::ChatRequest,
-) -> Option<crate::telemetry::TurnTrace> {
+) -> Option<Box<crate::telemetry::TurnTrace>> {
     let tracing = settings.tracing.as_ref()?;
-    Some(tracing.turn(TurnLabels {
+    Some(Box::new(tracing.turn(TurnLabels {
         provider: crate::telemetry::provider_name(runner.provider_name()),
         model: request.model.clone(),
         messages: TurnLabels::conversation(&request.messages),
         ..TurnLabels::default()
-    }))
+    })))
 }
 
 /// The turn's trace, ended once it is judged: its verdict on the root.
 pub(super) fn end_trace(
     plan: &EvalPlan,
-    mut trace: crate::telemetry::TurnTrace,
+    mut trace: Box<crate::telemetry::TurnTrace>,
     result: &TurnResult,
 ) {
     if let Some(path) = &result.run_log {

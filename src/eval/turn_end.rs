@@ -181,7 +181,7 @@ fn join_failed<T>(joined: tokio::task::JoinError) -> std::io::Result<T> {
 pub(super) struct Committing {
     pub(super) member: GroupMember,
     pub(super) log: WrittenLog,
-    pub(super) trace: Option<crate::telemetry::TurnTrace>,
+    pub(super) trace: Option<Box<crate::telemetry::TurnTrace>>,
 }
 
 impl Committing {

@@ -26,7 +26,9 @@ pub(super) struct OpenLog {
     /// Flushed at model calls and the footer, not after every record.
     pub(super) batched: bool,
     pub(super) clock: Instant,
-    pub(super) header: RunHeader,
+    /// Boxed: the open log is moved with its turn's future, through every
+    /// one of its states, and the header is most of its size.
+    pub(super) header: Box<RunHeader>,
     pub(super) header_written: bool,
     pub(super) first_text_ms: Option<u64>,
     pub(super) usage: Usage,

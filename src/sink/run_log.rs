@@ -305,7 +305,7 @@ impl RunRecorder {
             out: BufWriter::new(file),
             batched: self.batched,
             clock: Instant::now(),
-            header: RunHeader {
+            header: Box::new(RunHeader {
                 schema: SCHEMA_VERSION,
                 tool_version: env!("CARGO_PKG_VERSION").to_string(),
                 turn_id: turn_id.to_string(),
@@ -328,7 +328,7 @@ impl RunRecorder {
                 labels: self.labels.clone(),
                 remote: start.remote.clone(),
                 trace: self.trace.clone(),
-            },
+            }),
             header_written: false,
             first_text_ms: None,
             usage: Usage::default(),
