@@ -51,12 +51,21 @@ pub enum RunRecord {
     Footer(RunFooter),
 }
 
+/// A log's timestamp, as chrono's own `Serialize` writes it (the same
+/// `write_rfc3339`: RFC 3339, `Z`, as many digits of a second as it needs),
+/// but made in a string first: chrono's way, through serde_json's escaping
+/// formatter a piece at a time, cost ~2,800 instructions a timestamp.
+fn timestamp<S: serde::Serializer>(at: &DateTime<Utc>, to: S) -> Result<S::Ok, S::Error> {
+    to.serialize_str(&at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunHeader {
     pub schema: u32,
     pub tool_version: String,
     pub turn_id: String,
+    #[serde(serialize_with = "timestamp")]
     pub started_at: DateTime<Utc>,
     /// `gemini`, `script`, `replay` or `worker`.
     pub provider: String,
@@ -255,6 +264,7 @@ impl RunStatus {
 #[serde(rename_all = "camelCase")]
 pub struct RunFooter {
     pub status: RunStatus,
+    #[serde(serialize_with = "timestamp")]
     pub ended_at: DateTime<Utc>,
     pub total_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -334,4 +344,54 @@ pub struct RecordedVerdict {
     /// Each rubric criterion's verdict, with its judge call.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rubric: Vec<RubricVerdict>,
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+    use proptest::prelude::*;
+
+    /// chrono's own `Serialize` is the reference: a log's timestamps are
+    /// what it would write, to the byte.
+    fn both_ways(at: chrono::DateTime<chrono::Utc>) -> (String, String) {
+        let mut ours = serde_json::Serializer::new(Vec::new());
+        super::timestamp(&at, &mut ours).unwrap();
+        let ours = String::from_utf8(ours.into_inner()).unwrap();
+        (ours, serde_json::to_string(&at).unwrap())
+    }
+
+    #[test]
+    fn a_timestamp_is_written_as_chrono_writes_it_at_every_precision() {
+        let second = chrono::Utc.with_ymd_and_hms(2026, 12, 3, 17, 5, 9).unwrap();
+        let last = chrono::Utc
+            .with_ymd_and_hms(2016, 12, 31, 23, 59, 59)
+            .unwrap();
+        // No fraction; milli-, micro- and nanoseconds; a leap second (which
+        // chrono allows only in the last second of a minute).
+        let cases = [
+            (second, 0),
+            (second, 120_000_000),
+            (second, 120_500_000),
+            (second, 120_500_001),
+            (last, 1_000_000_001),
+        ];
+        for (second, nanos) in cases {
+            let at = chrono::DateTime::from_timestamp(second.timestamp(), nanos).unwrap();
+            let (ours, chrono) = both_ways(at);
+            assert_eq!(ours, chrono);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_timestamp_is_written_as_chrono_writes_it(
+            seconds in -62_135_596_800i64..253_402_300_799,
+            nanos in 0u32..2_000_000_000,
+        ) {
+            if let Some(at) = chrono::DateTime::from_timestamp(seconds, nanos) {
+                let (ours, chrono) = both_ways(at);
+                prop_assert_eq!(ours, chrono);
+            }
+        }
+    }
 }
