@@ -628,11 +628,7 @@ mod tests {
             "one write for eight turns ({durability:?})"
         );
         assert!(!slot.claimed.load(Ordering::Relaxed));
-        assert!(
-            prompts_dir(runs.path())
-                .join(format!("{key}.json"))
-                .is_file()
-        );
+        assert!(stored_file(runs.path(), &key).is_file());
     }
 
     /// A write left to the group's sync is done on the turn's own thread:
@@ -641,10 +637,7 @@ mod tests {
     #[test]
     fn a_write_left_to_the_group_takes_no_blocking_thread() {
         let runs = tempfile::tempdir().unwrap();
-        let record = record_with_tools("left to the group");
-        let prompt = staged_as(Durability::LeftToCaller, 1, runs.path(), &record)
-            .pop()
-            .unwrap();
+        let prompt = one_left_to_the_group(runs.path(), "left to the group");
         let (runtime, release, blocker) =
             with_the_pool_taken(tokio::runtime::Builder::new_current_thread());
         let written = runtime.block_on(async {
@@ -659,11 +652,7 @@ mod tests {
         let key = written
             .expect("the write waited for a blocking thread")
             .unwrap();
-        assert!(
-            prompts_dir(runs.path())
-                .join(format!("{key}.json"))
-                .is_file()
-        );
+        assert!(stored_file(runs.path(), &key).is_file());
     }
 
     /// A writer whose turn is dropped mid-write: its write ends on the
@@ -718,7 +707,7 @@ mod tests {
         let first = staged.pop().unwrap();
         let runtime = current_thread();
         let key = runtime.block_on(first.write_from_runtime()).unwrap();
-        let file = prompts_dir(runs.path()).join(format!("{key}.json"));
+        let file = stored_file(runs.path(), &key);
         std::fs::remove_file(&file).unwrap();
         assert_eq!(runtime.block_on(later.write_from_runtime()).unwrap(), key);
         assert!(file.is_file(), "written again by a turn staged before");
@@ -768,10 +757,7 @@ mod tests {
     #[test]
     fn on_a_runtime_of_several_threads_a_write_left_to_the_group_goes_to_the_pool() {
         let runs = tempfile::tempdir().unwrap();
-        let record = record_with_tools("several threads");
-        let prompt = staged_as(Durability::LeftToCaller, 1, runs.path(), &record)
-            .pop()
-            .unwrap();
+        let prompt = one_left_to_the_group(runs.path(), "several threads");
         let mut two_workers = tokio::runtime::Builder::new_multi_thread();
         two_workers.worker_threads(2);
         let (runtime, release, blocker) = with_the_pool_taken(two_workers);
@@ -783,11 +769,19 @@ mod tests {
         release.send(()).unwrap();
         let key = runtime.block_on(within_a_minute(writing)).unwrap().unwrap();
         runtime.block_on(blocker).unwrap();
-        assert!(
-            prompts_dir(runs.path())
-                .join(format!("{key}.json"))
-                .is_file()
-        );
+        assert!(stored_file(runs.path(), &key).is_file());
+    }
+
+    /// One turn's new prompt whose file its log's group will sync.
+    fn one_left_to_the_group(runs_dir: &Path, label: &str) -> NewPrompt {
+        let record = record_with_tools(label);
+        let staged = staged_as(Durability::LeftToCaller, 1, runs_dir, &record);
+        staged.into_iter().next().unwrap()
+    }
+
+    /// Where the store keeps the prompt named `key` (its own naming rule).
+    fn stored_file(runs_dir: &Path, key: &str) -> PathBuf {
+        KeyedFiles::flat(prompts_dir(runs_dir)).path(key).unwrap()
     }
 
     /// A runtime built by `builder` whose blocking pool has one thread,
@@ -857,7 +851,7 @@ mod tests {
                 let bytes = serde_json::to_vec(&record).unwrap();
                 let key = store_as_a_turn(runs.path(), &record);
                 proptest::prop_assert_eq!(&key, &crate::digest::sha256_hex(&bytes));
-                let stored = std::fs::read(prompts_dir(runs.path()).join(format!("{key}.json")));
+                let stored = std::fs::read(stored_file(runs.path(), &key));
                 proptest::prop_assert_eq!(stored.unwrap(), bytes);
             }
         }
@@ -875,7 +869,7 @@ mod tests {
         let first = store_as_a_turn(runs.path(), &record(["x\n\ny", "z"]));
         let second = store_as_a_turn(runs.path(), &record(["x", "y\n\nz"]));
         assert_ne!(first, second);
-        let path = prompts_dir(runs.path()).join(format!("{first}.json"));
+        let path = stored_file(runs.path(), &first);
         std::fs::remove_file(&path).unwrap();
         assert_eq!(
             store_as_a_turn(runs.path(), &record(["x\n\ny", "z"])),
@@ -904,7 +898,7 @@ mod tests {
         assert_eq!(unsynced.write().unwrap(), key);
         assert!(matches!(stage(Durability::Synced), StagedPrompt::Stored(k) if k == key));
 
-        let whole = std::fs::read(prompts_dir(runs.path()).join(format!("{key}.json"))).unwrap();
+        let whole = std::fs::read(stored_file(runs.path(), &key)).unwrap();
         for durability in [Durability::LeftToCaller, Durability::Synced] {
             let other = tempfile::tempdir().unwrap();
             let path = prompts_dir(other.path()).join(format!("{key}.json"));

@@ -375,8 +375,8 @@ mod tests {
             (second, 120_500_001),
             (last, 1_000_000_001),
         ];
-        for (second, nanos) in cases {
-            let at = chrono::DateTime::from_timestamp(second.timestamp(), nanos).unwrap();
+        for (whole, nanos) in cases {
+            let at = chrono::DateTime::from_timestamp(whole.timestamp(), nanos).unwrap();
             let (ours, chrono) = both_ways(at);
             assert_eq!(ours, chrono);
         }
