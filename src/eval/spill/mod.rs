@@ -465,3 +465,45 @@ impl Iterator for MatrixOrder<'_> {
         Some(read)
     }
 }
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use crate::eval::TurnSpec;
+    use crate::eval::expect::{Observation, Outcome, Verdict};
+
+    fn result(index: usize) -> TurnResult {
+        let spec = TurnSpec {
+            index,
+            variant: 0,
+            claim_id: "CLM-HH-0001".into(),
+            case: 0,
+            sample: 1,
+        };
+        let verdict = Verdict::new(Outcome::Pass, Vec::new());
+        TurnResult::new(&spec, Observation::default(), verdict)
+    }
+
+    /// A record held in the writer's buffer until the end, then a disk
+    /// that is full (`/dev/full`): the flush fails, and every later read
+    /// says that failure again — not what a read of the short file would
+    /// find — and nothing more is put in.
+    #[test]
+    fn a_failed_flush_is_said_by_every_later_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = ResultStore::create(dir.path(), "ev-0123456789", 2).unwrap();
+        let full = File::options().write(true).open("/dev/full").unwrap();
+        store.writer = Some(BufWriter::with_capacity(64 * 1024, full));
+        store.push(result(0));
+        let said = |store: &mut ResultStore| store.in_matrix_order().err().map(|e| e.to_string());
+        let first = said(&mut store).expect("a flush to a full disk fails");
+        assert!(
+            first.contains("could not write to it") && first.contains("No space left"),
+            "{first}"
+        );
+        assert_eq!(said(&mut store).as_deref(), Some(first.as_str()));
+        store.push(result(1));
+        assert_eq!(store.len(), 1, "nothing is put in after the failure");
+        assert_eq!(said(&mut store).as_deref(), Some(first.as_str()));
+    }
+}
