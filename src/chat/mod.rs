@@ -7,6 +7,7 @@ pub mod context;
 pub mod decide;
 pub mod history;
 pub mod prompt_diff;
+pub mod prompt_memo;
 pub mod prompt_report;
 pub mod request;
 pub mod service;

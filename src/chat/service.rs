@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::decide::MAX_ROUNDS;
 use super::event::ChatEvent;
 use super::request::{ChatRequest, ClaimInput, Locale, ThinkingLevel};
-use super::system::{AssembledPrompt, assemble_prompt_with_brief, prompt_settings};
+use super::system::{AssembledPrompt, prompt_settings};
 use super::turn_loop::{AfterCall, CallEnd, TurnLoop};
 use crate::claims::{ClaimError, ClaimStore, LoadedClaim};
 use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
@@ -108,7 +108,8 @@ pub struct PreparedTurn {
     /// A line said once per run (`note: …` a level changed, `warning: …` rules unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_note: Option<String>,
-    pub prompt: AssembledPrompt,
+    /// One for every turn assembled from the same inputs (`prompt_memo`).
+    pub prompt: Arc<AssembledPrompt>,
     /// `prompt.system_text()`, joined once for the digest and every call,
     /// and one `Arc` for every turn with the same text (`system_memo`).
     #[serde(skip)]
@@ -286,8 +287,11 @@ fn prepare(
     };
     let settings = prompt_settings(&request.prompt, ctx.registry, &claim.claim)?;
     let brief = super::brief_memo::claim_brief(&claim, request.today);
-    let prompt = assemble_prompt_with_brief(&settings, brief.to_string());
-    let (system_text, system_sha256) = super::system_memo::shared_system_text(prompt.system_text());
+    let super::prompt_memo::Assembled {
+        prompt,
+        system_text,
+        system_sha256,
+    } = super::prompt_memo::assembled(ctx.registry, &settings, &brief);
     let tools = crate::tools::offered_tools(request.prompt.screen_actions);
     let thinking_level = asked_thinking_level(
         settings

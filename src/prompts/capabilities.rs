@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::prompts::thinking::ThinkingLevel;
 
-#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, schemars::JsonSchema)]
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Eq, Hash, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Capability {
     pub id: String,

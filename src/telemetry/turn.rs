@@ -234,7 +234,7 @@ impl TurnTrace {
                     .unwrap_or_else(|| "free chat".to_string()),
             ));
             if self.shared.capture_content {
-                let system = cut(&prepared.prompt.system_text());
+                let system = cut(&prepared.system_text);
                 attributes.push(KeyValue::new("gen_ai.system_instructions", system));
             }
         }

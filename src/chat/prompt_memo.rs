@@ -1,0 +1,365 @@
+//! A turn's assembled prompt, made once for the turns that assemble it from
+//! the same inputs: every repeat and variant of an eval's claim × case
+//! resolved and branded the same blocks again, copied the brief in, joined
+//! the blocks and found the ~9 KB text in `system_memo` by hashing and
+//! comparing it — ~14,000 instructions a turn (BENCHMARKS.md, issue #31).
+//!
+//! Keyed by everything `assemble_prompt_with_brief` reads, so that no turn
+//! is given a prompt assembled from other inputs: the registry by its
+//! address, which only a `&'static` one (never freed) may stand for; the
+//! brief by its shared `Arc`'s address, held by the entry so that no other
+//! brief can be given that address while the entry lives; and every other
+//! field of `PromptSettings` by value (`Inputs`, which takes the settings
+//! apart field by field: a field added to them does not compile until it is
+//! part of the key). Those values are hashed for the map and compared on a
+//! hit, so two inputs with one hash assemble afresh, never share a prompt.
+
+use std::collections::BTreeMap;
+use std::hash::{BuildHasher, Hash};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use super::request::Locale;
+use super::system::{AssembledPrompt, PromptSettings, assemble_prompt_with_brief};
+use super::system_memo::shared_system_text;
+use crate::memo::Bounded;
+use crate::prompts::{Brand, Capability, PromptRegistry};
+
+/// Prompts kept, and their bytes (`memo::Bounded`): as in `system_memo`, an
+/// eval's repeats of a claim × case come one after another, at most `-j` of
+/// them at once, so a few prompts are all it reuses; half as many as there,
+/// as each holds its blocks beside their joined text. (The 1,008-turn HTTP
+/// suite peaks ~1.3 MB higher with the memo, 64 kept or 32: its entries
+/// outlive the turns' allocations around them.)
+const KEPT_PROMPTS: usize = 32;
+const KEPT_BYTES: usize = 2 * 1024 * 1024;
+
+/// A turn's prompt: its blocks, and their text joined, shared and hashed
+/// (`system_memo`).
+pub struct Assembled {
+    pub prompt: Arc<AssembledPrompt>,
+    pub system_text: Arc<str>,
+    pub system_sha256: Arc<str>,
+}
+
+/// What a prompt is assembled from, besides its registry and the brief.
+#[derive(PartialEq, Eq, Hash)]
+struct Inputs<'a> {
+    overrides: &'a BTreeMap<String, String>,
+    brand: &'a Brand,
+    locale: Locale,
+    screen_actions: bool,
+    voice: bool,
+    capability: Option<&'a Capability>,
+}
+
+impl<'a> Inputs<'a> {
+    fn of(settings: &PromptSettings<'a>) -> Inputs<'a> {
+        // Every field named: one added to the settings must be placed here.
+        let PromptSettings {
+            registry: _,
+            overrides,
+            brand,
+            locale,
+            screen_actions,
+            voice,
+            capability,
+        } = *settings;
+        Inputs {
+            overrides,
+            brand,
+            locale,
+            screen_actions,
+            voice,
+            capability,
+        }
+    }
+}
+
+/// `Inputs`, owned by an entry.
+struct OwnedInputs {
+    overrides: BTreeMap<String, String>,
+    brand: Brand,
+    locale: Locale,
+    screen_actions: bool,
+    voice: bool,
+    capability: Option<Capability>,
+}
+
+impl OwnedInputs {
+    fn of(inputs: &Inputs<'_>) -> OwnedInputs {
+        OwnedInputs {
+            overrides: inputs.overrides.clone(),
+            brand: inputs.brand.clone(),
+            locale: inputs.locale,
+            screen_actions: inputs.screen_actions,
+            voice: inputs.voice,
+            capability: inputs.capability.cloned(),
+        }
+    }
+
+    fn matches(&self, inputs: &Inputs<'_>) -> bool {
+        let own = Inputs {
+            overrides: &self.overrides,
+            brand: &self.brand,
+            locale: self.locale,
+            screen_actions: self.screen_actions,
+            voice: self.voice,
+            capability: self.capability.as_ref(),
+        };
+        own == *inputs
+    }
+
+    /// About what the entry's copies weigh.
+    fn bytes(&self) -> usize {
+        let overrides: usize = (self.overrides.iter())
+            .map(|(id, text)| id.len() + text.len())
+            .sum();
+        overrides
+            + self
+                .capability
+                .as_ref()
+                .map_or(0, |c| c.id.len() + c.label.len())
+    }
+}
+
+/// The registry's address, the brief's, and the hash of the `Inputs`.
+type Key = (usize, usize, u64);
+
+struct Entry {
+    /// Never read: held so that the key's brief address stays this brief's.
+    _brief: Arc<str>,
+    inputs: OwnedInputs,
+    prompt: Arc<AssembledPrompt>,
+    system_text: Arc<str>,
+    system_sha256: Arc<str>,
+}
+
+struct Memo {
+    entries: Mutex<Bounded<Key, Entry>>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Memo {
+    fn new() -> Memo {
+        Memo {
+            entries: Mutex::new(Bounded::new(KEPT_PROMPTS, KEPT_BYTES)),
+            hasher: foldhash::fast::RandomState::default(),
+        }
+    }
+
+    fn locked(&self) -> MutexGuard<'_, Bounded<Key, Entry>> {
+        (self.entries.lock()).unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn assembled(
+        &self,
+        registry: &'static PromptRegistry,
+        settings: &PromptSettings<'_>,
+        brief: &Arc<str>,
+    ) -> Assembled {
+        let inputs = Inputs::of(settings);
+        // The address stands for the registry the settings were resolved in.
+        let kept = std::ptr::eq(registry, settings.registry);
+        let registry_at = std::ptr::from_ref(registry) as usize;
+        let brief_at = Arc::as_ptr(brief).cast::<u8>() as usize;
+        let key = (registry_at, brief_at, self.hasher.hash_one(&inputs));
+        if kept
+            && let Some(entry) = self.locked().get(&key)
+            && entry.inputs.matches(&inputs)
+        {
+            return Assembled {
+                prompt: Arc::clone(&entry.prompt),
+                system_text: Arc::clone(&entry.system_text),
+                system_sha256: Arc::clone(&entry.system_sha256),
+            };
+        }
+        // Assembled without the lock: other turns are not held up by it.
+        let prompt = assemble_prompt_with_brief(settings, brief.to_string());
+        let (system_text, system_sha256) = shared_system_text(prompt.system_text());
+        let prompt = Arc::new(prompt);
+        if kept {
+            let entry = Entry {
+                _brief: Arc::clone(brief),
+                inputs: OwnedInputs::of(&inputs),
+                prompt: Arc::clone(&prompt),
+                system_text: Arc::clone(&system_text),
+                system_sha256: Arc::clone(&system_sha256),
+            };
+            // The blocks and their joined text: about twice the text.
+            let bytes = 2 * system_text.len() + entry.inputs.bytes();
+            self.locked().insert(key, entry, bytes);
+        }
+        Assembled {
+            prompt,
+            system_text,
+            system_sha256,
+        }
+    }
+}
+
+/// `assemble_prompt_with_brief(settings, brief)`, its text joined and shared
+/// (`system_memo`), made at most once for equal settings and the same
+/// shared brief. Kept only for settings resolved in `registry`, which lives
+/// as long as the process; any other settings are assembled afresh.
+pub fn assembled(
+    registry: &'static PromptRegistry,
+    settings: &PromptSettings<'_>,
+    brief: &Arc<str>,
+) -> Assembled {
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    MEMO.get_or_init(Memo::new)
+        .assembled(registry, settings, brief)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings<'a>(
+        registry: &'a PromptRegistry,
+        overrides: &'a BTreeMap<String, String>,
+        (brand, capability): (&str, Option<&str>),
+        (locale, screen_actions, voice): (Locale, bool, bool),
+    ) -> PromptSettings<'a> {
+        PromptSettings {
+            registry,
+            overrides,
+            brand: registry.brand(brand).unwrap(),
+            locale,
+            screen_actions,
+            voice,
+            capability: capability.map(|id| registry.capability(id).unwrap()),
+        }
+    }
+
+    /// What assembling afresh gives: the memo's oracle.
+    fn afresh(settings: &PromptSettings<'_>, brief: &str) -> (AssembledPrompt, String) {
+        let prompt = assemble_prompt_with_brief(settings, brief.to_string());
+        let text = prompt.system_text();
+        (prompt, text)
+    }
+
+    fn check(memo: &Memo, settings: &PromptSettings<'_>, brief: &Arc<str>) -> Assembled {
+        let registry = PromptRegistry::embedded();
+        let got = memo.assembled(registry, settings, brief);
+        let (prompt, text) = afresh(settings, brief);
+        assert_eq!(*got.prompt, prompt);
+        assert_eq!(&*got.system_text, text);
+        assert_eq!(&*got.system_sha256, crate::digest::sha256_hex(&text));
+        got
+    }
+
+    #[test]
+    fn equal_inputs_share_one_prompt_and_any_input_changed_gets_its_own() {
+        let registry = PromptRegistry::embedded();
+        let brand = registry.brand_names().next().unwrap().to_string();
+        let none = BTreeMap::new();
+        let one = BTreeMap::from([(
+            "system.safety".to_string(),
+            "Be careful, {{assistant}}.".to_string(),
+        )]);
+        let briefs: [Arc<str>; 2] = ["Claim C1: a leak.".into(), "Claim C2: a fire.".into()];
+        let memo = Memo::new();
+        let base = || settings(registry, &none, (&brand, None), (Locale::Uk, false, false));
+        let first = check(&memo, &base(), &briefs[0]);
+        let again = check(&memo, &base(), &briefs[0]);
+        assert!(Arc::ptr_eq(&first.prompt, &again.prompt), "made once");
+        let each_changed = [
+            (
+                settings(registry, &one, (&brand, None), (Locale::Uk, false, false)),
+                0,
+            ),
+            (
+                settings(
+                    registry,
+                    &none,
+                    (&brand, Some("summarise")),
+                    (Locale::Uk, false, false),
+                ),
+                0,
+            ),
+            (
+                settings(registry, &none, (&brand, None), (Locale::Us, false, false)),
+                0,
+            ),
+            (
+                settings(registry, &none, (&brand, None), (Locale::Uk, true, false)),
+                0,
+            ),
+            (
+                settings(registry, &none, (&brand, None), (Locale::Uk, false, true)),
+                0,
+            ),
+            (base(), 1),
+        ];
+        for (changed, brief) in each_changed {
+            let other = check(&memo, &changed, &briefs[brief]);
+            assert_ne!(*other.prompt, *first.prompt, "one input changed");
+            let kept = check(&memo, &changed, &briefs[brief]);
+            assert!(Arc::ptr_eq(&other.prompt, &kept.prompt), "made once too");
+        }
+    }
+
+    #[test]
+    fn an_equal_brief_in_another_arc_or_another_registry_is_assembled_afresh() {
+        let registry = PromptRegistry::embedded();
+        let brand = registry.brand_names().next().unwrap().to_string();
+        let none = BTreeMap::new();
+        let memo = Memo::new();
+        let brief: Arc<str> = "Claim C1.".into();
+        let first = check(
+            &memo,
+            &settings(registry, &none, (&brand, None), (Locale::Uk, false, false)),
+            &brief,
+        );
+        let copy: Arc<str> = "Claim C1.".into();
+        let other = check(
+            &memo,
+            &settings(registry, &none, (&brand, None), (Locale::Uk, false, false)),
+            &copy,
+        );
+        assert!(
+            !Arc::ptr_eq(&first.prompt, &other.prompt),
+            "keyed by the shared brief"
+        );
+        // Settings resolved in a registry that may be freed: never kept.
+        let loose = registry.clone();
+        let loose = settings(&loose, &none, (&brand, None), (Locale::Uk, false, false));
+        let one = check(&memo, &loose, &brief);
+        let two = check(&memo, &loose, &brief);
+        assert!(!Arc::ptr_eq(&one.prompt, &two.prompt), "not kept");
+    }
+
+    proptest::proptest! {
+        /// Any sequence of turns, each with any of a few of every input:
+        /// each gets what assembling it afresh gives.
+        #[test]
+        fn any_sequence_of_turns_gets_what_assembling_afresh_gives(
+            turns in proptest::collection::vec(
+                (0..3usize, 0..8usize, proptest::bool::ANY, proptest::bool::ANY,
+                 proptest::bool::ANY, 0..2usize),
+                1..16,
+            )
+        ) {
+            let registry = PromptRegistry::embedded();
+            let brands: Vec<String> = registry.brand_names().map(str::to_string).collect();
+            let capabilities: Vec<Option<&str>> = std::iter::once(None)
+                .chain(registry.capabilities().iter().take(3).map(|c| Some(c.id.as_str())))
+                .collect();
+            let overrides = [
+                BTreeMap::new(),
+                BTreeMap::from([("system.safety".to_string(), "Be careful.".to_string())]),
+                BTreeMap::from([("system.base".to_string(), "You are {{assistant}}.".to_string())]),
+            ];
+            let briefs: [Arc<str>; 2] = ["Claim C1: a leak.".into(), "Claim C2: a fire.".into()];
+            let memo = Memo::new();
+            for (over, pick, uk, screen, voice, brief) in turns {
+                let brand = &brands[pick % brands.len()];
+                let capability = capabilities[pick % capabilities.len()];
+                let locale = if uk { Locale::Uk } else { Locale::Us };
+                let turn = settings(registry, &overrides[over], (brand, capability), (locale, screen, voice));
+                check(&memo, &turn, &briefs[brief]);
+            }
+        }
+    }
+}
