@@ -2,20 +2,20 @@
 //! the same inputs: every repeat and variant of an eval's claim × case
 //! resolved and branded the same blocks again, copied the brief in, joined
 //! the blocks and found the ~9 KB text in `system_memo` by hashing and
-//! comparing it — ~14,000 instructions a turn (BENCHMARKS.md, issue #31).
+//! comparing it — ~11,600 instructions a turn (BENCHMARKS.md, issue #31).
 //!
 //! Keyed by everything `assemble_prompt_with_brief` reads, so that no turn
 //! is given a prompt assembled from other inputs: the registry by its
 //! address, which only a `&'static` one (never freed) may stand for; the
 //! brief by its shared `Arc`'s address, held by the entry so that no other
 //! brief can be given that address while the entry lives; and every other
-//! field of `PromptSettings` by value (`Inputs`, which takes the settings
+//! field of `PromptSettings` by value (`inputs`, which takes the settings
 //! apart field by field: a field added to them does not compile until it is
 //! part of the key). Those values are hashed for the map and compared on a
 //! hit, so two inputs with one hash assemble afresh, never share a prompt.
 
 use std::collections::BTreeMap;
-use std::hash::{BuildHasher, Hash};
+use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::request::Locale;
@@ -41,85 +41,70 @@ pub struct Assembled {
     pub system_sha256: Arc<str>,
 }
 
-/// What a prompt is assembled from, besides its registry and the brief.
-#[derive(PartialEq, Eq, Hash)]
-struct Inputs<'a> {
-    overrides: &'a BTreeMap<String, String>,
-    brand: &'a Brand,
-    locale: Locale,
-    screen_actions: bool,
-    voice: bool,
-    capability: Option<&'a Capability>,
-}
-
-impl<'a> Inputs<'a> {
-    fn of(settings: &PromptSettings<'a>) -> Inputs<'a> {
-        // Every field named: one added to the settings must be placed here.
-        let PromptSettings {
-            registry: _,
-            overrides,
-            brand,
-            locale,
-            screen_actions,
-            voice,
-            capability,
-        } = *settings;
-        Inputs {
-            overrides,
-            brand,
-            locale,
-            screen_actions,
-            voice,
-            capability,
-        }
-    }
-}
+/// What a prompt is assembled from besides its registry and the brief:
+/// every other field of `PromptSettings`, in its order.
+type Inputs<'a> = (
+    &'a BTreeMap<String, String>,
+    &'a Brand,
+    Locale,
+    bool,
+    bool,
+    Option<&'a Capability>,
+);
 
 /// `Inputs`, owned by an entry.
-struct OwnedInputs {
-    overrides: BTreeMap<String, String>,
-    brand: Brand,
-    locale: Locale,
-    screen_actions: bool,
-    voice: bool,
-    capability: Option<Capability>,
+type OwnedInputs = (
+    BTreeMap<String, String>,
+    Brand,
+    Locale,
+    bool,
+    bool,
+    Option<Capability>,
+);
+
+/// The settings taken apart field by field: a field added to
+/// `PromptSettings` does not compile until it is placed in `Inputs`.
+fn inputs<'a>(settings: &PromptSettings<'a>) -> Inputs<'a> {
+    let PromptSettings {
+        registry: _,
+        overrides,
+        brand,
+        locale,
+        screen_actions,
+        voice,
+        capability,
+    } = *settings;
+    (overrides, brand, locale, screen_actions, voice, capability)
 }
 
-impl OwnedInputs {
-    fn of(inputs: &Inputs<'_>) -> OwnedInputs {
-        OwnedInputs {
-            overrides: inputs.overrides.clone(),
-            brand: inputs.brand.clone(),
-            locale: inputs.locale,
-            screen_actions: inputs.screen_actions,
-            voice: inputs.voice,
-            capability: inputs.capability.cloned(),
-        }
-    }
+fn owned(inputs: Inputs<'_>) -> OwnedInputs {
+    let (overrides, brand, locale, screen_actions, voice, capability) = inputs;
+    let (overrides, brand, capability) = (overrides.clone(), brand.clone(), capability.cloned());
+    (overrides, brand, locale, screen_actions, voice, capability)
+}
 
-    fn matches(&self, inputs: &Inputs<'_>) -> bool {
-        let own = Inputs {
-            overrides: &self.overrides,
-            brand: &self.brand,
-            locale: self.locale,
-            screen_actions: self.screen_actions,
-            voice: self.voice,
-            capability: self.capability.as_ref(),
-        };
-        own == *inputs
-    }
+fn borrowed(owned: &OwnedInputs) -> Inputs<'_> {
+    let (overrides, brand, locale, screen_actions, voice, capability) = owned;
+    (
+        overrides,
+        brand,
+        *locale,
+        *screen_actions,
+        *voice,
+        capability.as_ref(),
+    )
+}
 
-    /// About what the entry's copies weigh.
-    fn bytes(&self) -> usize {
-        let overrides: usize = (self.overrides.iter())
-            .map(|(id, text)| id.len() + text.len())
-            .sum();
-        overrides
-            + self
-                .capability
-                .as_ref()
-                .map_or(0, |c| c.id.len() + c.label.len())
-    }
+/// About what an entry's copies of its inputs weigh.
+fn weight(owned: &OwnedInputs) -> usize {
+    let (overrides, _, _, _, _, capability) = owned;
+    let overrides: usize = (overrides.iter())
+        .map(|(id, text)| id.len() + text.len())
+        .sum();
+    overrides
+        + capability
+            .as_ref()
+            .map_or(0, |c| c.id.len() + c.label.len())
 }
 
 /// The registry's address, the brief's, and the hash of the `Inputs`.
@@ -157,15 +142,15 @@ impl Memo {
         settings: &PromptSettings<'_>,
         brief: &Arc<str>,
     ) -> Assembled {
-        let inputs = Inputs::of(settings);
+        let inputs = inputs(settings);
         // The address stands for the registry the settings were resolved in.
         let kept = std::ptr::eq(registry, settings.registry);
         let registry_at = std::ptr::from_ref(registry) as usize;
         let brief_at = Arc::as_ptr(brief).cast::<u8>() as usize;
-        let key = (registry_at, brief_at, self.hasher.hash_one(&inputs));
+        let key = (registry_at, brief_at, self.hasher.hash_one(inputs));
         if kept
             && let Some(entry) = self.locked().get(&key)
-            && entry.inputs.matches(&inputs)
+            && borrowed(&entry.inputs) == inputs
         {
             return Assembled {
                 prompt: Arc::clone(&entry.prompt),
@@ -180,13 +165,13 @@ impl Memo {
         if kept {
             let entry = Entry {
                 _brief: Arc::clone(brief),
-                inputs: OwnedInputs::of(&inputs),
+                inputs: owned(inputs),
                 prompt: Arc::clone(&prompt),
                 system_text: Arc::clone(&system_text),
                 system_sha256: Arc::clone(&system_sha256),
             };
             // The blocks and their joined text: about twice the text.
-            let bytes = 2 * system_text.len() + entry.inputs.bytes();
+            let bytes = 2 * system_text.len() + weight(&entry.inputs);
             self.locked().insert(key, entry, bytes);
         }
         Assembled {
