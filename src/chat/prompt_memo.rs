@@ -1,5 +1,6 @@
 //! A turn's assembled prompt, made once for the turns that assemble it from
-//! the same inputs: every repeat and variant of an eval's claim × case
+//! the same inputs: every repeat of an eval's claim × case (and each variant
+//! with the same prompt options)
 //! resolved and branded the same blocks again, copied the brief in, joined
 //! the blocks and found the ~9 KB text in `system_memo` by hashing and
 //! comparing it — ~11,600 instructions a turn (BENCHMARKS.md, issue #31).
@@ -7,8 +8,10 @@
 //! Keyed by everything `assemble_prompt_with_brief` reads, so that no turn
 //! is given a prompt assembled from other inputs: the registry by its
 //! address, which only a `&'static` one (never freed) may stand for; the
-//! brief by its shared `Arc`'s address, held by the entry so that no other
-//! brief can be given that address while the entry lives; and every other
+//! brief by its shared `Arc`'s address, held (a `Weak`) by the entry so
+//! that no other brief can be given that address while the entry lives —
+//! and not kept at all for a brief nobody else holds, which nobody could
+//! ask about again (as `memo::ByAddress` does); and every other
 //! field of `PromptSettings` by value (`inputs`, which takes the settings
 //! apart field by field: a field added to them does not compile until it is
 //! part of the key). Those values are hashed for the map and compared on a
@@ -16,7 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
 
 use super::request::Locale;
 use super::system::{AssembledPrompt, PromptSettings, assemble_prompt_with_brief};
@@ -97,38 +100,46 @@ fn borrowed(owned: &OwnedInputs) -> Inputs<'_> {
 
 /// About what an entry's copies of its inputs weigh.
 fn weight(owned: &OwnedInputs) -> usize {
-    let (overrides, _, _, _, _, capability) = owned;
+    let (overrides, brand, _, _, _, capability) = owned;
     let overrides: usize = (overrides.iter())
         .map(|(id, text)| id.len() + text.len())
         .sum();
-    overrides
-        + capability
-            .as_ref()
-            .map_or(0, |c| c.id.len() + c.label.len())
+    let brand = brand.assistant.len() + brand.product.len() + brand.pronunciation.len();
+    let capability = (capability.as_ref()).map_or(0, |c| c.id.len() + c.label.len());
+    overrides + brand + capability
 }
 
 /// The registry's address, the brief's, and the hash of the `Inputs`.
 type Key = (usize, usize, u64);
 
 struct Entry {
-    /// Never read: held so that the key's brief address stays this brief's.
-    _brief: Arc<str>,
+    /// Never read: held so that the key's brief address stays this brief's
+    /// (a `Weak`, as `memo::ByAddress` holds its values' keys).
+    _brief: Weak<str>,
     inputs: OwnedInputs,
     prompt: Arc<AssembledPrompt>,
     system_text: Arc<str>,
     system_sha256: Arc<str>,
 }
 
-struct Memo {
+/// The memo, hashing its keys with `S`: random for each process, or, for
+/// a test, one that gives every input the same hash.
+struct Memo<S = foldhash::fast::RandomState> {
     entries: Mutex<Bounded<Key, Entry>>,
-    hasher: foldhash::fast::RandomState,
+    hasher: S,
 }
 
 impl Memo {
     fn new() -> Memo {
+        Memo::with_hasher(foldhash::fast::RandomState::default())
+    }
+}
+
+impl<S: BuildHasher> Memo<S> {
+    fn with_hasher(hasher: S) -> Memo<S> {
         Memo {
             entries: Mutex::new(Bounded::new(KEPT_PROMPTS, KEPT_BYTES)),
-            hasher: foldhash::fast::RandomState::default(),
+            hasher,
         }
     }
 
@@ -143,8 +154,9 @@ impl Memo {
         brief: &Arc<str>,
     ) -> Assembled {
         let inputs = inputs(settings);
-        // The address stands for the registry the settings were resolved in.
-        let kept = std::ptr::eq(registry, settings.registry);
+        // The address stands for the registry the settings were resolved
+        // in; and a brief nobody else holds cannot be asked about again.
+        let kept = std::ptr::eq(registry, settings.registry) && Arc::strong_count(brief) > 1;
         let registry_at = std::ptr::from_ref(registry) as usize;
         let brief_at = Arc::as_ptr(brief).cast::<u8>() as usize;
         let key = (registry_at, brief_at, self.hasher.hash_one(inputs));
@@ -164,14 +176,15 @@ impl Memo {
         let prompt = Arc::new(prompt);
         if kept {
             let entry = Entry {
-                _brief: Arc::clone(brief),
+                _brief: Arc::downgrade(brief),
                 inputs: owned(inputs),
                 prompt: Arc::clone(&prompt),
                 system_text: Arc::clone(&system_text),
                 system_sha256: Arc::clone(&system_sha256),
             };
-            // The blocks and their joined text: about twice the text.
-            let bytes = 2 * system_text.len() + weight(&entry.inputs);
+            // The blocks and their joined text (about twice the text), the
+            // brief its `Weak` keeps allocated, and the inputs.
+            let bytes = 2 * system_text.len() + brief.len() + weight(&entry.inputs);
             self.locked().insert(key, entry, bytes);
         }
         Assembled {
@@ -217,101 +230,174 @@ mod tests {
         }
     }
 
-    /// What assembling afresh gives: the memo's oracle.
-    fn afresh(settings: &PromptSettings<'_>, brief: &str) -> (AssembledPrompt, String) {
-        let prompt = assemble_prompt_with_brief(settings, brief.to_string());
-        let text = prompt.system_text();
-        (prompt, text)
+    /// Briefs shared as a turn's are (`brief_memo` holds each too).
+    fn shared_briefs(texts: &[&str]) -> Vec<(Arc<str>, Arc<str>)> {
+        (texts.iter())
+            .map(|text| {
+                let brief: Arc<str> = (*text).into();
+                (Arc::clone(&brief), brief)
+            })
+            .collect()
     }
 
-    fn check(memo: &Memo, settings: &PromptSettings<'_>, brief: &Arc<str>) -> Assembled {
-        let registry = PromptRegistry::embedded();
+    /// The memo's answer, held to assembling afresh: its oracle.
+    fn check<S: BuildHasher>(
+        memo: &Memo<S>,
+        registry: &'static PromptRegistry,
+        settings: &PromptSettings<'_>,
+        brief: &Arc<str>,
+    ) -> Assembled {
         let got = memo.assembled(registry, settings, brief);
-        let (prompt, text) = afresh(settings, brief);
+        let prompt = assemble_prompt_with_brief(settings, brief.to_string());
+        let text = prompt.system_text();
         assert_eq!(*got.prompt, prompt);
         assert_eq!(&*got.system_text, text);
         assert_eq!(&*got.system_sha256, crate::digest::sha256_hex(&text));
         got
     }
 
+    fn brands(registry: &PromptRegistry) -> Vec<String> {
+        let brands: Vec<String> = registry.brand_names().map(str::to_string).collect();
+        assert!(brands.len() > 1, "two brands to tell apart");
+        brands
+    }
+
     #[test]
     fn equal_inputs_share_one_prompt_and_any_input_changed_gets_its_own() {
         let registry = PromptRegistry::embedded();
-        let brand = registry.brand_names().next().unwrap().to_string();
+        let brands = brands(registry);
+        let (brand, other_brand) = (brands[0].as_str(), brands[1].as_str());
         let none = BTreeMap::new();
         let one = BTreeMap::from([(
             "system.safety".to_string(),
             "Be careful, {{assistant}}.".to_string(),
         )]);
-        let briefs: [Arc<str>; 2] = ["Claim C1: a leak.".into(), "Claim C2: a fire.".into()];
+        let briefs = shared_briefs(&["Claim C1: a leak.", "Claim C2: a fire."]);
         let memo = Memo::new();
-        let base = || settings(registry, &none, (&brand, None), (Locale::Uk, false, false));
-        let first = check(&memo, &base(), &briefs[0]);
-        let again = check(&memo, &base(), &briefs[0]);
+        let uk = (Locale::Uk, false, false);
+        let base = || settings(registry, &none, (brand, None), uk);
+        let first = check(&memo, registry, &base(), &briefs[0].0);
+        let again = check(&memo, registry, &base(), &briefs[0].0);
         assert!(Arc::ptr_eq(&first.prompt, &again.prompt), "made once");
         let each_changed = [
+            (settings(registry, &one, (brand, None), uk), 0),
+            (settings(registry, &none, (other_brand, None), uk), 0),
+            (settings(registry, &none, (brand, Some("summarise")), uk), 0),
             (
-                settings(registry, &one, (&brand, None), (Locale::Uk, false, false)),
+                settings(registry, &none, (brand, None), (Locale::Us, false, false)),
                 0,
             ),
             (
-                settings(
-                    registry,
-                    &none,
-                    (&brand, Some("summarise")),
-                    (Locale::Uk, false, false),
-                ),
+                settings(registry, &none, (brand, None), (Locale::Uk, true, false)),
                 0,
             ),
             (
-                settings(registry, &none, (&brand, None), (Locale::Us, false, false)),
-                0,
-            ),
-            (
-                settings(registry, &none, (&brand, None), (Locale::Uk, true, false)),
-                0,
-            ),
-            (
-                settings(registry, &none, (&brand, None), (Locale::Uk, false, true)),
+                settings(registry, &none, (brand, None), (Locale::Uk, false, true)),
                 0,
             ),
             (base(), 1),
         ];
         for (changed, brief) in each_changed {
-            let other = check(&memo, &changed, &briefs[brief]);
+            let other = check(&memo, registry, &changed, &briefs[brief].0);
             assert_ne!(*other.prompt, *first.prompt, "one input changed");
-            let kept = check(&memo, &changed, &briefs[brief]);
+            let kept = check(&memo, registry, &changed, &briefs[brief].0);
             assert!(Arc::ptr_eq(&other.prompt, &kept.prompt), "made once too");
         }
     }
 
+    /// Hashes every input alike: the inputs compared on a hit decide.
+    #[derive(Default)]
+    struct OneHash;
+
+    impl std::hash::Hasher for OneHash {
+        fn finish(&self) -> u64 {
+            0
+        }
+        fn write(&mut self, _: &[u8]) {}
+    }
+
     #[test]
-    fn an_equal_brief_in_another_arc_or_another_registry_is_assembled_afresh() {
+    fn inputs_that_share_a_hash_never_share_a_prompt() {
         let registry = PromptRegistry::embedded();
-        let brand = registry.brand_names().next().unwrap().to_string();
+        let brands = brands(registry);
         let none = BTreeMap::new();
+        let briefs = shared_briefs(&["Claim C1: a leak."]);
+        let memo = Memo::with_hasher(std::hash::BuildHasherDefault::<OneHash>::default());
+        for round in 0..2 {
+            for brand in &brands {
+                for locale in [Locale::Uk, Locale::Us] {
+                    let turn =
+                        settings(registry, &none, (brand, None), (locale, round == 1, false));
+                    check(&memo, registry, &turn, &briefs[0].0);
+                }
+            }
+        }
+    }
+
+    /// A registry of its own for the process, its prompts' texts not the
+    /// embedded ones, its one brand equal to the embedded default brand.
+    fn another_registry() -> &'static PromptRegistry {
+        let embedded = PromptRegistry::embedded();
+        let (_, brand) = embedded.default_brand();
+        let brands = format!(
+            "default: same\nbrands: {{same: {{assistant: {:?}, product: {:?}, pronunciation: {:?}}}}}",
+            brand.assistant, brand.product, brand.pronunciation
+        );
+        let mut files: Vec<(String, String)> = (embedded.prompt_ids())
+            .map(|id| (format!("{id}.md"), format!("Another text for {id}.")))
+            .collect();
+        files.push(("capabilities.yaml".into(), "[]".into()));
+        files.push(("brands.yaml".into(), brands));
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(n, t)| (n.as_str(), t.as_str()))
+            .collect();
+        Box::leak(Box::new(PromptRegistry::from_files(&files).unwrap()))
+    }
+
+    #[test]
+    fn another_registry_gets_its_own_prompt_and_settings_from_another_are_not_kept() {
+        let embedded = PromptRegistry::embedded();
+        let other = another_registry();
+        let none = BTreeMap::new();
+        let briefs = shared_briefs(&["Claim C1: a leak."]);
         let memo = Memo::new();
-        let brief: Arc<str> = "Claim C1.".into();
+        let brand = embedded.default_brand().0.to_string();
+        let uk = (Locale::Uk, false, false);
         let first = check(
             &memo,
-            &settings(registry, &none, (&brand, None), (Locale::Uk, false, false)),
-            &brief,
+            embedded,
+            &settings(embedded, &none, (&brand, None), uk),
+            &briefs[0].0,
         );
-        let copy: Arc<str> = "Claim C1.".into();
-        let other = check(
-            &memo,
-            &settings(registry, &none, (&brand, None), (Locale::Uk, false, false)),
-            &copy,
-        );
+        // Equal inputs by value, the brief the same: only the registry differs.
+        let theirs = settings(other, &none, ("same", None), uk);
+        let second = check(&memo, other, &theirs, &briefs[0].0);
+        assert_ne!(*first.prompt, *second.prompt);
+        // Settings resolved in another registry than the one given: never kept.
+        let loose = settings(other, &none, ("same", None), uk);
+        let one = check(&memo, embedded, &loose, &briefs[0].0);
+        let two = check(&memo, embedded, &loose, &briefs[0].0);
+        assert!(!Arc::ptr_eq(&one.prompt, &two.prompt), "not kept");
+    }
+
+    #[test]
+    fn an_equal_brief_in_another_arc_or_one_nobody_else_holds_is_assembled_afresh() {
+        let registry = PromptRegistry::embedded();
+        let none = BTreeMap::new();
+        let brand = registry.default_brand().0.to_string();
+        let turn = settings(registry, &none, (&brand, None), (Locale::Uk, false, false));
+        let memo = Memo::new();
+        let briefs = shared_briefs(&["Claim C1.", "Claim C1."]);
+        let first = check(&memo, registry, &turn, &briefs[0].0);
+        let other = check(&memo, registry, &turn, &briefs[1].0);
         assert!(
             !Arc::ptr_eq(&first.prompt, &other.prompt),
             "keyed by the shared brief"
         );
-        // Settings resolved in a registry that may be freed: never kept.
-        let loose = registry.clone();
-        let loose = settings(&loose, &none, (&brand, None), (Locale::Uk, false, false));
-        let one = check(&memo, &loose, &brief);
-        let two = check(&memo, &loose, &brief);
+        let alone: Arc<str> = "Claim C1.".into();
+        let one = check(&memo, registry, &turn, &alone);
+        let two = check(&memo, registry, &turn, &alone);
         assert!(!Arc::ptr_eq(&one.prompt, &two.prompt), "not kept");
     }
 
@@ -321,13 +407,13 @@ mod tests {
         #[test]
         fn any_sequence_of_turns_gets_what_assembling_afresh_gives(
             turns in proptest::collection::vec(
-                (0..3usize, 0..8usize, proptest::bool::ANY, proptest::bool::ANY,
+                (0..3usize, 0..8usize, 0..8usize, proptest::bool::ANY, proptest::bool::ANY,
                  proptest::bool::ANY, 0..2usize),
                 1..16,
             )
         ) {
             let registry = PromptRegistry::embedded();
-            let brands: Vec<String> = registry.brand_names().map(str::to_string).collect();
+            let brands = brands(registry);
             let capabilities: Vec<Option<&str>> = std::iter::once(None)
                 .chain(registry.capabilities().iter().take(3).map(|c| Some(c.id.as_str())))
                 .collect();
@@ -336,14 +422,14 @@ mod tests {
                 BTreeMap::from([("system.safety".to_string(), "Be careful.".to_string())]),
                 BTreeMap::from([("system.base".to_string(), "You are {{assistant}}.".to_string())]),
             ];
-            let briefs: [Arc<str>; 2] = ["Claim C1: a leak.".into(), "Claim C2: a fire.".into()];
+            let briefs = shared_briefs(&["Claim C1: a leak.", "Claim C2: a fire."]);
             let memo = Memo::new();
-            for (over, pick, uk, screen, voice, brief) in turns {
-                let brand = &brands[pick % brands.len()];
-                let capability = capabilities[pick % capabilities.len()];
+            for (over, brand, capability, uk, screen, voice, brief) in turns {
+                let brand = &brands[brand % brands.len()];
+                let capability = capabilities[capability % capabilities.len()];
                 let locale = if uk { Locale::Uk } else { Locale::Us };
                 let turn = settings(registry, &overrides[over], (brand, capability), (locale, screen, voice));
-                check(&memo, &turn, &briefs[brief]);
+                check(&memo, registry, &turn, &briefs[brief].0);
             }
         }
     }

@@ -34,7 +34,7 @@ const SYSTEM_IDS: [&str; 6] = [
 ];
 
 /// Everything under `prompts/`, parsed once.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct PromptRegistry {
     defaults: BTreeMap<String, String>,
     capabilities: Vec<Capability>,
