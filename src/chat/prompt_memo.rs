@@ -1,9 +1,9 @@
 //! A turn's assembled prompt, made once for the turns that assemble it from
 //! the same inputs: every repeat of an eval's claim × case (and each variant
-//! with the same prompt options)
-//! resolved and branded the same blocks again, copied the brief in, joined
-//! the blocks and found the ~9 KB text in `system_memo` by hashing and
-//! comparing it — ~11,600 instructions a turn (BENCHMARKS.md, issue #31).
+//! with the same prompt options) resolved and branded the same blocks
+//! again, copied the brief in, joined the blocks and found the ~9 KB text
+//! in `system_memo` by hashing and comparing it — ~11,600 instructions a
+//! turn (BENCHMARKS.md, issue #31).
 //!
 //! Keyed by everything `assemble_prompt_with_brief` reads, so that no turn
 //! is given a prompt assembled from other inputs: the registry by its
