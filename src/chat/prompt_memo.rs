@@ -38,6 +38,7 @@ const KEPT_BYTES: usize = 2 * 1024 * 1024;
 
 /// A turn's prompt: its blocks, and their text joined, shared and hashed
 /// (`system_memo`).
+#[derive(Clone)]
 pub struct Assembled {
     pub prompt: Arc<AssembledPrompt>,
     pub system_text: Arc<str>,
@@ -117,9 +118,7 @@ struct Entry {
     /// (a `Weak`, as `memo::ByAddress` holds its values' keys).
     _brief: Weak<str>,
     inputs: OwnedInputs,
-    prompt: Arc<AssembledPrompt>,
-    system_text: Arc<str>,
-    system_sha256: Arc<str>,
+    assembled: Assembled,
 }
 
 /// The memo, hashing its keys with `S`: random for each process, or, for
@@ -164,34 +163,29 @@ impl<S: BuildHasher> Memo<S> {
             && let Some(entry) = self.locked().get(&key)
             && borrowed(&entry.inputs) == inputs
         {
-            return Assembled {
-                prompt: Arc::clone(&entry.prompt),
-                system_text: Arc::clone(&entry.system_text),
-                system_sha256: Arc::clone(&entry.system_sha256),
-            };
+            return entry.assembled.clone();
         }
         // Assembled without the lock: other turns are not held up by it.
         let prompt = assemble_prompt_with_brief(settings, brief.to_string());
         let (system_text, system_sha256) = shared_system_text(prompt.system_text());
-        let prompt = Arc::new(prompt);
+        let assembled = Assembled {
+            prompt: Arc::new(prompt),
+            system_text,
+            system_sha256,
+        };
         if kept {
             let entry = Entry {
                 _brief: Arc::downgrade(brief),
                 inputs: owned(inputs),
-                prompt: Arc::clone(&prompt),
-                system_text: Arc::clone(&system_text),
-                system_sha256: Arc::clone(&system_sha256),
+                assembled: assembled.clone(),
             };
             // The blocks and their joined text (about twice the text), the
             // brief its `Weak` keeps allocated, and the inputs.
-            let bytes = 2 * system_text.len() + brief.len() + weight(&entry.inputs);
+            let text = assembled.system_text.len();
+            let bytes = 2 * text + brief.len() + weight(&entry.inputs);
             self.locked().insert(key, entry, bytes);
         }
-        Assembled {
-            prompt,
-            system_text,
-            system_sha256,
-        }
+        assembled
     }
 }
 
