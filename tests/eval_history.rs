@@ -329,6 +329,45 @@ fn a_merge_counts_the_turns_it_read_from_other_runs_logs() {
         &["evals", "show", "ev-abcdef0001", "--json"],
     );
     assert_eq!(first["run"]["turns"], 8);
+    // Each summary file lists the turn ids of the logs in the folder, the
+    // merge's all as taken from logs; the run's own, none.
+    let logged: std::collections::BTreeSet<String> = (walkdir_logs(&runs).iter())
+        .map(|name| name.rsplit_once('Z').unwrap().1[1..37].to_string())
+        .collect();
+    assert_eq!(logged.len(), 8, "{logged:?}");
+    let file = |id: &str| -> Value {
+        let text = std::fs::read_to_string(runs.join("evals").join(format!("{id}.json")));
+        serde_json::from_str(&text.unwrap()).unwrap()
+    };
+    let ids = |list: &Value| -> std::collections::BTreeSet<String> {
+        let list = list.as_array().expect("a list of turn ids");
+        list.iter()
+            .map(|id| id.as_str().unwrap().to_string())
+            .collect()
+    };
+    let (merge, own) = (file("ev-abcdef0003"), file("ev-abcdef0001"));
+    assert_eq!(ids(&merge["turnIds"]), logged);
+    assert_eq!(ids(&merge["fromLogs"]), logged);
+    assert_eq!(ids(&own["turnIds"]), logged);
+    assert!(own.get("fromLogs").is_none(), "{own}");
+}
+
+/// The names of the run logs under `runs`' prompt-version folders.
+fn walkdir_logs(runs: &Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for folder in std::fs::read_dir(runs).unwrap().flatten() {
+        let name = folder.file_name().to_string_lossy().to_string();
+        if !folder.path().is_dir() || ["evals", "prompts"].contains(&name.as_str()) {
+            continue;
+        }
+        for log in std::fs::read_dir(folder.path()).unwrap().flatten() {
+            let log = log.file_name().to_string_lossy().to_string();
+            if log.ends_with(".ndjson") {
+                names.push(log);
+            }
+        }
+    }
+    names
 }
 
 #[test]

@@ -374,6 +374,104 @@ fn a_record_changed_after_the_check_is_caught_when_it_is_read() {
     );
 }
 
+/// What the ids pass reads (`MatrixOrder::turn_ids`), or its first error.
+fn read_ids(store: &mut ResultStore) -> Result<Vec<(String, bool)>, String> {
+    let order = store.in_matrix_order().map_err(|e| e.to_string())?;
+    let mut ids = Vec::new();
+    let walked = order.turn_ids(&mut |id, from_log| {
+        ids.push((id.to_string(), from_log));
+        Ok(())
+    });
+    walked.map(|()| ids).map_err(|e| e.to_string())
+}
+
+/// The ids of the turns `filled` put in, in matrix order (turn 4 taken
+/// from a log), as `result` made them.
+fn ids_put() -> Vec<(String, bool)> {
+    [(0, false), (1, false), (3, false), (4, true)]
+        .map(|(index, from_log)| (format!("turn-{index}"), from_log))
+        .to_vec()
+}
+
+#[test]
+fn the_ids_pass_gives_each_turn_id_in_matrix_order_first_or_after_a_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, _) = filled(dir.path());
+    assert_eq!(read_ids(&mut store).unwrap(), ids_put());
+    let (mut store, expected) = filled(dir.path());
+    assert_eq!(read_all(&mut store).unwrap(), expected);
+    assert_eq!(read_ids(&mut store).unwrap(), ids_put());
+    // A turn without an id (it ended before its log was started) is
+    // not listed.
+    let mut store = ResultStore::create(dir.path(), "ev-0123456789", MATRIX).unwrap();
+    let mut no_id = result(2, Outcome::Error);
+    no_id.observation.turn_id = None;
+    store.push(no_id);
+    store.push(result(5, Outcome::Pass));
+    assert_eq!(
+        read_ids(&mut store).unwrap(),
+        [("turn-5".to_string(), false)]
+    );
+}
+
+#[test]
+fn an_error_of_what_takes_the_ids_ends_the_pass_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut store, _) = filled(dir.path());
+    let mut seen = 0;
+    let error = (store.in_matrix_order().unwrap())
+        .turn_ids(&mut |_, _| {
+            seen += 1;
+            Err(std::io::Error::other("the index is locked"))
+        })
+        .unwrap_err();
+    assert_eq!(error.to_string(), "the index is locked");
+    assert_eq!(seen, 1, "nothing after the error");
+}
+
+/// A record changed in place after the first pass — its verdict, its
+/// turn, its id, whether it came from a log — is caught by the ids pass
+/// too: it never hands out an id the run did not write.
+#[test]
+fn a_record_changed_after_the_first_pass_is_caught_by_the_ids_pass() {
+    let changes = [
+        (
+            "\"outcome\":\"pass\"",
+            "\"outcome\":\"fail\"",
+            "turn #3's record was changed",
+        ),
+        (
+            "{\"index\":3,",
+            "{\"index\":5,",
+            "turn #5 where turn #3 was written",
+        ),
+        (
+            "\"turnId\":\"turn-3\"",
+            "\"turnId\":\"turn-9\"",
+            "turn #3's record was changed",
+        ),
+        // One byte longer: turn 1's line, the last written, is read from
+        // a byte early.
+        (
+            "\"fromLog\":true",
+            "\"fromLog\":false",
+            "not a record (EOF while parsing",
+        ),
+    ];
+    for (from, to, said) in changes {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, expected) = filled(dir.path());
+        assert_eq!(read_all(&mut store).unwrap(), expected);
+        let bytes = std::fs::read(store.path()).unwrap();
+        std::fs::write(store.path(), replace(bytes, from, to)).unwrap();
+        let error = read_ids(&mut store).unwrap_err();
+        assert!(
+            error.starts_with("the eval run's spill file `") && error.contains(said),
+            "{from} → {to}: {error}"
+        );
+    }
+}
+
 /// Where turn 3's entry sits in the index once a pass has sorted it: the
 /// third of turns 0, 1, 3, 4, after the four written.
 const TURN_3_SORTED: std::ops::Range<usize> = 6 * 16..7 * 16;
@@ -476,6 +574,18 @@ proptest! {
             Ok(results) => {
                 prop_assert_eq!(&changed, &original);
                 prop_assert_eq!(results, expected);
+            }
+            Err(error) => prop_assert!(error.starts_with("the eval run's spill file `")),
+        }
+        // The same byte changed after a first pass: the ids pass that
+        // follows it gives the ids put in, or an error.
+        let (mut store, expected) = filled(dir.path());
+        prop_assert_eq!(read_all(&mut store).unwrap(), expected);
+        std::fs::write(store.path(), &changed).unwrap();
+        match read_ids(&mut store) {
+            Ok(ids) => {
+                prop_assert_eq!(&changed, &original);
+                prop_assert_eq!(ids, ids_put());
             }
             Err(error) => prop_assert!(error.starts_with("the eval run's spill file `")),
         }

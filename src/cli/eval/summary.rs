@@ -91,15 +91,11 @@ pub fn finish(
         promptlab::text::eprintln_or_drop!("error: {}", printable(error));
     }
     // The eval run's summary file and index rows (#30, `evals list`), its
-    // turn ids read from the spill as they are written.
+    // turn ids read from the spill as they are written: only the ids,
+    // `gather` having held every record to the plan.
     let mut turns = |each: &mut dyn FnMut(&str, bool) -> std::io::Result<()>| {
-        for result in checked(plan, store).map_err(std::io::Error::other)? {
-            let result = result.map_err(std::io::Error::other)?;
-            if let Some(id) = &result.observation.turn_id {
-                each(id, result.from_log)?;
-            }
-        }
-        Ok(())
+        let order = store.in_matrix_order().map_err(std::io::Error::other)?;
+        order.turn_ids(each)
     };
     crate::cli::evals::record_eval_run(
         runs_dir,

@@ -45,7 +45,7 @@ mod record;
 
 pub use error::{Damage, SpillError, SpillProblem};
 use index::{Entry, IndexError, Merged, SpillIndex};
-use record::{Head, Record};
+use record::{Head, Record, TurnIdOf};
 
 use super::runner::TurnResult;
 
@@ -419,7 +419,15 @@ impl MatrixOrder<'_> {
     }
 
     fn read(&mut self, entry: Entry) -> Result<TurnResult, SpillError> {
-        let (store, index, offset) = (self.store, entry.index as usize, entry.offset);
+        let mut line = Vec::new();
+        self.line_of(entry, &mut line)?;
+        let record = self.parse_checked(entry, &line, |record: &Record| record.index)?;
+        (record.into_result()).map_err(|damage| self.store.damaged(entry.offset, damage))
+    }
+
+    /// `entry`'s line, whole, from the offset its entry says, into `line`.
+    fn line_of(&mut self, entry: Entry, line: &mut Vec<u8>) -> Result<(), SpillError> {
+        let (store, offset) = (self.store, entry.offset);
         if offset >= store.written {
             // No record starts there: the index was changed.
             return Err(store.error(SpillProblem::IndexChanged));
@@ -428,24 +436,59 @@ impl MatrixOrder<'_> {
         self.reader
             .seek_relative(jump)
             .map_err(|error| store.error(SpillProblem::Read(error.to_string())))?;
-        let mut line = Vec::new();
-        let read = read_line(&mut self.reader, &mut line).map_err(|e| store.damaged(offset, e))?;
+        line.clear();
+        let read = read_line(&mut self.reader, line).map_err(|e| store.damaged(offset, e))?;
         self.at = offset + read as u64;
         if read == 0 {
             return Err(store.damaged(offset, Damage::Ends));
         }
-        let record: Record = parse(&line).map_err(|damage| store.damaged(offset, damage))?;
-        if record.index != index {
-            let found = record.index;
+        Ok(())
+    }
+
+    /// `line` parsed as a `T`, once it names `entry`'s turn (`index_of`)
+    /// and is the very bytes written for it.
+    fn parse_checked<'l, T: Deserialize<'l>>(
+        &self,
+        entry: Entry,
+        line: &'l [u8],
+        index_of: impl Fn(&T) -> usize,
+    ) -> Result<T, SpillError> {
+        let (store, index, offset) = (self.store, entry.index as usize, entry.offset);
+        let record: T = parse(line).map_err(|damage| store.damaged(offset, damage))?;
+        let found = index_of(&record);
+        if found != index {
             return Err(store.damaged(offset, Damage::Elsewhere { found, index }));
         }
         // Whole JSON of the right turn, and yet not the bytes written.
-        if store.line_digest(index, &line) != entry.digest {
+        if store.line_digest(index, line) != entry.digest {
             return Err(store.damaged(offset, Damage::ChangedSince(index)));
         }
-        record
-            .into_result()
-            .map_err(|damage| store.damaged(offset, damage))
+        Ok(record)
+    }
+
+    /// Each turn id, in matrix order, with whether its turn was taken from
+    /// a log: what an eval run's history keeps, read with the same checks
+    /// as a result (its place, its turn, the bytes written) but without
+    /// decoding the rest of each line. For a pass after the one that held
+    /// every result to the plan (`eval::totals::checked`): a line that
+    /// passes these checks is the line that pass read. A spill that cannot
+    /// be read back is an `io::Error` wrapping its `SpillError`; an error
+    /// of `each` comes back as it is.
+    pub fn turn_ids(
+        mut self,
+        each: &mut dyn FnMut(&str, bool) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let mut line = Vec::new();
+        while let Some(entry) = self.next_entry().map_err(std::io::Error::other)? {
+            self.line_of(entry, &mut line)
+                .map_err(std::io::Error::other)?;
+            let record = (self.parse_checked(entry, &line, |record: &TurnIdOf| record.index))
+                .map_err(std::io::Error::other)?;
+            if let Some(id) = &record.turn_id {
+                each(id, record.from_log)?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -67,6 +67,19 @@ pub(super) struct Head {
     pub(super) index: usize,
 }
 
+/// Of a record a pass has read whole already, what an eval run's history
+/// keeps: its turn id and whether it was taken from a log (the rest of the
+/// line is skipped, not decoded).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TurnIdOf<'a> {
+    pub(super) index: usize,
+    #[serde(borrow, default)]
+    pub(super) turn_id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    pub(super) from_log: bool,
+}
+
 impl Record {
     pub(super) fn of(result: TurnResult) -> Record {
         let TurnResult {
