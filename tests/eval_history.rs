@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
+use support::http_server::{Reply, Responder, TestServer};
 use support::serve::Server;
 use support::{promptlab, repo_root, run_command, write};
 
@@ -434,4 +435,112 @@ fn a_rescore_beside_the_logs_is_the_standing_verdict_the_index_answers_with() {
     assert_eq!(shown["run"]["kind"], "rescore");
     assert_eq!(shown["run"]["turns"], turns);
     assert_eq!(shown["run"]["variants"][0]["passRate"], 0.0);
+}
+
+/// Every row of the index's `turns` table, in path order.
+fn turns_table(runs: &Path) -> Vec<Vec<rusqlite::types::Value>> {
+    let db = rusqlite::Connection::open_with_flags(
+        runs.join("index.sqlite"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut query = db.prepare("SELECT * FROM turns ORDER BY path").unwrap();
+    let columns = query.column_count();
+    let rows = query.query_map([], |row| {
+        (0..columns).map(|column| row.get(column)).collect()
+    });
+    rows.unwrap().map(Result::unwrap).collect()
+}
+
+/// The rows the recorder adds as each log is committed (alone, as for
+/// `--format ndjson`, or with its group) are made from the records it has
+/// just written, not from the file read back: they are the very rows a
+/// scan of the logs makes when the index is built afresh from the files.
+#[test]
+fn the_rows_noted_as_logs_are_committed_are_those_a_scan_of_the_files_makes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runs, _, _) = history(dir.path());
+    let grouped = run_command(
+        in_runs(&runs)
+            .args(["eval", "--provider", "script", "-q"])
+            .args(["--eval-run", "ev-abcdef0004"])
+            .arg(dir.path().join("suite.yaml")),
+    );
+    assert_eq!(
+        grouped.code, 0,
+        "the script fixed by `history`: {}",
+        grouped.stderr
+    );
+    let noted = turns_table(&runs);
+    assert_eq!(noted.len(), 24, "three runs of eight turns");
+    for file in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] {
+        let _ = std::fs::remove_file(runs.join(file));
+    }
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    assert_eq!(turns_table(&runs), noted);
+}
+
+/// A one-call Gemini answer: `prompt` tokens in, `output` out.
+fn gemini_answer(prompt: u64, output: u64) -> Responder {
+    Box::new(move |_| {
+        let chunk = serde_json::json!({
+            "candidates": [{"content": {"role": "model", "parts": [{"text": "The excess is £350."}]},
+                "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": prompt, "candidatesTokenCount": output,
+                "cachedContentTokenCount": 3, "totalTokenCount": prompt + output},
+            "modelVersion": "test"
+        });
+        Reply::stream(format!("data: {chunk}\r\n\r\n"))
+    })
+}
+
+/// The same for turns over HTTP with a priced model, each with its cost (a
+/// sum of decimal rates: not exact in binary), tokens and latency: the rows
+/// noted as the eval's groups commit are those a scan of the files makes.
+#[test]
+fn the_rows_of_priced_turns_over_http_are_those_a_scan_makes_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    let prices = write(
+        dir.path(),
+        "prices.yaml",
+        "currency: USD\nmodels:\n  priced-model:\n    source: the test\n    date: 2026-11-30\n    \
+         input: 0.7\n    cachedInput: 0.1\n    output: 2.9\n",
+    );
+    // Seven answers, and a refusal (400: not retried) for the last turn.
+    let mut replies: Vec<Responder> = (0..7)
+        .map(|n| gemini_answer(1_000 + n, 17 * n + 1))
+        .collect();
+    replies.push(Box::new(|_| Reply::Status {
+        code: 400,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: r#"{"error": {"code": 400, "message": "bad", "status": "INVALID_ARGUMENT"}}"#.into(),
+    }));
+    let server = TestServer::start(replies);
+    let out = run_command(
+        in_runs(&runs)
+            .env("GEMINI_API_KEY", "rows-test-key")
+            .env("GEMINI_BASE_URL", &server.base_url)
+            .arg("--prices")
+            .arg(prices)
+            .args(["eval", "--model", "priced-model", "-j", "2", "-q"])
+            .arg(suite(dir.path(), "I could not find it.")),
+    );
+    assert_eq!(out.code, 1, "the `amount` case fails: {}", out.stderr);
+    let noted = turns_table(&runs);
+    assert_eq!(noted.len(), 8, "{noted:?}");
+    let costs: Vec<f64> = (noted.iter())
+        .filter_map(|row| match row[21] {
+            rusqlite::types::Value::Real(cost) => Some(cost),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(costs.len(), 7, "every answered turn priced: {noted:?}");
+    for file in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] {
+        let _ = std::fs::remove_file(runs.join(file));
+    }
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    assert_eq!(turns_table(&runs), noted);
 }

@@ -394,3 +394,34 @@ fn an_unreadable_log_is_named_on_every_listing_not_only_the_first() {
         );
     }
 }
+
+/// A log committed in a group whose eval started before the folder had an
+/// index (its recorder kept no records for the row) is read back for its
+/// row: the row a scan of the folder makes.
+#[test]
+fn a_log_noted_by_its_path_gets_the_row_a_scan_makes() {
+    use promptlab::index::{CommittedLog, note_logs};
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir_all(runs.join("default")).unwrap();
+    list(&mut in_runs(&runs), &[]);
+    let name = "20261201T140313.494Z-37789fc2-67d8-4956-8785-e5b2234112a3.ndjson";
+    let log = runs.join("default").join(name);
+    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/old-runlog");
+    std::fs::copy(old.join(name), &log).unwrap();
+    let rows = |runs: &Path| -> Vec<Vec<rusqlite::types::Value>> {
+        let db = db(runs);
+        let mut query = db.prepare("SELECT * FROM turns").unwrap();
+        let columns = query.column_count();
+        let rows = query.query_map([], |row| (0..columns).map(|c| row.get(c)).collect());
+        rows.unwrap().map(Result::unwrap).collect()
+    };
+    note_logs(&runs, &[CommittedLog::At(log)]);
+    let noted = rows(&runs);
+    assert_eq!(noted.len(), 1, "{noted:?}");
+    for file in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] {
+        let _ = std::fs::remove_file(runs.join(file));
+    }
+    list(&mut in_runs(&runs), &[]);
+    assert_eq!(rows(&runs), noted);
+}

@@ -2,7 +2,7 @@
 //! eval run, so that history is a query rather than a scan
 //! (`docs/run-logs.md` documents the tables). The files stay the truth: the
 //! index is a cache that every writer keeps current as it records
-//! (`note_log`), that a reader brings up to date when a folder changed since
+//! (`note_logs`), that a reader brings up to date when a folder changed since
 //! it was last read (a copied shard folder), and that is rebuilt whole when
 //! it is of another schema version or unreadable. A folder that cannot be
 //! written, a folder given as an argument, or `PROMPTLAB_INDEX=off` is
@@ -22,6 +22,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rusqlite::Connection;
+
+use crate::runs::store::RunSummary;
 
 /// The index's file name in a runs folder (`**/index.sqlite*` is git-ignored).
 pub const INDEX_FILE: &str = "index.sqlite";
@@ -291,11 +293,9 @@ fn writer_for(runs_dir: &Path) -> Option<Arc<Mutex<Connection>>> {
     if let Some((_, handle)) = writers.iter().find(|(dir, _)| dir == runs_dir) {
         return Some(handle.clone());
     }
-    // Writers keep an index that exists; the first reader builds one (a
-    // runs folder nobody queries is left as plain files). Not remembered
-    // while there is none, so a long `serve` starts keeping one once made.
-    let kept = runs_dir.join(INDEX_FILE).is_file();
-    if !kept || index_off() || !writable(runs_dir) {
+    // Not remembered while there is none, so a long `serve` starts keeping
+    // one once made.
+    if !keeps_index(runs_dir) {
         return None;
     }
     let (db, _) = open_file(runs_dir).ok()?;
@@ -304,23 +304,39 @@ fn writer_for(runs_dir: &Path) -> Option<Arc<Mutex<Connection>>> {
     Some(handle)
 }
 
-/// Adds the row of the log just completed at `log` in `runs_dir` (the
-/// recorder's hook; safe from any thread). A log that cannot be indexed
-/// now is found by the next reader, whose folder check sees it changed.
-pub fn note_log(runs_dir: &Path, log: &Path) {
-    note_logs(runs_dir, &[log.to_path_buf()]);
+/// A log just committed, for its row: as it reads (`RunSummary`, made
+/// from the records its recorder has just written), or only where it is,
+/// to be read back (its recorder did not keep its records: the runs folder
+/// had no index when its eval started).
+pub enum CommittedLog {
+    Read(Box<RunSummary>),
+    At(PathBuf),
 }
 
-/// `note_log` for a group of logs committed together (`sink::log_commit`),
-/// in one transaction: SQLite's own sync once for the group, not per log.
-pub fn note_logs(runs_dir: &Path, logs: &[std::path::PathBuf]) {
+/// Whether `runs_dir` keeps a run index that writers add rows to: one that
+/// exists (the first reader builds one: a runs folder nobody queries is
+/// left as plain files), is not turned off, in a folder they can write.
+/// Asked without opening it (which may wait for another process's lock):
+/// what a recorder asks before it keeps a log's records for its row.
+pub fn keeps_index(runs_dir: &Path) -> bool {
+    runs_dir.join(INDEX_FILE).is_file() && !index_off() && writable(runs_dir)
+}
+
+/// Adds the rows of logs just completed in `runs_dir` (the recorder's and
+/// the group commit's hook; safe from any thread), as they read once
+/// committed (`CommittedLog`), in one transaction: SQLite's own sync once
+/// for a group, not per log. A log that cannot be indexed now is found by
+/// the next reader, whose folder check sees it changed.
+pub fn note_logs(runs_dir: &Path, logs: &[CommittedLog]) {
     let Some(handle) = writer_for(runs_dir) else {
         return;
     };
-    let rows: Vec<rows::TurnRow> = logs
-        .iter()
-        .filter_map(|log| crate::runs::store::summarize(log).ok())
-        .map(|summary| rows::TurnRow::of(&summary.view(), runs_dir))
+    let row = |summary: &RunSummary| rows::TurnRow::of(&summary.view(), runs_dir);
+    let rows: Vec<rows::TurnRow> = (logs.iter())
+        .filter_map(|log| match log {
+            CommittedLog::Read(summary) => Some(row(summary)),
+            CommittedLog::At(path) => crate::runs::store::summarize(path).ok().map(|s| row(&s)),
+        })
         .collect();
     if rows.is_empty() {
         return;

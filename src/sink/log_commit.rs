@@ -28,6 +28,9 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot};
 
+use crate::index::CommittedLog;
+use crate::runs::store::RunSummary;
+
 /// A group is synced once it holds this many logs...
 pub const GROUP_LOGS: usize = 256;
 
@@ -46,6 +49,8 @@ pub struct WrittenLog {
     pub(super) runs_dir: PathBuf,
     pub(super) partial_path: PathBuf,
     pub(super) final_path: PathBuf,
+    /// The log as it reads once committed, for its row in the run index.
+    pub(super) summary: Box<RunSummary>,
 }
 
 impl WrittenLog {
@@ -56,10 +61,10 @@ impl WrittenLog {
 
     /// Syncs this log alone and gives it its final name: for a turn that
     /// is not part of a group (chat, serve, `eval --format ndjson`).
-    pub(super) fn complete_alone(self) -> io::Result<PathBuf> {
+    pub(super) fn complete_alone(self) -> io::Result<(PathBuf, Box<RunSummary>)> {
         self.file.sync_all()?;
         std::fs::rename(&self.partial_path, &self.final_path)?;
-        Ok(self.final_path)
+        Ok((self.final_path, self.summary))
     }
 }
 
@@ -74,6 +79,8 @@ struct LogPaths {
     runs_dir: PathBuf,
     partial_path: PathBuf,
     final_path: PathBuf,
+    /// For its row in the run index, if its runs folder keeps one.
+    summary: Option<Box<RunSummary>>,
 }
 
 /// The logs waiting for the next sync. Shared by an eval run's turns.
@@ -89,6 +96,10 @@ pub struct GroupCommit {
     members: AtomicUsize,
     /// No turn will join any more (`close`).
     closed: AtomicBool,
+    /// Whether each runs folder of its logs keeps a run index, as it was
+    /// at the folder's first log (`index::keeps_index`): a waiting log
+    /// holds its records for its row only then.
+    rows_kept: Mutex<Vec<(PathBuf, bool)>>,
 }
 
 /// A turn that may still queue a log for its group: it queues it with
@@ -130,6 +141,7 @@ impl GroupCommit {
             limits: (logs, wait),
             members: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
+            rows_kept: Mutex::new(Vec::new()),
         })
     }
 
@@ -161,14 +173,28 @@ impl GroupCommit {
         }
     }
 
+    /// `index::keeps_index` for `runs_dir`, asked once per folder.
+    fn keeps_rows(&self, runs_dir: &Path) -> bool {
+        let mut known = self.rows_kept.lock();
+        if let Some((_, keeps)) = known.iter().find(|(dir, _)| dir == runs_dir) {
+            return *keeps;
+        }
+        let keeps = crate::index::keeps_index(runs_dir);
+        known.push((runs_dir.to_path_buf(), keeps));
+        keeps
+    }
+
     async fn commit(self: &Arc<Self>, log: WrittenLog, member: GroupMember) -> io::Result<PathBuf> {
         let WrittenLog {
             file,
             runs_dir,
             partial_path,
             final_path,
+            summary,
         } = log;
         drop(file);
+        // Dropped here, on the turn's thread, when nothing will read it.
+        let summary = self.keeps_rows(&runs_dir).then_some(summary);
         let Ok(_waiting) = self.waiting.acquire().await else {
             return Err(io::Error::other("the log's group commit was closed"));
         };
@@ -179,6 +205,7 @@ impl GroupCommit {
                 runs_dir,
                 partial_path,
                 final_path,
+                summary,
             };
             queue.push(Queued { log, done });
             queue.len()
@@ -230,8 +257,8 @@ impl GroupCommit {
             // group, the next group's sync still waiting for it; one it
             // misses is found by the next reader's folder check.
             let _ = tokio::task::spawn_blocking(move || {
-                for (runs_dir, paths) in &committed.noted {
-                    crate::index::note_logs(runs_dir, paths);
+                for (runs_dir, logs) in &committed.noted {
+                    crate::index::note_logs(runs_dir, logs);
                 }
                 drop(file_systems);
             })
@@ -255,7 +282,8 @@ type SyncingGuard = tokio::sync::OwnedMutexGuard<FileSystems>;
 #[derive(Default)]
 struct Committed {
     outcomes: Vec<(oneshot::Sender<io::Result<PathBuf>>, io::Result<PathBuf>)>,
-    noted: Vec<(PathBuf, Vec<PathBuf>)>,
+    /// The committed logs by runs folder, for the run index.
+    noted: Vec<(PathBuf, Vec<CommittedLog>)>,
 }
 
 /// Syncs the group's logs, then renames each. A failed sync fails the
@@ -267,7 +295,7 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Committed
     }
     let synced = file_systems.sync(&group);
     let mut outcomes = Vec::with_capacity(group.len());
-    let mut noted: Vec<(PathBuf, Vec<PathBuf>)> = Vec::new();
+    let mut noted: Vec<(PathBuf, Vec<CommittedLog>)> = Vec::new();
     for Queued { log, done } in group {
         let renamed = match &synced {
             Ok(()) => std::fs::rename(&log.partial_path, &log.final_path),
@@ -275,9 +303,13 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Committed
         };
         let result = match renamed {
             Ok(()) => {
+                let committed = match log.summary {
+                    Some(summary) => CommittedLog::Read(summary),
+                    None => CommittedLog::At(log.final_path.clone()),
+                };
                 match noted.iter_mut().find(|(dir, _)| *dir == log.runs_dir) {
-                    Some((_, paths)) => paths.push(log.final_path.clone()),
-                    None => noted.push((log.runs_dir, vec![log.final_path.clone()])),
+                    Some((_, logs)) => logs.push(committed),
+                    None => noted.push((log.runs_dir, vec![committed])),
                 }
                 Ok(log.final_path)
             }
@@ -414,11 +446,32 @@ mod tests {
         std::fs::create_dir_all(&folder).unwrap();
         let partial_path = folder.join(format!("{name}.ndjson.partial"));
         std::fs::write(&partial_path, format!("{{\"log\":\"{name}\"}}\n")).unwrap();
+        let final_path = folder.join(format!("{name}.ndjson"));
         WrittenLog {
             file: File::open(&partial_path).unwrap(),
             runs_dir: runs_dir.to_path_buf(),
-            final_path: folder.join(format!("{name}.ndjson")),
+            summary: Box::new(summary_of(&final_path)),
+            final_path,
             partial_path,
+        }
+    }
+
+    /// A summary for `path` (these tests' logs are not real ones): a real
+    /// log's header, and no footer.
+    fn summary_of(path: &Path) -> RunSummary {
+        let log = include_str!(
+            "../../tests/data/old-runlog/20261201T140313.494Z-37789fc2-67d8-4956-8785-e5b2234112a3.ndjson"
+        );
+        let first = log.lines().next().unwrap();
+        let crate::runs::record::RunRecord::Header(header) = serde_json::from_str(first).unwrap()
+        else {
+            panic!("the first line is a header");
+        };
+        RunSummary {
+            path: path.to_path_buf(),
+            partial: false,
+            header: *header,
+            footer: None,
         }
     }
 
@@ -443,6 +496,7 @@ mod tests {
                 runs_dir: log.runs_dir,
                 partial_path: log.partial_path,
                 final_path: log.final_path,
+                summary: Some(log.summary),
             },
             done: oneshot::channel().0,
         };

@@ -15,7 +15,8 @@ use super::log_commit::WrittenLog;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::service::PreparedTurn;
 use crate::cost::Cost;
-use crate::runs::record::{ClaimRecord, RunFooter, RunHeader, RunRecord, RunStatus};
+use crate::runs::record::{ClaimRecord, RunFooter, RunHeader, RunStatus};
+use crate::runs::store::RunSummary;
 
 /// A turn's log file being written, and what its footer will say.
 pub(super) struct OpenLog {
@@ -86,13 +87,22 @@ impl OpenLog {
         if !self.header_written {
             self.write_header()?;
         }
-        self.write(&RunRecord::Footer(footer))?;
+        self.write(&FooterLine { footer: &footer })?;
         let file = self.out.into_inner().map_err(|error| error.into_error())?;
+        // What the log reads as once it has its final name: the records
+        // just written, for the run index's row (`index::note_logs`).
+        let summary = RunSummary {
+            path: self.final_path.clone(),
+            partial: false,
+            header: *self.header,
+            footer: Some(footer),
+        };
         Ok(WrittenLog {
             file,
             runs_dir: self.runs_dir,
             partial_path: self.partial_path,
             final_path: self.final_path,
+            summary: Box::new(summary),
         })
     }
 
@@ -163,6 +173,14 @@ pub(super) struct EventLine<'a> {
     pub(super) event: &'a ChatEvent,
 }
 
+/// `RunRecord::Footer` as written, borrowing the footer: the same JSON.
+#[derive(serde::Serialize)]
+#[serde(tag = "record", rename = "footer")]
+pub(super) struct FooterLine<'a> {
+    #[serde(flatten)]
+    pub(super) footer: &'a RunFooter,
+}
+
 /// `RunRecord::ModelCall` as written, borrowing the call: the same JSON.
 #[derive(serde::Serialize)]
 #[serde(tag = "record", rename = "model_call")]
@@ -174,6 +192,7 @@ pub(super) struct ModelCallLine<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runs::record::RunRecord;
 
     /// A log written before the lines borrowed their records.
     const OLD_LOG: &str = include_str!(
@@ -191,6 +210,7 @@ mod tests {
                 RunRecord::ModelCall { t, call } => {
                     serde_json::to_string(&ModelCallLine { t, call: &call })
                 }
+                RunRecord::Footer(footer) => serde_json::to_string(&FooterLine { footer: &footer }),
                 _ => continue,
             };
             assert_eq!(written.unwrap(), line);

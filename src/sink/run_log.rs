@@ -264,7 +264,7 @@ impl RunRecorder {
             return Ok(None);
         };
         let partial_path = log.partial_path.clone();
-        let path = log
+        let (path, summary) = log
             .written(footer)
             .and_then(WrittenLog::complete_alone)
             .map_err(|error| {
@@ -273,7 +273,7 @@ impl RunRecorder {
             })?;
         // The run index (#30) gets the log's row; a failure there only
         // leaves the row to the next reader's folder check.
-        crate::index::note_log(&self.runs_dir, &path);
+        crate::index::note_logs(&self.runs_dir, &[crate::index::CommittedLog::Read(summary)]);
         Ok(Some(path))
     }
 
