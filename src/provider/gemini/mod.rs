@@ -19,8 +19,7 @@ pub mod schema;
 mod usage;
 pub mod wire;
 
-use parking_lot::Mutex;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::memo::Bounded;
 use crate::models::ModelTable;
@@ -138,7 +137,10 @@ impl GeminiProvider {
 
     /// The model's endpoint, checked and parsed at its first call.
     fn url(&self, model: &str) -> Result<reqwest::Url, ProviderError> {
-        let mut urls = self.urls.lock();
+        let mut urls = self
+            .urls
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if let Some(url) = urls.get(model) {
             return Ok(url.clone());
         }
