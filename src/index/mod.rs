@@ -347,7 +347,8 @@ pub fn note_logs(runs_dir: &Path, logs: &[CommittedLog]) {
         for row in &rows {
             row.upsert(db)?;
             let partial = format!("{}{}", row.path, crate::runs::naming::PARTIAL_SUFFIX);
-            db.execute("DELETE FROM turns WHERE path = ?1", [&partial])?;
+            // Cached: prepared once, not for every log.
+            (db.prepare_cached("DELETE FROM turns WHERE path = ?1")?).execute([&partial])?;
         }
         Ok(())
     });
