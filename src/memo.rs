@@ -10,10 +10,11 @@
 //! (a plain `Bounded` keyed by the text, hashed with `foldhash`, fast on
 //! long keys).
 
+use parking_lot::Mutex;
 use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, Hash};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 
 /// A map with at most `max_entries` entries and `max_bytes` bytes of them
 /// (each entry's weight as its inserter counts it).
@@ -108,26 +109,20 @@ impl<T: ?Sized, V: Clone> ByAddress<T, V> {
             return make(shared);
         }
         let key = Arc::as_ptr(shared).cast::<()>() as usize;
-        if let Some((_, value)) = self.locked().get(&key) {
+        if let Some((_, value)) = self.memo.lock().get(&key) {
             return Ok(value.clone());
         }
         // Made without the lock: other turns are not held up by it.
         let value = make(shared)?;
         let bytes = weight(&value);
         let entry = (Arc::downgrade(shared), value.clone());
-        self.locked().insert(key, entry, bytes);
+        self.memo.lock().insert(key, entry, bytes);
         Ok(value)
-    }
-
-    fn locked(&self) -> MutexGuard<'_, Bounded<usize, (Weak<T>, V)>> {
-        self.memo
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     #[cfg(test)]
     fn bytes(&self) -> usize {
-        self.locked().bytes()
+        self.memo.lock().bytes()
     }
 }
 

@@ -8,7 +8,8 @@
 //! (a `.json` and a `.yaml` file), and a `Weak` held in the entry keeps its
 //! allocation from being reused for another claim while the entry lives.
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use parking_lot::{Mutex, MutexGuard};
+use std::sync::{Arc, OnceLock, Weak};
 
 use chrono::NaiveDate;
 
@@ -34,7 +35,6 @@ fn locked() -> MutexGuard<'static, Bounded<Key, Entry>> {
     static MEMO: OnceLock<Mutex<Bounded<Key, Entry>>> = OnceLock::new();
     MEMO.get_or_init(|| Mutex::new(Bounded::new(KEPT_BRIEFS, KEPT_BYTES)))
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// `build_claim_brief(&claim.claim, today)`, built at most once while the

@@ -17,9 +17,10 @@
 //! part of the key). Those values are hashed for the map and compared on a
 //! hit, so two inputs with one hash assemble afresh, never share a prompt.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::hash::BuildHasher;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use super::request::Locale;
 use super::system::{AssembledPrompt, PromptSettings, assemble_prompt_with_brief};
@@ -142,10 +143,6 @@ impl<S: BuildHasher> Memo<S> {
         }
     }
 
-    fn locked(&self) -> MutexGuard<'_, Bounded<Key, Entry>> {
-        (self.entries.lock()).unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     fn assembled(
         &self,
         registry: &'static PromptRegistry,
@@ -160,7 +157,7 @@ impl<S: BuildHasher> Memo<S> {
         let brief_at = Arc::as_ptr(brief).cast::<u8>() as usize;
         let key = (registry_at, brief_at, self.hasher.hash_one(inputs));
         if kept
-            && let Some(entry) = self.locked().get(&key)
+            && let Some(entry) = self.entries.lock().get(&key)
             && borrowed(&entry.inputs) == inputs
         {
             return entry.assembled.clone();
@@ -183,7 +180,7 @@ impl<S: BuildHasher> Memo<S> {
             // brief its `Weak` keeps allocated, and the inputs.
             let text = assembled.system_text.len();
             let bytes = 2 * text + brief.len() + weight(&entry.inputs);
-            self.locked().insert(key, entry, bytes);
+            self.entries.lock().insert(key, entry, bytes);
         }
         assembled
     }

@@ -9,7 +9,8 @@
 //! Keyed by the text itself: two turns share an entry only when their
 //! texts are equal byte for byte (the map compares them on a hash match).
 
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use parking_lot::Mutex;
+use std::sync::{Arc, OnceLock};
 
 use crate::digest::sha256_hex;
 use crate::memo::Bounded;
@@ -29,20 +30,15 @@ impl SharedTexts {
         SharedTexts(Mutex::new(Bounded::new(KEPT_TEXTS, KEPT_BYTES)))
     }
 
-    fn locked(&self) -> MutexGuard<'_, Bounded<Arc<str>, Arc<str>>> {
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
     fn share(&self, text: String) -> (Arc<str>, Arc<str>) {
-        if let Some((shared, sha256)) = self.locked().get_key_value(text.as_str()) {
+        if let Some((shared, sha256)) = self.0.lock().get_key_value(text.as_str()) {
             return (Arc::clone(shared), Arc::clone(sha256));
         }
         let sha256: Arc<str> = sha256_hex(&text).into();
         let shared: Arc<str> = text.into();
         let bytes = shared.len() + sha256.len();
-        self.locked()
+        self.0
+            .lock()
             .insert(Arc::clone(&shared), Arc::clone(&sha256), bytes);
         (shared, sha256)
     }

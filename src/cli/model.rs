@@ -301,13 +301,10 @@ pub fn build_spec(spec: ProviderSpec, tables: &Tables) -> Result<Arc<dyn ModelPr
 /// Says once per process that a secret is too short to redact (the chat
 /// model and the judge may share a key).
 pub fn warn_unredactable(warnings: &[String]) {
-    static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    static SAID: parking_lot::Mutex<std::collections::BTreeSet<String>> =
+        parking_lot::Mutex::new(std::collections::BTreeSet::new());
     for warning in warnings {
-        let first = SAID
-            .lock()
-            .map(|mut said| said.insert(warning.clone()))
-            .unwrap_or(true);
+        let first = SAID.lock().insert(warning.clone());
         if first {
             promptlab::text::eprintln_or_drop!("{warning}");
         }

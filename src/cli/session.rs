@@ -3,8 +3,9 @@
 //! session (`/help`, `/reset`, `/overrides FILE`, `/claim ID`,
 //! `/capability ID`, `/save FILE`), never sent to the model.
 
+use parking_lot::Mutex;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
@@ -235,7 +236,7 @@ pub async fn interactive(
     let on_signal = Arc::clone(&current);
     tokio::spawn(async move {
         while tokio::signal::ctrl_c().await.is_ok() {
-            match on_signal.lock().ok().and_then(|turn| turn.clone()) {
+            match on_signal.lock().clone() {
                 Some(token) => token.cancel(),
                 None => promptlab::text::eprint_or_drop!(
                     "\n(Ctrl-D to leave)\n{}",
@@ -309,7 +310,7 @@ async fn session_turn(
         return Ok(Exit::Success);
     }
     let token = CancellationToken::new();
-    set_current(current, Some(token.clone()))?;
+    *current.lock() = Some(token.clone());
     let recorder = settings.recorder(&request);
     let trace = trace_for(telemetry, runner, &request, Some(&state.id));
     let end = drive_turn(
@@ -322,7 +323,7 @@ async fn session_turn(
         trace,
     )
     .await;
-    set_current(current, None)?;
+    *current.lock() = None;
     let end = end?;
     report_recording(&end, settings.format);
     hint_after_error(&end, settings, ctx);
@@ -347,17 +348,6 @@ async fn session_turn(
         }
     }
     Ok(end.exit)
-}
-
-/// The turn Ctrl-C stops, if one is running.
-fn set_current(
-    current: &Mutex<Option<CancellationToken>>,
-    token: Option<CancellationToken>,
-) -> Result<(), CliError> {
-    *current
-        .lock()
-        .map_err(|_| CliError::failed("the session's state was poisoned"))? = token;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -113,9 +113,9 @@ pub fn trace_for(
 /// A note or warning about the model's thinking rules, to stderr once per
 /// process (a `-i` session's turns do not repeat it).
 fn say_once(note: &str) {
-    static SAID: std::sync::Mutex<std::collections::BTreeSet<String>> =
-        std::sync::Mutex::new(std::collections::BTreeSet::new());
-    let mut said = SAID.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    static SAID: parking_lot::Mutex<std::collections::BTreeSet<String>> =
+        parking_lot::Mutex::new(std::collections::BTreeSet::new());
+    let mut said = SAID.lock();
     if said.insert(note.to_string()) {
         promptlab::text::eprintln_or_drop!("{}", promptlab::text::printable(note));
     }

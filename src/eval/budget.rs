@@ -3,7 +3,7 @@
 //! already running finish, so the spend can pass the limit by what they
 //! cost.
 
-use std::sync::Mutex;
+use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::runner::TurnResult;
@@ -30,7 +30,7 @@ impl Budget {
     }
 
     pub fn spent_usd(&self) -> f64 {
-        *self.spent_usd.lock().unwrap_or_else(|e| e.into_inner())
+        *self.spent_usd.lock()
     }
 
     /// Whether a new turn may start; false once the spend reached the limit.
@@ -47,7 +47,7 @@ impl Budget {
     /// cannot be measured is not kept by guessing.
     pub fn spend(&self, result: &TurnResult) {
         let judge = JudgeSpend::of_rubric(&result.verdict.rubric).cost.usd();
-        let mut spent = self.spent_usd.lock().unwrap_or_else(|e| e.into_inner());
+        let mut spent = self.spent_usd.lock();
         match (result.observation.cost_usd, judge) {
             (Some(chat), Some(judge)) => *spent += chat + judge,
             _ => *spent = f64::INFINITY,

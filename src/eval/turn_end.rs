@@ -92,12 +92,12 @@ pub(super) async fn record_verdict(
             // The judge's retries are told as this turn's notices: at once
             // while the feed has room, else in order once the judge is done
             // (a sync callback cannot wait for room).
-            let held = Arc::new(std::sync::Mutex::new(Vec::new()));
+            let held = Arc::new(parking_lot::Mutex::new(Vec::new()));
             let notices = judge_notices(messages, spec, &held);
             let seen = &observation;
             let rubric =
                 judge_rubric(judge, expect, &seen.message, seen, cancel, Some(&notices)).await;
-            let held = std::mem::take(&mut *held.lock().unwrap_or_else(|e| e.into_inner()));
+            let held = std::mem::take(&mut *held.lock());
             for message in held {
                 tell(messages, message).await;
             }
@@ -134,11 +134,11 @@ pub(super) async fn record_verdict(
 fn judge_notices(
     messages: &Sender<EvalMessage>,
     spec: &TurnSpec,
-    held: &Arc<std::sync::Mutex<Vec<EvalMessage>>>,
+    held: &Arc<parking_lot::Mutex<Vec<EvalMessage>>>,
 ) -> crate::judge::RetryNotices {
     let (messages, spec, held) = (messages.clone(), spec.clone(), Arc::clone(held));
     crate::judge::RetryNotices::new(move |notice| {
-        let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+        let mut held = held.lock();
         let message = EvalMessage::Notice(spec.clone(), notice);
         if !held.is_empty() {
             held.push(message);

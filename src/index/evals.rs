@@ -95,7 +95,7 @@ pub fn record_eval_run(
             let _ = std::fs::remove_file(&temporary);
         })?;
     if let Some(handle) = super::writer_for(runs_dir) {
-        let db = handle.lock().unwrap_or_else(|p| p.into_inner());
+        let db = handle.lock();
         let mut failed = None;
         let _ = in_transaction(&db, |db| {
             let rows = upsert_streamed(db, &run.file_name(), run, turns);

@@ -16,8 +16,9 @@ pub mod rows;
 pub mod schema;
 pub mod sync;
 
+use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -191,12 +192,10 @@ impl RunIndex {
         self.scanned
     }
 
+    /// The connection. (A panic while it was held leaves SQLite
+    /// consistent, each change being a transaction: it stays usable.)
     fn lock(&self) -> MutexGuard<'_, Connection> {
-        // A panic while holding the lock leaves SQLite consistent (each
-        // change is a transaction), so the connection stays usable.
-        self.db
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.db.lock()
     }
 
     fn error(&self, source: rusqlite::Error) -> IndexError {
@@ -290,7 +289,7 @@ type Writers = Mutex<Vec<(PathBuf, Arc<Mutex<Connection>>)>>;
 fn writer_for(runs_dir: &Path) -> Option<Arc<Mutex<Connection>>> {
     static WRITERS: OnceLock<Writers> = OnceLock::new();
     let writers = WRITERS.get_or_init(Writers::default);
-    let mut writers = writers.lock().unwrap_or_else(|p| p.into_inner());
+    let mut writers = writers.lock();
     if let Some((_, handle)) = writers.iter().find(|(dir, _)| dir == runs_dir) {
         return Some(handle.clone());
     }
@@ -342,7 +341,7 @@ pub fn note_logs(runs_dir: &Path, logs: &[CommittedLog]) {
     if rows.is_empty() {
         return;
     }
-    let db = handle.lock().unwrap_or_else(|p| p.into_inner());
+    let db = handle.lock();
     let _ = in_transaction(&db, |db| {
         for row in &rows {
             row.upsert(db)?;

@@ -4,8 +4,9 @@
 //! the recording: a tool result that changed, or a model call the recording
 //! does not have.
 
+use parking_lot::Mutex;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
@@ -74,19 +75,14 @@ impl ReplayProvider {
 
     /// Divergences noted so far.
     pub fn divergences(&self) -> Vec<Divergence> {
-        self.divergences
-            .lock()
-            .map(|d| d.clone())
-            .unwrap_or_default()
+        self.divergences.lock().clone()
     }
 
     fn note(&self, model_call: usize, message: String) {
-        if let Ok(mut divergences) = self.divergences.lock() {
-            divergences.push(Divergence {
-                model_call,
-                message,
-            });
-        }
+        self.divergences.lock().push(Divergence {
+            model_call,
+            message,
+        });
     }
 }
 

@@ -12,11 +12,12 @@
 //! prompt; a log copied without it still reads, saying the prompt text is
 //! not at hand.
 
+use parking_lot::Mutex;
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use serde::Serialize;
 
@@ -148,12 +149,12 @@ impl NewPrompt {
     /// there; gives its name. Turns of one prompt version that race to
     /// write it take turns: the first writes it, the others find it there.
     pub fn write(self) -> io::Result<String> {
-        let _writing = lock(&self.slot.writing);
+        let _writing = self.slot.writing.lock();
         #[cfg(test)]
         self.slot.writes.fetch_add(1, Ordering::Relaxed);
         self.files
             .write_once(&self.slot.key, &self.bytes, self.durability)?;
-        *lock(&self.slot.unwritten) = None;
+        *self.slot.unwritten.lock() = None;
         // Set each time, as the file may have been removed and written
         // again since a synced write.
         let synced = self.durability == Durability::Synced;
@@ -270,12 +271,12 @@ pub fn stage_prompt(
         return Ok(new(bytes, Arc::new(Slot::new(&files, key, None)?)));
     };
     let identity = (runs_dir.to_path_buf(), identity(prompt, digests));
-    let known = lock(slots()).get(&identity).cloned();
+    let known = slots().lock().get(&identity).cloned();
     if let Some(slot) = known {
         if slot.on_disk(durability) {
             return Ok(StagedPrompt::Stored(slot.key.clone()));
         }
-        let unwritten = lock(&slot.unwritten).clone();
+        let unwritten = slot.unwritten.lock().clone();
         let bytes = match unwritten {
             Some(bytes) => bytes,
             // Written, then removed (or to be synced): again from this
@@ -288,7 +289,7 @@ pub fn stage_prompt(
     let slot = Arc::new(Slot::new(&files, key, Some(Arc::clone(&bytes)))?);
     let weight =
         identity.0.as_os_str().len() + identity.1.len() + slot.path.as_os_str().len() + bytes.len();
-    lock(slots()).insert(identity, Arc::clone(&slot), weight);
+    slots().lock().insert(identity, Arc::clone(&slot), weight);
     Ok(new(bytes, slot))
 }
 
@@ -372,12 +373,6 @@ fn slots() -> &'static Slots {
     SLOTS.get_or_init(|| Mutex::new(Bounded::new(KNOWN_PROMPTS, KNOWN_BYTES)))
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
 /// A digest that tells one prompt from another as surely as its bytes'
 /// does, from far fewer bytes (no block text, no tool): the system text's digest and each
 /// block's id, source and length — the blocks' texts, joined, are the
@@ -417,12 +412,12 @@ pub fn load_prompt(log: &Path, key: &str) -> Result<Arc<PromptRecord>, PromptNot
         if !path.is_file() {
             continue;
         }
-        if let Some(cached) = lock(cache()).get(&path).cloned() {
+        if let Some(cached) = cache().lock().get(&path).cloned() {
             return Ok(cached);
         }
         let (prompt, bytes) = read_prompt(&path, key)?;
         let prompt = Arc::new(prompt);
-        lock(cache()).insert(path, Arc::clone(&prompt), bytes);
+        cache().lock().insert(path, Arc::clone(&prompt), bytes);
         return Ok(prompt);
     }
     Err(PromptNotAtHand::Missing(key.to_string()))
@@ -671,7 +666,7 @@ mod tests {
         current_thread().block_on(async {
             // The first claims the write, whose blocking half waits for the
             // slot's lock, held here; the others wait for it to settle.
-            let held = lock(&slot.writing);
+            let held = slot.writing.lock();
             let mut first = Box::pin(writer.write_from_runtime());
             assert!(futures_util::poll!(first.as_mut()).is_pending());
             assert!(slot.claimed.load(Ordering::Acquire));

@@ -18,11 +18,12 @@
 //! once no turn is left to start (`close`) and every member has queued its
 //! log or ended without one, what is queued is synced at once.
 
+use parking_lot::Mutex;
 use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot};
@@ -165,11 +166,7 @@ impl GroupCommit {
 
     /// A flush now, if anything is queued (the last member's, or `close`'s).
     fn flush_queued_now(self: &Arc<Self>) {
-        let queued = !self
-            .queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .is_empty();
+        let queued = !self.queue.lock().is_empty();
         // Outside a runtime nobody can be waiting for a commit.
         if queued && tokio::runtime::Handle::try_current().is_ok() {
             self.flush_soon(Duration::ZERO);
@@ -178,7 +175,7 @@ impl GroupCommit {
 
     /// `index::keeps_index` for `runs_dir`, asked once per folder.
     fn keeps_rows(&self, runs_dir: &Path) -> bool {
-        let mut known = self.rows_kept.lock().unwrap_or_else(|p| p.into_inner());
+        let mut known = self.rows_kept.lock();
         if let Some((_, keeps)) = known.iter().find(|(dir, _)| dir == runs_dir) {
             return *keeps;
         }
@@ -203,7 +200,7 @@ impl GroupCommit {
         };
         let (done, committed) = oneshot::channel();
         let queued = {
-            let mut queue = self.queue.lock().unwrap_or_else(|p| p.into_inner());
+            let mut queue = self.queue.lock();
             let log = LogPaths {
                 runs_dir,
                 partial_path,
@@ -272,7 +269,7 @@ impl GroupCommit {
     fn flush(&self, mut file_systems: SyncingGuard) -> (SyncingGuard, Committed) {
         // Taken only now: what queued while the last group was synced
         // joins this one.
-        let group = std::mem::take(&mut *self.queue.lock().unwrap_or_else(|p| p.into_inner()));
+        let group = std::mem::take(&mut *self.queue.lock());
         let committed = commit_group(group, &mut file_systems);
         (file_systems, committed)
     }
@@ -560,7 +557,7 @@ mod tests {
                 tokio::spawn(member.commit(log))
             })
             .collect();
-        while group.queue.lock().unwrap().len() < 39 {
+        while group.queue.lock().len() < 39 {
             tokio::task::yield_now().await;
         }
         assert_eq!(open_files_under(dir.path()), 0, "with 39 waiting");
@@ -599,7 +596,7 @@ mod tests {
             );
         }
         assert_eq!(
-            group.queue.lock().unwrap().len(),
+            group.queue.lock().len(),
             8,
             "two groups queued, four turns held back"
         );
@@ -655,7 +652,7 @@ mod tests {
         let group = GroupCommit::with_limits(256, Duration::from_secs(3600));
         let (first, second) = (group.join(), group.join());
         let mut first = tokio::spawn(first.commit(written(dir.path(), "1")));
-        while group.queue.lock().unwrap().is_empty() {
+        while group.queue.lock().is_empty() {
             tokio::task::yield_now().await;
         }
         group.close();
@@ -682,7 +679,7 @@ mod tests {
                 _ => drop(member),
             }
         }
-        while group.queue.lock().unwrap().len() < 2 {
+        while group.queue.lock().len() < 2 {
             tokio::task::yield_now().await;
         }
         group.close();
@@ -699,7 +696,7 @@ mod tests {
         let group = GroupCommit::with_limits(256, Duration::from_secs(3600));
         let starting = group.join();
         let mut turn = tokio::spawn(group.join().commit(written(dir.path(), "1")));
-        while group.queue.lock().unwrap().is_empty() {
+        while group.queue.lock().is_empty() {
             tokio::task::yield_now().await;
         }
         group.close();

@@ -14,8 +14,9 @@ pub mod endpoint;
 pub mod events;
 mod transport;
 
+use parking_lot::Mutex;
 use std::collections::HashSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -171,11 +172,7 @@ impl WorkerClient {
         if local == reported {
             return None;
         }
-        let first = self
-            .mismatches
-            .lock()
-            .map(|mut seen| seen.insert((local.to_string(), reported.to_string())))
-            .unwrap_or(true);
+        let first = (self.mismatches.lock()).insert((local.to_string(), reported.to_string()));
         first.then(|| {
             format!(
                 "the deployment at {} reported prompt fingerprint `{reported}` where this checkout computes `{local}`: \

@@ -19,7 +19,8 @@ pub mod schema;
 mod usage;
 pub mod wire;
 
-use std::sync::{Arc, Mutex};
+use parking_lot::Mutex;
+use std::sync::Arc;
 
 use crate::memo::Bounded;
 use crate::models::ModelTable;
@@ -137,10 +138,7 @@ impl GeminiProvider {
 
     /// The model's endpoint, checked and parsed at its first call.
     fn url(&self, model: &str) -> Result<reqwest::Url, ProviderError> {
-        let mut urls = self
-            .urls
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut urls = self.urls.lock();
         if let Some(url) = urls.get(model) {
             return Ok(url.clone());
         }
