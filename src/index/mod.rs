@@ -307,7 +307,7 @@ fn writer_for(runs_dir: &Path) -> Option<Arc<Mutex<Connection>>> {
 /// A log just committed, for its row: as it reads (`RunSummary`, made
 /// from the records its recorder has just written), or only where it is,
 /// to be read back (its recorder did not keep its records: the runs folder
-/// had no index when its eval started).
+/// had no index at its group's first log there).
 pub enum CommittedLog {
     Read(Box<RunSummary>),
     At(PathBuf),

@@ -470,8 +470,9 @@ impl MatrixOrder<'_> {
     /// a log: what an eval run's history keeps, read with the same checks
     /// as a result (its place, its turn, the bytes written) but without
     /// decoding the rest of each line. For a pass after the one that held
-    /// every result to the plan (`eval::totals::checked`): a line that
-    /// passes these checks is the line that pass read. A spill that cannot
+    /// every result to the plan (`eval::totals::gather`, through
+    /// `eval::fold::folds`): a line that passes these checks is the line
+    /// that pass read. A spill that cannot
     /// be read back is an `io::Error` wrapping its `SpillError`; an error
     /// of `each` comes back as it is.
     pub fn turn_ids(
