@@ -439,12 +439,28 @@ fn a_rescore_beside_the_logs_is_the_standing_verdict_the_index_answers_with() {
 
 /// Every row of the index's `turns` table, in path order.
 fn turns_table(runs: &Path) -> Vec<Vec<rusqlite::types::Value>> {
+    table(runs, "SELECT * FROM turns ORDER BY path")
+}
+
+/// The eval runs' rows — their spans, summaries and turns — in key order.
+fn eval_tables(runs: &Path) -> Vec<Vec<rusqlite::types::Value>> {
+    let mut rows = table(runs, "SELECT * FROM eval_runs ORDER BY id");
+    rows.extend(table(runs, "SELECT * FROM eval_summaries ORDER BY file"));
+    rows.extend(table(
+        runs,
+        "SELECT * FROM eval_run_turns ORDER BY eval_run, turn_id",
+    ));
+    rows
+}
+
+/// Every row `sql` selects from the index.
+fn table(runs: &Path, sql: &str) -> Vec<Vec<rusqlite::types::Value>> {
     let db = rusqlite::Connection::open_with_flags(
         runs.join("index.sqlite"),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
     )
     .unwrap();
-    let mut query = db.prepare("SELECT * FROM turns ORDER BY path").unwrap();
+    let mut query = db.prepare(sql).unwrap();
     let columns = query.column_count();
     let rows = query.query_map([], |row| {
         (0..columns).map(|column| row.get(column)).collect()
@@ -473,11 +489,15 @@ fn the_rows_noted_as_logs_are_committed_are_those_a_scan_of_the_files_makes() {
     );
     let noted = turns_table(&runs);
     assert_eq!(noted.len(), 24, "three runs of eight turns");
+    let runs_noted = eval_tables(&runs);
+    assert_eq!(runs_noted.len(), 3 + 3 + 24, "{runs_noted:?}");
     for file in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] {
         let _ = std::fs::remove_file(runs.join(file));
     }
     json(&mut in_runs(&runs), &["runs", "list", "--json"]);
     assert_eq!(turns_table(&runs), noted);
+    // The eval runs' rows too: as their summary files and logs say.
+    assert_eq!(eval_tables(&runs), runs_noted);
 }
 
 /// A one-call Gemini answer: `prompt` tokens in, `output` out.
