@@ -12,7 +12,7 @@ use std::process::Command;
 use serde_json::Value;
 use support::http_server::{Reply, Responder, TestServer};
 use support::serve::Server;
-use support::{promptlab, repo_root, run_command, write};
+use support::{index_rows, promptlab, repo_root, run_command, write};
 
 fn suite(dir: &Path, wrong_answer: &str) -> PathBuf {
     write(dir, "ok.yaml", "turns:\n  - text: The excess is £350.\n");
@@ -439,33 +439,21 @@ fn a_rescore_beside_the_logs_is_the_standing_verdict_the_index_answers_with() {
 
 /// Every row of the index's `turns` table, in path order.
 fn turns_table(runs: &Path) -> Vec<Vec<rusqlite::types::Value>> {
-    table(runs, "SELECT * FROM turns ORDER BY path")
+    index_rows(runs, "SELECT * FROM turns ORDER BY path")
 }
 
 /// The eval runs' rows — their spans, summaries and turns — in key order.
 fn eval_tables(runs: &Path) -> Vec<Vec<rusqlite::types::Value>> {
-    let mut rows = table(runs, "SELECT * FROM eval_runs ORDER BY id");
-    rows.extend(table(runs, "SELECT * FROM eval_summaries ORDER BY file"));
-    rows.extend(table(
+    let mut rows = index_rows(runs, "SELECT * FROM eval_runs ORDER BY id");
+    rows.extend(index_rows(
+        runs,
+        "SELECT * FROM eval_summaries ORDER BY file",
+    ));
+    rows.extend(index_rows(
         runs,
         "SELECT * FROM eval_run_turns ORDER BY eval_run, turn_id",
     ));
     rows
-}
-
-/// Every row `sql` selects from the index.
-fn table(runs: &Path, sql: &str) -> Vec<Vec<rusqlite::types::Value>> {
-    let db = rusqlite::Connection::open_with_flags(
-        runs.join("index.sqlite"),
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-    )
-    .unwrap();
-    let mut query = db.prepare(sql).unwrap();
-    let columns = query.column_count();
-    let rows = query.query_map([], |row| {
-        (0..columns).map(|column| row.get(column)).collect()
-    });
-    rows.unwrap().map(Result::unwrap).collect()
 }
 
 /// The rows the recorder adds as each log is committed (alone, as for

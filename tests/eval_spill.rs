@@ -319,12 +319,21 @@ fn a_truncated_garbled_missing_or_duplicated_record_is_an_error_naming_the_spill
 /// A store whose first pass read every result, then the file with `from`
 /// changed to `to` in place, and the error of the next pass.
 fn changed_between_passes(from: &str, to: &str) -> (tempfile::TempDir, ResultStore, String) {
+    changed_before(from, to, |store| read_all(store).map(|_| ()))
+}
+
+/// `changed_between_passes`, its next pass `next`.
+fn changed_before(
+    from: &str,
+    to: &str,
+    next: impl FnOnce(&mut ResultStore) -> Result<(), String>,
+) -> (tempfile::TempDir, ResultStore, String) {
     let dir = tempfile::tempdir().unwrap();
     let (mut store, expected) = filled(dir.path());
     assert_eq!(read_all(&mut store).unwrap(), expected);
     let bytes = std::fs::read(store.path()).unwrap();
     std::fs::write(store.path(), replace(bytes, from, to)).unwrap();
-    let error = read_all(&mut store).unwrap_err();
+    let error = next(&mut store).unwrap_err();
     (dir, store, error)
 }
 
@@ -459,12 +468,7 @@ fn a_record_changed_after_the_first_pass_is_caught_by_the_ids_pass() {
         ),
     ];
     for (from, to, said) in changes {
-        let dir = tempfile::tempdir().unwrap();
-        let (mut store, expected) = filled(dir.path());
-        assert_eq!(read_all(&mut store).unwrap(), expected);
-        let bytes = std::fs::read(store.path()).unwrap();
-        std::fs::write(store.path(), replace(bytes, from, to)).unwrap();
-        let error = read_ids(&mut store).unwrap_err();
+        let (_dir, _store, error) = changed_before(from, to, |store| read_ids(store).map(|_| ()));
         assert!(
             error.starts_with("the eval run's spill file `") && error.contains(said),
             "{from} → {to}: {error}"

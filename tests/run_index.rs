@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::{promptlab, run_command, run_logs_under, write};
+use support::{index_rows, promptlab, run_command, run_logs_under, write};
 
 /// 2 claims × 2 cases: `excess` passes, `amount` fails.
 fn suite(dir: &Path) -> PathBuf {
@@ -409,13 +409,7 @@ fn a_log_noted_by_its_path_gets_the_row_a_scan_makes() {
     let log = runs.join("default").join(name);
     let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/old-runlog");
     std::fs::copy(old.join(name), &log).unwrap();
-    let rows = |runs: &Path| -> Vec<Vec<rusqlite::types::Value>> {
-        let db = db(runs);
-        let mut query = db.prepare("SELECT * FROM turns").unwrap();
-        let columns = query.column_count();
-        let rows = query.query_map([], |row| (0..columns).map(|c| row.get(c)).collect());
-        rows.unwrap().map(Result::unwrap).collect()
-    };
+    let rows = |runs: &Path| index_rows(runs, "SELECT * FROM turns");
     note_logs(&runs, &[CommittedLog::At(log)]);
     let noted = rows(&runs);
     assert_eq!(noted.len(), 1, "{noted:?}");

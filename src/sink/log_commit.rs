@@ -68,8 +68,8 @@ impl WrittenLog {
     }
 }
 
-/// A queued log: its paths only — its file is closed when it is queued, so
-/// that the waiting turns hold no open files.
+/// A queued log: its paths (and its records, for the run index) — its file
+/// is closed when it is queued, so that the waiting turns hold no open files.
 struct Queued {
     log: LogPaths,
     done: oneshot::Sender<io::Result<PathBuf>>,

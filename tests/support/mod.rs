@@ -207,3 +207,17 @@ pub const SCRIPTED_CHAT: [&str; 7] = [
 pub fn scripted_chat(extra: &[&str]) -> Run {
     run(&[&SCRIPTED_CHAT[..], extra].concat())
 }
+
+/// Every row `sql` selects from `runs`' index, each as its columns' values:
+/// for comparing what writers noted with what a scan of the files builds.
+pub fn index_rows(runs: &Path, sql: &str) -> Vec<Vec<rusqlite::types::Value>> {
+    let db = rusqlite::Connection::open_with_flags(
+        runs.join("index.sqlite"),
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+    )
+    .unwrap();
+    let mut query = db.prepare(sql).unwrap();
+    let columns = query.column_count();
+    let rows = query.query_map([], |row| (0..columns).map(|c| row.get(c)).collect());
+    rows.unwrap().map(Result::unwrap).collect()
+}

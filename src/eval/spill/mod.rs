@@ -472,9 +472,8 @@ impl MatrixOrder<'_> {
     /// decoding the rest of each line. For a pass after the one that held
     /// every result to the plan (`eval::totals::gather`, through
     /// `eval::fold::folds`): a line that passes these checks is the line
-    /// that pass read. A spill that cannot
-    /// be read back is an `io::Error` wrapping its `SpillError`; an error
-    /// of `each` comes back as it is.
+    /// that pass read. A spill that cannot be read back is an `io::Error`
+    /// wrapping its `SpillError`; an error of `each` comes back as it is.
     pub fn turn_ids(
         mut self,
         each: &mut dyn FnMut(&str, bool) -> std::io::Result<()>,
