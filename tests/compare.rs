@@ -627,3 +627,39 @@ fn an_all_errored_side_cannot_be_judged_on_tokens_or_latency() {
         );
     }
 }
+
+/// A `.partial` log is no verdict, even one holding a footer (a group
+/// commit cut short by a kill leaves those): `compare` and the report count
+/// it as a turn that never finished, as `runs list` shows it.
+#[test]
+fn a_partial_log_with_a_footer_is_not_counted_as_passed() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("A"), dir.path().join("B"));
+    record(dir.path(), &a, CLAIMS, OK);
+    record(dir.path(), &b, CLAIMS, OK);
+    // Two of B's six turns as a kill mid-commit leaves them: whole, footer
+    // and all, but still named `.partial`.
+    for log in support::run_logs_under(&b).iter().take(2) {
+        let partial = format!("{}.partial", log.display());
+        std::fs::rename(log, &partial).unwrap();
+        let read = promptlab::runs::read_run_log(Path::new(&partial)).unwrap();
+        assert!(read.footer.is_none(), "a .partial's footer is no footer");
+        assert!(read.view().verdict().is_none());
+        assert!(read.view().numbers(None).errored);
+    }
+    let report = compare_json(&a, &b);
+    assert_eq!(report["a"]["passed"], 6);
+    assert_eq!(report["b"]["passed"], 4, "{}", report["b"]);
+    assert_eq!(report["b"]["judged"], 4);
+    assert_eq!(report["b"]["erroredRuns"], 2);
+
+    let html = dir.path().join("report.html");
+    let out = run_command(promptlab().arg("report").arg(&b).arg("-o").arg(&html));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(
+        page.contains("\"passed\":4"),
+        "the report's numbers count 4 passed"
+    );
+    assert!(page.contains("the run log is partial: the turn never finished"));
+}

@@ -66,6 +66,7 @@ pub struct RunLog {
     pub prompt_missing: Option<String>,
     /// Events and model-call traces, in the order they happened.
     pub entries: Vec<LogEntry>,
+    /// None for a `.partial`, whatever it holds (`LogState`).
     pub footer: Option<RunFooter>,
 }
 
@@ -386,6 +387,10 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
             Ok(RunRecord::Prompt(record)) => prompt = Some(std::sync::Arc::new(*record)),
             Ok(RunRecord::Event { t, event }) => entries.push(LogEntry::Event(t, event)),
             Ok(RunRecord::ModelCall { call, .. }) => entries.push(LogEntry::ModelCall(call)),
+            // A `.partial` is never complete, whatever it holds: a footer
+            // written but not yet synced and renamed (a group commit cut
+            // short) is no verdict, as `summarize` does not read it either.
+            Ok(RunRecord::Footer(_)) if partial => {}
             Ok(RunRecord::Footer(record)) => footer = Some(record),
             // Retry notices are for a reader of the file; nothing replays them.
             Ok(RunRecord::Notice { .. }) => {}
