@@ -353,6 +353,56 @@ fn a_merge_counts_the_turns_it_read_from_other_runs_logs() {
     assert!(own.get("fromLogs").is_none(), "{own}");
 }
 
+/// Turns whose logs are gone — lost to a full disk during the run, or
+/// removed since — are still counted: the index lacks them, so the numbers
+/// come from the run's summary file, not from the logs that are left (the
+/// passing ones here, which alone would read 100%).
+#[test]
+fn an_eval_run_whose_logs_are_gone_keeps_its_summary_s_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    let ran = eval(
+        &runs,
+        &suite(dir.path(), "I could not find it."),
+        "ev-abcdef0001",
+    );
+    assert_eq!(ran["variants"][0]["passRate"], 0.5);
+    let kept = json(&mut in_runs(&runs), &["evals", "list", "--json"]);
+    assert_eq!(kept[0]["numbersFrom"], "index");
+    for log in support::run_logs_under(&runs) {
+        let read = promptlab::runs::read_run_log(&log).unwrap();
+        if read.view().verdict().unwrap().outcome == promptlab::runs::record::Outcome::Fail {
+            std::fs::remove_file(&log).unwrap();
+        }
+    }
+    let out = run_command(in_runs(&runs).args(["runs", "reindex"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+
+    let listed = json(&mut in_runs(&runs), &["evals", "list", "--json"]);
+    let run = &listed[0];
+    assert_eq!(run["numbersFrom"], "summary", "{run}");
+    assert_eq!(run["turns"], 8);
+    let (ours, theirs) = (&run["variants"][0], &ran["variants"][0]);
+    for key in ["turns", "passed", "failed", "errors", "passRate"] {
+        assert_eq!(ours[key], theirs[key], "{key}");
+    }
+    assert_eq!(run["costUsd"], theirs["costUsd"]);
+    let trend = json(
+        &mut in_runs(&runs),
+        &["evals", "trend", "--suite", "ids", "--json"],
+    );
+    assert_eq!(trend["variants"][0]["passRates"][0], 0.5, "{trend}");
+    let shown = run_command(in_runs(&runs).args(["evals", "show", "ev-abcdef0001"]));
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(
+        shown.stdout.contains("numbers from its summary file"),
+        "{}",
+        shown.stdout
+    );
+}
+
 /// The names of the run logs under `runs`' prompt-version folders.
 fn walkdir_logs(runs: &Path) -> Vec<String> {
     let mut names = Vec::new();

@@ -280,6 +280,12 @@ fn show(index: &RunIndex, args: &ShowArgs) -> Result<Exit, CliError> {
         printable(&shard)
     )?;
     write_variants(&mut out, &run.variants)?;
+    if run.numbers_from == "summary" {
+        let why = "numbers from its summary file: it counted turns that have no run log \
+                   in this folder (lost during the run, removed since, or merged from \
+                   others); only turns with a log are listed below";
+        writeln!(out, "{}", style.dim(why))?;
+    }
     if shown.failures.is_empty() {
         return Ok(Exit::Success);
     }

@@ -32,8 +32,9 @@ pub struct EvalRunRow {
     /// What its turns' model calls cost, in USD; absent when any is unknown.
     pub cost_usd: Option<f64>,
     pub variants: Vec<VariantNumbers>,
-    /// `index` (the turns' rows) or `summary` (its summary file: the turns
-    /// it merged are in other folders).
+    /// `index` (the turns' rows) or `summary` (its summary files: they
+    /// counted turns the index does not have — logs lost during the run or
+    /// removed since, or a merge's turns in other folders).
     pub numbers_from: String,
 }
 
@@ -161,22 +162,12 @@ impl RunIndex {
         };
         let summaries = summaries(&db, id).map_err(|e| self.error(e))?;
         drop(db);
-        let counted = self.variants(id)?;
+        let (counted, numbers_from) = numbers_of(self.variants(id)?, &summaries);
         let turns = counted.iter().map(|(v, _)| v.turns).sum();
         let cost_usd = counted
             .iter()
             .try_fold(0.0, |sum, (_, cost)| cost.map(|cost| sum + cost));
-        let mut variants: Vec<VariantNumbers> = counted.into_iter().map(|(v, _)| v).collect();
-        let mut numbers_from = "index";
-        let mut turns = turns;
-        if variants.is_empty()
-            && let Some(from_file) = summaries
-                .iter()
-                .find_map(|s| variants_in_summary(&s.summary))
-        {
-            (variants, numbers_from) = (from_file, "summary");
-            turns = variants.iter().map(|v| v.turns).sum();
-        }
+        let variants: Vec<VariantNumbers> = counted.into_iter().map(|(v, _)| v).collect();
         let time = |ns: i64| DateTime::from_timestamp_nanos(ns);
         Ok(Some(EvalRunRow {
             id: id.to_string(),
@@ -322,21 +313,67 @@ fn status_of(summaries: &[SummaryRow]) -> String {
     "no summary".to_string()
 }
 
-/// A summary record's per-variant numbers (for a merge whose turns are not
-/// in this folder).
-fn variants_in_summary(summary: &serde_json::Value) -> Option<Vec<VariantNumbers>> {
-    let variants = summary.get("variants")?.as_array()?;
+type Counted = Vec<(VariantNumbers, Option<f64>)>;
+
+/// An eval run's numbers and where they come from: its turns' rows
+/// (`index`), unless its summary files counted turns the index does not
+/// have — logs lost during the run (a full disk), removed since, or, for a
+/// merge, in other folders — whose verdicts only the files still hold
+/// (`summary`). Rows alone would leave those turns out of the pass rate.
+fn numbers_of(indexed: Counted, summaries: &[SummaryRow]) -> (Counted, &'static str) {
+    let indexed_turns: usize = indexed.iter().map(|(v, _)| v.turns).sum();
+    match summed_summaries(summaries) {
+        Some(files) if files.iter().map(|(v, _)| v.turns).sum::<usize>() > indexed_turns => {
+            (files, "summary")
+        }
+        _ => (indexed, "index"),
+    }
+}
+
+/// The per-variant numbers of an eval run's summary files (one per shard),
+/// added up by variant; a variant's latency percentiles only when one file
+/// holds it (percentiles do not add up); none without a file with variants.
+fn summed_summaries(summaries: &[SummaryRow]) -> Option<Counted> {
+    let mut summed: Counted = Vec::new();
+    for (numbers, cost) in summaries
+        .iter()
+        .flat_map(|s| variants_in_summary(&s.summary))
+    {
+        let Some((total, total_cost)) = summed
+            .iter_mut()
+            .find(|(v, _)| v.variant == numbers.variant)
+        else {
+            summed.push((numbers, cost));
+            continue;
+        };
+        total.turns += numbers.turns;
+        total.judged += numbers.judged;
+        total.passed += numbers.passed;
+        total.failed += numbers.failed;
+        total.errors += numbers.errors;
+        total.pass_rate = (total.judged > 0).then(|| total.passed as f64 / total.judged as f64);
+        (total.latency_p50_ms, total.latency_p95_ms) = (None, None);
+        *total_cost = total_cost.zip(cost).map(|(a, b)| a + b);
+    }
+    (!summed.is_empty()).then_some(summed)
+}
+
+/// A summary record's per-variant numbers and costs (absent when unknown).
+fn variants_in_summary(summary: &serde_json::Value) -> Counted {
+    let Some(variants) = summary.get("variants").and_then(|v| v.as_array()) else {
+        return Vec::new();
+    };
     let count = |v: &serde_json::Value, key: &str| {
         v.get(key)
             .and_then(serde_json::Value::as_u64)
             .map_or(0, |n| n as usize)
     };
-    let found: Vec<VariantNumbers> = variants
+    variants
         .iter()
         .map(|v| {
             let (passed, failed) = (count(v, "passed"), count(v, "failed"));
             let judged = count(v, "turns");
-            VariantNumbers {
+            let numbers = VariantNumbers {
                 variant: v
                     .get("variant")
                     .and_then(|n| n.as_str())
@@ -350,10 +387,13 @@ fn variants_in_summary(summary: &serde_json::Value) -> Option<Vec<VariantNumbers
                 pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
                 latency_p50_ms: v.get("latencyP50Ms").and_then(serde_json::Value::as_u64),
                 latency_p95_ms: v.get("latencyP95Ms").and_then(serde_json::Value::as_u64),
-            }
+            };
+            (
+                numbers,
+                v.get("costUsd").and_then(serde_json::Value::as_f64),
+            )
         })
-        .collect();
-    (!found.is_empty()).then_some(found)
+        .collect()
 }
 
 /// `evals trend --json`.
