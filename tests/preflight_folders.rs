@@ -127,3 +127,28 @@ fn a_missing_id_in_an_existing_store_keeps_the_exact_error_event() {
         r#"{"type":"error","message":"Claim CLM-NOPE-9999 not found."}"#
     );
 }
+
+/// A runs folder that is a link to nothing cannot be made: refused before
+/// any turn, naming the link and where it points (it was a bare "File
+/// exists (os error 17)", exit 1).
+#[cfg(unix)]
+#[test]
+fn a_runs_folder_that_is_a_dangling_link_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let nowhere = dir.path().join("nowhere");
+    std::os::unix::fs::symlink(&nowhere, &runs).unwrap();
+    let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &runs).args([
+        "eval",
+        "suites/smoke.yaml",
+        "--provider",
+        "script",
+    ]));
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    let said = format!(
+        "cannot record run logs in `{0}` (--runs-dir, PROMPTLAB_RUNS_DIR): `{0}` is a link to `{1}`, which does not exist; nothing was run",
+        runs.display(),
+        nowhere.display()
+    );
+    assert!(out.stderr.contains(&said), "{}", out.stderr);
+}

@@ -25,8 +25,23 @@ pub fn claims_folder(store: &ClaimStore) -> Result<(), CliError> {
 /// above it that exists (where it would be created), takes a new file —
 /// checked by creating and removing one.
 pub fn runs_folder_writable(runs_dir: &Path) -> Result<(), CliError> {
+    let refused = |why: String| {
+        CliError::usage(format!(
+            "cannot record run logs in `{}` (--runs-dir, PROMPTLAB_RUNS_DIR): {why}; \
+             nothing was run",
+            runs_dir.display()
+        ))
+    };
     let mut existing = runs_dir;
     while !existing.exists() {
+        // A link to nothing: no folder can be made under its name.
+        if let Ok(target) = std::fs::read_link(existing) {
+            return Err(refused(format!(
+                "`{}` is a link to `{}`, which does not exist",
+                existing.display(),
+                target.display()
+            )));
+        }
         match existing.parent() {
             Some(parent) if !parent.as_os_str().is_empty() => existing = parent,
             _ => {
@@ -35,13 +50,6 @@ pub fn runs_folder_writable(runs_dir: &Path) -> Result<(), CliError> {
             }
         }
     }
-    let refused = |why: String| {
-        CliError::usage(format!(
-            "cannot record run logs in `{}` (--runs-dir, PROMPTLAB_RUNS_DIR): {why}; \
-             nothing was run",
-            runs_dir.display()
-        ))
-    };
     if !existing.is_dir() {
         return Err(refused(format!("`{}` is not a folder", existing.display())));
     }
