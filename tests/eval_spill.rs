@@ -740,13 +740,40 @@ fn the_spill_of_a_killed_run_goes_when_the_next_one_starts_and_a_live_ones_stays
     let dead_index = dir
         .path()
         .join(format!(".eval-spill.ev-0000000001.{gone}-0000abcd.index"));
-    for path in [&dead, &live, &other, &dead_index] {
+    // A live eval in another PID namespace (a container sharing the
+    // folder): its pid is none here, but it holds its spill's lock.
+    let elsewhere = dir
+        .path()
+        .join(format!(".eval-spill.ev-0000000003.{gone}-0000beef"));
+    let elsewhere_index = dir
+        .path()
+        .join(format!(".eval-spill.ev-0000000003.{gone}-0000beef.index"));
+    for path in [
+        &dead,
+        &live,
+        &other,
+        &dead_index,
+        &elsewhere,
+        &elsewhere_index,
+    ] {
         std::fs::write(path, "{}\n").unwrap();
     }
+    let held = std::fs::File::open(&elsewhere).unwrap();
+    held.lock().unwrap();
     let store = ResultStore::create(dir.path(), "ev-0123456789", MATRIX).unwrap();
     assert!(!dead.exists(), "its process is gone");
     assert!(!dead_index.exists(), "its index with it");
     assert!(live.exists() && other.exists());
+    assert!(
+        elsewhere.exists() && elsewhere_index.exists(),
+        "its lock is held"
+    );
+    // And this store's own spill is held the same way, to its end.
+    let own = std::fs::File::open(store.path()).unwrap();
+    assert!(matches!(
+        own.try_lock(),
+        Err(std::fs::TryLockError::WouldBlock)
+    ));
     drop(store);
 }
 

@@ -67,6 +67,11 @@ pub struct ResultStore {
     /// Of each line's digest: random for this process, so that no line
     /// can be made to match a digest from outside it.
     keys: RandomState,
+    /// The spill's file, locked for as long as the store lives (the writer
+    /// goes before the reading passes): what tells another eval in the
+    /// folder that this spill is alive — from any PID namespace, where a
+    /// pid says nothing (`remove_left_behind`).
+    _held: File,
 }
 
 impl ResultStore {
@@ -88,7 +93,10 @@ impl ResultStore {
             true => create_in(runs_dir, &id).or_else(|_| create_in(&std::env::temp_dir(), &id)),
             false => create_in(&std::env::temp_dir(), &id),
         }?;
-        let index = SpillIndex::create(&path, matrix_len).map_err(|error| {
+        let index = file
+            .try_clone()
+            .and_then(|held| Ok((SpillIndex::create(&path, matrix_len)?, held)));
+        let (index, held) = index.map_err(|error| {
             let _ = std::fs::remove_file(&path);
             SpillError {
                 path: path.display().to_string(),
@@ -104,6 +112,7 @@ impl ResultStore {
             broken: None,
             checked: false,
             keys: RandomState::new(),
+            _held: held,
         })
     }
 
@@ -299,7 +308,12 @@ fn create_in(dir: &Path, id: &str) -> Result<(PathBuf, File), SpillError> {
         let name = format!(".eval-spill.{id}.{}-{tail:08x}", std::process::id());
         let path = dir.join(name);
         match File::options().write(true).create_new(true).open(&path) {
-            Ok(file) => return Ok((path, file)),
+            Ok(file) => {
+                // Where locks are not kept (some network file systems),
+                // the pid alone tells a live spill, as it did.
+                let _ = file.try_lock();
+                return Ok((path, file));
+            }
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
                 tries += 1;
             }
@@ -313,8 +327,10 @@ fn create_in(dir: &Path, id: &str) -> Result<(PathBuf, File), SpillError> {
     }
 }
 
-/// Spills of runs that were killed (their process is gone): nobody will
-/// read them. A live process's — another eval in the same folder — stays.
+/// Spills of runs that were killed (their process is gone and nobody holds
+/// the file's lock): nobody will read them. A live process's — another
+/// eval in the same folder, in this PID namespace or another (a container
+/// sharing the folder, whose pids mean nothing here) — stays.
 fn remove_left_behind(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
@@ -335,9 +351,22 @@ fn remove_left_behind(dir: &Path) {
             let asked = unsafe { libc::kill(pid, 0) };
             asked == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
         });
-        if gone && entry.file_type().is_ok_and(|kind| kind.is_file()) {
+        if gone && entry.file_type().is_ok_and(|kind| kind.is_file()) && !locked(&entry.path()) {
             let _ = std::fs::remove_file(entry.path());
         }
+    }
+}
+
+/// Whether a live process holds the lock of the spill at `path` (of its
+/// `.index` file: of the spill beside it).
+fn locked(path: &Path) -> bool {
+    let spill = match path.to_str().and_then(|p| p.strip_suffix(".index")) {
+        Some(spill) => PathBuf::from(spill),
+        None => path.to_path_buf(),
+    };
+    match File::open(&spill) {
+        Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
+        Err(_) => false,
     }
 }
 
