@@ -152,3 +152,27 @@ fn a_runs_folder_that_is_a_dangling_link_is_refused_by_name() {
     );
     assert!(out.stderr.contains(&said), "{}", out.stderr);
 }
+
+/// Reading the history of a runs folder that is a file is a usage error
+/// (it was "0 runs", exit 0); one not made yet simply holds no runs.
+#[test]
+fn listing_a_runs_folder_that_is_a_file_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = write(dir.path(), "runs", "a file where a folder should be");
+    for args in [["runs", "list"], ["evals", "list"]] {
+        let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &file).args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}{}", out.stdout, out.stderr);
+        let said = format!(
+            "the runs folder `{}` (--runs-dir, PROMPTLAB_RUNS_DIR) is not a folder",
+            file.display()
+        );
+        assert!(out.stderr.contains(&said), "{args:?}: {}", out.stderr);
+    }
+    let missing = dir.path().join("not-yet");
+    let out = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", &missing)
+            .args(["runs", "list"]),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}

@@ -88,6 +88,13 @@ pub fn run(command: EvalsCommand, runs_dir: &Path) -> Result<Exit, CliError> {
 /// The runs folder's index, up to date, its notes and skipped logs said on
 /// stderr (once: "no index: scanning 12,400 logs").
 pub fn open_index(runs_dir: &Path) -> Result<RunIndex, CliError> {
+    // A folder not made yet holds no runs; a file there is a mistake.
+    if runs_dir.exists() && !runs_dir.is_dir() {
+        return Err(CliError::usage(format!(
+            "the runs folder `{}` (--runs-dir, PROMPTLAB_RUNS_DIR) is not a folder",
+            runs_dir.display()
+        )));
+    }
     let opened = RunIndex::open(runs_dir).map_err(CliError::failed)?;
     for note in &opened.notes {
         promptlab::text::eprintln_or_drop!("{}", printable(note));
