@@ -80,7 +80,14 @@ pub fn record_eval_run(
     let dir = runs_dir.join(EVALS_FOLDER);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(run.file_name());
-    let temporary = dir.join(format!(".{}.tmp-{}", run.file_name(), std::process::id()));
+    // The pid and a random tail: a temporary a killed run left (a container
+    // gives its process the same pid each time) is never in the way.
+    let temporary = dir.join(format!(
+        ".{}.tmp-{}-{:08x}",
+        run.file_name(),
+        std::process::id(),
+        fastrand::u32(..)
+    ));
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -307,6 +314,34 @@ enum SummaryProblem {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What a run of this pid killed while writing its summary leaves (a
+    /// container's eval is pid 1 every time) does not stop the next.
+    #[test]
+    fn a_temporary_left_by_a_killed_run_of_the_same_pid_is_not_in_the_way() {
+        let runs = tempfile::tempdir().unwrap();
+        let run = EvalRunFile {
+            eval_run: "ev-0000000001".into(),
+            run_kind: "run".into(),
+            suite: "s".into(),
+            shard: None,
+            started_at: Utc::now(),
+            ended_at: Utc::now(),
+            planned: 0,
+            cancelled: false,
+            exit: 0,
+            turn_ids: Vec::new(),
+            from_logs: Vec::new(),
+            summary: serde_json::Value::Null,
+        };
+        let evals = runs.path().join(EVALS_FOLDER);
+        std::fs::create_dir_all(&evals).unwrap();
+        let left = format!(".{}.tmp-{}", run.file_name(), std::process::id());
+        std::fs::write(evals.join(left), "{\"evalRun\":").unwrap();
+        let mut no_turns = |_: &mut dyn FnMut(&str, bool) -> std::io::Result<()>| Ok(());
+        let written = record_eval_run(runs.path(), &run, &mut no_turns).unwrap();
+        assert_eq!(read_file(&written).unwrap().eval_run, "ev-0000000001");
+    }
 
     #[test]
     fn a_summary_file_that_is_not_one_is_named_and_quoted_briefly_never_read() {
