@@ -152,8 +152,14 @@ impl NewPrompt {
         let _writing = self.slot.writing.lock();
         #[cfg(test)]
         self.slot.writes.fetch_add(1, Ordering::Relaxed);
+        // Named: the caller's error is about its log, not this file.
+        let path = &self.slot.path;
         self.files
-            .write_once(&self.slot.key, &self.bytes, self.durability)?;
+            .write_once(&self.slot.key, &self.bytes, self.durability)
+            .map_err(|error| {
+                let said = format!("storing its prompt `{}`: {error}", path.display());
+                io::Error::new(error.kind(), said)
+            })?;
         *self.slot.unwritten.lock() = None;
         // Set each time, as the file may have been removed and written
         // again since a synced write.
