@@ -288,6 +288,33 @@ fn a_read_only_runs_folder_is_scanned_and_said_once() {
     );
 }
 
+/// A folder that takes files but not its index (a full disk; here, a
+/// folder under the index's name, which SQLite cannot open) is read by a
+/// scan, said once, rather than not read at all.
+#[test]
+fn a_runs_folder_that_cannot_keep_its_index_is_scanned_and_said_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let suite = suite(dir.path());
+    eval(&runs, &suite, &[]);
+    std::fs::remove_file(runs.join("index.sqlite")).ok();
+    std::fs::create_dir(runs.join("index.sqlite")).unwrap();
+    let (found, stderr) = list(&mut in_runs(&runs), &["--verdict", "fail"]);
+    assert_eq!(found.len(), 2);
+    let cannot = format!("the run index cannot be kept in {} (", runs.display());
+    assert!(stderr.starts_with(&cannot), "{stderr}");
+    assert!(
+        stderr.ends_with("\nno index: scanning 4 logs\n"),
+        "{stderr}"
+    );
+    let out = run_command(in_runs(&runs).args(["evals", "list", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        serde_json::from_str::<Value>(&out.stdout).unwrap()[0]["turns"],
+        4
+    );
+}
+
 #[test]
 fn a_folder_argument_is_scanned_and_said_once_leaving_it_without_an_index() {
     let dir = tempfile::tempdir().unwrap();

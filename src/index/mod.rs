@@ -58,6 +58,18 @@ pub enum ScanReason {
     ReadOnly,
     /// A folder given as an argument, not the configured runs folder.
     Argument,
+    /// The folder takes files, but its index cannot be written there.
+    NotKept,
+}
+
+/// Errors of writing the index file, not of what it holds: the folder is
+/// then read without one (`RunIndex::open`).
+fn cannot_be_kept(error: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{CannotOpen, DiskFull, ReadOnly, SystemIoFailure};
+    matches!(
+        error.sqlite_error_code(),
+        Some(DiskFull | ReadOnly | SystemIoFailure | CannotOpen)
+    )
 }
 
 /// An index: the one in a runs folder, or one built in memory by a scan.
@@ -124,6 +136,25 @@ impl RunIndex {
         if !writable(runs_dir) {
             return Self::scan(runs_dir, ScanReason::ReadOnly);
         }
+        match Self::open_kept(runs_dir) {
+            // The folder can be written but the index not kept there (a
+            // full disk, an I/O error, something else under its name): the
+            // logs are read all the same, as from a read-only folder.
+            Err(IndexError::Sqlite { source, .. }) if cannot_be_kept(&source) => {
+                let mut opened = Self::scan(runs_dir, ScanReason::NotKept)?;
+                let why = format!(
+                    "the run index cannot be kept in {} ({source})",
+                    runs_dir.display()
+                );
+                opened.notes.insert(0, why);
+                Ok(opened)
+            }
+            opened => opened,
+        }
+    }
+
+    /// The runs folder's own index file, opened and brought up to date.
+    fn open_kept(runs_dir: &Path) -> Result<Opened, IndexError> {
         let (db, mut notes) = open_file(runs_dir)?;
         let index = RunIndex {
             root: runs_dir.to_path_buf(),
