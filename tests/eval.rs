@@ -306,6 +306,17 @@ fn two_shards_and_a_merge_give_the_same_verdicts_as_one_run() {
         .filter(|l| l["kind"] == "turn" && l["failures"][0] == "not run: no run log for this turn")
         .count();
     assert_eq!(missing, b.len());
+    // More shards than turns: one gets none, and says so (no cost a turn).
+    let empty = tempfile::tempdir().unwrap();
+    let none = run_command(eval_in(empty.path()).arg(&suite).args(["--shard", "40/40"]));
+    assert_eq!(none.code, 0, "{}", none.stderr);
+    assert!(
+        none.stdout.contains("shard 40/40: 0 of 16 turns"),
+        "{}",
+        none.stdout
+    );
+    assert!(none.stdout.contains("(no turns)"), "{}", none.stdout);
+    assert!(!none.stdout.contains("/turn)"), "{}", none.stdout);
 }
 
 #[test]

@@ -103,11 +103,15 @@ pub fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<Strin
     let mut lines = Vec::new();
     for s in summaries {
         let mut parts = Vec::new();
-        let per_turn = Cost::from(s.cost_per_turn_usd).display();
-        let mut cost = format!(
-            "cost {} ({per_turn}/turn)",
-            Cost::from(s.cost_usd).display()
-        );
+        let total = Cost::from(s.cost_usd).display();
+        // No turn ran (an empty shard): no cost a turn to speak of.
+        let mut cost = match s.turns {
+            0 => format!("cost {total} (no turns)"),
+            _ => {
+                let per_turn = Cost::from(s.cost_per_turn_usd).display();
+                format!("cost {total} ({per_turn}/turn)")
+            }
+        };
         if s.thinking_tokens > 0 {
             cost.push_str(&format!(", {} thinking tokens", s.thinking_tokens));
         }
