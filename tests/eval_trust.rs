@@ -242,12 +242,18 @@ fn an_errored_turn_is_an_error_carrying_its_error_alone() {
 #[test]
 fn lost_run_logs_are_errors_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
-    // The runs folder takes files (so preflight passes), but a file stands
-    // where the prompt version's folder should be: no log can be written.
-    let runs = dir.path().join("runs");
-    std::fs::create_dir(&runs).unwrap();
-    write(&runs, "default", "not-a-folder");
     let suite = suite(dir.path(), "", ONE_CASE);
+    // The names of the suite's stored prompts, from a first run...
+    let first = dir.path().join("first");
+    assert_eq!(run_command(scripted(&first).arg(&suite)).code, 0);
+    let prompts = std::fs::read_dir(first.join("prompts")).unwrap();
+    // ...then a folder under each in a fresh runs folder: every folder takes
+    // files (so preflight passes), but no prompt can be stored, so no log
+    // that would name one is kept.
+    let runs = dir.path().join("runs");
+    for prompt in prompts {
+        std::fs::create_dir_all(runs.join("prompts").join(prompt.unwrap().file_name())).unwrap();
+    }
     let out = run_command(scripted(&runs).arg(&suite));
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert!(

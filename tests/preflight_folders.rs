@@ -176,3 +176,26 @@ fn listing_a_runs_folder_that_is_a_file_is_a_usage_error() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+/// The folder a variant's logs go in is checked too, and the stored
+/// prompts': a file in its place was found only after every turn had run
+/// and lost its log.
+#[test]
+fn eval_refuses_a_variant_s_log_folder_it_cannot_write_before_any_turn() {
+    for blocked in ["default", "prompts"] {
+        let dir = tempfile::tempdir().unwrap();
+        let runs = dir.path().join("runs");
+        std::fs::create_dir(&runs).unwrap();
+        let file = write(&runs, blocked, "a file where a folder should be");
+        let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &runs).args([
+            "eval",
+            "suites/smoke.yaml",
+            "--provider",
+            "script",
+        ]));
+        assert_eq!(out.code, 2, "{blocked}: {}{}", out.stdout, out.stderr);
+        let said = format!("`{}` is not a folder; nothing was run", file.display());
+        assert!(out.stderr.contains(&said), "{blocked}: {}", out.stderr);
+        assert_eq!(support::run_logs_under(&runs).len(), 0, "no turn ran");
+    }
+}

@@ -228,7 +228,16 @@ fn run_once(
         return Ok((Exit::Success, Vec::new()));
     }
     if mode.runs_turns() {
+        // The folders the logs and prompts go in too: one that cannot take
+        // a log (a file in its place, a read-only mount) is found before the
+        // first paid call, not after the last.
+        let variants = plan.matrix.variants.iter();
+        let folders = variants.map(|variant| runs_dir.join(&variant.fingerprint));
+        let prompts = promptlab::runs::prompt_store::prompts_dir(runs_dir);
         crate::cli::folders::runs_folder_writable(runs_dir)?;
+        for folder in folders.chain([prompts]) {
+            crate::cli::folders::runs_folder_writable(&folder)?;
+        }
     }
     let finish = |plan: &EvalPlan, spill: &mut ResultStore, stop, budget: Option<&Budget>| {
         // Only `--watch` compares runs: no label per turn otherwise.
