@@ -777,6 +777,32 @@ fn the_spill_of_a_killed_run_goes_when_the_next_one_starts_and_a_live_ones_stays
     drop(store);
 }
 
+/// A FIFO where a left-behind index's spill should be (anyone may write
+/// the system's temporary folder, where a spill goes when the runs folder
+/// is not there yet) does not hold the next eval's start.
+#[test]
+fn a_fifo_in_a_spill_s_place_does_not_hold_the_clean_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut exited = std::process::Command::new("true").spawn().unwrap();
+    let gone = exited.id();
+    exited.wait().unwrap();
+    let spill = dir
+        .path()
+        .join(format!(".eval-spill.ev-0000000001.{gone}-0000abcd"));
+    let name = std::ffi::CString::new(spill.to_str().unwrap()).unwrap();
+    // SAFETY: `name` is a valid NUL-terminated path for the call's duration.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o644) }, 0);
+    std::fs::write(dir.path().join(format!("{}.index", spill.display())), "").unwrap();
+    let folder = dir.path().to_path_buf();
+    let (done, created) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let store = ResultStore::create(&folder, "ev-0123456789", MATRIX);
+        let _ = done.send(store.is_ok());
+    });
+    let created = created.recv_timeout(std::time::Duration::from_secs(20));
+    assert_eq!(created, Ok(true), "the clean-up must not wait on a FIFO");
+}
+
 /// A plan of two cases on one claim, only case `a` selected.
 fn plan(dir: &Path) -> promptlab::eval::EvalPlan {
     use promptlab::eval::{EvalPlan, LoadedSuite, Selection, build_matrix, matrix::ModelSettings};

@@ -308,12 +308,15 @@ fn create_in(dir: &Path, id: &str) -> Result<(PathBuf, File), SpillError> {
         let name = format!(".eval-spill.{id}.{}-{tail:08x}", std::process::id());
         let path = dir.join(name);
         match File::options().write(true).create_new(true).open(&path) {
-            Ok(file) => {
-                // Where locks are not kept (some network file systems),
-                // the pid alone tells a live spill, as it did.
-                let _ = file.try_lock();
-                return Ok((path, file));
-            }
+            // Locked at once (waiting out another eval's clean-up that is
+            // trying it), then checked to be still the file under the name:
+            // one that clean-up removed in between is made again.
+            Ok(file) => match file.lock().map(|()| still_named(&file, &path)) {
+                Ok(false) if tries < 8 => tries += 1,
+                // Where locks are not kept (some network file systems), the
+                // pid alone tells a live spill, as it did.
+                _ => return Ok((path, file)),
+            },
             Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
                 tries += 1;
             }
@@ -364,9 +367,27 @@ fn locked(path: &Path) -> bool {
         Some(spill) => PathBuf::from(spill),
         None => path.to_path_buf(),
     };
-    match File::open(&spill) {
-        Ok(file) => matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock)),
-        Err(_) => false,
+    // Not blocking, not through a link: a FIFO put in a spill's place
+    // would otherwise hold every eval that starts in the folder.
+    use std::os::unix::fs::OpenOptionsExt;
+    let opened = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(&spill);
+    match opened {
+        Ok(file) if file.metadata().is_ok_and(|meta| meta.is_file()) => {
+            matches!(file.try_lock(), Err(std::fs::TryLockError::WouldBlock))
+        }
+        _ => false,
+    }
+}
+
+/// Whether `path` still names `file` (not removed, nor replaced, since).
+fn still_named(file: &File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (file.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(ours), Ok(named)) => ours.dev() == named.dev() && ours.ino() == named.ino(),
+        _ => false,
     }
 }
 
