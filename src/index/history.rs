@@ -32,9 +32,10 @@ pub struct EvalRunRow {
     /// What its turns' model calls cost, in USD; absent when any is unknown.
     pub cost_usd: Option<f64>,
     pub variants: Vec<VariantNumbers>,
-    /// `index` (the turns' rows) or `summary` (its summary files: they
-    /// counted turns the index does not have — logs lost during the run or
-    /// removed since, or a merge's turns in other folders).
+    /// `index` (the turns' rows), or `summary` when a variant's numbers
+    /// are its summary files' (they counted turns of it the index does not
+    /// have: logs lost during the run or removed since, or a merge's turns
+    /// in other folders).
     pub numbers_from: String,
 }
 
@@ -315,30 +316,46 @@ fn status_of(summaries: &[SummaryRow]) -> String {
 
 type Counted = Vec<(VariantNumbers, Option<f64>)>;
 
-/// An eval run's numbers and where they come from: its turns' rows
-/// (`index`), unless its summary files counted turns the index does not
-/// have — logs lost during the run (a full disk), removed since, or, for a
-/// merge, in other folders — whose verdicts only the files still hold
-/// (`summary`). Rows alone would leave those turns out of the pass rate.
+/// An eval run's numbers and where they come from: each variant's from its
+/// turns' rows (`index`), so that a re-score stands over the verdict a turn
+/// was given — unless the run's summary files counted turns of that variant
+/// the index has no log for (logs lost during the run to a full disk,
+/// removed since, or, for a merge, in other folders): that variant's are
+/// then the files' (`summary`), as rows alone would leave those turns out
+/// of its pass rate.
 fn numbers_of(indexed: Counted, summaries: &[SummaryRow]) -> (Counted, &'static str) {
-    let indexed_turns: usize = indexed.iter().map(|(v, _)| v.turns).sum();
-    match summed_summaries(summaries) {
-        Some(files) if files.iter().map(|(v, _)| v.turns).sum::<usize>() > indexed_turns => {
-            (files, "summary")
+    let Some(files) = summed_summaries(summaries) else {
+        return (indexed, "index");
+    };
+    let mut from = "index";
+    let mut numbers = indexed;
+    for (filed, cost) in files {
+        let counted = numbers.iter_mut().find(|(v, _)| v.variant == filed.variant);
+        match counted {
+            Some(counted) if counted.0.turns >= filed.turns => {}
+            Some(counted) => (*counted, from) = ((filed, cost), "summary"),
+            None => {
+                numbers.push((filed, cost));
+                from = "summary";
+            }
         }
-        _ => (indexed, "index"),
     }
+    (numbers, from)
 }
 
-/// The per-variant numbers of an eval run's summary files (one per shard),
-/// added up by variant; a variant's latency percentiles only when one file
-/// holds it (percentiles do not add up); none without a file with variants.
+/// The per-variant numbers of an eval run's summary files: a merge's alone
+/// (it counts every shard's turns, whose own files may be here too), else
+/// its shards' added up by variant — a variant's latency percentiles only
+/// when one file holds it (percentiles do not add up); none without a file
+/// with variants.
 fn summed_summaries(summaries: &[SummaryRow]) -> Option<Counted> {
+    let merge = summaries.iter().find(|s| s.kind == "merge");
+    let files: Vec<&SummaryRow> = match merge {
+        Some(merge) => vec![merge],
+        None => summaries.iter().collect(),
+    };
     let mut summed: Counted = Vec::new();
-    for (numbers, cost) in summaries
-        .iter()
-        .flat_map(|s| variants_in_summary(&s.summary))
-    {
+    for (numbers, cost) in files.iter().flat_map(|s| variants_in_summary(&s.summary)) {
         let Some((total, total_cost)) = summed
             .iter_mut()
             .find(|(v, _)| v.variant == numbers.variant)
@@ -420,4 +437,83 @@ pub struct TrendLine {
     /// One per run, oldest first; absent where the run had no verdict for it.
     pub pass_rates: Vec<Option<f64>>,
     pub sparkline: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbers(variant: &str, turns: usize, passed: usize) -> VariantNumbers {
+        VariantNumbers {
+            variant: variant.into(),
+            turns,
+            judged: turns,
+            passed,
+            failed: turns - passed,
+            errors: 0,
+            pass_rate: (turns > 0).then(|| passed as f64 / turns as f64),
+            latency_p50_ms: Some(5),
+            latency_p95_ms: Some(9),
+        }
+    }
+
+    fn file(kind: &str, variants: &[(&str, usize, usize)]) -> SummaryRow {
+        let variants: Vec<serde_json::Value> = variants
+            .iter()
+            .map(|(name, turns, passed)| {
+                serde_json::json!({"variant": name, "turns": turns, "passed": passed,
+                    "failed": turns - passed, "errors": 0, "latencyP50Ms": 7, "costUsd": 0.5})
+            })
+            .collect();
+        SummaryRow {
+            kind: kind.into(),
+            shard: None,
+            status: "fail".into(),
+            summary: serde_json::json!({ "variants": variants }),
+        }
+    }
+
+    /// Only a variant whose turns the index lacks takes its files' numbers:
+    /// the other keeps its rows' (and their re-scores).
+    #[test]
+    fn a_variant_with_turns_missing_from_the_index_takes_its_summary_s_numbers() {
+        let indexed = vec![
+            (numbers("a", 4, 4), Some(1.0)),
+            (numbers("b", 2, 2), Some(0.5)),
+        ];
+        let shards = [
+            file("run", &[("a", 2, 1), ("b", 2, 1)]),
+            file("run", &[("a", 2, 1), ("b", 2, 1)]),
+        ];
+        let (counted, from) = numbers_of(indexed.clone(), &shards);
+        assert_eq!(from, "summary");
+        assert_eq!(
+            counted[0], indexed[0],
+            "a's rows stand: the index has all 4"
+        );
+        let b = &counted[1].0;
+        assert_eq!((b.turns, b.passed, b.pass_rate), (4, 2, Some(0.5)));
+        assert_eq!(
+            b.latency_p50_ms, None,
+            "percentiles of two files do not add up"
+        );
+        assert_eq!(counted[1].1, Some(1.0));
+        let (_, from) = numbers_of(indexed.clone(), &[file("run", &[("a", 4, 2), ("b", 2, 1)])]);
+        assert_eq!(from, "index", "nothing missing: the rows stand");
+    }
+
+    /// A merge's file counts every shard's turns: it alone is taken, not
+    /// added to the shards' own files in the same folder.
+    #[test]
+    fn a_merge_s_summary_is_not_added_to_its_shards() {
+        let files = [
+            file("run", &[("a", 2, 1)]),
+            file("merge", &[("a", 4, 3)]),
+            file("run", &[("a", 2, 2)]),
+        ];
+        let (counted, from) = numbers_of(Vec::new(), &files);
+        assert_eq!(from, "summary");
+        let a = &counted[0].0;
+        assert_eq!((a.turns, a.passed, a.latency_p50_ms), (4, 3, Some(7)));
+    }
 }
