@@ -260,6 +260,9 @@ fn open_file(runs_dir: &Path) -> Result<(Connection, Vec<String>), IndexError> {
     let mut notes = Vec::new();
     match connect(&path) {
         Ok(db) => return Ok((db, notes)),
+        // The disk's fault, not the file's: nothing to rebuild (and an
+        // eval may be writing it), only a folder to scan (`open`).
+        Err(error) if cannot_be_kept(&error) => return Err(sqlite_error(runs_dir, error)),
         Err(error) => notes.push(format!(
             "{} is not a readable index ({error}): rebuilt from the run logs",
             path.display()
