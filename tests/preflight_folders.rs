@@ -14,16 +14,21 @@ fn unwritable_runs_dir(dir: &Path) -> std::path::PathBuf {
     dir.join("not-a-folder").join("runs")
 }
 
-#[test]
-fn eval_refuses_a_runs_folder_it_cannot_write_before_any_turn() {
-    let dir = tempfile::tempdir().unwrap();
-    let runs = unwritable_runs_dir(dir.path());
-    let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &runs).args([
+/// `eval` of the scripted smoke suite into `runs`.
+fn eval_smoke(runs: &Path) -> support::Run {
+    run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs).args([
         "eval",
         "suites/smoke.yaml",
         "--provider",
         "script",
-    ]));
+    ]))
+}
+
+#[test]
+fn eval_refuses_a_runs_folder_it_cannot_write_before_any_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = unwritable_runs_dir(dir.path());
+    let out = eval_smoke(&runs);
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     assert!(
         out.stderr.contains(&format!(
@@ -138,12 +143,7 @@ fn a_runs_folder_that_is_a_dangling_link_is_refused_by_name() {
     let runs = dir.path().join("runs");
     let nowhere = dir.path().join("nowhere");
     std::os::unix::fs::symlink(&nowhere, &runs).unwrap();
-    let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &runs).args([
-        "eval",
-        "suites/smoke.yaml",
-        "--provider",
-        "script",
-    ]));
+    let out = eval_smoke(&runs);
     assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
     let said = format!(
         "cannot record run logs in `{0}` (--runs-dir, PROMPTLAB_RUNS_DIR): `{0}` is a link to `{1}`, which does not exist; nothing was run",
@@ -187,12 +187,7 @@ fn eval_refuses_a_variant_s_log_folder_it_cannot_write_before_any_turn() {
         let runs = dir.path().join("runs");
         std::fs::create_dir(&runs).unwrap();
         let file = write(&runs, blocked, "a file where a folder should be");
-        let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", &runs).args([
-            "eval",
-            "suites/smoke.yaml",
-            "--provider",
-            "script",
-        ]));
+        let out = eval_smoke(&runs);
         assert_eq!(out.code, 2, "{blocked}: {}{}", out.stdout, out.stderr);
         let said = format!("`{}` is not a folder; nothing was run", file.display());
         assert!(out.stderr.contains(&said), "{blocked}: {}", out.stderr);

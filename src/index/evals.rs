@@ -315,13 +315,10 @@ enum SummaryProblem {
 mod tests {
     use super::*;
 
-    /// What a run of this pid killed while writing its summary leaves (a
-    /// container's eval is pid 1 every time) does not stop the next.
-    #[test]
-    fn a_temporary_left_by_a_killed_run_of_the_same_pid_is_not_in_the_way() {
-        let runs = tempfile::tempdir().unwrap();
-        let run = EvalRunFile {
-            eval_run: "ev-0000000001".into(),
+    /// An ended run of suite `s` with no turns, named `eval_run`.
+    fn run_file(eval_run: &str) -> EvalRunFile {
+        EvalRunFile {
+            eval_run: eval_run.into(),
             run_kind: "run".into(),
             suite: "s".into(),
             shard: None,
@@ -333,7 +330,15 @@ mod tests {
             turn_ids: Vec::new(),
             from_logs: Vec::new(),
             summary: serde_json::Value::Null,
-        };
+        }
+    }
+
+    /// What a run of this pid killed while writing its summary leaves (a
+    /// container's eval is pid 1 every time) does not stop the next.
+    #[test]
+    fn a_temporary_left_by_a_killed_run_of_the_same_pid_is_not_in_the_way() {
+        let runs = tempfile::tempdir().unwrap();
+        let run = run_file("ev-0000000001");
         let evals = runs.path().join(EVALS_FOLDER);
         std::fs::create_dir_all(&evals).unwrap();
         let left = format!(".{}.tmp-{}", run.file_name(), std::process::id());
@@ -351,20 +356,7 @@ mod tests {
         let problem = read_file(&garbage).unwrap_err().to_string();
         assert!(problem.starts_with(&format!("eval summary `{}`: ", garbage.display())));
         assert!(problem.len() < 400, "{problem}");
-        let file = EvalRunFile {
-            eval_run: "../../etc".into(),
-            run_kind: "run".into(),
-            suite: "s".into(),
-            shard: None,
-            started_at: Utc::now(),
-            ended_at: Utc::now(),
-            planned: 0,
-            cancelled: false,
-            exit: 0,
-            turn_ids: Vec::new(),
-            from_logs: Vec::new(),
-            summary: serde_json::Value::Null,
-        };
+        let file = run_file("../../etc");
         let named = dir.path().join("ev-0000000002.json");
         std::fs::write(&named, serde_json::to_vec(&file).unwrap()).unwrap();
         assert!(
