@@ -5,11 +5,27 @@
 //! processes sharing the folder never read half of one; a key that is not
 //! hex never touches the disk.
 
+use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A file created in `dir` under a name no other process, nor an earlier
+/// run killed, has taken: `name` of a random tail (a pid alone repeats: a
+/// container's process is pid 1 each time), tried again on a clash. The
+/// name last tried, and the file or why not.
+pub fn create_fresh(dir: &Path, name: impl Fn(u32) -> String) -> (PathBuf, io::Result<File>) {
+    let mut tries = 0;
+    loop {
+        let path = dir.join(name(fastrand::u32(..)));
+        match File::options().write(true).create_new(true).open(&path) {
+            Err(error) if error.kind() == io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
+            created => return (path, created),
+        }
+    }
+}
 
 /// When a file's bytes reach the disk: before it is named (`Synced`), or
 /// at a sync of its whole file system that the caller makes before relying

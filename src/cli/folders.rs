@@ -53,34 +53,18 @@ pub fn runs_folder_writable(runs_dir: &Path) -> Result<(), CliError> {
     if !existing.is_dir() {
         return Err(refused(format!("`{}` is not a folder", existing.display())));
     }
-    // The pid and a random tail: another process's probe (a container's
-    // is pid 1 each time), or one a killed run left, is never in the way.
-    let mut tries = 0;
-    loop {
-        let name = format!(
-            ".promptlab-write-check-{}-{:08x}",
-            std::process::id(),
-            fastrand::u32(..)
-        );
-        let probe = existing.join(name);
-        match std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&probe)
-        {
-            Ok(_) => {
-                let _ = std::fs::remove_file(&probe);
-                return Ok(());
-            }
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
-                tries += 1;
-            }
-            Err(error) => {
-                return Err(refused(format!(
-                    "`{}` does not take new files: {error}",
-                    existing.display()
-                )));
-            }
+    // Named afresh: another process's probe, or one a killed run left, is
+    // never in the way.
+    let pid = std::process::id();
+    let name = |tail: u32| format!(".promptlab-write-check-{pid}-{tail:08x}");
+    match promptlab::keyed_files::create_fresh(existing, name) {
+        (probe, Ok(_)) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
         }
+        (_, Err(error)) => Err(refused(format!(
+            "`{}` does not take new files: {error}",
+            existing.display()
+        ))),
     }
 }

@@ -80,23 +80,12 @@ pub fn record_eval_run(
     let dir = runs_dir.join(EVALS_FOLDER);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(run.file_name());
-    // The pid and a random tail: a temporary a killed run left (a container
-    // gives its process the same pid each time) is never in the way.
-    let temporary = dir.join(format!(
-        ".{}.tmp-{}-{:08x}",
-        run.file_name(),
-        std::process::id(),
-        fastrand::u32(..)
-    ));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temporary)
-        .and_then(|file| {
-            let mut out = std::io::BufWriter::new(file);
-            super::eval_file::write_file(&mut out, run, turns)?;
-            out.into_inner().map_err(|e| e.into_error())?.sync_all()
-        })
+    let (pid, name) = (std::process::id(), run.file_name());
+    let (temporary, created) =
+        crate::keyed_files::create_fresh(&dir, |tail| format!(".{name}.tmp-{pid}-{tail:08x}"));
+    let mut out = std::io::BufWriter::new(created?);
+    super::eval_file::write_file(&mut out, run, turns)
+        .and_then(|()| out.into_inner().map_err(|e| e.into_error())?.sync_all())
         .and_then(|()| std::fs::rename(&temporary, &path))
         .inspect_err(|_| {
             let _ = std::fs::remove_file(&temporary);

@@ -230,13 +230,16 @@ fn run_once(
     if mode.runs_turns() {
         // The folders the logs and prompts go in too: one that cannot take
         // a log (a file in its place, a read-only mount) is found before the
-        // first paid call, not after the last.
+        // first paid call, not after the last. One not made yet is the runs
+        // folder's to make: checked with it.
         let variants = plan.matrix.variants.iter();
         let folders = variants.map(|variant| runs_dir.join(&variant.fingerprint));
         let prompts = promptlab::runs::prompt_store::prompts_dir(runs_dir);
         crate::cli::folders::runs_folder_writable(runs_dir)?;
         for folder in folders.chain([prompts]) {
-            crate::cli::folders::runs_folder_writable(&folder)?;
+            if folder.symlink_metadata().is_ok() {
+                crate::cli::folders::runs_folder_writable(&folder)?;
+            }
         }
     }
     let finish = |plan: &EvalPlan, spill: &mut ResultStore, stop, budget: Option<&Budget>| {

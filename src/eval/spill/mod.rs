@@ -302,30 +302,23 @@ impl ResultStore {
 /// time) is never in the way.
 fn create_in(dir: &Path, id: &str) -> Result<(PathBuf, File), SpillError> {
     remove_left_behind(dir);
+    let pid = std::process::id();
+    let name = |tail: u32| format!(".eval-spill.{id}.{pid}-{tail:08x}");
     let mut tries = 0;
     loop {
-        let tail = fastrand::u32(..);
-        let name = format!(".eval-spill.{id}.{}-{tail:08x}", std::process::id());
-        let path = dir.join(name);
-        match File::options().write(true).create_new(true).open(&path) {
-            // Locked at once (waiting out another eval's clean-up that is
-            // trying it), then checked to be still the file under the name:
-            // one that clean-up removed in between is made again.
-            Ok(file) => match file.lock().map(|()| still_named(&file, &path)) {
-                Ok(false) if tries < 8 => tries += 1,
-                // Where locks are not kept (some network file systems), the
-                // pid alone tells a live spill, as it did.
-                _ => return Ok((path, file)),
-            },
-            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {
-                tries += 1;
-            }
-            Err(error) => {
-                return Err(SpillError {
-                    path: path.display().to_string(),
-                    problem: SpillProblem::Create(error.to_string()),
-                });
-            }
+        let (path, created) = crate::keyed_files::create_fresh(dir, name);
+        let file = created.map_err(|error| SpillError {
+            path: path.display().to_string(),
+            problem: SpillProblem::Create(error.to_string()),
+        })?;
+        // Locked at once (waiting out another eval's clean-up that is
+        // trying it), then checked to be still the file under the name:
+        // one that clean-up removed in between is made again.
+        match file.lock().map(|()| still_named(&file, &path)) {
+            Ok(false) if tries < 8 => tries += 1,
+            // Where locks are not kept (some network file systems), the pid
+            // alone tells a live spill, as it did.
+            _ => return Ok((path, file)),
         }
     }
 }
