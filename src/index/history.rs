@@ -164,7 +164,9 @@ impl RunIndex {
         let summaries = summaries(&db, id).map_err(|e| self.error(e))?;
         drop(db);
         let (counted, numbers_from) = numbers_of(self.variants(id)?, &summaries);
-        let turns = counted.iter().map(|(v, _)| v.turns).sum();
+        let turns = counted
+            .iter()
+            .fold(0, |sum: usize, (v, _)| sum.saturating_add(v.turns));
         let cost_usd = counted
             .iter()
             .try_fold(0.0, |sum, (_, cost)| cost.map(|cost| sum + cost));
@@ -363,11 +365,12 @@ fn summed_summaries(summaries: &[SummaryRow]) -> Option<Counted> {
             summed.push((numbers, cost));
             continue;
         };
-        total.turns += numbers.turns;
-        total.judged += numbers.judged;
-        total.passed += numbers.passed;
-        total.failed += numbers.failed;
-        total.errors += numbers.errors;
+        // Saturating: a summary file is read as found, whatever it says.
+        total.turns = total.turns.saturating_add(numbers.turns);
+        total.judged = total.judged.saturating_add(numbers.judged);
+        total.passed = total.passed.saturating_add(numbers.passed);
+        total.failed = total.failed.saturating_add(numbers.failed);
+        total.errors = total.errors.saturating_add(numbers.errors);
         total.pass_rate = (total.judged > 0).then(|| total.passed as f64 / total.judged as f64);
         (total.latency_p50_ms, total.latency_p95_ms) = (None, None);
         *total_cost = total_cost.zip(cost).map(|(a, b)| a + b);
@@ -500,6 +503,19 @@ mod tests {
         assert_eq!(counted[1].1, Some(1.0));
         let (_, from) = numbers_of(indexed.clone(), &[file("run", &[("a", 4, 2), ("b", 2, 1)])]);
         assert_eq!(from, "index", "nothing missing: the rows stand");
+    }
+
+    /// Counts a hand-edited file puts at the top of the range add up
+    /// without overflowing.
+    #[test]
+    fn huge_counts_in_summary_files_saturate() {
+        let huge = usize::MAX / 2 + 1;
+        let files = [
+            file("run", &[("a", huge, 0)]),
+            file("run", &[("a", huge, 0)]),
+        ];
+        let (counted, _) = numbers_of(Vec::new(), &files);
+        assert_eq!(counted[0].0.turns, usize::MAX);
     }
 
     /// A merge's file counts every shard's turns: it alone is taken, not
