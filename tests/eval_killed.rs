@@ -1,62 +1,67 @@
-//! An eval turn nobody watches live is written out at each model call, not
-//! after every record (issue #31): killed mid-turn, it still leaves a
-//! clearly partial log, as far as its last model call, which `runs list`
-//! shows as `partial` and `--resume` runs again.
+//! An eval turn nobody watches live is written out whenever it waits (for
+//! the model, a tool, a judge), not after every record (issue #31): killed
+//! mid-turn, it still leaves a clearly partial log, as far as its last
+//! wait, which `runs list` shows as `partial` and `--resume` runs again.
 
 mod support;
 
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use promptlab::event::ChatEvent;
 use promptlab::runs::read_run_log;
 use support::{promptlab, run_command, run_logs_under, write};
+
+/// A tool call, then an answer that streams one chunk every `delay_ms`.
+fn slow_suite(dir: &Path, delay_ms: u64) -> PathBuf {
+    write(
+        dir,
+        "slow.yaml",
+        &format!(
+            "turns:\n  - calls:\n      - {{name: get_claim_section, args: {{section: policy}}}}\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five\"]\n    delayMs: {delay_ms}\n"
+        ),
+    );
+    write(
+        dir,
+        "suite.yaml",
+        "name: killed\nclaims: {ids: [CLM-HH-0001]}\ncases:\n  - {name: excess, message: What is the excess?, script: slow.yaml}\n",
+    )
+}
+
+/// Runs `suite` and kills it once a `.partial` log holds `written` (or
+/// fails at a generous deadline); that log.
+fn killed_once_written(runs: &Path, suite: &Path, written: &str) -> PathBuf {
+    let mut child = promptlab()
+        .env("PROMPTLAB_RUNS_DIR", runs)
+        .args(["eval", "--provider", "script", "-q"])
+        .arg(suite)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let partial = loop {
+        let found = support::files_under(runs).into_iter().find(|path| {
+            path.to_string_lossy().ends_with(".ndjson.partial")
+                && std::fs::read_to_string(path).is_ok_and(|text| text.contains(written))
+        });
+        if let Some(log) = found {
+            break log;
+        }
+        assert!(Instant::now() < deadline, "`{written}` never written out");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    partial
+}
 
 #[test]
 fn a_killed_eval_leaves_a_partial_log_as_far_as_its_last_model_call() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    // A tool call, then an answer that takes seconds to stream.
-    write(
-        dir.path(),
-        "slow.yaml",
-        "turns:\n  - calls:\n      - {name: get_claim_section, args: {section: policy}}\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five\"]\n    delayMs: 2000\n",
-    );
-    let suite = write(
-        dir.path(),
-        "suite.yaml",
-        "name: killed\nclaims: {ids: [CLM-HH-0001]}\ncases:\n  - {name: excess, message: What is the excess?, script: slow.yaml}\n",
-    );
-    let mut child = promptlab()
-        .env("PROMPTLAB_RUNS_DIR", &runs)
-        .args(["eval", "--provider", "script", "-q"])
-        .arg(&suite)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    // Until the first model call is on disk (or a generous deadline).
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let partial = loop {
-        let written = run_logs_under(&runs).into_iter().chain(
-            support::files_under(&runs)
-                .into_iter()
-                .filter(|p| p.to_string_lossy().ends_with(".ndjson.partial")),
-        );
-        let found = written.into_iter().find(|log| {
-            std::fs::read_to_string(log)
-                .is_ok_and(|text| text.contains("\"record\":\"model_call\""))
-        });
-        if let Some(log) = found {
-            break log;
-        }
-        assert!(Instant::now() < deadline, "no model call written out");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    child.kill().unwrap();
-    child.wait().unwrap();
-    assert!(
-        partial.to_string_lossy().ends_with(".ndjson.partial"),
-        "{partial:?}"
-    );
+    let suite = slow_suite(dir.path(), 2000);
+    let partial = killed_once_written(&runs, &suite, "\"record\":\"model_call\"");
     let log = read_run_log(&partial).unwrap();
     assert!(log.footer.is_none());
     assert_eq!(
@@ -73,6 +78,27 @@ fn a_killed_eval_leaves_a_partial_log_as_far_as_its_last_model_call() {
     let rows: Vec<serde_json::Value> = serde_json::from_str(&listed.stdout).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["status"], "partial");
+}
+
+/// Written out at each wait, not only at model calls: the text a call has
+/// streamed so far is on disk while it waits for more.
+#[test]
+fn a_killed_eval_leaves_the_text_streamed_before_its_turn_last_waited() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let suite = slow_suite(dir.path(), 1500);
+    let partial = killed_once_written(&runs, &suite, "\"text\":\"one \"");
+    let log = read_run_log(&partial).unwrap();
+    assert!(log.footer.is_none(), "killed mid-turn");
+    assert_eq!(log.model_calls().count(), 1, "the first call, whole");
+    let streamed: Vec<&str> = log
+        .events()
+        .filter_map(|event| match event {
+            ChatEvent::TextDelta { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(streamed.first(), Some(&"one "), "{streamed:?}");
 }
 
 /// Finished logs are synced and renamed in groups (`sink::log_commit`):

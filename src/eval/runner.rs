@@ -27,7 +27,7 @@ use super::spill::ResultStore;
 use super::turn_end::{Committing, hand_on, lost_log, record_verdict};
 use crate::chat::service::TurnContext;
 use crate::provider::cache::CachingProvider;
-use crate::sink::driver::drive;
+use crate::sink::driver::{TurnSink, drive, ready_or_idle};
 use crate::sink::run_log::{GroupCommit, GroupMember, RunRecorder};
 use crate::telemetry::TurnLabels;
 use crate::worker::TurnRunner;
@@ -256,12 +256,14 @@ async fn run_one(
 /// middle of its calls, is not the turn's time: its log's clock skips it.
 async fn tell_the_rest(watch: &mut Watch<'_>, recorder: &mut RunRecorder, runner: &TurnRunner) {
     let waiting = Instant::now();
-    watch.flush().await;
+    // Should the reader be behind, the log is written out before waiting.
+    ready_or_idle(watch.flush(), || recorder.idle()).await;
     if let (TurnRunner::Worker(client), (Some(local), Some(reported))) =
         (runner, &watch.fingerprints)
         && let Some(warning) = client.fingerprint_warning(local, reported)
     {
-        tell(watch.messages, EvalMessage::Warning(warning)).await;
+        let telling = tell(watch.messages, EvalMessage::Warning(warning));
+        ready_or_idle(telling, || recorder.idle()).await;
     }
     recorder.skip_time(watch.waited + waiting.elapsed());
 }

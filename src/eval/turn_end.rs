@@ -22,6 +22,7 @@ use super::runner::{TurnResult, end_trace};
 use crate::judge::Judge;
 use crate::runs::RunStatus;
 use crate::runs::record::RecordedVerdict;
+use crate::sink::driver::{TurnSink, ready_or_idle};
 use crate::sink::run_log::{GroupMember, RunRecorder, WrittenLog};
 
 /// A judged turn's last steps: its spend, room in the feed for what it has
@@ -70,7 +71,7 @@ pub(super) async fn record_verdict(
     plan: &EvalPlan,
     spec: &TurnSpec,
     mut observation: Observation,
-    recorder: RunRecorder,
+    mut recorder: RunRecorder,
     judge: Option<&Judge>,
     cancel: &CancellationToken,
     messages: &Sender<EvalMessage>,
@@ -95,11 +96,12 @@ pub(super) async fn record_verdict(
             let held = Arc::new(parking_lot::Mutex::new(Vec::new()));
             let notices = judge_notices(messages, spec, &held);
             let seen = &observation;
-            let rubric =
-                judge_rubric(judge, expect, &seen.message, seen, cancel, Some(&notices)).await;
+            let judging = judge_rubric(judge, expect, &seen.message, seen, cancel, Some(&notices));
+            // A judge is a model call away: the log is written out first.
+            let rubric = ready_or_idle(judging, || recorder.idle()).await;
             let held = std::mem::take(&mut *held.lock());
             for message in held {
-                tell(messages, message).await;
+                ready_or_idle(tell(messages, message), || recorder.idle()).await;
             }
             rubric
         }

@@ -238,6 +238,14 @@ impl<S: TurnSink> TurnSink for PublicErrors<'_, S> {
         self.inner.accept(output)
     }
 
+    fn wait(&mut self) -> Option<futures_util::future::BoxFuture<'_, io::Result<()>>> {
+        self.inner.wait()
+    }
+
+    fn idle(&mut self) {
+        self.inner.idle();
+    }
+
     fn describe(&self) -> String {
         self.inner.describe()
     }

@@ -11,7 +11,10 @@
 //!   expected to fail; one that does is dropped as a recorder is.
 //!
 //! What a sink cannot do in its synchronous `accept` it leaves to `wait`,
-//! which `drive` awaits before the turn's next output.
+//! which `drive` awaits before the turn's next output. Before the turn
+//! waits for anything — its next output not ready yet (the model, a tool),
+//! or a sink's `wait` — every other sink is told it is `idle`, so that one
+//! that buffers (an eval's run log) writes out what it holds.
 //!
 //! `chat`, `replay`, `eval` and `serve` all deliver their turns through
 //! `drive`.
@@ -49,6 +52,12 @@ pub trait TurnSink: Send {
     fn wait(&mut self) -> Option<BoxFuture<'_, io::Result<()>>> {
         None
     }
+
+    /// The turn is about to wait: a sink that buffers its outputs writes
+    /// them out now, so that a process killed while the turn waits leaves
+    /// them behind. Best effort: what cannot be written stays buffered, and
+    /// the sink's next write or its end says why.
+    fn idle(&mut self) {}
 
     /// Names the sink in a warning (e.g. the run log's path).
     fn describe(&self) -> String;
@@ -93,7 +102,11 @@ pub async fn drive(
     let mut delivery = Delivery::default();
     let mut active = vec![true; sinks.len()];
     futures_util::pin_mut!(turn);
-    while let Some(output) = turn.next().await {
+    loop {
+        let next = turn.next();
+        let Some(output) = ready_or_idle(next, || idle(sinks, &active)).await else {
+            break;
+        };
         if matches!(output, TurnOutput::Cancelled) {
             delivery.cancelled = true;
         }
@@ -108,20 +121,52 @@ pub async fn drive(
         }
         // Every sink has this output before any is waited for: the run log
         // has it even while a sink's wait holds the turn back.
-        for (sink, active) in sinks.iter_mut().zip(active.iter_mut()) {
-            if !*active {
+        for at in 0..sinks.len() {
+            if !active[at] {
                 continue;
             }
+            let (before, rest) = sinks.split_at_mut(at);
+            let (sink, after) = rest.split_first_mut().expect("`at` is in range");
             let Some(waiting) = sink.wait() else {
                 continue;
             };
-            if let Err(error) = waiting.await {
-                *active = false;
+            let others = || {
+                idle(before, &active[..at]);
+                idle(after, &active[at + 1..]);
+            };
+            if let Err(error) = ready_or_idle(waiting, others).await {
+                active[at] = false;
                 delivery.failed(&**sink, error, cancel);
             }
         }
     }
     delivery
+}
+
+/// `waiting`'s output: at once if it is ready, else after `idle` (which
+/// tells the sinks that buffer to write out: `TurnSink::idle`).
+/// Polled once per wake-up as `waiting` alone would be: `idle` runs after
+/// its first `Pending`, not before a second poll.
+pub async fn ready_or_idle<F: std::future::Future>(waiting: F, idle: impl FnOnce()) -> F::Output {
+    futures_util::pin_mut!(waiting);
+    let mut idle = Some(idle);
+    std::future::poll_fn(|context| {
+        let polled = waiting.as_mut().poll(context);
+        if polled.is_pending()
+            && let Some(idle) = idle.take()
+        {
+            idle();
+        }
+        polled
+    })
+    .await
+}
+
+/// Tells every active sink of `sinks` that the turn is about to wait.
+fn idle(sinks: &mut [&mut dyn TurnSink], active: &[bool]) {
+    for (sink, _) in sinks.iter_mut().zip(active).filter(|(_, active)| **active) {
+        sink.idle();
+    }
 }
 
 #[cfg(test)]
@@ -133,6 +178,78 @@ mod tests {
         role: SinkRole,
         fail_at: Option<usize>,
         seen: usize,
+    }
+
+    /// What a sink was given, in order: `accept`s by the output's number,
+    /// and each `idle`.
+    #[derive(Default)]
+    struct Steps {
+        steps: Vec<String>,
+        /// Its `wait` is not ready at first, once per output.
+        waits_once: bool,
+    }
+
+    impl TurnSink for Steps {
+        fn role(&self) -> SinkRole {
+            SinkRole::Recorder
+        }
+        fn accept(&mut self, output: &TurnOutput) -> io::Result<()> {
+            if let TurnOutput::Event(ChatEvent::TextDelta { text }) = output {
+                self.steps.push(text.clone());
+            }
+            Ok(())
+        }
+        fn wait(&mut self) -> Option<BoxFuture<'_, io::Result<()>>> {
+            self.waits_once.then(|| {
+                Box::pin(async {
+                    tokio::task::yield_now().await;
+                    Ok(())
+                }) as BoxFuture<'_, io::Result<()>>
+            })
+        }
+        fn idle(&mut self) {
+            self.steps.push("idle".to_string());
+        }
+        fn describe(&self) -> String {
+            "steps".to_string()
+        }
+    }
+
+    /// Three outputs; the second not ready at once when `pause` (the turn
+    /// waits for it, as for a model's next chunk).
+    fn paused(pause: bool) -> impl Stream<Item = TurnOutput> {
+        futures_util::stream::iter(text(3)).then(move |output| async move {
+            let second =
+                matches!(&output, TurnOutput::Event(ChatEvent::TextDelta { text }) if text == "1");
+            if pause && second {
+                tokio::task::yield_now().await;
+            }
+            output
+        })
+    }
+
+    #[tokio::test]
+    async fn sinks_are_told_idle_only_before_the_turn_waits() {
+        let cancel = CancellationToken::new();
+        let mut ready = Steps::default();
+        drive(paused(false), &mut [&mut ready], &cancel).await;
+        assert_eq!(ready.steps, ["0", "1", "2"], "nothing waited for");
+        let mut waiting = Steps::default();
+        drive(paused(true), &mut [&mut waiting], &cancel).await;
+        assert_eq!(waiting.steps, ["0", "idle", "1", "2"]);
+    }
+
+    #[tokio::test]
+    async fn a_sink_that_waits_leaves_the_others_idle_first() {
+        let cancel = CancellationToken::new();
+        let mut waits = Steps {
+            waits_once: true,
+            ..Steps::default()
+        };
+        let mut other = Steps::default();
+        drive(paused(false), &mut [&mut waits, &mut other], &cancel).await;
+        assert_eq!(waits.steps, ["0", "1", "2"], "not told while it waits");
+        assert_eq!(other.steps, ["0", "idle", "1", "idle", "2", "idle"]);
     }
 
     impl TurnSink for Probe {

@@ -1,7 +1,8 @@
 //! One run log's file as a turn writes it: `<runs dir>/<fingerprint>/`
 //! `<name>.partial`, created exclusively; each record borrowed, not cloned,
 //! into its line (the same JSON as `RunRecord`'s); flushed after every
-//! record, or only at model calls when `batched`; the header written out
+//! record, or only when the turn waits when `batched`
+//! (`RunRecorder::idle`); the header written out
 //! at once, when the turn's prompt is stored (`run_log::RunRecorder` keeps
 //! it back until then); the footer written before the file is handed on
 //! to be synced and renamed (`log_commit::WrittenLog`).
@@ -24,7 +25,8 @@ pub(super) struct OpenLog {
     pub(super) partial_path: PathBuf,
     pub(super) final_path: PathBuf,
     pub(super) out: BufWriter<File>,
-    /// Flushed at model calls and the footer, not after every record.
+    /// Flushed when its turn waits and at the footer, not after every
+    /// record.
     pub(super) batched: bool,
     pub(super) clock: Instant,
     /// Boxed: the open log is moved with its turn's future, through every

@@ -1,8 +1,8 @@
 //! The run-log recorder: writes one turn's NDJSON run log as the turn goes.
 //!
 //! The file is created under `<runs dir>/<fingerprint>/` with a `.partial`
-//! suffix, flushed after every record (or, `batched`, at each model call),
-//! and renamed to its final name only
+//! suffix, flushed after every record (or, `batched`, whenever the turn
+//! waits: `idle`), and renamed to its final name only
 //! after the footer is written and synced (alone, or with other eval
 //! turns' logs by `log_commit`) — so a killed process leaves a
 //! file that is clearly partial, never one posing as complete. Names carry
@@ -42,7 +42,7 @@ pub struct RunRecorder {
     claim: Option<ClaimRecord>,
     labels: Option<RunLabels>,
     trace: Option<crate::runs::record::TraceRef>,
-    /// Flush at model calls and the footer only (`batched`).
+    /// Flush when the turn waits and at the footer only (`batched`).
     batched: bool,
     /// Synced and renamed with other turns' logs (`in_group`).
     member: Option<GroupMember>,
@@ -87,13 +87,15 @@ impl RunRecorder {
         }
     }
 
-    /// Writes the log out at each model call and at the footer instead of
-    /// after every record: for a turn whose events nobody reads as they
-    /// happen (an eval without `--format ndjson`), so that the rule "what a
-    /// reader saw is in the run log" has no reader to keep it for. A crash
-    /// still leaves a `.partial` file, as far as the last model call (or
-    /// the last 8 KiB written); the footer is still synced before the
-    /// rename, so a complete name never holds a torn log.
+    /// Writes the log out whenever the turn waits (`idle`: for the model, a
+    /// tool, a judge, a reader) and at the footer instead of after every
+    /// record: for a turn whose events nobody reads as they happen (an eval
+    /// without `--format ndjson`), so that the rule "what a reader saw is in
+    /// the run log" has no reader to keep it for. A one-call turn's model
+    /// call, `done` and footer are then one write. A crash still leaves a
+    /// `.partial` file, as far as the turn's last wait (or the last 8 KiB
+    /// written); the footer is still synced before the rename, so a
+    /// complete name never holds a torn log.
     pub fn batched(mut self) -> RunRecorder {
         self.batched = true;
         self
@@ -205,8 +207,7 @@ impl RunRecorder {
                 let t = log.elapsed_ms();
                 // Borrowed, not cloned: a call's text and provider state
                 // may be 16 MiB each (the bound on one call).
-                log.write(&ModelCallLine { t, call })?;
-                log.out.flush()
+                log.write(&ModelCallLine { t, call })
             }
             TurnOutput::Notice(notice) => {
                 let log = self.open_log()?;
@@ -433,6 +434,17 @@ impl TurnSink for RunRecorder {
             let result = written.and_then(|_| self.header_after_prompt(storing.elapsed()));
             self.kept_or_removed(result)
         }))
+    }
+
+    /// A batched log is written out whenever its turn waits (for the
+    /// model, a tool, a judge, a reader): what a kill then loses is what
+    /// the turn did since it last waited — work of microseconds, not a
+    /// model call's. A write that fails leaves the bytes buffered; the next
+    /// write, at the latest the footer's, fails and says why.
+    fn idle(&mut self) {
+        if let Some(log) = self.log.as_mut().filter(|log| log.batched) {
+            let _ = log.out.flush();
+        }
     }
 
     fn describe(&self) -> String {

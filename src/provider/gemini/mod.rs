@@ -227,7 +227,7 @@ impl GeminiProvider {
     fn prepare(&self, request: &ModelRequest) -> Result<Call, ProviderError> {
         let url = self.url(&request.model)?;
         let body = build_request(request, &self.config.models, &self.encoded)
-            .and_then(|body| serde_json::to_vec(&body))
+            .and_then(|body| body.to_json())
             .map_err(|error| {
                 ProviderError::of(
                     ErrorKind::Invalid,
