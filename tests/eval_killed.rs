@@ -1,5 +1,5 @@
 //! An eval turn nobody watches live is written out whenever it waits (for
-//! the model, a tool, a judge), not after every record (issue #31): killed
+//! the model's next chunk, a judge, a reader), not after every record (issue #31): killed
 //! mid-turn, it still leaves a clearly partial log, as far as its last
 //! wait, which `runs list` shows as `partial` and `--resume` runs again.
 

@@ -306,7 +306,7 @@ fn recorder_for(
     )
     .with_prices(Arc::clone(&settings.prices));
     // Nobody reads a turn's events as they happen unless the feed carries
-    // them: the log can be written out per model call, not per record.
+    // them: the log can be written out when the turn waits, not per record.
     let recorder = if settings.feed.events {
         recorder
     } else {

@@ -158,6 +158,9 @@ async fn finish_log(
     footer: crate::runs::record::RunFooter,
 ) -> (std::io::Result<Option<PathBuf>>, Option<Committing>) {
     let Some(member) = recorder.take_group() else {
+        // What the log holds is written out before the turn waits for the
+        // blocking pool (nothing, unless it is batched).
+        recorder.idle();
         let finished = tokio::task::spawn_blocking(move || recorder.finish_with(footer));
         return (finished.await.unwrap_or_else(join_failed), None);
     };

@@ -228,6 +228,43 @@ mod tests {
         })
     }
 
+    /// Polled as the future alone would be — once, then once per wake-up,
+    /// never twice in a row — and `idle` once, however often it pends.
+    #[tokio::test]
+    async fn ready_or_idle_polls_once_per_wake_and_idles_once() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+        use std::task::{Poll, Waker};
+        let woken = Arc::new(AtomicUsize::new(0));
+        let waker: Arc<parking_lot::Mutex<Option<Waker>>> = Arc::default();
+        let (polls, idles) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let waiting = std::future::poll_fn(|context| {
+            polls.fetch_add(1, SeqCst);
+            if woken.load(SeqCst) == 2 {
+                return Poll::Ready("answer");
+            }
+            *waker.lock() = Some(context.waker().clone());
+            Poll::Pending
+        });
+        // Another task wakes it twice; nothing else does.
+        let (woken_by, waker_of) = (Arc::clone(&woken), Arc::clone(&waker));
+        tokio::spawn(async move {
+            for _ in 0..2 {
+                tokio::task::yield_now().await;
+                woken_by.fetch_add(1, SeqCst);
+                waker_of.lock().take().expect("polled before").wake();
+            }
+        });
+        let answer = ready_or_idle(waiting, || {
+            idles.fetch_add(1, SeqCst);
+        })
+        .await;
+        assert_eq!(
+            (answer, polls.load(SeqCst), idles.load(SeqCst)),
+            ("answer", 3, 1)
+        );
+    }
+
     #[tokio::test]
     async fn sinks_are_told_idle_only_before_the_turn_waits() {
         let cancel = CancellationToken::new();

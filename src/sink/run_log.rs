@@ -47,6 +47,9 @@ pub struct RunRecorder {
     /// Synced and renamed with other turns' logs (`in_group`).
     member: Option<GroupMember>,
     log: Option<OpenLog>,
+    /// Why writing the log out failed when its turn waited: the next
+    /// record, or the footer, fails with it (`idle`).
+    idle_failure: Option<io::Error>,
     /// A new prompt the header names, whose file is still to be written
     /// (synced, or left to the log's group: `prompt_durability`) before
     /// the header is (`wait`, or the next record).
@@ -83,16 +86,19 @@ impl RunRecorder {
             batched: false,
             member: None,
             log: None,
+            idle_failure: None,
             unstored: None,
         }
     }
 
-    /// Writes the log out whenever the turn waits (`idle`: for the model, a
-    /// tool, a judge, a reader) and at the footer instead of after every
-    /// record: for a turn whose events nobody reads as they happen (an eval
-    /// without `--format ndjson`), so that the rule "what a reader saw is in
-    /// the run log" has no reader to keep it for. A one-call turn's model
-    /// call, `done` and footer are then one write. A crash still leaves a
+    /// Writes the log out whenever the turn waits (`idle`: for the model's
+    /// next chunk, a judge, a reader) and at the footer instead of after
+    /// every record: for a turn whose events nobody reads as they happen (an
+    /// eval without `--format ndjson`), so that the rule "what a reader saw
+    /// is in the run log" has no reader to keep it for. A one-call turn
+    /// whose answer comes at once (a cache hit, a script, a local model)
+    /// then writes its model call, `done` and footer in one write; a model
+    /// that streams its answer over seconds, once for each pause. A crash still leaves a
     /// `.partial` file, as far as the turn's last wait (or the last 8 KiB
     /// written); the footer is still synced before the rename, so a
     /// complete name never holds a torn log.
@@ -147,9 +153,15 @@ impl RunRecorder {
     /// looking like an abandoned turn; the error goes to the caller.
     pub fn record(&mut self, output: &TurnOutput) -> io::Result<()> {
         let result = self
-            .store_unstored_prompt()
+            .idle_failure()
+            .and_then(|()| self.store_unstored_prompt())
             .and_then(|()| self.record_inner(output));
         self.kept_or_removed(result)
+    }
+
+    /// The failure to write the log out when the turn last waited, once.
+    fn idle_failure(&mut self) -> io::Result<()> {
+        self.idle_failure.take().map_or(Ok(()), Err)
     }
 
     /// `result`, after removing the `.partial` file when it is an error.
@@ -259,7 +271,9 @@ impl RunRecorder {
     /// Writes `footer` and gives the file its final name.
     /// A failure on the way removes the `.partial` file.
     pub fn finish_with(mut self, footer: RunFooter) -> io::Result<Option<PathBuf>> {
-        let stored = self.store_unstored_prompt();
+        let stored = self
+            .idle_failure()
+            .and_then(|()| self.store_unstored_prompt());
         self.kept_or_removed(stored)?;
         let Some(log) = self.log.take() else {
             return Ok(None);
@@ -282,7 +296,9 @@ impl RunRecorder {
     /// for a `GroupCommit` to sync and rename along with others. A failure
     /// on the way removes the `.partial` file.
     pub fn finish_written(mut self, footer: RunFooter) -> io::Result<Option<WrittenLog>> {
-        let stored = self.store_unstored_prompt();
+        let stored = self
+            .idle_failure()
+            .and_then(|()| self.store_unstored_prompt());
         self.kept_or_removed(stored)?;
         let Some(log) = self.log.take() else {
             return Ok(None);
@@ -437,13 +453,17 @@ impl TurnSink for RunRecorder {
     }
 
     /// A batched log is written out whenever its turn waits (for the
-    /// model, a tool, a judge, a reader): what a kill then loses is what
-    /// the turn did since it last waited — work of microseconds, not a
-    /// model call's. A write that fails leaves the bytes buffered; the next
-    /// write, at the latest the footer's, fails and says why.
+    /// model's next chunk, a judge, a reader): what a kill then loses is
+    /// what the turn did since it last waited — work of microseconds, not a
+    /// model call's. A write that fails is kept: the next record, or the
+    /// footer, fails with it (the `.partial` is removed, the turn's log
+    /// lost and said to be), as a failed write at a model call did.
     fn idle(&mut self) {
-        if let Some(log) = self.log.as_mut().filter(|log| log.batched) {
-            let _ = log.out.flush();
+        let Some(log) = self.log.as_mut().filter(|log| log.batched) else {
+            return;
+        };
+        if let Err(error) = log.out.flush() {
+            self.idle_failure.get_or_insert(error);
         }
     }
 
@@ -461,4 +481,71 @@ fn removed(partial_path: &Path, error: io::Error) -> io::Error {
             partial_path.display()
         ),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::event::ChatEvent;
+
+    fn started() -> TurnOutput {
+        TurnOutput::Started(Box::new(TurnStart {
+            turn_id: "00000000-0000-4000-8000-000000000000".into(),
+            started_at: Utc::now(),
+            fingerprint: "default".into(),
+            applied_overrides: Default::default(),
+            ignored_overrides: Vec::new(),
+            unknown_placeholders: Vec::new(),
+            remote: None,
+        }))
+    }
+
+    fn text(text: &str) -> TurnOutput {
+        TurnOutput::Event(ChatEvent::TextDelta { text: text.into() })
+    }
+
+    /// A batched log whose write fails while its turn waits: not a silent
+    /// loss — its next record fails with that error and its `.partial` goes.
+    #[test]
+    fn a_write_that_fails_while_the_turn_waits_fails_the_next_record() {
+        let runs = tempfile::tempdir().unwrap();
+        let today = chrono::NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
+        let request = ChatRequest::new(ClaimInput::Id("CLM-HH-0001".into()), "q", today);
+        let mut recorder = RunRecorder::new(runs.path(), &request, "script", None).batched();
+        recorder.record(&started()).unwrap();
+        recorder.record(&text("kept back")).unwrap();
+        let partial = recorder.path().unwrap().to_path_buf();
+        let held = std::fs::read_to_string(&partial).unwrap();
+        assert!(!held.contains("kept back"), "batched: {held}");
+        // The file under the buffer now refuses writes (read-only handle).
+        let log = recorder.log.as_mut().unwrap();
+        *log.out.get_mut() = std::fs::File::open(&partial).unwrap();
+        recorder.idle();
+        let error = recorder.record(&text("more")).unwrap_err().to_string();
+        assert!(error.contains("which was removed"), "{error}");
+        assert!(!partial.exists(), "the .partial was left behind");
+    }
+
+    #[test]
+    fn a_batched_log_is_written_out_when_its_turn_waits() {
+        let runs = tempfile::tempdir().unwrap();
+        let today = chrono::NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
+        let request = ChatRequest::new(ClaimInput::Id("CLM-HH-0001".into()), "q", today);
+        for batched in [false, true] {
+            let recorder = RunRecorder::new(runs.path(), &request, "script", None);
+            let mut recorder = if batched {
+                recorder.batched()
+            } else {
+                recorder
+            };
+            recorder.record(&started()).unwrap();
+            recorder.record(&text("said")).unwrap();
+            let partial = recorder.path().unwrap().to_path_buf();
+            let on_disk = || std::fs::read_to_string(&partial).unwrap().contains("said");
+            assert_eq!(on_disk(), !batched, "batched: {batched}");
+            recorder.idle();
+            assert!(on_disk(), "batched: {batched}");
+            std::fs::remove_file(&partial).unwrap();
+        }
+    }
 }

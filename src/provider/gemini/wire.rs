@@ -30,9 +30,10 @@ pub struct GenerateContentRequest {
 }
 
 impl GenerateContentRequest {
-    /// The request's JSON, in a buffer sized for it at once: the system
-    /// instruction and tools (~8 KB, already encoded) and room for the
-    /// rest, so that it is not grown, and copied, four or five times.
+    /// The request's JSON, in a buffer sized at once for the system
+    /// instruction and tools (~8 KB, already encoded) and 1 KB more: a
+    /// first call's body is not grown, and copied, four or five times (a
+    /// long conversation's still grows past it).
     pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
         let encoded = self.system_instruction.get().len()
             + self.tools.as_ref().map_or(0, |tools| tools.get().len());
