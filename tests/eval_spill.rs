@@ -721,12 +721,18 @@ fn a_run_leaves_no_spill_and_one_left_by_a_killed_run_is_no_run_log() {
     );
 }
 
-#[test]
-fn the_spill_of_a_killed_run_goes_when_the_next_one_starts_and_a_live_ones_stays() {
-    let dir = tempfile::tempdir().unwrap();
+/// The pid of a process that has exited (a killed eval's, as it looks).
+fn gone_pid() -> u32 {
     let mut exited = std::process::Command::new("true").spawn().unwrap();
     let gone = exited.id();
     exited.wait().unwrap();
+    gone
+}
+
+#[test]
+fn the_spill_of_a_killed_run_goes_when_the_next_one_starts_and_a_live_ones_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = gone_pid();
     let dead = dir
         .path()
         .join(format!(".eval-spill.ev-0000000001.{gone}-0000abcd"));
@@ -783,9 +789,7 @@ fn the_spill_of_a_killed_run_goes_when_the_next_one_starts_and_a_live_ones_stays
 #[test]
 fn a_fifo_in_a_spill_s_place_does_not_hold_the_clean_up() {
     let dir = tempfile::tempdir().unwrap();
-    let mut exited = std::process::Command::new("true").spawn().unwrap();
-    let gone = exited.id();
-    exited.wait().unwrap();
+    let gone = gone_pid();
     let spill = dir
         .path()
         .join(format!(".eval-spill.ev-0000000001.{gone}-0000abcd"));

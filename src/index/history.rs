@@ -352,10 +352,7 @@ fn numbers_of(indexed: Counted, summaries: &[SummaryRow]) -> (Counted, &'static 
 /// with variants.
 fn summed_summaries(summaries: &[SummaryRow]) -> Option<Counted> {
     let merge = summaries.iter().find(|s| s.kind == "merge");
-    let files: Vec<&SummaryRow> = match merge {
-        Some(merge) => vec![merge],
-        None => summaries.iter().collect(),
-    };
+    let files = merge.map_or(summaries, std::slice::from_ref);
     let mut summed: Counted = Vec::new();
     for (numbers, cost) in files.iter().flat_map(|s| variants_in_summary(&s.summary)) {
         let Some((total, total_cost)) = summed

@@ -143,10 +143,9 @@ pub async fn drive(
     delivery
 }
 
-/// `waiting`'s output: at once if it is ready, else after `idle` (which
-/// tells the sinks that buffer to write out: `TurnSink::idle`).
-/// Polled once per wake-up as `waiting` alone would be: `idle` runs after
-/// its first `Pending`, not before a second poll.
+/// `waiting`'s output, with `idle` (telling the sinks that buffer to write
+/// out: `TurnSink::idle`) run once, after its first `Pending`: polled once
+/// per wake-up, as `waiting` alone would be, never twice in a row.
 pub async fn ready_or_idle<F: std::future::Future>(waiting: F, idle: impl FnOnce()) -> F::Output {
     futures_util::pin_mut!(waiting);
     let mut idle = Some(idle);

@@ -98,10 +98,10 @@ impl RunRecorder {
     /// is in the run log" has no reader to keep it for. A one-call turn
     /// whose answer comes at once (a cache hit, a script, a local model)
     /// then writes its model call, `done` and footer in one write; a model
-    /// that streams its answer over seconds, once for each pause. A crash still leaves a
-    /// `.partial` file, as far as the turn's last wait (or the last 8 KiB
-    /// written); the footer is still synced before the rename, so a
-    /// complete name never holds a torn log.
+    /// that streams its answer over seconds, once for each pause. A crash
+    /// still leaves a `.partial` file, as far as the turn's last wait (or
+    /// the last 8 KiB written); the footer is still synced before the
+    /// rename, so a complete name never holds a torn log.
     pub fn batched(mut self) -> RunRecorder {
         self.batched = true;
         self
@@ -153,15 +153,19 @@ impl RunRecorder {
     /// looking like an abandoned turn; the error goes to the caller.
     pub fn record(&mut self, output: &TurnOutput) -> io::Result<()> {
         let result = self
-            .idle_failure()
-            .and_then(|()| self.store_unstored_prompt())
+            .write_pending()
             .and_then(|()| self.record_inner(output));
         self.kept_or_removed(result)
     }
 
-    /// The failure to write the log out when the turn last waited, once.
-    fn idle_failure(&mut self) -> io::Result<()> {
-        self.idle_failure.take().map_or(Ok(()), Err)
+    /// What must come before the next record or the footer: the failure to
+    /// write the log out when the turn last waited (said once), else the
+    /// new prompt the header names, stored, and the header.
+    fn write_pending(&mut self) -> io::Result<()> {
+        if let Some(failure) = self.idle_failure.take() {
+            return Err(failure);
+        }
+        self.store_unstored_prompt()
     }
 
     /// `result`, after removing the `.partial` file when it is an error.
@@ -271,10 +275,8 @@ impl RunRecorder {
     /// Writes `footer` and gives the file its final name.
     /// A failure on the way removes the `.partial` file.
     pub fn finish_with(mut self, footer: RunFooter) -> io::Result<Option<PathBuf>> {
-        let stored = self
-            .idle_failure()
-            .and_then(|()| self.store_unstored_prompt());
-        self.kept_or_removed(stored)?;
+        let pending = self.write_pending();
+        self.kept_or_removed(pending)?;
         let Some(log) = self.log.take() else {
             return Ok(None);
         };
@@ -296,10 +298,8 @@ impl RunRecorder {
     /// for a `GroupCommit` to sync and rename along with others. A failure
     /// on the way removes the `.partial` file.
     pub fn finish_written(mut self, footer: RunFooter) -> io::Result<Option<WrittenLog>> {
-        let stored = self
-            .idle_failure()
-            .and_then(|()| self.store_unstored_prompt());
-        self.kept_or_removed(stored)?;
+        let pending = self.write_pending();
+        self.kept_or_removed(pending)?;
         let Some(log) = self.log.take() else {
             return Ok(None);
         };
