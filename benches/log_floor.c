@@ -56,6 +56,14 @@ int main(int argc, char **argv) {
     int n = atoi(argv[2]);
     int writes = argc > 3 ? atoi(argv[3]) : 3;
     const char *how = argc > 4 ? argv[4] : "same";
+    if (strlen(dir) > 300) {
+        fprintf(stderr, "log_floor: DIR is longer than 300 bytes\n");
+        return 2;
+    }
+    if (n < 1 || writes < 1 || writes > 2100) {
+        fprintf(stderr, "log_floor: LOGS and WRITES must be whole numbers, WRITES 1 to 2100\n");
+        return 2;
+    }
     enum layout layout = !strcmp(how, "aside") ? ASIDE : !strcmp(how, "split") ? SPLIT
                        : !strcmp(how, "direct") ? DIRECT : SAME;
     if (layout == SAME && strcmp(how, "same")) {
@@ -74,9 +82,10 @@ int main(int argc, char **argv) {
             names(dir, layout, i, p, f);
             int fd = open(layout == DIRECT ? f : p, O_CREAT | O_EXCL | O_WRONLY, 0644);
             if (fd < 0) { perror("open"); return 1; }
+            size_t len = sizeof buf / writes;
             for (int w = 0; w < writes; w++)
-                if (write(fd, buf, sizeof buf / writes) < 0) { perror("write"); return 1; }
-            close(fd);
+                if (write(fd, buf, len) != (ssize_t)len) { perror("write"); return 1; }
+            if (close(fd) < 0) { perror("close"); return 1; }
         }
         if (syncfs(keep) < 0) { perror("syncfs"); return 1; }
         for (int i = start; i < end && layout != DIRECT; i++) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # promptfoo and promptlab side by side on the same mock Gemini
-# (examples/mock_gemini.rs, answering at once): 1,008 one-call cases each
+# (examples/mock_gemini.rs, answering at once): by default 1,008 one-call cases each
 # (24 claims × 7 questions × 6 samples; promptlab's benches/eval-1000-model.yaml),
 # 16 at a time, no cache, nothing written by promptfoo (`--no-write`). Prints
 # each one's CPU and peak memory and the ratios (BENCHMARKS.md, issue #31).
@@ -32,6 +32,16 @@ gcc -O2 -o "$work/rusage" benches/rusage.c
 for _ in $(seq 100); do grep -q listening "$work/mock.out" 2>/dev/null && break; sleep 0.1; done
 base=$(sed -n 's/^listening on //p' "$work/mock.out")
 sizes=(${SAMPLES:-6})
+for samples in "${sizes[@]}"; do
+    if ! [[ $samples =~ ^[1-9][0-9]*$ ]]; then
+        echo "SAMPLES: $samples is not a whole number of samples (1 or more)" >&2
+        exit 2
+    fi
+done
+if [ "$(printf '%s\n' "${sizes[@]}" | sort -u | wc -l)" -ne "${#sizes[@]}" ]; then
+    echo "SAMPLES: a size is given twice (${sizes[*]})" >&2
+    exit 2
+fi
 for samples in "${sizes[@]}"; do
     sed "s/^repeats: 6$/repeats: $samples/" benches/eval-1000-model.yaml > "$work/suite-$samples.yaml"
 done
