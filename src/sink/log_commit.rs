@@ -63,7 +63,7 @@ impl WrittenLog {
     /// is not part of a group (chat, serve, `eval --format ndjson`).
     pub(super) fn complete_alone(self) -> io::Result<(PathBuf, Box<RunSummary>)> {
         self.file.sync_all()?;
-        std::fs::rename(&self.partial_path, &self.final_path)?;
+        rename_log(&self.partial_path, &self.final_path)?;
         Ok((self.final_path, self.summary))
     }
 }
@@ -298,7 +298,7 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Committed
     let mut noted: Vec<(PathBuf, Vec<CommittedLog>)> = Vec::new();
     for Queued { log, done } in group {
         let renamed = match &synced {
-            Ok(()) => std::fs::rename(&log.partial_path, &log.final_path),
+            Ok(()) => rename_log(&log.partial_path, &log.final_path),
             Err(error) => Err(io::Error::new(error.kind(), error.to_string())),
         };
         let result = match renamed {
@@ -318,6 +318,15 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Committed
         outcomes.push((done, result));
     }
     Committed { outcomes, noted }
+}
+
+/// Gives a log its final name; a folder that takes no more names is named
+/// as the cause (`full_folder`).
+fn rename_log(partial_path: &Path, final_path: &Path) -> io::Result<()> {
+    std::fs::rename(partial_path, final_path).map_err(|error| {
+        let folder = final_path.parent().unwrap_or(Path::new("."));
+        super::full_folder::explain(error, folder)
+    })
 }
 
 /// The error of a log that could not be committed, whose `.partial` is

@@ -12,6 +12,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use super::full_folder;
 use super::log_commit::WrittenLog;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::service::PreparedTurn;
@@ -49,22 +50,24 @@ pub(super) struct OpenLog {
 /// Creates the log's file exclusively, and its fingerprint folder only when
 /// it is missing: the folder is there for every turn but the first of a
 /// version, so checking it first would cost two system calls a turn.
+/// A folder that takes no more names is named as the cause
+/// (`full_folder`).
 pub(super) fn create_log_file(partial_path: &Path) -> io::Result<File> {
+    let folder = partial_path.parent().unwrap_or(Path::new("."));
     let create = || {
         OpenOptions::new()
             .write(true)
             .create_new(true)
             .open(partial_path)
     };
-    match create() {
+    let created = match create() {
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            if let Some(dir) = partial_path.parent() {
-                std::fs::create_dir_all(dir)?;
-            }
+            std::fs::create_dir_all(folder)?;
             create()
         }
         opened => opened,
-    }
+    };
+    created.map_err(|error| full_folder::explain(error, folder))
 }
 
 impl RunHeader {
