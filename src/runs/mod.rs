@@ -2,6 +2,7 @@
 
 pub mod evidence;
 pub mod feedback;
+pub(crate) mod full_folder;
 pub mod naming;
 pub mod prompt_store;
 pub mod record;

@@ -80,7 +80,9 @@ pub fn write_rescore(log: &Path, record: &RescoreRecord) -> io::Result<PathBuf> 
         .and_then(|()| std::fs::rename(&temporary, &path));
     if let Err(error) = written {
         let _ = std::fs::remove_file(&temporary);
-        return Err(error);
+        // A folder that takes no more names says so (`full_folder`).
+        let folder = path.parent().unwrap_or(Path::new("."));
+        return Err(super::full_folder::explain(error, folder));
     }
     Ok(path)
 }

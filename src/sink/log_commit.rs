@@ -325,7 +325,7 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Committed
 fn rename_log(partial_path: &Path, final_path: &Path) -> io::Result<()> {
     std::fs::rename(partial_path, final_path).map_err(|error| {
         let folder = final_path.parent().unwrap_or(Path::new("."));
-        super::full_folder::explain(error, folder)
+        crate::runs::full_folder::explain(error, folder)
     })
 }
 

@@ -12,11 +12,11 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::full_folder;
 use super::log_commit::WrittenLog;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::service::PreparedTurn;
 use crate::cost::Cost;
+use crate::runs::full_folder;
 use crate::runs::record::{ClaimRecord, RunFooter, RunHeader, RunStatus};
 use crate::runs::store::RunSummary;
 

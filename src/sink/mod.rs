@@ -3,7 +3,6 @@
 //! its printer.
 
 pub mod driver;
-mod full_folder;
 pub mod log_commit;
 mod log_file;
 pub mod pretty;

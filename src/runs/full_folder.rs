@@ -1,11 +1,12 @@
-//! A log's folder that refuses new names while its file system has room.
+//! A run log's folder that refuses new names while its file system has room.
 //!
 //! ext4 without its `large_dir` feature (mkfs's default) indexes a folder
 //! in at most two levels: a folder holding one fingerprint's logs starts
 //! refusing new names at about 5.5 million of them, at random as their
 //! hashes land in full index blocks, and more often as it grows
-//! (BENCHMARKS.md, "Per turn at scale"). Creating or renaming a log then
-//! fails with "No space left on device", which sends whoever reads it to a
+//! (BENCHMARKS.md, "Per turn at scale"). Creating or renaming a log (or a
+//! file beside it: feedback, a re-score) then fails with "No space left on
+//! device", which sends whoever reads it to a
 //! disk that has room; this names the folder. Only then: other file
 //! systems say "no space" on a disk with room for other reasons (btrfs's
 //! metadata, XFS's fragmented inodes or project quotas), so the folder is
@@ -26,7 +27,7 @@ const EXT4_SUPER_MAGIC: u64 = 0xEF53;
 
 /// `error`, for a name made in `folder`; a "no space" error that is the
 /// folder's (above) says so.
-pub(super) fn explain(error: io::Error, folder: &Path) -> io::Error {
+pub(crate) fn explain(error: io::Error, folder: &Path) -> io::Error {
     if error.kind() != io::ErrorKind::StorageFull {
         return error;
     }
