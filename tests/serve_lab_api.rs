@@ -353,33 +353,47 @@ fn the_page_and_its_files_carry_a_content_security_policy() {
     assert_eq!(status, 404);
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
-
-    /// Whatever the body, the save, download and diff endpoints answer with
-    /// JSON and a 2xx or 4xx — never a 5xx or a dropped connection — and the
-    /// server keeps serving.
-    #[test]
-    fn any_body_gets_a_json_answer(body in prop_oneof![
+/// Whatever the body, the save, download and diff endpoints answer with
+/// JSON and a 2xx or 4xx — never a 5xx or a dropped connection — and the
+/// server keeps serving. One server for all the cases, owned by the test
+/// (a `static` one is never dropped, so never killed: it outlived the test
+/// binary).
+#[test]
+fn any_body_gets_a_json_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_overrides(dir.path());
+    let bodies = prop_oneof![
         any::<String>(),
         "\\{\"name\": \"[a-z./]{0,8}\", \"overrides\": \\{\"system.base\": \"[a-z\\\\]{0,6}\"\\}\\}",
-        Just("{\"name\": \"ok\", \"overrides\": {\"system.base\": \"x\"}, \"replace\": \"yes\"}".to_string()),
-    ]) {
-        let server = shared_server();
-        for path in ["/api/overrides", "/api/overrides/yaml", "/api/diff", "/api/word-diff"] {
+        Just(
+            "{\"name\": \"ok\", \"overrides\": {\"system.base\": \"x\"}, \"replace\": \"yes\"}"
+                .to_string()
+        ),
+    ];
+    let config = ProptestConfig {
+        cases: 48,
+        ..ProptestConfig::default()
+    };
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let outcome = runner.run(&bodies, |body| {
+        for path in [
+            "/api/overrides",
+            "/api/overrides/yaml",
+            "/api/diff",
+            "/api/word-diff",
+        ] {
             let (status, _, text) = exchange("POST", server.at(path), "application/json", &body);
             prop_assert!(status < 500, "{} {}", path, status);
-            prop_assert!(serde_json::from_str::<Value>(&text).is_ok(), "{} answered {}", path, text);
+            prop_assert!(
+                serde_json::from_str::<Value>(&text).is_ok(),
+                "{} answered {}",
+                path,
+                text
+            );
         }
+        Ok(())
+    });
+    if let Err(failure) = outcome {
+        panic!("{failure}");
     }
-}
-
-fn shared_server() -> &'static Server {
-    static SERVER: std::sync::OnceLock<(Server, tempfile::TempDir)> = std::sync::OnceLock::new();
-    &SERVER
-        .get_or_init(|| {
-            let dir = tempfile::tempdir().unwrap();
-            (server_with_overrides(dir.path()), dir)
-        })
-        .0
 }
