@@ -48,15 +48,9 @@ pub fn append_feedback(log: &Path, record: &FeedbackRecord) -> io::Result<PathBu
         .append(true)
         .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
-        .map_err(|error| refused_link(&path, error))
-        .map_err(|error| in_folder_of(&path, error))?;
+        .map_err(|error| super::full_folder::explain(refused_link(&path, error), &path))?;
     file.write_all(&line)?;
     Ok(path)
-}
-
-/// A folder that takes no more names says so (`full_folder`).
-fn in_folder_of(path: &Path, error: io::Error) -> io::Error {
-    super::full_folder::explain(error, path.parent().unwrap_or(Path::new(".")))
 }
 
 /// O_NOFOLLOW on a link fails with ELOOP: say what was there.

@@ -6,11 +6,11 @@
 //! hashes land in full index blocks, and more often as it grows
 //! (BENCHMARKS.md, "Per turn at scale"). Creating or renaming a log (or a
 //! file beside it: feedback, a re-score) then fails with "No space left on
-//! device", which sends whoever reads it to a
-//! disk that has room; this names the folder. Only then: other file
-//! systems say "no space" on a disk with room for other reasons (btrfs's
-//! metadata, XFS's fragmented inodes or project quotas), so the folder is
-//! named only on ext4, and only when its index is large.
+//! device", which sends whoever reads it to a disk that has room; this
+//! names the folder. Only then: other file systems say "no space" on a disk
+//! with room for other reasons (btrfs's metadata, XFS's fragmented inodes
+//! or project quotas), so the folder is named only on ext4, and only when
+//! its index is large.
 
 use std::io;
 use std::path::Path;
@@ -25,12 +25,13 @@ const LARGE_FOLDER_BYTES: u64 = 64 << 20;
 /// `statfs`'s `f_type` of ext2, ext3 and ext4.
 const EXT4_SUPER_MAGIC: u64 = 0xEF53;
 
-/// `error`, for a name made in `folder`; a "no space" error that is the
-/// folder's (above) says so.
-pub(crate) fn explain(error: io::Error, folder: &Path) -> io::Error {
+/// `error`, from making the name `made` (a file's path); a "no space" error
+/// that is its folder's (above) says so.
+pub(crate) fn explain(error: io::Error, made: &Path) -> io::Error {
     if error.kind() != io::ErrorKind::StorageFull {
         return error;
     }
+    let folder = made.parent().unwrap_or(Path::new("."));
     with_room(error, folder, room_of(folder))
 }
 
@@ -156,10 +157,10 @@ mod tests {
     #[test]
     fn other_errors_and_an_unreadable_folder_pass_through() {
         let denied = io::Error::from(io::ErrorKind::PermissionDenied);
-        let passed = explain(denied, Path::new("/"));
+        let passed = explain(denied, Path::new("/a.ndjson"));
         assert_eq!(passed.kind(), io::ErrorKind::PermissionDenied);
         assert_eq!(passed.to_string(), "permission denied");
-        let passed = explain(nospc(), Path::new("/no/such/folder/here"));
+        let passed = explain(nospc(), Path::new("/no/such/folder/a.ndjson"));
         assert_eq!(passed.kind(), io::ErrorKind::StorageFull);
         assert_eq!(passed.to_string(), "No space left on device (os error 28)");
     }
@@ -186,7 +187,7 @@ mod tests {
         // its reading is sane, and `explain` says what the reading says.
         let folder = std::env::temp_dir();
         let room = room_of(&folder).expect("the temporary folder's file system is read");
-        let said = explain(nospc(), &folder).to_string();
+        let said = explain(nospc(), &folder.join("a.ndjson")).to_string();
         let expected = match room.hint(&folder) {
             Some(hint) => format!("No space left on device (os error 28), {hint}"),
             None => "No space left on device (os error 28)".to_string(),

@@ -81,8 +81,7 @@ pub fn write_rescore(log: &Path, record: &RescoreRecord) -> io::Result<PathBuf> 
     if let Err(error) = written {
         let _ = std::fs::remove_file(&temporary);
         // A folder that takes no more names says so (`full_folder`).
-        let folder = path.parent().unwrap_or(Path::new("."));
-        return Err(super::full_folder::explain(error, folder));
+        return Err(super::full_folder::explain(error, &path));
     }
     Ok(path)
 }

@@ -323,10 +323,8 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Committed
 /// Gives a log its final name; a folder that takes no more names is named
 /// as the cause (`full_folder`).
 fn rename_log(partial_path: &Path, final_path: &Path) -> io::Result<()> {
-    std::fs::rename(partial_path, final_path).map_err(|error| {
-        let folder = final_path.parent().unwrap_or(Path::new("."));
-        crate::runs::full_folder::explain(error, folder)
-    })
+    std::fs::rename(partial_path, final_path)
+        .map_err(|error| crate::runs::full_folder::explain(error, final_path))
 }
 
 /// The error of a log that could not be committed, whose `.partial` is

@@ -53,7 +53,6 @@ pub(super) struct OpenLog {
 /// A folder that takes no more names is named as the cause
 /// (`full_folder`).
 pub(super) fn create_log_file(partial_path: &Path) -> io::Result<File> {
-    let folder = partial_path.parent().unwrap_or(Path::new("."));
     let create = || {
         OpenOptions::new()
             .write(true)
@@ -62,12 +61,14 @@ pub(super) fn create_log_file(partial_path: &Path) -> io::Result<File> {
     };
     let created = match create() {
         Err(error) if error.kind() == io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(folder)?;
+            if let Some(folder) = partial_path.parent() {
+                std::fs::create_dir_all(folder)?;
+            }
             create()
         }
         opened => opened,
     };
-    created.map_err(|error| full_folder::explain(error, folder))
+    created.map_err(|error| full_folder::explain(error, partial_path))
 }
 
 impl RunHeader {
