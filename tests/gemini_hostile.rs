@@ -228,6 +228,65 @@ fn a_key_echoed_in_the_streamed_answer_is_redacted_in_stdout_and_the_log() {
 }
 
 #[test]
+fn a_key_a_server_writes_in_json_escapes_is_redacted_in_stdout_and_the_log() {
+    // JSON may write any character as `\uXXXX` and `/` as `\/`; a server
+    // that does so for the key must not get it past the redaction.
+    let escaped: String = KEY
+        .chars()
+        .map(|c| match c {
+            '/' => "\\/".to_string(),
+            'A'..='Z' => format!("\\u{:04x}", c as u32),
+            c => c.to_string(),
+        })
+        .collect();
+    let stream = format!(
+        "data: {{\"candidates\": [{{\"content\": {{\"role\": \"model\", \"parts\": [{{\"text\": \"key: {escaped}.\"}}]}}, \"finishReason\": \"STOP\"}}]}}\r\n\r\n"
+    );
+    let server = TestServer::start(vec![Box::new(move |_| Reply::stream(stream.clone()))]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("key: [redacted]."), "{}", out.stdout);
+    let (_, log) = the_log(runs.path());
+    for text in [&out.stdout, &out.stderr, &log] {
+        let decoded = text.replace("\\/", "/");
+        assert!(!decoded.contains(KEY) && !text.contains(&escaped), "{text}");
+    }
+}
+
+#[test]
+fn the_basic_credential_a_base_url_makes_is_redacted_when_echoed() {
+    // The server echoes the Authorization header the client really sent.
+    let server = TestServer::start(vec![Box::new(|request| {
+        let sent = request
+            .header("authorization")
+            .unwrap_or("none")
+            .to_string();
+        Reply::status(400, format!("bad credentials: authorization: {sent}"))
+    })]);
+    let base = server
+        .base_url
+        .replacen("http://", "http://proxyuser:pa55word-0f-a-proxy@", 1);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&base, runs.path(), &[]);
+    assert_eq!(out.code, 1);
+    let sent = server.requests()[0]
+        .header("authorization")
+        .expect("the client sent the userinfo as Basic")
+        .to_string();
+    let credential = sent.strip_prefix("Basic ").expect("Basic");
+    let message = last_error(&out.stdout);
+    assert!(
+        message.contains("authorization: Basic [redacted]"),
+        "{message}"
+    );
+    let log = assert_complete_error_log(runs.path(), &message);
+    for text in [&out.stdout, &out.stderr, &log] {
+        assert!(!text.contains(credential), "{text}");
+    }
+}
+
+#[test]
 fn a_password_in_the_base_url_is_never_shown_or_recorded() {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let address = closed.local_addr().unwrap();

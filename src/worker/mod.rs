@@ -126,15 +126,13 @@ impl WorkerClient {
     ) -> Result<WorkerClient, WorkerError> {
         let headers = transport::headers(config.token.as_deref()).map_err(WorkerError::Token)?;
         let in_flight = Arc::new(Semaphore::new(config.max_concurrent.max(1)));
-        let userinfo = crate::provider::transport::redact::url_userinfo(config.endpoint.url());
+        let in_url =
+            crate::provider::transport::redact::url_secrets(config.endpoint.url(), "--endpoint");
         let token = config.token.iter().map(|value| Secret {
             name: "PROMPTLAB_ENDPOINT_TOKEN",
             value,
         });
-        let url = userinfo.iter().map(|value| Secret {
-            name: "the userinfo of --endpoint",
-            value,
-        });
+        let url = in_url.iter().map(|(name, value)| Secret { name, value });
         let shown = config.endpoint.shown().to_string();
         let peer = Peer {
             name: WHO,

@@ -102,17 +102,14 @@ pub struct GeminiProvider {
 
 impl GeminiProvider {
     pub fn new(config: GeminiConfig) -> Result<GeminiProvider, ProviderError> {
-        let userinfo = reqwest::Url::parse(config.base_url.trim())
-            .map(|url| super::transport::redact::url_userinfo(&url))
+        let in_url = reqwest::Url::parse(config.base_url.trim())
+            .map(|url| super::transport::redact::url_secrets(&url, "GEMINI_BASE_URL"))
             .unwrap_or_default();
         let key = config.api_key.iter().map(|key| Secret {
             name: "GEMINI_API_KEY",
             value: key,
         });
-        let url = userinfo.iter().map(|value| Secret {
-            name: "the userinfo of GEMINI_BASE_URL",
-            value,
-        });
+        let url = in_url.iter().map(|(name, value)| Secret { name, value });
         let peer = Peer {
             name: WHO,
             shown: super::transport::shown_url(&config.base_url),

@@ -128,17 +128,14 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<OpenAiProvider, ProviderError> {
-        let userinfo = reqwest::Url::parse(config.base_url.trim())
-            .map(|url| super::transport::redact::url_userinfo(&url))
+        let in_url = reqwest::Url::parse(config.base_url.trim())
+            .map(|url| super::transport::redact::url_secrets(&url, "OPENAI_BASE_URL"))
             .unwrap_or_default();
         let key = config.api_key.iter().map(|key| Secret {
             name: config.key_name,
             value: key,
         });
-        let url = userinfo.iter().map(|value| Secret {
-            name: "the userinfo of OPENAI_BASE_URL",
-            value,
-        });
+        let url = in_url.iter().map(|(name, value)| Secret { name, value });
         let who = if config.is_openai() {
             "OpenAI"
         } else {

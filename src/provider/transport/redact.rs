@@ -1,8 +1,12 @@
 //! The one redaction step for everything a server sends back that can reach
 //! output, a run log or the cache: known secrets — the Gemini key, the
-//! endpoint token, the userinfo of a base URL — become `[redacted]`, as
-//! given and in their URL-encoded forms (a server quoting a request URL
-//! sends them encoded).
+//! endpoint token, the userinfo of a base URL and the Basic credential made
+//! of it, the values of an endpoint's query — become `[redacted]`, as given,
+//! in their URL-encoded forms (a server quoting a request URL sends them
+//! encoded) and JSON-escaped: what a server sends is JSON, which may write
+//! any character as `\uXXXX` and `/` as `\/`, so a secret is looked for in
+//! the text with those escapes read (`unescape_printable`), and the protocol
+//! that decodes the item later sees no secret either.
 //!
 //! A secret shorter than `MIN_SECRET_CHARS` is not redacted: replacing every
 //! occurrence of a 3-letter password would mangle ordinary words and still
@@ -11,6 +15,8 @@
 use std::borrow::Cow;
 use std::sync::Arc;
 
+use base64::Engine;
+use base64::prelude::BASE64_STANDARD;
 use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 
 /// What a secret becomes.
@@ -65,16 +71,31 @@ impl Redactor {
         (redactor, warnings)
     }
 
-    /// `text` with every known secret replaced by `[redacted]`.
+    /// `text` with every known secret replaced by `[redacted]`: as it is
+    /// written, then as it reads with its JSON escapes of printable
+    /// characters read, which changes no JSON value it writes. Text that
+    /// holds no secret either way is returned as it came.
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
-        if !self
-            .needles
+        let plain = self.replace_secrets(Cow::Borrowed(text));
+        match unescape_printable(&plain) {
+            Some(unescaped) if self.holds_secret(&unescaped) => {
+                self.replace_secrets(Cow::Owned(unescaped))
+            }
+            _ => plain,
+        }
+    }
+
+    fn holds_secret(&self, text: &str) -> bool {
+        self.needles
             .iter()
             .any(|needle| text.contains(needle.as_str()))
-        {
-            return Cow::Borrowed(text);
+    }
+
+    fn replace_secrets<'t>(&self, text: Cow<'t, str>) -> Cow<'t, str> {
+        if !self.holds_secret(&text) {
+            return text;
         }
-        let mut redacted = text.to_string();
+        let mut redacted = text.into_owned();
         for needle in self.needles.iter() {
             if redacted.contains(needle.as_str()) {
                 redacted = redacted.replace(needle.as_str(), REDACTED);
@@ -98,20 +119,44 @@ impl Redactor {
     }
 }
 
-/// The secrets in a URL's userinfo, decoded as they were meant.
-pub fn url_userinfo(url: &reqwest::Url) -> Vec<String> {
+/// The secrets a URL carries, each with the name a warning gives it
+/// (`setting` names the URL): its user name and password, decoded as they
+/// were meant; the `Basic` credential an HTTP client makes of them for the
+/// `Authorization` header (a server echoing its request's head shows it);
+/// and the values of its query (the endpoint's, sent as given, never shown).
+/// The last two are kept only when long enough to redact, without a
+/// warning: the parts of the first are warned about, and a query value is
+/// not declared a secret.
+pub fn url_secrets(url: &reqwest::Url, setting: &str) -> Vec<(String, String)> {
     let decode = |text: &str| {
         percent_encoding::percent_decode_str(text)
             .decode_utf8_lossy()
             .into_owned()
     };
     let mut found = Vec::new();
-    if !url.username().is_empty() {
-        found.push(decode(url.username()));
+    let user = decode(url.username());
+    let password = url.password().map(decode);
+    if !user.is_empty() || password.is_some() {
+        let credential = format!("{user}:{}", password.as_deref().unwrap_or(""));
+        found.push((
+            format!("the Basic credential of {setting}"),
+            BASE64_STANDARD.encode(credential),
+        ));
     }
-    if let Some(password) = url.password() {
-        found.push(decode(password));
+    if !user.is_empty() {
+        found.push((format!("the user name in {setting}"), user));
     }
+    if let Some(password) = password {
+        found.push((format!("the password in {setting}"), password));
+    }
+    for (_, value) in url.query_pairs() {
+        found.push((format!("a query value of {setting}"), value.into_owned()));
+    }
+    found.retain(|(name, value)| {
+        name.starts_with("the user name")
+            || name.starts_with("the password")
+            || value.trim().chars().count() >= MIN_SECRET_CHARS
+    });
     found
 }
 
@@ -124,7 +169,8 @@ pub fn short_secret_warning(name: &str) -> String {
 }
 
 /// A secret as given, percent-encoded (`%2B`) and form-encoded (`+` for a
-/// space), in both hex cases.
+/// space), in both hex cases, and as a JSON string writes it (`"` and `\`
+/// escaped, the two characters `unescape_printable` leaves escaped).
 fn forms(value: &str) -> Vec<String> {
     let encoded = utf8_percent_encode(value, NON_ALPHANUMERIC).to_string();
     // Unreserved characters (`-`, `.`, `_`, `~`) left as they are, as URL
@@ -132,7 +178,83 @@ fn forms(value: &str) -> Vec<String> {
     let unreserved = utf8_percent_encode(value, &UNRESERVED_KEPT).to_string();
     let form = unreserved.replace("%20", "+");
     let lower = lower_hex(&encoded);
-    vec![value.to_string(), encoded, unreserved, form, lower]
+    let json = value.replace('\\', "\\\\").replace('"', "\\\"");
+    vec![value.to_string(), encoded, unreserved, form, lower, json]
+}
+
+/// `text` with each JSON escape of a printable character written as the
+/// character (`\u0053` → `S`, a surrogate pair → its character, `\/` →
+/// `/`), but `"` and `\` in their short escapes (`\u0022` → `\"`); escapes
+/// of control characters, and anything that is not an escape, left as they
+/// are; `None` when there is no escape to read. A JSON document stays one,
+/// with the same values; text that is not JSON is only read differently
+/// where it has such escapes.
+fn unescape_printable(text: &str) -> Option<String> {
+    let mut out: Option<String> = None;
+    // `text[..copied]` is in `out`; the search goes on from `at`.
+    let (mut copied, mut at) = (0, 0);
+    while let Some(found) = text[at..].find('\\') {
+        let start = at + found;
+        let (read, taken) = read_escape(&text[start..]);
+        if let Some(c) = read {
+            let out = out.get_or_insert_with(|| String::with_capacity(text.len()));
+            out.push_str(&text[copied..start]);
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                c => out.push(c),
+            }
+            copied = start + taken;
+        }
+        at = start + taken;
+    }
+    let mut out = out?;
+    out.push_str(&text[copied..]);
+    Some(out)
+}
+
+/// The escape at the start of `escape` (which starts with `\`): the
+/// printable character it stands for, if it is to be read, and how many
+/// bytes it takes. A `\` followed by anything takes two bytes at least, so
+/// that `\\u0053` stays an escaped backslash and the text `u0053`.
+fn read_escape(escape: &str) -> (Option<char>, usize) {
+    let bytes = escape.as_bytes();
+    match bytes.get(1) {
+        None => (None, 1),
+        Some(b'/') => (Some('/'), 2),
+        Some(b'u') => match hex_unit(escape, 2) {
+            Some(high @ 0xD800..=0xDBFF) if escape.get(6..8) == Some("\\u") => {
+                match hex_unit(escape, 8) {
+                    Some(low @ 0xDC00..=0xDFFF) => {
+                        let code = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+                        (char::from_u32(code).filter(|c| readable(*c)), 12)
+                    }
+                    _ => (None, 6),
+                }
+            }
+            Some(unit) => (char::from_u32(unit).filter(|c| readable(*c)), 6),
+            None => (None, 2),
+        },
+        Some(_) => (
+            None,
+            1 + escape[1..].chars().next().map_or(0, char::len_utf8),
+        ),
+    }
+}
+
+/// The code unit written in the four hex digits at `at`, if they are.
+fn hex_unit(escape: &str, at: usize) -> Option<u32> {
+    let digits = escape.get(at..at + 4)?;
+    if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u32::from_str_radix(digits, 16).ok()
+}
+
+/// A character an escape may be read as: not a control character, which
+/// a JSON string must escape and a secret cannot hold.
+fn readable(c: char) -> bool {
+    !c.is_control()
 }
 
 /// Percent-encode everything but the unreserved characters of RFC 3986.
@@ -202,8 +324,122 @@ mod tests {
     }
 
     #[test]
-    fn userinfo_is_decoded() {
-        let url = reqwest::Url::parse("http://us%20er:p%40ss@host/").unwrap();
-        assert_eq!(url_userinfo(&url), ["us er", "p@ss"]);
+    fn secrets_a_json_writer_escapes_are_redacted() {
+        let (redactor, _) = redactor(&["SECRET-canary-1234", "ab/cd+with\"quote"]);
+        for (text, redacted) in [
+            (
+                r#"{"t":"\u0053ECRET-canary-1234"}"#,
+                r#"{"t":"[redacted]"}"#,
+            ),
+            (
+                r#"{"t":"\u0053\u0045CRET\u002dcanary-1234!"}"#,
+                r#"{"t":"[redacted]!"}"#,
+            ),
+            (r#"{"t":"ab\/cd+with\"quote"}"#, r#"{"t":"[redacted]"}"#),
+            (
+                r#"{"t":"ab\u002fcd+with\u0022quote"}"#,
+                r#"{"t":"[redacted]"}"#,
+            ),
+        ] {
+            assert_eq!(redactor.redact(text), redacted, "{text}");
+        }
+        // Escapes that hide no secret are left as they came.
+        let plain = r#"{"t":"\u0041 \/ \n \\u0053ECRET-canary-1234"}"#;
+        assert_eq!(redactor.redact(plain), plain);
+    }
+
+    #[test]
+    fn escapes_are_read_only_where_json_has_them() {
+        for (text, read) in [
+            (r"\u0053", "S"),
+            (r"\\u0053", r"\\u0053"),
+            (r"\u00", r"\u00"),
+            (r"\u0022 \u005C \u000a", r#"\" \\ \u000a"#),
+            (r"\ud83d\ude00 \ud83d \ude00", "\u{1F600} \\ud83d \\ude00"),
+            (r"\/\é\", r"/\é\"),
+        ] {
+            assert_eq!(
+                unescape_printable(text).as_deref().unwrap_or(text),
+                read,
+                "{text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_url_gives_its_userinfo_its_basic_credential_and_its_query_values() {
+        let url =
+            reqwest::Url::parse("http://al%20ice:p%40ssword@host/chat?token=QTOKEN-canary-9&v=1")
+                .unwrap();
+        let found = url_secrets(&url, "--endpoint");
+        let values: Vec<&str> = found.iter().map(|(_, value)| value.as_str()).collect();
+        // reqwest's own header for this URL: `Basic base64("al ice:p@ssword")`.
+        assert_eq!(
+            values,
+            [
+                "YWwgaWNlOnBAc3N3b3Jk",
+                "al ice",
+                "p@ssword",
+                "QTOKEN-canary-9"
+            ]
+        );
+        assert_eq!(found[1].0, "the user name in --endpoint");
+        assert_eq!(found[2].0, "the password in --endpoint");
+        let bare = reqwest::Url::parse("http://host/").unwrap();
+        assert!(url_secrets(&bare, "X").is_empty());
+    }
+
+    /// A JSON text as a server may write it: each character of its strings
+    /// as itself or as `\uXXXX` (surrogate pairs beyond the BMP), `/` also
+    /// as `\/`, by the choices given.
+    fn written_as_json(value: &str, choices: &[u8]) -> String {
+        let mut out = String::from("{\"text\":\"");
+        for (i, c) in value.chars().enumerate() {
+            let choice = choices.get(i % choices.len().max(1)).copied().unwrap_or(0);
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '/' if choice % 3 == 1 => out.push_str("\\/"),
+                c if c.is_control() || choice % 3 == 2 => {
+                    let mut units = [0u16; 2];
+                    for unit in c.encode_utf16(&mut units) {
+                        out.push_str(&format!("\\u{unit:04x}"));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push_str("\"}");
+        out
+    }
+
+    proptest::proptest! {
+        /// serde_json is the oracle: whatever escapes a server chooses, the
+        /// value decoded from the redacted text holds no secret, and a text
+        /// without one comes back unchanged.
+        #[test]
+        fn no_escaping_hides_a_secret(
+            before in "\\PC{0,12}",
+            after in "\\PC{0,12}",
+            secret in "[!-~]{8,20}",
+            choices in proptest::collection::vec(proptest::num::u8::ANY, 1..40),
+            with_secret in proptest::bool::ANY,
+        ) {
+            let (redactor, _) = redactor(&[&secret]);
+            let value = if with_secret { format!("{before}{secret}{after}") } else { format!("{before}{after}") };
+            let text = written_as_json(&value, &choices);
+            let redacted = redactor.redact(&text);
+            let decoded: serde_json::Value = serde_json::from_str(&redacted).unwrap();
+            let decoded = decoded["text"].as_str().unwrap().to_string();
+            proptest::prop_assert!(!decoded.contains(secret.trim()) || secret.trim().is_empty(), "{text} -> {redacted}");
+            if !value.contains(secret.trim()) {
+                proptest::prop_assert_eq!(redacted.as_ref(), text.as_str());
+            }
+        }
+
+        #[test]
+        fn unescaping_never_panics(text in "(\\\\|u|[0-9a-fA-F]|d8|dc|/|\\PC){0,40}") {
+            let _ = unescape_printable(&text);
+        }
     }
 }
