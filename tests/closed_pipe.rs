@@ -177,3 +177,80 @@ fn a_full_stdout_is_an_error_not_a_panic() {
     assert!(stderr.contains("No space left on device"), "{stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// A verdict's output left unread (`| true` closes stdout before anything is
+/// written) ends the output, not the verdict: a failing eval — live, from
+/// its logs, re-scored — a failing claims check and a failed compare gate
+/// each still exit 1, and a passing eval 0; live NDJSON, the turns' own
+/// output, is cut short (141).
+#[test]
+fn a_failing_verdict_nobody_reads_still_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let suite = write(
+        dir.path(),
+        "d.yaml",
+        "name: d\nclaims: {ids: [CLM-HH-0001]}\ncases:\n  - {name: a, message: hi, expect: {answerContains: excess}}\n",
+    );
+    let pass = write(
+        dir.path(),
+        "pass.yaml",
+        "turns: [{text: \"The excess is 350.\"}]\n",
+    );
+    let fail = write(
+        dir.path(),
+        "fail.yaml",
+        "turns: [{text: \"I do not know.\"}]\n",
+    );
+    let (suite, pass, fail) = (suite.display(), pass.display(), fail.display());
+    let passed = dir.path().join("passed");
+    let run = |line: String| pipeline(&line, &runs);
+    let eval = format!("promptlab eval {suite} --provider script");
+    let eval_into = |folder: &Path| {
+        format!(
+            "promptlab --runs-dir {} eval {suite} --provider script",
+            folder.display()
+        )
+    };
+    for (line, expected) in [
+        (format!("{eval} --script {pass} | true"), 0),
+        (format!("{} --script {pass} -q", eval_into(&passed)), 0),
+        (format!("{eval} --script {fail} | true"), 1),
+        // Live NDJSON is the turns' own output: cut short, as documented.
+        (
+            format!("{eval} --script {fail} -q --format ndjson | true"),
+            141,
+        ),
+        (
+            format!(
+                "promptlab eval {suite} --report {} --format ndjson | true",
+                runs.display()
+            ),
+            1,
+        ),
+        (
+            format!("promptlab eval {suite} --report {} | true", runs.display()),
+            1,
+        ),
+        (format!("promptlab eval {suite} --rescore | head -c 1"), 1),
+        (
+            format!(
+                "promptlab compare {} {} --fail-on-regression | true",
+                passed.display(),
+                runs.display()
+            ),
+            1,
+        ),
+    ] {
+        let (status, _, stderr) = run(line.clone());
+        assert_eq!(status, expected, "{line}\n{stderr}");
+    }
+    let claims = dir.path().join("claims");
+    std::fs::create_dir(&claims).unwrap();
+    write(&claims, "CLM-BAD-0001.json", "{\"id\": 3}\n");
+    let (status, _, stderr) = run(format!(
+        "promptlab --claims-dir {} claims validate | true",
+        claims.display()
+    ));
+    assert_eq!(status, 1, "{stderr}");
+}

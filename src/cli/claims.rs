@@ -214,7 +214,9 @@ fn validate(args: ValidateArgs, store: &ClaimStore) -> Result<Exit, CliError> {
         };
         if let Some(problem) = problem {
             invalid += 1;
-            writeln!(std::io::stdout(), "{}", printable(&problem))?;
+            // Every claim is still checked when nobody reads the list.
+            let printed = writeln!(std::io::stdout(), "{}", printable(&problem));
+            crate::cli::error::unless_stdout_closed(printed.map_err(CliError::from))?;
         }
     }
     let style = Style::for_stdout();

@@ -158,6 +158,7 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     };
     let gate = apply(&comparison, gates);
     let report = render(&args, &comparison, &gate);
+    let mut stdout_closed = false;
     match &args.output {
         Some(path) => {
             write_page(path, &report)?;
@@ -167,9 +168,18 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
                 comparison.pairs.len()
             );
         }
-        None => std::io::stdout().lock().write_all(report.as_bytes())?,
+        None => {
+            let printed = std::io::stdout().lock().write_all(report.as_bytes());
+            if let Err(error) = printed.map_err(CliError::from) {
+                // A reader gone before the table: the gate still decides,
+                // and says why on stderr, as it does for the other formats.
+                crate::cli::error::unless_stdout_closed(Err(error))?;
+                stdout_closed = true;
+            }
+        }
     }
-    if !gate.passed() && (args.format != CompareFormat::Table || args.output.is_some()) {
+    let table_on_stdout = args.format == CompareFormat::Table && args.output.is_none();
+    if !gate.passed() && (!table_on_stdout || stdout_closed) {
         for failure in &gate.failures {
             promptlab::text::eprintln_or_drop!("gate failed: {failure}");
         }

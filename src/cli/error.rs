@@ -192,6 +192,17 @@ fn io_exit(error: &io::Error) -> u8 {
     }
 }
 
+/// What printing a verdict's output came to, with stdout closed under it
+/// (`| head`, `| true`) taken as the end of the output, never of the
+/// verdict: the caller goes on and exits by its verdict, so a failed eval,
+/// check or gate is never an exit 0 because nobody read its table.
+pub fn unless_stdout_closed(printed: Result<(), CliError>) -> Result<(), CliError> {
+    match printed {
+        Err(CliError::BrokenPipe) => Ok(()),
+        other => other,
+    }
+}
+
 impl From<io::Error> for CliError {
     fn from(error: io::Error) -> Self {
         if error.kind() == io::ErrorKind::BrokenPipe {

@@ -78,15 +78,19 @@ pub fn finish(
         write_errors: Vec::new(),
     };
     outcome.write_reports(settings, started_at, store)?;
-    match settings.output.format {
+    let printed = match settings.output.format {
         EvalFormat::Ndjson => {
-            print_ndjson((mode, settings.pass_threshold), &outcome, store)?;
+            let printed = print_ndjson((mode, settings.pass_threshold), &outcome, store);
             if every_turn_scripted(settings, &outcome.totals) && !settings.output.quiet {
                 promptlab::text::eprintln_or_drop!("warning: {SCRIPTED_WARNING}");
             }
+            printed
         }
-        EvalFormat::Pretty => print_pretty(settings, mode, &outcome)?,
-    }
+        EvalFormat::Pretty => print_pretty(settings, mode, &outcome),
+    };
+    // A reader gone before the summary (`| head`) does not end the run: its
+    // verdict and its record in the index still stand.
+    crate::cli::error::unless_stdout_closed(printed)?;
     for error in &outcome.write_errors {
         promptlab::text::eprintln_or_drop!("error: {}", printable(error));
     }
