@@ -23,6 +23,7 @@ pub mod prompts_diff;
 pub mod prompts_list;
 pub mod replay;
 pub mod report;
+pub mod report_file;
 pub mod runs;
 pub mod runs_show;
 pub mod serve;

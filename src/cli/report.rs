@@ -10,7 +10,8 @@ use clap::Args;
 use promptlab::report::{load_runs, runs_page};
 
 use super::error::{CliError, Exit};
-use super::eval::{writable, write_atomically};
+use super::eval::writable;
+use super::report_file::write_whole;
 
 const AFTER_HELP: &str = "\
 The page holds, per variant: turns, pass rate with its 95% interval, errors, tokens, cache-read
@@ -147,6 +148,6 @@ fn opener() -> Option<(std::ffi::OsString, Vec<std::ffi::OsString>)> {
 
 /// Writes the page whole or not at all; a failure exits 1 naming the file.
 pub fn write_page(path: &Path, page: &str) -> Result<(), CliError> {
-    write_atomically(path, page)
+    write_whole(path, page)
         .map_err(|error| CliError::failed(format!("failed to write `{}`: {error}", path.display())))
 }

@@ -19,7 +19,6 @@ mod watch;
 
 // Shared with the other commands that write a report file.
 pub use preflight::writable;
-pub use summary::write_atomically;
 
 use promptlab::telemetry::{Telemetry, Tracing};
 use std::path::{Path, PathBuf};

@@ -36,8 +36,11 @@ pub fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
             dir.display()
         )));
     }
-    let probe = dir.join(format!(".promptlab-write-check-{}", std::process::id()));
-    match std::fs::File::create(&probe) {
+    // A name of its own, created new: never a file or link already there.
+    let (probe, created) = promptlab::keyed_files::create_fresh(dir, |tail| {
+        format!(".promptlab-write-check-{tail:08x}")
+    });
+    match created {
         Ok(_) => {
             let _ = std::fs::remove_file(&probe);
             Ok(())

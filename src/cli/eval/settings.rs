@@ -19,6 +19,7 @@ use crate::cli::Tables;
 use crate::cli::error::CliError;
 use crate::cli::judge::JudgeArgs;
 use crate::cli::model::{ModelArgs, ProviderKind};
+use crate::cli::report_file::same_file;
 
 /// One `eval` invocation, as its flags asked for it.
 #[derive(Debug)]
@@ -110,6 +111,7 @@ impl EvalSettings {
                     writable(flag, path)?;
                 }
             }
+            outputs_apart(&args)?;
         }
         let eval_run = args
             .eval_run
@@ -173,6 +175,34 @@ fn mode(args: &EvalArgs, runs_dir: &Path) -> EvalMode {
             resume: args.resume,
         }
     }
+}
+
+/// `--junit` and `--markdown-summary` name files of their own: not the
+/// suite, which the report would replace, and not each other, which would
+/// leave one report under the other's name.
+fn outputs_apart(args: &EvalArgs) -> Result<(), CliError> {
+    let named: Vec<(&str, &Path)> = [
+        ("--junit", &args.junit),
+        ("--markdown-summary", &args.markdown_summary),
+    ]
+    .into_iter()
+    .filter_map(|(flag, path)| path.as_deref().map(|path| (flag, path)))
+    .collect();
+    for (at, (flag, path)) in named.iter().enumerate() {
+        if same_file(path, &args.suite) {
+            return Err(CliError::usage(format!(
+                "{flag} `{}` is the suite file: the report would replace it",
+                path.display()
+            )));
+        }
+        if let Some((other, _)) = named[..at].iter().find(|(_, other)| same_file(path, other)) {
+            return Err(CliError::usage(format!(
+                "{other} and {flag} both name `{}`: one report would replace the other",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn check_rates(args: &EvalArgs) -> Result<(), CliError> {

@@ -30,6 +30,7 @@ use super::summary_table::{judging_lines, summary_table};
 use crate::cli::error::{CliError, Exit};
 use crate::cli::model::ProviderKind;
 use crate::cli::output::write_hidden;
+use crate::cli::report_file::{write_whole, write_whole_with};
 
 /// Everything the summary says, computed once.
 pub struct EvalEnd<'a> {
@@ -165,7 +166,7 @@ impl EvalEnd<'_> {
             let (plan, counts) = (self.plan, &self.totals.junit);
             let folds = folds(plan, settings.pass_threshold, store).map_err(unreadable)?;
             let mut spilled = None;
-            let written = write_atomically_with(path, |out| {
+            let written = write_whole_with(path, |out| {
                 match write_junit(plan, counts, folds, &context, out) {
                     Ok(()) => Ok(()),
                     Err(JunitError::Write(error)) => Err(error.to_string()),
@@ -183,7 +184,7 @@ impl EvalEnd<'_> {
         }
         if let Some(path) = &settings.output.markdown_summary {
             let markdown = super::markdown::markdown(self, settings.output.show_failures);
-            self.report_written("Markdown summary", path, write_atomically(path, &markdown));
+            self.report_written("Markdown summary", path, write_whole(path, &markdown));
         }
         Ok(())
     }
@@ -371,43 +372,5 @@ fn print_pretty(
         style.red(&tail)
     };
     writeln!(out, "\n{tail}")?;
-    Ok(())
-}
-
-/// Writes a whole file or nothing: a temporary beside it, then a rename;
-/// the temporary is removed when anything fails.
-pub fn write_atomically(path: &Path, contents: &str) -> Result<(), String> {
-    write_atomically_with(path, |out| {
-        out.write_all(contents.as_bytes())
-            .map_err(|error| error.to_string())
-    })
-}
-
-/// `write_atomically`, the contents written by `write` as they come.
-pub fn write_atomically_with(
-    path: &Path,
-    write: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> Result<(), String>,
-) -> Result<(), String> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("report");
-    let temporary = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let written = std::fs::File::create(&temporary)
-        .map_err(|error| error.to_string())
-        .and_then(|file| {
-            let mut out = std::io::BufWriter::new(file);
-            write(&mut out)?;
-            out.flush().map_err(|error| error.to_string())
-        })
-        .and_then(|()| std::fs::rename(&temporary, path).map_err(|error| error.to_string()));
-    if let Err(error) = written {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(error);
-    }
     Ok(())
 }

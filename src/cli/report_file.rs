@@ -1,0 +1,216 @@
+//! A report file (`--junit`, `--markdown-summary`, `report -o`, `compare
+//! -o`) written whole or not at all, as the path means it: a regular file
+//! (or a new one) is written beside itself and renamed over — through a
+//! symbolic link, onto the file it names, never replacing the link; a
+//! FIFO, a terminal or a device (`/dev/stdout`, `/dev/null`) is written
+//! into as a stream, never replaced by a file; a folder is refused.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// How many links are followed to a missing file before giving up, as the
+/// kernel's own limit for a path.
+const MAX_LINKS: usize = 40;
+
+/// Writes `contents` whole to what `path` names.
+pub fn write_whole(path: &Path, contents: &str) -> Result<(), String> {
+    write_whole_with(path, |out| {
+        out.write_all(contents.as_bytes())
+            .map_err(|error| error.to_string())
+    })
+}
+
+/// `write_whole`, the contents written by `write` as they come.
+pub fn write_whole_with(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
+) -> Result<(), String> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err("it is a folder".to_string()),
+        Ok(meta) if meta.is_file() => {
+            let file = std::fs::canonicalize(path).map_err(|error| error.to_string())?;
+            write_beside(&file, write)
+        }
+        // A stream: its reader takes the bytes as they come, and a rename
+        // would put a plain file where the device or FIFO was.
+        Ok(_) => into_stream(path, write),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            write_beside(&link_target(path)?, write)
+        }
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+/// Whether two paths name the same file: the same inode where both exist,
+/// else the same absolute path.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+        _ => match (std::path::absolute(a), std::path::absolute(b)) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        },
+    }
+}
+
+/// The file a path names that does not exist yet: the path itself, or,
+/// where it is a link to a missing file, the end of its chain of links.
+fn link_target(path: &Path) -> Result<PathBuf, String> {
+    let mut target = path.to_path_buf();
+    for _ in 0..MAX_LINKS {
+        let Ok(link) = std::fs::read_link(&target) else {
+            return Ok(target);
+        };
+        target = match target.parent() {
+            Some(folder) if link.is_relative() => folder.join(link),
+            _ => link,
+        };
+    }
+    Err(format!("more than {MAX_LINKS} symbolic links"))
+}
+
+/// Written into a temporary beside `file`, then renamed over it; the
+/// temporary is removed when anything fails.
+fn write_beside(
+    file: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
+) -> Result<(), String> {
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = file
+        .file_name()
+        .map_or("report".into(), |n| n.to_string_lossy());
+    let (temporary, created) =
+        promptlab::keyed_files::create_fresh(dir, |tail| format!(".{name}.tmp-{tail:08x}"));
+    let written = created.map_err(|error| error.to_string()).and_then(|file| {
+        let mut out = std::io::BufWriter::new(file);
+        write(&mut out)?;
+        out.flush().map_err(|error| error.to_string())
+    });
+    let renamed =
+        written.and_then(|()| std::fs::rename(&temporary, file).map_err(|error| error.to_string()));
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    renamed
+}
+
+/// Written into an existing stream as it comes.
+fn into_stream(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
+) -> Result<(), String> {
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .map_err(|error| error.to_string())?;
+    let mut out = std::io::BufWriter::new(file);
+    write(&mut out)?;
+    out.flush().map_err(|error| error.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::FileTypeExt;
+
+    #[test]
+    fn a_link_is_written_through_and_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("real")).unwrap();
+        let target = dir.path().join("real/junit.xml");
+        std::fs::write(&target, "old").unwrap();
+        let link = dir.path().join("link.xml");
+        std::os::unix::fs::symlink("real/junit.xml", &link).unwrap();
+        write_whole(&link, "new").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        // A link to a file not there yet makes that file.
+        let dangling = dir.path().join("dangling.xml");
+        std::os::unix::fs::symlink("real/later.xml", &dangling).unwrap();
+        write_whole(&dangling, "later").unwrap();
+        assert!(
+            std::fs::symlink_metadata(&dangling)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        let later = std::fs::read_to_string(dir.path().join("real/later.xml")).unwrap();
+        assert_eq!(later, "later");
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("real")).unwrap().count(),
+            2
+        );
+    }
+
+    #[test]
+    fn a_device_is_written_into_and_a_folder_refused() {
+        // Through links of its own, so that a broken rule replaces a link
+        // in a temporary folder, never the machine's devices.
+        let dir = tempfile::tempdir().unwrap();
+        let (null, full) = (dir.path().join("null"), dir.path().join("full"));
+        std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+        std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+        write_whole(&null, "gone").unwrap();
+        let error = write_whole(&full, "x").unwrap_err();
+        assert!(error.contains("No space left on device"), "{error}");
+        for link in [&null, &full] {
+            assert!(
+                std::fs::symlink_metadata(link)
+                    .unwrap()
+                    .file_type()
+                    .is_symlink()
+            );
+            assert!(
+                std::fs::metadata(link)
+                    .unwrap()
+                    .file_type()
+                    .is_char_device()
+            );
+        }
+        assert_eq!(write_whole(dir.path(), "x").unwrap_err(), "it is a folder");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+    }
+
+    #[test]
+    fn a_fifo_is_written_into_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+        };
+        write_whole(&fifo, "through the pipe").unwrap();
+        // Before the join: a FIFO replaced by a file leaves its reader waiting.
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+        assert_eq!(reader.join().unwrap(), "through the pipe");
+    }
+
+    #[test]
+    fn the_same_file_by_another_name_is_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("suite.yaml");
+        std::fs::write(&file, "x").unwrap();
+        let link = dir.path().join("link.yaml");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        assert!(same_file(&file, &link));
+        assert!(same_file(
+            &dir.path().join("new.xml"),
+            &dir.path().join("./new.xml")
+        ));
+        assert!(!same_file(&file, &dir.path().join("new.xml")));
+    }
+}

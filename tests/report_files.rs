@@ -1,0 +1,143 @@
+//! Report files (`--junit`, `--markdown-summary`, `report -o`) written as
+//! their path means: through a symbolic link onto the file it names, into
+//! a FIFO as a stream, never over the suite or over each other. Found by a
+//! probe that replaced `/dev/full` and `/dev/stdout` with plain files.
+
+mod support;
+
+use std::path::Path;
+
+use support::{promptlab, run_command, write};
+
+fn suite(dir: &Path) -> std::path::PathBuf {
+    write(dir, "ok.yaml", "turns:\n  - text: The excess is 350.\n");
+    write(
+        dir,
+        "suite.yaml",
+        "name: t\nclaims: {ids: [CLM-HH-0001]}\ncases:\n  - {name: excess, message: What is the excess?, script: ok.yaml, expect: {answerContains: excess}}\n",
+    )
+}
+
+fn eval(dir: &Path, suite: &Path, extra: &[&std::ffi::OsStr]) -> support::Run {
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", dir.join("runs"))
+        .args(["eval", "--provider", "script", "-q"])
+        .arg(suite)
+        .args(extra);
+    run_command(&mut command)
+}
+
+#[test]
+fn a_report_through_a_link_lands_on_the_linked_file_and_keeps_the_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    std::fs::create_dir(dir.path().join("real")).unwrap();
+    std::fs::write(dir.path().join("real/junit.xml"), "old").unwrap();
+    let link = dir.path().join("junit.xml");
+    std::os::unix::fs::symlink("real/junit.xml", &link).unwrap();
+    let out = eval(dir.path(), &suite, &["--junit".as_ref(), link.as_os_str()]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let written = std::fs::read_to_string(dir.path().join("real/junit.xml")).unwrap();
+    assert!(written.starts_with("<?xml"), "{written}");
+}
+
+#[test]
+fn a_report_into_a_fifo_is_streamed_to_its_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let fifo = dir.path().join("summary.md");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
+    };
+    let out = eval(
+        dir.path(),
+        &suite,
+        &["--markdown-summary".as_ref(), fifo.as_os_str()],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
+    let read = reader.join().unwrap();
+    assert!(read.starts_with("## ✅ Eval `t`"), "{read}");
+}
+
+#[test]
+fn a_report_over_the_suite_or_over_the_other_report_is_refused_before_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let before = std::fs::read_to_string(&suite).unwrap();
+    let out = eval(dir.path(), &suite, &["--junit".as_ref(), suite.as_os_str()]);
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr.trim(),
+        format!(
+            "error: --junit `{}` is the suite file: the report would replace it",
+            suite.display()
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&suite).unwrap(), before);
+    let same = dir.path().join("same.xml");
+    let out = eval(
+        dir.path(),
+        &suite,
+        &[
+            "--junit".as_ref(),
+            same.as_os_str(),
+            "--markdown-summary".as_ref(),
+            same.as_os_str(),
+        ],
+    );
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr.trim(),
+        format!(
+            "error: --junit and --markdown-summary both name `{}`: one report would replace the other",
+            same.display()
+        )
+    );
+    assert!(!dir.path().join("runs").exists(), "nothing ran");
+}
+
+#[test]
+fn a_report_page_into_a_full_device_is_an_error_and_the_device_stays() {
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    assert_eq!(eval(dir.path(), &suite, &[]).code, 0);
+    // A link of the test's own: a broken rule replaces it, not /dev/full.
+    let full = dir.path().join("page.html");
+    std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+    let mut command = promptlab();
+    command
+        .arg("report")
+        .arg(dir.path().join("runs"))
+        .arg("-o")
+        .arg(&full);
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("No space left on device"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        std::fs::symlink_metadata(&full)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
