@@ -423,3 +423,49 @@ fn a_bad_max_call_time_is_a_usage_error() {
         );
     }
 }
+
+#[test]
+fn a_reply_asking_for_too_many_tool_calls_is_stopped_before_any_tool_runs() {
+    // 129 calls in one event: one past the bound, a few KB on the wire.
+    let call = serde_json::json!({"functionCall": {"name": "get_claim_section", "args": {"section": "policy"}}});
+    let parts: Vec<_> = std::iter::repeat_n(call, 129).collect();
+    let chunk = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]});
+    let stream = format!("data: {chunk}\r\n\r\n");
+    let server = TestServer::start(vec![Box::new(move |_| Reply::stream(stream.clone()))]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    let message = last_error(&out.stdout);
+    assert_eq!(
+        message,
+        "Gemini's reply asked for more than 128 tool calls in one call; the call was stopped"
+    );
+    assert!(
+        !out.stdout.contains("\"activity\""),
+        "no tool ran: {:.500}",
+        out.stdout
+    );
+    assert_complete_error_log(runs.path(), &message);
+    assert_eq!(server.requests().len(), 1, "no second request");
+}
+
+#[test]
+fn a_reply_with_as_many_tool_calls_as_the_bound_runs_them() {
+    let call = serde_json::json!({"functionCall": {"name": "get_claim_section", "args": {"section": "policy"}}});
+    let parts: Vec<_> = std::iter::repeat_n(call, 128).collect();
+    let calls = serde_json::json!({"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP"}]});
+    let first = format!("data: {calls}\r\n\r\n");
+    let answer = format!(
+        "{}data: {}\r\n\r\n",
+        text_chunk("Done."),
+        serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}]})
+    );
+    let server = TestServer::start(vec![
+        Box::new(move |_| Reply::stream(first.clone())),
+        Box::new(move |_| Reply::stream(answer.clone())),
+    ]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server.base_url, runs.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.matches("\"type\":\"tool_result\"").count(), 128);
+}

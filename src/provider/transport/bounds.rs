@@ -1,8 +1,9 @@
 //! The bounds on one model call (Gemini) or one deployment turn (worker):
 //! at most `max_text_bytes` of streamed text, at most `MAX_STREAM_BYTES` of
-//! body, and at most `max_call_time` from the request to the last byte. The
-//! idle timeout alone does not bound a stream that never stops sending;
-//! these do. Checked above the SSE parser, which only frames events.
+//! body, at most `MAX_CALL_TOOL_CALLS` tool calls, and at most
+//! `max_call_time` from the request to the last byte. The idle timeout
+//! alone does not bound a stream that never stops sending; these do.
+//! Checked above the SSE parser, which only frames events.
 
 use std::time::Duration;
 
@@ -12,6 +13,11 @@ use crate::provider::{ErrorKind, ProviderError};
 pub const MAX_CALL_TEXT_BYTES: usize = 16 * 1024 * 1024;
 /// The most body one call's stream may hold, text, framing and JSON included.
 pub const MAX_STREAM_BYTES: u64 = 64 * 1024 * 1024;
+/// The most tool calls one model reply may ask for. Each is run, shown
+/// twice (`activity`, `tool_result`) and sent back in the next request, so
+/// calls cost far more than their bytes: 100,000 calls in one 8 MB event
+/// took 880 MB and a 44 MB next request. A reply asks for a handful.
+pub const MAX_CALL_TOOL_CALLS: usize = 128;
 /// `--max-call-time`'s default.
 pub const DEFAULT_MAX_CALL_TIME: Duration = Duration::from_secs(600);
 
@@ -40,6 +46,7 @@ pub struct CallBudget {
     deadline: tokio::time::Instant,
     text: usize,
     received: u64,
+    tool_calls: usize,
 }
 
 impl CallBudget {
@@ -50,6 +57,7 @@ impl CallBudget {
             deadline: tokio::time::Instant::now() + limits.max_call_time,
             text: 0,
             received: 0,
+            tool_calls: 0,
         }
     }
 
@@ -79,6 +87,18 @@ impl CallBudget {
             return Err(too_large(format!(
                 "{who}'s reply grew past {} of text in one call; the call was stopped",
                 mib(self.limits.max_text_bytes as u64)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Counts `count` tool calls; `Err` names the bound passed.
+    pub fn tool_calls(&mut self, who: &str, count: usize) -> Result<(), ProviderError> {
+        self.tool_calls = self.tool_calls.saturating_add(count);
+        if self.tool_calls > MAX_CALL_TOOL_CALLS {
+            return Err(too_large(format!(
+                "{who}'s reply asked for more than {MAX_CALL_TOOL_CALLS} tool calls in one call; \
+                 the call was stopped"
             )));
         }
         Ok(())

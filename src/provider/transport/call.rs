@@ -92,20 +92,10 @@ impl<D: Decoder> StreamReader<D> {
         let mut events = Vec::new();
         for item in items {
             let fault = match self.decoder.accept(item) {
-                Ok(more) => {
-                    let text: usize = more
-                        .iter()
-                        .map(|event| match event {
-                            ModelEvent::TextDelta(text) => text.len(),
-                            _ => 0,
-                        })
-                        .sum();
-                    events.extend(more);
-                    match budget.text(self.who, text) {
-                        Ok(()) => continue,
-                        Err(fault) => fault,
-                    }
-                }
+                Ok(more) => match within_budget(more, budget, self.who, &mut events) {
+                    Ok(()) => continue,
+                    Err(fault) => fault,
+                },
                 Err(fault) => fault,
             };
             self.forwarded |= !events.is_empty();
@@ -114,6 +104,29 @@ impl<D: Decoder> StreamReader<D> {
         self.forwarded |= !events.is_empty();
         (events, finished.then_some(ReadEnd::Finished))
     }
+}
+
+/// `more` events into `events` while the call's budget allows: a tool
+/// call past the bound is never forwarded (so never run or shown), a text
+/// delta is forwarded and then counted.
+fn within_budget(
+    more: Vec<ModelEvent>,
+    budget: &mut CallBudget,
+    who: &str,
+    events: &mut Vec<ModelEvent>,
+) -> Result<(), ProviderError> {
+    for event in more {
+        if let ModelEvent::ToolCall(_) = &event {
+            budget.tool_calls(who, 1)?;
+        }
+        let text = match &event {
+            ModelEvent::TextDelta(delta) => delta.len(),
+            _ => 0,
+        };
+        events.push(event);
+        budget.text(who, text)?;
+    }
+    Ok(())
 }
 
 /// One model call as a stream: sent (with retries while nothing was
