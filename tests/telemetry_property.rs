@@ -52,6 +52,35 @@ proptest! {
         }
     }
 
+    /// The http crate is the oracle: every header taken is one it lets a
+    /// request carry, so none is left out on the way (traces sent without
+    /// their credentials); what it would refuse is refused here.
+    #[test]
+    fn headers_are_taken_only_when_a_request_can_carry_them(
+        headers in "([a-zA-Z-]{0,8}|a b)=(%0a|%0d|%00|%09|%7f|%20|%2F|[a-z]){0,6}(,[a-z]{1,4}=(%0a|[a-z]){0,3})?",
+    ) {
+        let env = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318"), ("OTEL_EXPORTER_OTLP_HEADERS", headers.as_str())];
+        let read = TraceConfig::from_env(&|name| env.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string()), None);
+        let carried = |key: &str, value: &str| {
+            reqwest::header::HeaderName::from_bytes(key.trim().as_bytes()).is_ok()
+                && reqwest::header::HeaderValue::from_str(value).is_ok()
+        };
+        let decoded: Vec<(String, String)> = headers.split(',').map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap();
+            (key.to_string(), percent_encoding::percent_decode_str(value.trim()).decode_utf8_lossy().into_owned())
+        }).collect();
+        let all_carried = decoded.iter().all(|(key, value)| carried(key, value));
+        match read {
+            Ok(Some(config)) => {
+                prop_assert!(all_carried, "{:?} taken", headers);
+                let keys: std::collections::BTreeSet<&str> = decoded.iter().map(|(key, _)| key.trim()).collect();
+                prop_assert_eq!(config.headers.len(), keys.len());
+            }
+            Ok(None) => prop_assert!(false, "an endpoint was set"),
+            Err(_) => prop_assert!(!all_carried, "{:?} refused", headers),
+        }
+    }
+
     #[test]
     fn a_traceparent_is_taken_exactly_when_the_w3c_grammar_says(
         text in prop_oneof![

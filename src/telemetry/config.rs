@@ -49,6 +49,11 @@ pub enum ConfigError {
     Endpoint { name: &'static str, value: String },
     #[error("OTEL_EXPORTER_OTLP_HEADERS: `{0}` is not key=value")]
     Header(String),
+    /// Never with the value, which may be a token.
+    #[error(
+        "{name}: `{key}` is not a header, or its value decodes to what a header cannot hold (a line break or another control character)"
+    )]
+    HeaderText { name: &'static str, key: String },
     #[error("{0}: not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)")]
     TraceParent(&'static str),
 }
@@ -70,10 +75,7 @@ impl TraceConfig {
             set("OTEL_EXPORTER_OTLP_ENDPOINT"),
         ) {
             (Some(url), _) => checked_url("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", url)?,
-            (None, Some(base)) => {
-                let base = checked_url("OTEL_EXPORTER_OTLP_ENDPOINT", base)?;
-                format!("{}/v1/traces", base.trim_end_matches('/'))
-            }
+            (None, Some(base)) => signal_url(&checked_url("OTEL_EXPORTER_OTLP_ENDPOINT", base)?),
             (None, None) => return Ok(None),
         };
         let protocol = match set("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
@@ -85,10 +87,13 @@ impl TraceConfig {
             Some("http/json") => Protocol::HttpJson,
             Some(other) => return Err(ConfigError::Protocol(crate::text::quote(other))),
         };
-        let mut headers = key_values(set("OTEL_EXPORTER_OTLP_HEADERS").as_deref())?;
-        headers.extend(key_values(
-            set("OTEL_EXPORTER_OTLP_TRACES_HEADERS").as_deref(),
-        )?);
+        let mut headers = Vec::new();
+        for name in [
+            "OTEL_EXPORTER_OTLP_HEADERS",
+            "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        ] {
+            headers.extend(checked_headers(name, set(name).as_deref())?);
+        }
         let parent = match trace_parent {
             Some(text) => {
                 Some(parse_trace_parent(text).ok_or(ConfigError::TraceParent("--trace-parent"))?)
@@ -127,6 +132,39 @@ fn checked_url(name: &'static str, value: String) -> Result<String, ConfigError>
             value: crate::provider::transport::client::shown_url(&crate::text::quote(&value)),
         }),
     }
+}
+
+/// The endpoint for traces under a base endpoint: `/v1/traces` added to
+/// its path (the exporter specification's rule), its query kept after it.
+fn signal_url(base: &str) -> String {
+    match reqwest::Url::parse(base) {
+        Ok(mut url) => {
+            let path = format!("{}/v1/traces", url.path().trim_end_matches('/'));
+            url.set_path(&path);
+            url.to_string()
+        }
+        Err(_) => format!("{}/v1/traces", base.trim_end_matches('/')),
+    }
+}
+
+/// A headers variable's pairs, each one a header an HTTP request can
+/// carry: a header silently left out would send traces without their
+/// credentials.
+fn checked_headers(
+    name: &'static str,
+    text: Option<&str>,
+) -> Result<Vec<(String, String)>, ConfigError> {
+    let pairs = key_values(text)?;
+    for (key, value) in &pairs {
+        let name_ok = reqwest::header::HeaderName::from_bytes(key.as_bytes()).is_ok();
+        if !name_ok || reqwest::header::HeaderValue::from_str(value).is_err() {
+            return Err(ConfigError::HeaderText {
+                name,
+                key: crate::text::quote(key),
+            });
+        }
+    }
+    Ok(pairs)
 }
 
 /// `k=v,k2=v2` (the W3C baggage form the OTLP variables use), values
@@ -248,6 +286,65 @@ mod tests {
         let message = header.unwrap_err().to_string();
         assert!(!message.contains("s3cret"), "{message}");
         assert!(config(&[("OTEL_EXPORTER_OTLP_ENDPOINT", "ftp://x")]).is_err());
+    }
+
+    #[test]
+    fn a_header_that_decodes_to_what_no_request_can_carry_is_refused() {
+        for (variable, headers, key) in [
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "Authorization=Bearer%0aBAD-s3cret",
+                "Authorization",
+            ),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "a=1,Authorization=x%0d%0aX-Injected: 1",
+                "Authorization",
+            ),
+            (
+                "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+                "Authorization=s3cret%00z",
+                "Authorization",
+            ),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "=s3cret", ""),
+            ("OTEL_EXPORTER_OTLP_HEADERS", "bad key=s3cret", "bad key"),
+        ] {
+            let refused = config(&[
+                ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://x"),
+                (variable, headers),
+            ]);
+            let message = refused.unwrap_err().to_string();
+            assert_eq!(
+                message,
+                format!(
+                    "{variable}: `{key}` is not a header, or its value decodes to what a header \
+                     cannot hold (a line break or another control character)"
+                )
+            );
+        }
+        let fine = config(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://x"),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "Authorization=Bearer%20tok%2Fen",
+            ),
+        ]);
+        let headers = fine.unwrap().unwrap().headers;
+        assert_eq!(headers["Authorization"], "Bearer tok/en");
+    }
+
+    #[test]
+    fn the_signal_path_goes_on_the_path_before_a_query() {
+        for (base, traces) in [
+            ("http://x:4318/base?x=1", "http://x:4318/base/v1/traces?x=1"),
+            ("http://x:4318/base/", "http://x:4318/base/v1/traces"),
+            ("https://x", "https://x/v1/traces"),
+        ] {
+            let on = config(&[("OTEL_EXPORTER_OTLP_ENDPOINT", base)])
+                .unwrap()
+                .unwrap();
+            assert_eq!(on.endpoint, traces, "{base}");
+        }
     }
 
     #[test]
