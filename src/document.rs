@@ -69,6 +69,21 @@ pub fn parse_document<T: DeserializeOwned>(
 }
 
 fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
+    let value = parse_json_once(text)?;
+    // A type that took the text may still have read a key twice (a map, a
+    // `Value`): the second pass refuses that, as YAML's parser does.
+    check_json_keys(text)?;
+    Ok(value)
+}
+
+/// Refuses JSON text in which an object gives a key twice, naming the
+/// object and the key: the rule `parse_document` reads JSON under, for a
+/// reader that parses JSON itself (a JSONL line, a CSV cell).
+pub fn check_json_keys(text: &str) -> Result<(), DocumentProblem> {
+    parse_json_once::<UniqueKeys>(text).map(|_| ())
+}
+
+fn parse_json_once<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
     let mut deserializer = serde_json::Deserializer::from_str(text);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let path = error.path().to_string();
@@ -86,6 +101,75 @@ fn parse_json<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
         )
     })?;
     Ok(value)
+}
+
+/// Any JSON value in which no object gives a key twice. serde_json keeps
+/// the last value of a repeated key in a map or a `Value` (a derived struct
+/// refuses one itself), which would let a second `system.base` or
+/// `answerContains` drop the first without a word. YAML documents are read
+/// under the same rule (`yaml_options`); this error says it in the words
+/// of YAML's, so that the two formats read alike.
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(UniqueKeysVisitor)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if seen.contains(&key) {
+                // The key is quoted, not the text: a key can be long.
+                return Err(serde::de::Error::custom(format!(
+                    "duplicate mapping key: {}",
+                    crate::text::quote(&key)
+                )));
+            }
+            map.next_value::<UniqueKeys>()?;
+            seen.insert(key);
+        }
+        Ok(UniqueKeys)
+    }
 }
 
 /// A table file given to extend a shipped table (`--prices FILE`,
@@ -267,5 +351,58 @@ fn strip_location(message: &str) -> &str {
     match message.rfind(" at line ") {
         Some(index) => &message[..index],
         None => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn json<T: DeserializeOwned>(text: &str) -> Result<T, DocumentProblem> {
+        parse_document(text, DocumentFormat::Json)
+    }
+
+    #[test]
+    fn a_json_key_given_twice_is_an_error_naming_the_object_and_the_key() {
+        let problem = json::<BTreeMap<String, BTreeMap<String, String>>>(
+            "{\"prompts\": {\"system.base\": \"a\",\n \"system.base\": \"b\"}}",
+        )
+        .unwrap_err();
+        assert_eq!(
+            problem.to_string(),
+            "field `prompts`, line 2 column 14: duplicate mapping key: system.base"
+        );
+        let problem = json::<Value>("[{\"k\": 1}, {\"k\": 2, \"k\": 3}]").unwrap_err();
+        assert_eq!(problem.field.as_deref(), Some("[1]"));
+        let problem = json::<Value>("{\"a\": 1, \"a\": 1}").unwrap_err();
+        assert_eq!(problem.field, None, "the top-level object has no name");
+        assert_eq!(problem.message, "duplicate mapping key: a");
+    }
+
+    #[test]
+    fn the_same_key_in_sibling_objects_is_not_a_duplicate() {
+        let value: Value = json("[{\"k\": 1}, {\"k\": 2, \"j\": {\"k\": 3}}]").unwrap();
+        assert_eq!(value[1]["j"]["k"], 3);
+    }
+
+    #[test]
+    fn a_long_duplicate_key_is_quoted_not_dumped() {
+        let key = "k".repeat(10_000);
+        let problem = json::<Value>(&format!("{{\"{key}\": 1, \"{key}\": 2}}")).unwrap_err();
+        assert!(problem.message.chars().count() < 250, "{}", problem.message);
+        assert!(problem.message.starts_with("duplicate mapping key: kkk"));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn json_with_repeated_keys_never_panics(text in "[{}\\[\\]\"ab:, 0-9]{0,60}") {
+            let _ = json::<Value>(&text);
+            let _ = json::<BTreeMap<String, Value>>(&text);
+        }
     }
 }

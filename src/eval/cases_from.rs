@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 
 use super::matrix::MAX_PLANNED_TURNS;
 use super::suite::Case;
+use crate::document::check_json_keys;
 
 /// The fields of a case a column may name; `expect.*` takes these.
 const CASE_FIELDS: [&str; 14] = [
@@ -138,6 +139,13 @@ fn jsonl_rows(text: &str) -> Result<Vec<(usize, Value)>, RowProblem> {
         }
         let value: Value = serde_json::from_str(line)
             .map_err(|error| problem(row, None, format!("not a JSON object: {error}")))?;
+        check_json_keys(line).map_err(|twice| {
+            problem(
+                row,
+                twice.field.as_deref().and_then(column_of).as_deref(),
+                twice.message,
+            )
+        })?;
         let Value::Object(object) = &value else {
             return Err(problem(row, None, "not a JSON object"));
         };
@@ -170,8 +178,7 @@ fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, RowProblem> {
             if cell.trim().is_empty() {
                 continue;
             }
-            let value = cell_value(column, cell)
-                .map_err(|e| problem(row, Some(column), format!("not valid JSON: {e}")))?;
+            let value = cell_value(column, cell).map_err(|e| problem(row, Some(column), e))?;
             insert_at(&mut object, column, value);
         }
         rows.push((row, Value::Object(object)));
@@ -247,20 +254,24 @@ fn check_header(columns: &[String]) -> Result<(), RowProblem> {
     Ok(())
 }
 
-/// A cell as the JSON value an inline case would hold there.
-fn cell_value(column: &str, cell: &str) -> Result<Value, serde_json::Error> {
+/// A cell as the JSON value an inline case would hold there; `Err` says
+/// what is wrong with it.
+fn cell_value(column: &str, cell: &str) -> Result<Value, String> {
     let trimmed = cell.trim();
-    let json = || serde_json::from_str::<Value>(trimmed);
     let list = LIST_COLUMNS.contains(&column);
     if JSON_COLUMNS.contains(&column) || (list && trimmed.starts_with('[')) {
-        return json();
+        return json_cell(trimmed);
     }
     if list {
-        let items = trimmed.split('|').map(str::trim).filter(|i| !i.is_empty());
-        return items
-            .map(|item| match item.starts_with('{') {
-                true => serde_json::from_str(item),
-                false => Ok(Value::String(item.to_string())),
+        // An empty item (`a||b`, `excess|`, `|`) is refused, not skipped: it
+        // is a slip, and a list left empty by it would check nothing.
+        return trimmed
+            .split('|')
+            .map(str::trim)
+            .map(|item| match item {
+                "" => Err("an empty item in the `|` list".to_string()),
+                _ if item.starts_with('{') => json_cell(item),
+                _ => Ok(Value::String(item.to_string())),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Value::Array);
@@ -270,6 +281,14 @@ fn cell_value(column: &str, cell: &str) -> Result<Value, serde_json::Error> {
         return Ok(serde_json::from_str(trimmed).unwrap_or(Value::String(trimmed.to_string())));
     }
     Ok(Value::String(cell.to_string()))
+}
+
+/// JSON in a cell, read under the documents' rule that no object gives a
+/// key twice.
+fn json_cell(text: &str) -> Result<Value, String> {
+    let value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
+    check_json_keys(text).map_err(|twice| twice.message)?;
+    Ok(value)
 }
 
 /// `expect.x` goes into the `expect` object.
