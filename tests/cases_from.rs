@@ -377,3 +377,131 @@ fn a_rule_a_row_breaks_is_said_by_its_row_and_column() {
         error(&path)
     );
 }
+
+/// A key given twice in a row's JSON would keep only its last value (serde's
+/// "later wins"), silently dropping an expectation: it is refused, by the
+/// documents' one rule, naming the row, the column and the key.
+#[test]
+fn a_key_given_twice_in_a_rows_json_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |bank: &str, name: &str| {
+        let path = suite_with(dir.path(), name, bank, "");
+        error(&path)
+    };
+    let prefix = |name: &str| {
+        format!(
+            "invalid suite `{}`: field `casesFrom`: `banks/{name}`: ",
+            dir.path().join("suite.yaml").display()
+        )
+    };
+    let cases = [
+        (
+            "{\"name\":\"a\",\"message\":\"hi\",\"expect\":{\"answerContains\":\"zzz\",\"answerContains\":\"excess\"}}\n",
+            "inner.jsonl",
+            "row 1, column `expect`: duplicate mapping key: answerContains",
+        ),
+        (
+            "{\"name\":\"a\",\"message\":\"hi\"}\n{\"name\":\"b\",\"message\":\"hi\",\"expect\":{\"noError\":true},\"expect\":{\"noError\":false}}\n",
+            "outer.jsonl",
+            "row 2: duplicate mapping key: expect",
+        ),
+        (
+            "name,message,expect.toolCalled\na,hi,\"{\"\"name\"\":\"\"read_document\"\",\"\"name\"\":\"\"get_claim_section\"\"}\"\n",
+            "tool.csv",
+            "row 2, column `expect.toolCalled`: duplicate mapping key: name",
+        ),
+        (
+            "name,message,claims\na,hi,\"{\"\"ids\"\":[\"\"CLM-HH-0001\"\"],\"\"ids\"\":[\"\"CLM-MTR-0002\"\"]}\"\n",
+            "claims.csv",
+            "row 2, column `claims`: duplicate mapping key: ids",
+        ),
+        (
+            "name,message,expect.toolCalled\na,hi,\"read_document|{\"\"name\"\":\"\"get_schedule\"\",\"\"args\"\":{\"\"x\"\":1,\"\"x\"\":2}}\"\n",
+            "item.csv",
+            "row 2, column `expect.toolCalled`: duplicate mapping key: x",
+        ),
+    ];
+    for (bank, name, said) in cases {
+        assert_eq!(at(bank, name), format!("{}{said}", prefix(name)));
+    }
+}
+
+/// `excess|` or `|` in a list cell is a slip: an empty item is refused
+/// rather than dropped (a cell of `|` alone used to check nothing).
+#[test]
+fn an_empty_item_in_a_list_cell_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    for cell in ["|", "excess|", "a||b", " | excess"] {
+        let bank = format!("name,message,expect.answerContains\na,hi,{cell}\n");
+        let path = suite_with(dir.path(), "list.csv", &bank, "");
+        assert!(
+            error(&path).ends_with(
+                "`banks/list.csv`: row 2, column `expect.answerContains`: an empty item in the `|` list"
+            ),
+            "{cell}: {}",
+            error(&path)
+        );
+    }
+}
+
+/// A blank text from a row is refused as an inline one is, by its row.
+#[test]
+fn a_blank_text_expectation_in_a_row_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let at = |bank: &str, name: &str| {
+        let path = suite_with(dir.path(), name, bank, "");
+        error(&path)
+    };
+    assert!(
+        at(
+            "{\"name\":\"a\",\"message\":\"hi\",\"expect\":{\"answerContains\":\"\"}}\n",
+            "blank.jsonl"
+        )
+        .ends_with("`banks/blank.jsonl`: row 1, column `expect.answerContains`: the text is blank")
+    );
+    assert!(
+        at(
+            "name,message,expect.answerMatches\na,hi,\"[\"\"x\"\", \"\" \"\"]\"\n",
+            "blank.csv"
+        )
+        .ends_with("`banks/blank.csv`: row 2, column `expect.answerMatches`: the pattern is blank")
+    );
+}
+
+#[test]
+fn eval_exits_2_on_a_duplicate_key_in_a_bank() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = "{\"name\":\"a\",\"message\":\"hi\",\"expect\":{\"answerContains\":\"zzz\",\"answerContains\":\"excess\"}}\n";
+    let path = suite_with(dir.path(), "bank.jsonl", bank, "");
+    let out = run_command(promptlab().args(["eval", "--list"]).arg(&path));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "`banks/bank.jsonl`: row 1, column `expect`: duplicate mapping key: answerContains"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    /// Rows and cells built of repeated keys, `|` and blanks never panic.
+    #[test]
+    fn rows_with_repeated_keys_never_panic(
+        keys in prop::collection::vec(prop::sample::select(vec!["name", "message", "expect", "answerContains", "ids", "x"]), 0..6),
+        values in prop::collection::vec("[a-z|\" ]{0,6}", 6),
+    ) {
+        let object: Vec<String> = keys
+            .iter()
+            .zip(&values)
+            .map(|(key, value)| format!("{key:?}: {value:?}"))
+            .collect();
+        let object = format!("{{{}}}", object.join(", "));
+        let _ = parse_cases(&format!("{{\"name\": \"a\", \"expect\": {object}}}\n"), true);
+        let cell = object.replace('"', "\"\"");
+        for column in ["claims", "expect.toolCalled", "expect.answerContains"] {
+            let _ = parse_cases(&format!("name,{column}\na,\"{cell}\"\nb,\"{}|\"\n", values[0]), false);
+        }
+    }
+}

@@ -27,6 +27,20 @@ pub struct Selection {
     pub shard: Option<Shard>,
 }
 
+/// A literal `--case` or `--claim` value that names nothing in the suite.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{flag} `{value}`: suite `{suite}` has no such {what}{hint}",
+    what = if *.flag == "--case" { "case" } else { "claim" },
+    hint = .near.as_ref().map(|near| format!("; did you mean `{near}`?")).unwrap_or_default()
+)]
+pub struct UnknownSelection {
+    pub flag: &'static str,
+    pub value: String,
+    pub suite: String,
+    pub near: Option<String>,
+}
+
 /// A suite ready to run.
 pub struct EvalPlan {
     pub suite: LoadedSuite,
@@ -84,6 +98,40 @@ impl EvalPlan {
             &self.selection.cases,
             &self.suite.suite.cases[spec.case].name,
         ) && wanted(&self.selection.claims, &spec.claim_id)
+    }
+
+    /// Every literal `--case` and `--claim` value (one without `*` or `?`)
+    /// must name a case of the suite and a claim it runs on, as `--variant`
+    /// must name a variant: else a misspelt name beside a good one would
+    /// be dropped without a word and the run would look complete. A glob
+    /// that matches nothing stays a filter, not an error.
+    pub fn check_selection(&self) -> Result<(), UnknownSelection> {
+        let cases: Vec<&str> = self
+            .suite
+            .suite
+            .cases
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        let claims: Vec<&str> = self.matrix.claims.keys().map(String::as_str).collect();
+        for (flag, values, known) in [
+            ("--case", &self.selection.cases, &cases),
+            ("--claim", &self.selection.claims, &claims),
+        ] {
+            let is_glob = |value: &String| value.contains(['*', '?']);
+            if let Some(value) = values
+                .iter()
+                .find(|value| !is_glob(value) && !known.contains(&value.as_str()))
+            {
+                return Err(UnknownSelection {
+                    flag,
+                    value: crate::text::quote(value),
+                    suite: self.suite.name.clone(),
+                    near: crate::text::closest(value, known.iter().copied()).map(str::to_string),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The selected turns still to run, variants taken in turn (the first

@@ -488,6 +488,19 @@ impl LoadedSuite {
                 .map_err(|(field, message)| self.rule(field, message))?;
         }
         self.check_settings("defaults", &suite.defaults, registry)?;
+        // A default threshold is for the cases that have criteria; with none
+        // anywhere it would judge nothing, and its mistake would go unseen.
+        if suite.defaults.expect.rubric_threshold.is_some()
+            && suite
+                .cases
+                .iter()
+                .all(|case| case.settings(&suite.defaults).expect.rubric.0.is_empty())
+        {
+            return Err(self.rule(
+                "defaults.expect.rubricThreshold".into(),
+                "no case has a rubric criterion to apply it to",
+            ));
+        }
         let mut case_names = std::collections::BTreeSet::new();
         for (index, case) in suite.cases.iter().enumerate() {
             if !case_names.insert(case.name.as_str()) {
@@ -537,6 +550,19 @@ impl LoadedSuite {
         };
         validate_messages(&case_messages(case))
             .map_err(|error| self.rule(field(source), error.to_string()))?;
+        if case.expect.rubric_threshold.is_some()
+            && case
+                .settings(&self.suite.defaults)
+                .expect
+                .rubric
+                .0
+                .is_empty()
+        {
+            return Err(self.rule(
+                field("expect.rubricThreshold"),
+                "no rubric criterion to apply it to (give `rubric` here or in `defaults`)",
+            ));
+        }
         self.check_settings(
             &format!("cases[{index}]"),
             &case.settings(&CaseSettings::default()),
@@ -584,6 +610,8 @@ impl LoadedSuite {
         {
             return Err(self.rule(format!("{at}.brand"), format!("unknown brand `{brand}`")));
         }
+        check_blank_texts(&settings.expect)
+            .map_err(|(field, message)| self.rule(format!("{at}.{field}"), message))?;
         for (index, pattern) in settings.expect.answer_matches.0.iter().enumerate() {
             regex::Regex::new(pattern).map_err(|error| {
                 self.rule(
@@ -628,6 +656,36 @@ pub fn case_messages(case: &Case) -> Vec<ChatMessage> {
         (None, Some(history)) => history.clone(),
         (None, None) => Vec::new(),
     }
+}
+
+/// A blank text expectation checks nothing: `answerContains: ""` is in
+/// every answer, `answerNotContains: ""` fails every one, and an empty
+/// pattern matches anything (whitespace alone is taken for a slip of the
+/// same kind). Refused, as a blank rubric criterion is:
+/// `Err((field, message))`.
+fn check_blank_texts(expect: &Expectations) -> Result<(), (String, &'static str)> {
+    for (key, texts, message) in [
+        (
+            "answerContains",
+            &expect.answer_contains,
+            "the text is blank",
+        ),
+        (
+            "answerNotContains",
+            &expect.answer_not_contains,
+            "the text is blank",
+        ),
+        (
+            "answerMatches",
+            &expect.answer_matches,
+            "the pattern is blank",
+        ),
+    ] {
+        if let Some(index) = texts.0.iter().position(|text| text.trim().is_empty()) {
+            return Err((format!("expect.{key}[{index}]"), message));
+        }
+    }
+    Ok(())
 }
 
 /// A tool expectation must name a tool a turn can offer: a misspelt name
