@@ -82,10 +82,12 @@ fn a_fingerprint_that_is_neither_hex_nor_a_file_is_a_usage_error() {
         "{}",
         bad.stderr
     );
-    let provider = in_runs(dir.path(), &["runs", "list", "--provider", "openai"]);
+    let provider = in_runs(dir.path(), &["runs", "list", "--provider", "openia"]);
     assert_eq!(provider.code, 2);
     assert!(
-        provider.stderr.contains("gemini, script, replay"),
+        provider
+            .stderr
+            .contains("[possible values: gemini, openai, script, replay, worker]"),
         "{}",
         provider.stderr
     );

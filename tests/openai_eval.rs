@@ -208,6 +208,21 @@ fn one_suite_runs_the_same_prompts_on_gemini_and_an_openai_compatible_model_side
         1,
         "--resume took the recorded turns"
     );
+    // `runs list --provider` takes every provider a log can name.
+    for (provider, listed) in [("openai", 1), ("gemini", 1), ("worker", 0)] {
+        let mut command = promptlab();
+        command.env("PROMPTLAB_RUNS_DIR", &runs).args([
+            "runs",
+            "list",
+            "--json",
+            "--provider",
+            provider,
+        ]);
+        let out = run_command(&mut command);
+        assert_eq!(out.code, 0, "{provider}: {}", out.stderr);
+        let rows: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(rows.as_array().unwrap().len(), listed, "{provider}: {rows}");
+    }
 }
 
 #[test]

@@ -115,8 +115,9 @@ pub struct ListArgs {
     /// prefix (6 or more) of a recorded one.
     #[arg(long, value_name = "FP|FILE")]
     pub fingerprint: Option<String>,
-    /// Only turns made by this provider: gemini, script, replay or worker.
-    #[arg(long, value_name = "NAME", value_parser = ["gemini", "script", "replay"])]
+    /// Only turns made by this provider: gemini, openai, script, replay or worker.
+    #[arg(long, value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(
+        promptlab::provider::ProviderKind::ALL.map(promptlab::provider::ProviderKind::name)))]
     pub provider: Option<String>,
     /// Only turns on this claim id.
     #[arg(long, value_name = "ID")]
