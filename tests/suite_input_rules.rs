@@ -203,3 +203,28 @@ fn a_json_suite_giving_an_inline_prompt_twice_is_refused() {
         "field `variants[0].prompts`, line 1 column 73: duplicate mapping key: system.base"
     );
 }
+
+#[test]
+fn eval_exits_2_on_a_misspelt_case_beside_a_good_one_and_on_a_zero_threshold() {
+    let runs = tempfile::tempdir().unwrap();
+    for (flags, message) in [
+        (
+            &["--case", "excess", "--case", "sumary"][..],
+            "error: --case `sumary`: suite `smoke` has no such case; did you mean `summary`?",
+        ),
+        (
+            &["--pass-threshold", "0"][..],
+            "error: --pass-threshold must be above 0 and at most 1, got 0",
+        ),
+    ] {
+        let out = run_command(
+            promptlab()
+                .env("PROMPTLAB_RUNS_DIR", runs.path())
+                .args(["eval", "suites/smoke.yaml", "--provider", "script"])
+                .args(flags),
+        );
+        assert_eq!(out.code, 2, "{flags:?}: {}", out.stderr);
+        assert_eq!(out.stderr.trim_end(), message);
+    }
+    assert!(!runs.path().join("default").exists(), "nothing ran");
+}

@@ -433,6 +433,7 @@ fn plan(
         shard,
     };
     let plan = EvalPlan::new(suite, matrix, selection);
+    plan.check_selection().map_err(CliError::usage)?;
     if plan.unsharded_count() == 0 {
         return Err(CliError::usage(format!(
             "no turn of suite `{}` matches --case {} --claim {}",

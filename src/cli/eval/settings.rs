@@ -218,6 +218,13 @@ fn check_rates(args: &EvalArgs) -> Result<(), CliError> {
             )));
         }
     }
+    // As a suite's `passThreshold`: a threshold of 0 passes every case.
+    if args.pass_threshold <= 0.0 {
+        return Err(CliError::usage(format!(
+            "--pass-threshold must be above 0 and at most 1, got {}",
+            args.pass_threshold
+        )));
+    }
     Ok(())
 }
 
