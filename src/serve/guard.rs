@@ -9,7 +9,9 @@
 //!   `application/json` (415 otherwise), and one that carries an `Origin`
 //!   must come from this server itself or a `--cors-origin` (403).
 //! - **Errors**: every error answer, axum's own rejections included, is
-//!   `{"error": …}`.
+//!   `{"error": …}` — but for hyper's answers to a head it cannot take
+//!   (431, 414, 400 with no body), sent before any of our code runs, with
+//!   no hook to change them (docs/serve.md, "Limits").
 
 use std::net::IpAddr;
 use std::sync::Arc;

@@ -6,9 +6,10 @@
 //!   any event, then the turn as Server-Sent Events through the one driver;
 //! - trust (`guard.rs`, before any route): the `Host`, and for writes the
 //!   content type and `Origin`; CORS only for the origins given;
-//! - limits: a body cap (413), at most `max_concurrent` turns (503 with
-//!   `Retry-After`), open connections and the time to send a request's head
-//!   (`listen.rs`); answers name files relative to their folders (`public.rs`);
+//! - limits: a body cap (413) and deadline (408), both here, at most
+//!   `max_concurrent` turns (503 with `Retry-After`), open connections, the
+//!   time to send a request's head and to take an answer (`listen.rs`);
+//!   answers name files relative to their folders (`public.rs`);
 //! - shutdown: cancelling `ServeState::shutdown` cancels every running turn
 //!   (their logs are marked cancelled) and stops accepting connections.
 
@@ -36,7 +37,6 @@ use axum::routing::{get, post};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower_http::cors::{AllowOrigin, CorsLayer};
-use tower_http::timeout::RequestBodyTimeoutLayer;
 
 use crate::chat::TurnContext;
 use crate::provider::script::ScriptProvider;
@@ -51,9 +51,11 @@ pub const DEFAULT_OVERRIDES_DIR: &str = "overrides";
 
 /// The largest request body taken; a larger one is a 413.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
-/// How long a client has to send a request's body once its head is in (the
-/// head has `listen::HEADER_READ_TIMEOUT`): 8 MiB takes well under this on
-/// any link a browser on the same machine has.
+/// How long a client has, in all, to send a request's body once its head is
+/// in (the head has `listen::HEADER_READ_TIMEOUT`): 8 MiB takes well under
+/// this on any link a browser on the same machine has. A total, not a gap
+/// between chunks: a byte every few seconds would otherwise hold a
+/// connection for as long as the client likes.
 pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Where each turn's model answers come from.
@@ -161,9 +163,10 @@ pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
         .route("/api/overrides/{file}", get(overrides::load))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        // A body that trickles in is cut off: reading it fails, and the
-        // handler answers with its JSON 400 (a slow client holds no task).
-        .layer(RequestBodyTimeoutLayer::new(BODY_READ_TIMEOUT))
+        // Every body is read here, whole, before any route sees it: 413 at
+        // once for a declared length over the cap, 408 for one that does not
+        // arrive in time, so no handler waits on a slow client.
+        .layer(axum::middleware::from_fn(read_whole_body))
         .with_state(state);
     let router = if trust.cors_origins().is_empty() {
         router
@@ -183,6 +186,93 @@ pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
     };
     // Outermost: nothing, CORS preflights included, runs before the checks.
     router.layer(from_fn_with_state(trust, guard::guard))
+}
+
+/// Reads the request's body in full, within `MAX_BODY_BYTES` and
+/// `BODY_READ_TIMEOUT` in all, and hands the route the bytes. A body that
+/// breaks either rule is answered here, and the connection closed: the rest
+/// of it is never read, so the connection cannot carry another request.
+async fn read_whole_body(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok());
+    if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return body_refused(StatusCode::PAYLOAD_TOO_LARGE, body_too_large(declared));
+    }
+    let (parts, body) = request.into_parts();
+    let mut chunks = body.into_data_stream();
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(BODY_READ_TIMEOUT, async {
+        use futures_util::StreamExt;
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|_| BodyFault::Unreadable)?;
+            if received.len() + chunk.len() > MAX_BODY_BYTES {
+                return Err(BodyFault::TooLarge);
+            }
+            received.extend_from_slice(&chunk);
+        }
+        Ok(())
+    })
+    .await;
+    let (status, message) = match read {
+        Ok(Ok(())) => {
+            let request = axum::extract::Request::from_parts(parts, received.into());
+            return next.run(request).await;
+        }
+        Ok(Err(BodyFault::TooLarge)) => (StatusCode::PAYLOAD_TOO_LARGE, body_too_large(None)),
+        Ok(Err(BodyFault::Unreadable)) => (
+            StatusCode::BAD_REQUEST,
+            "request body: it ended before its length or its chunked encoding is malformed"
+                .to_string(),
+        ),
+        Err(_elapsed) => (
+            StatusCode::REQUEST_TIMEOUT,
+            body_too_slow(received.len(), declared),
+        ),
+    };
+    body_refused(status, message)
+}
+
+/// Why a body was not read whole.
+enum BodyFault {
+    TooLarge,
+    Unreadable,
+}
+
+fn body_too_large(declared: Option<u64>) -> String {
+    let limit = MAX_BODY_BYTES >> 20;
+    match declared {
+        Some(length) => {
+            format!("request body: Content-Length {length} is over the {limit} MiB limit")
+        }
+        None => format!("request body: over the {limit} MiB limit"),
+    }
+}
+
+fn body_too_slow(received: usize, declared: Option<u64>) -> String {
+    let of = declared
+        .map(|length| format!(" of {length}"))
+        .unwrap_or_default();
+    format!(
+        "request body: {received}{of} bytes arrived in {} s; a body must arrive in full within {} s of the request's head",
+        BODY_READ_TIMEOUT.as_secs(),
+        BODY_READ_TIMEOUT.as_secs()
+    )
+}
+
+/// The JSON error for a body not read whole, saying the connection closes:
+/// the rest of the body is never read, so it can carry no further request.
+fn body_refused(status: StatusCode, message: String) -> Response {
+    let mut response = json_error(status, message);
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 async fn not_found() -> Response {
