@@ -389,7 +389,13 @@ fn filters_and_ad_hoc_override_variants_select_the_matrix() {
         "{}",
         unknown.stderr
     );
-    let nothing = run_command(eval(&runs).arg(&suite).args(["--list", "--case", "zzz"]));
+    let misspelt = run_command(eval(&runs).arg(&suite).args(["--list", "--case", "zzz"]));
+    assert_eq!(misspelt.code, 2);
+    assert_eq!(
+        misspelt.stderr.trim_end(),
+        "error: --case `zzz`: suite `t` has no such case"
+    );
+    let nothing = run_command(eval(&runs).arg(&suite).args(["--list", "--case", "zzz*"]));
     assert_eq!(nothing.code, 2);
     assert!(
         nothing.stderr.contains("no turn of suite `t` matches"),
@@ -569,4 +575,38 @@ fn sigterm_keeps_finished_logs_and_lists_the_turns_not_run() {
         "a testcase with no sample run is skipped: {xml}"
     );
     assert!(xml.contains("not run: cancelled"), "{xml}");
+}
+
+/// A log that cannot be read at all (an empty file under a log's name) is
+/// some turn's, perhaps its newest: `--resume` names it, and `--report`
+/// names it and cannot pass.
+#[test]
+fn an_unreadable_log_is_named_by_resume_and_fails_a_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let suite = suite(dir.path(), "", ONE_CASE);
+    assert_eq!(run_command(scripted(&runs).arg(&suite).arg("-q")).code, 0);
+    let folder = std::fs::read_dir(&runs)
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.path())
+        .find(|path| {
+            path.join(".").is_dir() && !path.ends_with("prompts") && !path.ends_with("evals")
+        })
+        .expect("a fingerprint folder");
+    let empty = folder.join("20261130T000000.000Z-00000000-0000-0000-0000-000000000000.ndjson");
+    std::fs::write(&empty, "").unwrap();
+    let resumed = run_command(scripted(&runs).arg(&suite).args(["-q", "--resume"]));
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    let named = format!("warning: resume: invalid run log `{}`", empty.display());
+    assert!(resumed.stderr.contains(&named), "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("; not counted as done"),
+        "{}",
+        resumed.stderr
+    );
+    let report = run_command(eval(&runs).arg(&suite).arg("--report").arg(&runs).arg("-q"));
+    assert_eq!(report.code, 1, "{}", report.stderr);
+    let named = format!("error: --report: invalid run log `{}`", empty.display());
+    assert!(report.stderr.contains(&named), "{}", report.stderr);
 }

@@ -158,28 +158,9 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     };
     let gate = apply(&comparison, gates);
     let report = render(&args, &comparison, &gate);
-    let mut stdout_closed = false;
-    match &args.output {
-        Some(path) => {
-            write_page(path, &report)?;
-            promptlab::text::eprintln_or_drop!(
-                "wrote {}: {} pairs",
-                path.display(),
-                comparison.pairs.len()
-            );
-        }
-        None => {
-            let printed = std::io::stdout().lock().write_all(report.as_bytes());
-            if let Err(error) = printed.map_err(CliError::from) {
-                // A reader gone before the table: the gate still decides,
-                // and says why on stderr, as it does for the other formats.
-                crate::cli::error::unless_stdout_closed(Err(error))?;
-                stdout_closed = true;
-            }
-        }
-    }
+    let shown = show_report(&args, &report, comparison.pairs.len())?;
     let table_on_stdout = args.format == CompareFormat::Table && args.output.is_none();
-    if !gate.passed() && (!table_on_stdout || stdout_closed) {
+    if !gate.passed() && (!table_on_stdout || !shown) {
         for failure in &gate.failures {
             promptlab::text::eprintln_or_drop!("gate failed: {failure}");
         }
@@ -189,6 +170,26 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     } else {
         Exit::Failure
     })
+}
+
+/// The report to `-o` or stdout; `false` when stdout was closed before it
+/// (`| true`): the gate still decides, and says why on stderr, as it does
+/// for the other formats.
+fn show_report(args: &CompareArgs, report: &str, pairs: usize) -> Result<bool, CliError> {
+    match &args.output {
+        Some(path) => {
+            write_page(path, report)?;
+            promptlab::text::eprintln_or_drop!("wrote {}: {pairs} pairs", path.display());
+            Ok(true)
+        }
+        None => {
+            let printed = std::io::stdout().lock().write_all(report.as_bytes());
+            match printed.map_err(CliError::from) {
+                Ok(()) => Ok(true),
+                Err(error) => crate::cli::error::unless_stdout_closed(Err(error)).map(|()| false),
+            }
+        }
+    }
 }
 
 /// The comparison in the `--format` asked for.

@@ -178,7 +178,8 @@ fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, RowProblem> {
             if cell.trim().is_empty() {
                 continue;
             }
-            let value = cell_value(column, cell).map_err(|e| problem(row, Some(column), e))?;
+            let value =
+                cell_value(column, cell).map_err(|e| problem(row, Some(column), e.to_string()))?;
             insert_at(&mut object, column, value);
         }
         rows.push((row, Value::Object(object)));
@@ -254,9 +255,20 @@ fn check_header(columns: &[String]) -> Result<(), RowProblem> {
     Ok(())
 }
 
-/// A cell as the JSON value an inline case would hold there; `Err` says
-/// what is wrong with it.
-fn cell_value(column: &str, cell: &str) -> Result<Value, String> {
+/// What is wrong with a cell.
+#[derive(Debug, thiserror::Error)]
+enum CellProblem {
+    #[error("not valid JSON: {0}")]
+    Json(#[from] serde_json::Error),
+    /// A key given twice, in the documents' words.
+    #[error("{0}")]
+    KeyTwice(String),
+    #[error("an empty item in the `|` list")]
+    EmptyItem,
+}
+
+/// A cell as the JSON value an inline case would hold there.
+fn cell_value(column: &str, cell: &str) -> Result<Value, CellProblem> {
     let trimmed = cell.trim();
     let list = LIST_COLUMNS.contains(&column);
     if JSON_COLUMNS.contains(&column) || (list && trimmed.starts_with('[')) {
@@ -269,7 +281,7 @@ fn cell_value(column: &str, cell: &str) -> Result<Value, String> {
             .split('|')
             .map(str::trim)
             .map(|item| match item {
-                "" => Err("an empty item in the `|` list".to_string()),
+                "" => Err(CellProblem::EmptyItem),
                 _ if item.starts_with('{') => json_cell(item),
                 _ => Ok(Value::String(item.to_string())),
             })
@@ -285,9 +297,9 @@ fn cell_value(column: &str, cell: &str) -> Result<Value, String> {
 
 /// JSON in a cell, read under the documents' rule that no object gives a
 /// key twice.
-fn json_cell(text: &str) -> Result<Value, String> {
-    let value = serde_json::from_str(text).map_err(|e| format!("not valid JSON: {e}"))?;
-    check_json_keys(text).map_err(|twice| twice.message)?;
+fn json_cell(text: &str) -> Result<Value, CellProblem> {
+    let value = serde_json::from_str(text)?;
+    check_json_keys(text).map_err(|twice| CellProblem::KeyTwice(twice.message))?;
     Ok(value)
 }
 

@@ -10,7 +10,7 @@ use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey};
 use super::runner::TurnResult;
 use super::spill::ResultStore;
-use crate::runs::{RunStatus, read_run_log, read_run_log_checked, scan_runs};
+use crate::runs::{RunLogError, RunStatus, read_run_log, read_run_log_checked, scan_runs};
 
 /// The newest finished run log of each turn of `suite` under `dirs`;
 /// with `done_only`, only turns that ended in `done`.
@@ -19,16 +19,27 @@ pub fn index_recorded(
     plan: &EvalPlan,
     done_only: bool,
 ) -> std::io::Result<HashMap<TurnKey, PathBuf>> {
-    index_recorded_counted(dirs, plan, done_only).map(|(found, _)| found)
+    index_recorded_counted(dirs, plan, done_only).map(|recorded| recorded.found)
 }
 
-/// `index_recorded`, and how many logs the folders' scan read.
+/// What the folders' scan found for a plan.
+pub struct Recorded {
+    /// The newest finished log of each turn.
+    pub found: HashMap<TurnKey, PathBuf>,
+    /// How many logs the scan read.
+    pub scanned: usize,
+    /// Logs that could not be read even in part (empty, a last line that
+    /// is not a record): whose turn they hold is unknown, so each is named.
+    pub unreadable: Vec<RunLogError>,
+}
+
+/// `index_recorded`, with what else the scan saw.
 pub fn index_recorded_counted(
     dirs: &[PathBuf],
     plan: &EvalPlan,
     done_only: bool,
-) -> std::io::Result<(HashMap<TurnKey, PathBuf>, usize)> {
-    let (summaries, _) = scan_runs(dirs)?;
+) -> std::io::Result<Recorded> {
+    let (summaries, unreadable) = scan_runs(dirs)?;
     let scanned = summaries.len();
     let mut newest: HashMap<TurnKey, (chrono::DateTime<chrono::Utc>, PathBuf)> = HashMap::new();
     for summary in summaries {
@@ -53,7 +64,11 @@ pub fn index_recorded_counted(
         .into_iter()
         .map(|(key, (_, path))| (key, path))
         .collect();
-    Ok((found, scanned))
+    Ok(Recorded {
+        found,
+        scanned,
+        unreadable,
+    })
 }
 
 /// Turns of the plan already recorded as done under `runs_dir`, for
@@ -66,10 +81,13 @@ pub fn resume(
     runs_dir: &Path,
     store: &mut ResultStore,
 ) -> std::io::Result<Vec<String>> {
-    let recorded = index_recorded(&[runs_dir.to_path_buf()], plan, true)?;
-    let (mut done, mut warnings) = (std::collections::HashSet::new(), Vec::new());
+    let recorded = index_recorded_counted(&[runs_dir.to_path_buf()], plan, true)?;
+    let mut warnings: Vec<String> = (recorded.unreadable.iter())
+        .map(|error| format!("resume: {error}; not counted as done"))
+        .collect();
+    let mut done = std::collections::HashSet::new();
     for spec in plan.selected() {
-        let Some(path) = recorded.get(&plan.key(&spec)) else {
+        let Some(path) = recorded.found.get(&plan.key(&spec)) else {
             continue;
         };
         match read_run_log_checked(path) {
@@ -93,20 +111,21 @@ pub fn resume(
 
 /// `--report`: every selected turn from its newest recorded log under
 /// `dirs` (a turn with none is an error: not run), put in `store`; returns
-/// how many logs the folders' scan read.
+/// how many logs the folders' scan read, and the logs it could not read —
+/// the newest of some turn, perhaps, which the caller cannot judge on.
 pub fn merge_recorded(
     plan: &EvalPlan,
     dirs: &[PathBuf],
     store: &mut ResultStore,
-) -> std::io::Result<usize> {
-    let (recorded, scanned) = index_recorded_counted(dirs, plan, false)?;
+) -> std::io::Result<(usize, Vec<RunLogError>)> {
+    let recorded = index_recorded_counted(dirs, plan, false)?;
     for spec in plan.selected() {
-        store.push(match recorded.get(&plan.key(&spec)) {
+        store.push(match recorded.found.get(&plan.key(&spec)) {
             Some(path) => result_from_log(plan, &spec, path),
             None => missing_result(&spec),
         });
     }
-    Ok(scanned)
+    Ok((recorded.scanned, recorded.unreadable))
 }
 
 /// Judged again from the log, on the suite's expectations as they are now;

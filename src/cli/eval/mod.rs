@@ -227,19 +227,7 @@ fn run_once(
         return Ok((Exit::Success, Vec::new()));
     }
     if mode.runs_turns() {
-        // The folders the logs and prompts go in too: one that cannot take
-        // a log (a file in its place, a read-only mount) is found before the
-        // first paid call, not after the last. One not made yet is the runs
-        // folder's to make: checked with it.
-        let variants = plan.matrix.variants.iter();
-        let folders = variants.map(|variant| runs_dir.join(&variant.fingerprint));
-        let prompts = promptlab::runs::prompt_store::prompts_dir(runs_dir);
-        crate::cli::folders::runs_folder_writable(runs_dir)?;
-        for folder in folders.chain([prompts]) {
-            if folder.symlink_metadata().is_ok() {
-                crate::cli::folders::runs_folder_writable(&folder)?;
-            }
-        }
+        check_log_folders(&plan, runs_dir)?;
     }
     let finish = |plan: &EvalPlan, spill: &mut ResultStore, stop, budget: Option<&Budget>| {
         // Only `--watch` compares runs: no label per turn otherwise.
@@ -267,14 +255,43 @@ fn run_once(
     if let EvalMode::Merge(dirs) = mode {
         // Folders given as arguments are read by scanning (docs/run-logs.md).
         let mut spill = new_spill(runs_dir, &plan)?;
-        let scanned = merge_recorded(&plan, dirs, &mut spill)?;
+        let (scanned, unreadable) = merge_recorded(&plan, dirs, &mut spill)?;
         promptlab::text::eprintln_or_drop!("{}", promptlab::index::scan_note(scanned));
-        return finish(&plan, &mut spill, None, None);
+        let (exit, snapshot) = finish(&plan, &mut spill, None, None)?;
+        for error in &unreadable {
+            let error = promptlab::text::printable(&error.to_string());
+            promptlab::text::eprintln_or_drop!("error: --report: {error}");
+        }
+        // An unreadable log may be some turn's newest: its verdict, read
+        // from an older log or none, cannot be vouched for.
+        let exit = if unreadable.is_empty() {
+            exit
+        } else {
+            Exit::Failure
+        };
+        return Ok((exit, snapshot));
     }
     let resume = matches!(mode, EvalMode::Run { resume: true });
     let ran = run_remaining(settings, resume, (store, stores), plan, (judge, tracing))?;
     let (plan, mut spill, stop, budget) = ran;
     finish(&plan, &mut spill, stop, budget.as_deref())
+}
+
+/// The folders the logs and prompts go in: one that cannot take a log (a
+/// file in its place, a read-only mount) is found before the first paid
+/// call, not after the last. One not made yet is the runs folder's to
+/// make: checked with it.
+fn check_log_folders(plan: &EvalPlan, runs_dir: &Path) -> Result<(), CliError> {
+    let variants = plan.matrix.variants.iter();
+    let folders = variants.map(|variant| runs_dir.join(&variant.fingerprint));
+    let prompts = promptlab::runs::prompt_store::prompts_dir(runs_dir);
+    crate::cli::folders::runs_folder_writable(runs_dir)?;
+    for folder in folders.chain([prompts]) {
+        if folder.symlink_metadata().is_ok() {
+            crate::cli::folders::runs_folder_writable(&folder)?;
+        }
+    }
+    Ok(())
 }
 
 /// The run's spill, where every turn's result goes and the end of the run
