@@ -14,7 +14,19 @@ pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Reads a whole file, refusing one over `MAX_INPUT_BYTES`.
 pub fn read_input(path: &Path) -> io::Result<Vec<u8>> {
-    read_limited(std::fs::File::open(path)?, MAX_INPUT_BYTES)
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if meta.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "a folder, not a file",
+        ));
+    }
+    // A file that says its size is refused before a byte is read.
+    if meta.is_file() && meta.len() > MAX_INPUT_BYTES {
+        return Err(too_large(MAX_INPUT_BYTES));
+    }
+    read_limited(file, MAX_INPUT_BYTES)
 }
 
 /// Reads a whole file as UTF-8 text, refusing one over `MAX_INPUT_BYTES`.
@@ -25,21 +37,41 @@ pub fn read_input_text(path: &Path) -> io::Result<String> {
 /// Reads a whole stream (stdin, a file) up to `limit` bytes; more is an
 /// error. Reading one byte past the limit tells "exactly at the limit" from
 /// "over it", also for devices and pipes whose size metadata says nothing.
-pub fn read_limited(reader: impl Read, limit: u64) -> io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    reader
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(io::Error::new(
-            io::ErrorKind::FileTooLarge,
-            format!(
-                "larger than the {} MiB limit for input files",
-                limit / (1024 * 1024)
-            ),
-        ));
+pub fn read_limited(mut reader: impl Read, limit: u64) -> io::Result<Vec<u8>> {
+    // In chunks, joined at the end: one growing buffer would double past
+    // the limit and leave its earlier sizes with the allocator (a stream
+    // that never ends took 540 MB to refuse), where chunks stop at it.
+    let mut chunks: Vec<Vec<u8>> = Vec::new();
+    let mut total: u64 = 0;
+    loop {
+        let mut chunk = Vec::new();
+        let read = (&mut reader).take(READ_CHUNK).read_to_end(&mut chunk)?;
+        if read == 0 {
+            break;
+        }
+        total += read as u64;
+        if total > limit {
+            return Err(too_large(limit));
+        }
+        chunks.push(chunk);
     }
-    Ok(bytes)
+    Ok(match chunks.len() {
+        1 => chunks.pop().unwrap_or_default(),
+        _ => chunks.concat(),
+    })
+}
+
+/// How much of a stream one read takes.
+const READ_CHUNK: u64 = 1024 * 1024;
+
+fn too_large(limit: u64) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::FileTooLarge,
+        format!(
+            "larger than the {} MiB limit for input files",
+            limit / (1024 * 1024)
+        ),
+    )
 }
 
 /// Bytes → text, naming the offset of the first invalid byte.

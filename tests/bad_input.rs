@@ -271,3 +271,50 @@ fn an_interactive_session_fed_dev_zero_ends_with_an_error() {
         outcome.stderr
     );
 }
+
+/// What the user named is not a file of text within the bound: a folder, a
+/// file over 256 MiB (sparse here: refused by its size, before a byte is
+/// read), a stream that never ends, bytes that are not UTF-8 — invalid
+/// input (exit 2), as a path that is not there is.
+#[test]
+fn a_folder_an_oversized_file_an_endless_stream_or_non_utf8_is_invalid_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.yaml");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(300 * 1024 * 1024)
+        .unwrap();
+    let latin1 = dir.path().join("latin1.yaml");
+    std::fs::write(&latin1, b"prompts:\n  system.base: caf\xe9\n").unwrap();
+    let mut cases = vec![
+        ("suites", dir.path().to_path_buf(), "a folder, not a file"),
+        (
+            "suites",
+            big,
+            "larger than the 256 MiB limit for input files",
+        ),
+        (
+            "overrides",
+            latin1,
+            "not UTF-8 text (invalid byte at offset 27)",
+        ),
+    ];
+    if cfg!(unix) {
+        cases.push((
+            "suites",
+            PathBuf::from("/dev/zero"),
+            "larger than the 256 MiB limit for input files",
+        ));
+    }
+    for (kind, file, reason) in cases {
+        let what = format!("{kind} {}", file.display());
+        let outcome = run_bounded(&mut command_for(kind, &file), &what);
+        assert_eq!(outcome.code, 2, "{what}: {}", outcome.stderr);
+        assert!(
+            outcome.stderr.contains(reason),
+            "{what}: {}",
+            outcome.stderr
+        );
+        assert_refused(&outcome, &file, &what);
+    }
+}

@@ -140,8 +140,9 @@ impl CliError {
             | CliError::Worker(WorkerError::Endpoint(_) | WorkerError::Token(_)) => USAGE,
             CliError::Report(ReportError::Read { source, .. }) => io_exit(source),
             CliError::Report(_) => USAGE,
-            // Reading what the user named: a path that is not there is bad
-            // input; any other failure to read is a failure to do the work.
+            // Reading what the user named: a path that is not there, a
+            // folder, a file over the bound or not UTF-8 is bad input; any
+            // other failure to read is a failure to do the work.
             CliError::Claim(ClaimError::Read { source, .. } | ClaimError::Store { source, .. })
             | CliError::Overrides(OverrideError::Read { source, .. })
             | CliError::Suite(SuiteError::Read { source, .. })
@@ -185,10 +186,12 @@ fn turns_phrase(count: usize) -> String {
 }
 
 fn io_exit(error: &io::Error) -> u8 {
-    if error.kind() == io::ErrorKind::NotFound {
-        exit_code::USAGE
-    } else {
-        exit_code::FAILURE
+    use io::ErrorKind::{FileTooLarge, InvalidData, IsADirectory, NotADirectory, NotFound};
+    match error.kind() {
+        // What was named is not there, or not a file of text within the
+        // input bound: the input is wrong, not the machine.
+        NotFound | IsADirectory | NotADirectory | FileTooLarge | InvalidData => exit_code::USAGE,
+        _ => exit_code::FAILURE,
     }
 }
 
@@ -227,6 +230,14 @@ mod tests {
         };
         assert_eq!(CliError::from(read(missing)).exit_code(), exit_code::USAGE);
         assert_eq!(CliError::from(read(denied)).exit_code(), exit_code::FAILURE);
+        for kind in [
+            io::ErrorKind::IsADirectory,
+            io::ErrorKind::FileTooLarge,
+            io::ErrorKind::InvalidData,
+        ] {
+            let error = CliError::from(read(io::Error::from(kind)));
+            assert_eq!(error.exit_code(), exit_code::USAGE, "{kind:?}");
+        }
         let not_found = CliError::from(ClaimError::NotFound("X".into()));
         assert_eq!(not_found.exit_code(), exit_code::FAILURE);
         assert_eq!(CliError::usage("--x").exit_code(), exit_code::USAGE);

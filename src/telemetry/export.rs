@@ -91,10 +91,25 @@ fn reason_of(text: &str) -> String {
             return known.to_string();
         }
     }
-    let without_urls = regex::Regex::new(r"https?://\S+")
-        .map(|pattern| pattern.replace_all(text, "(the endpoint)").into_owned())
-        .unwrap_or_default();
-    crate::text::quote(&without_urls)
+    // The exporter words a status in Rust's debug form
+    // (`reqwest::Error { kind: Status(500, None), … }`) or its own
+    // (`Status Code: 307, Response: b""`): the number is what matters.
+    let status = regex::Regex::new(r"Status(?:\(| Code: )(\d{3})")
+        .ok()
+        .and_then(|pattern| pattern.captures(text))
+        .and_then(|found| found[1].parse::<u16>().ok());
+    match status {
+        Some(code @ 300..=399) => {
+            format!("the receiver answered {code}: redirects are not followed")
+        }
+        Some(code) => format!("the receiver answered {code}"),
+        None => {
+            let without_urls = regex::Regex::new(r#"https?://[^\s"']+"#)
+                .map(|pattern| pattern.replace_all(text, "(the endpoint)").into_owned())
+                .unwrap_or_default();
+            crate::text::quote(&without_urls)
+        }
+    }
 }
 
 /// A running exporter: its provider (which owns the batch thread) and counts.
@@ -174,6 +189,36 @@ impl Export {
                 failed + dropped,
                 FLUSH_AT_EXIT.as_secs()
             );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reason_of;
+
+    /// The exporter's own texts, as opentelemetry-otlp 0.31 writes them.
+    #[test]
+    fn an_export_failure_is_said_in_a_few_words_without_urls() {
+        for (text, reason) in [
+            (
+                r#"Operation failed: reqwest::Error { kind: Status(500, None), url: "http://u:pw@127.0.0.1:1/v1/traces" }"#,
+                "the receiver answered 500",
+            ),
+            (
+                r#"HTTP export failed. Url: http://127.0.0.1:1/v1/traces, Status Code: 307, Response: b"""#,
+                "the receiver answered 307: redirects are not followed",
+            ),
+            (
+                "error sending request: Connection refused (os error 111)",
+                "connection refused",
+            ),
+            (
+                r#"unexpected: "http://u:pw@h/x" went away"#,
+                r#"unexpected: "(the endpoint)" went away"#,
+            ),
+        ] {
+            assert_eq!(reason_of(text), reason, "{text}");
         }
     }
 }

@@ -138,7 +138,6 @@ impl WorkerClient {
             name: WHO,
             redirect_name: format!("the deployment at {shown}"),
             shown,
-            idle_setting: "--idle-timeout",
         };
         // The worker's messages count the tries (docs/worker.md).
         let (transport, unredactable) =

@@ -114,7 +114,6 @@ impl GeminiProvider {
             name: WHO,
             shown: super::transport::shown_url(&config.base_url),
             redirect_name: WHO.to_string(),
-            idle_setting: "the idle timeout",
         };
         let (transport, unredactable) =
             Transport::connect(&config.http, key.chain(url), peer, false)

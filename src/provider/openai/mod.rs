@@ -145,7 +145,6 @@ impl OpenAiProvider {
             name: who,
             shown: super::transport::shown_url(&config.base_url),
             redirect_name: format!("{who} at {}", super::transport::shown_url(&config.base_url)),
-            idle_setting: "the idle timeout",
         };
         let (transport, unredactable) =
             Transport::connect(&config.http, key.chain(url), peer, false)

@@ -51,8 +51,6 @@ pub struct Peer {
     pub shown: String,
     /// How a 3xx names it: `Gemini`, `the deployment at {url}`.
     pub redirect_name: String,
-    /// What sets the idle timeout, for the stall message.
-    pub idle_setting: &'static str,
 }
 
 /// What a protocol says about the answers a transport gets.
@@ -311,10 +309,9 @@ impl Transport {
         ProviderError::of(
             ErrorKind::Stalled,
             format!(
-                "{}'s stream stalled: nothing arrived for {} s ({})",
+                "{}'s stream stalled: nothing arrived for {} s (--idle-timeout)",
                 self.peer.name,
                 self.idle_timeout.as_secs_f64(),
-                self.peer.idle_setting
             ),
         )
     }
