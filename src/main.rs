@@ -5,8 +5,6 @@ mod cli;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use cli::error::CliError;
 use promptlab::claims::ClaimStore;
 use promptlab::prompts::PromptRegistry;
@@ -48,7 +46,7 @@ fn set_allocator_options() {
 
 fn main() -> ExitCode {
     set_allocator_options();
-    let cli = cli::Cli::parse();
+    let cli = cli::Cli::parse_args();
     let store = ClaimStore::new(&cli.stores.claims_dir);
     let runs_dir = cli.stores.runs_dir.clone();
     match cli::run(cli) {

@@ -138,8 +138,12 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 
 /// The candidate nearest to `input`, if it is near enough to be a typo: at
 /// most a third of the input's length away (at least one edit), ignoring
-/// case. Ties go to the first candidate.
+/// case. Ties go to the first candidate. Under three characters nothing is
+/// near enough: `2` is not a slip for `f`, nor the empty text for anything.
 pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    if input.trim().chars().count() < 3 {
+        return None;
+    }
     let wanted = input.to_lowercase();
     let limit = (input.chars().count() / 3).max(1);
     candidates

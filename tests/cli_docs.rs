@@ -33,6 +33,37 @@ fn docs_cli_md_is_the_current_help() {
     );
 }
 
+/// `--help` names each variable and never a value: not an unset one as
+/// `NAME=` (clap's way), not the value this shell holds — the same lines
+/// docs/cli.md has.
+#[test]
+fn help_names_each_variable_without_a_value() {
+    let mut command = support::promptlab();
+    command
+        .env("PROMPTLAB_MODEL", "a-model-of-this-shell")
+        .env_remove("PROMPTLAB_RUNS_DIR")
+        .args(["eval", "--help"]);
+    let run = support::run_command(&mut command);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("[env: PROMPTLAB_MODEL]\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("[env: PROMPTLAB_RUNS_DIR]\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("a-model-of-this-shell"),
+        "{}",
+        run.stdout
+    );
+    let with_value = regex::Regex::new(r"\[env: [A-Z_]+=").unwrap();
+    assert!(!with_value.is_match(&run.stdout), "{}", run.stdout);
+}
+
 /// The section headings of docs/cli.md as GitHub makes anchors of them.
 fn anchors(reference: &str) -> Vec<String> {
     reference

@@ -91,6 +91,14 @@ fn a_fingerprint_that_is_neither_hex_nor_a_file_is_a_usage_error() {
         "{}",
         provider.stderr
     );
+    // An eval run id that cannot be one is a typo, not a filter of 0 runs.
+    let eval = in_runs(dir.path(), &["runs", "list", "--eval", "zz"]);
+    assert_eq!(eval.code, 2, "{}", eval.stdout);
+    assert_eq!(
+        eval.stderr.trim_end(),
+        "error: --eval `zz`: an eval run id starts with `ev-` (as the eval summary names it; \
+         see `promptlab evals list`)"
+    );
 }
 
 /// The message preview is the last user message on one line, control

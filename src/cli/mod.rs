@@ -202,6 +202,19 @@ pub enum Command {
     Cache(cache::CacheCommand),
 }
 
+impl Cli {
+    /// The command line, parsed as `Cli::parse` does, with `--help` naming
+    /// each variable and never a value: clap shows an unset one as
+    /// `[env: NAME=]`, as if set to nothing, and a set one as what this
+    /// shell holds (docs/cli.md is made the same way).
+    pub fn parse_args() -> Cli {
+        let command = shell::without_env_values(Cli::command());
+        let mut matches = command.get_matches();
+        <Cli as clap::FromArgMatches>::from_arg_matches_mut(&mut matches)
+            .unwrap_or_else(|error| error.format(&mut Cli::command()).exit())
+    }
+}
+
 pub fn run(mut cli: Cli) -> Result<Exit, CliError> {
     set_color_choice(cli.color.into());
     if let Some(path) = &cli.stores.prices {

@@ -205,9 +205,15 @@ fn turn_filter(
     runs_dir: &Path,
 ) -> Result<TurnFilter, CliError> {
     let eval_run = match &args.eval_run {
-        Some(spec)
-            if !promptlab::runs::version::is_eval_run_id(spec) && spec.starts_with("ev-") =>
-        {
+        // Not a filter that matches nothing: a typo must not read as "0 runs".
+        Some(spec) if !spec.starts_with("ev-") => {
+            return Err(CliError::usage(format!(
+                "--eval `{}`: an eval run id starts with `ev-` (as the eval summary names it; \
+                 see `promptlab evals list`)",
+                promptlab::text::quote(spec)
+            )));
+        }
+        Some(spec) if !promptlab::runs::version::is_eval_run_id(spec) => {
             Some(super::evals::resolve_eval_run(index, spec)?)
         }
         other => other.clone(),

@@ -130,7 +130,7 @@ fn markdown_reference(command: clap::Command) -> String {
 
 /// The reference names each variable, never the value this shell happens
 /// to have set (a runs folder, a model).
-fn without_env_values(command: clap::Command) -> clap::Command {
+pub fn without_env_values(command: clap::Command) -> clap::Command {
     command
         .mut_args(|arg| arg.hide_env_values(true))
         .mut_subcommands(without_env_values)

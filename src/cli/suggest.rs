@@ -91,5 +91,10 @@ mod tests {
         assert_eq!(closest("SYSTEM.TOOLS", ids), Some("system.tools"));
         assert_eq!(closest("weather", ids), None);
         assert_eq!(closest("x", Vec::<&str>::new()), None);
+        // Under three characters, nothing is a typo of anything.
+        assert_eq!(closest("2", ["f", "2f"]), None);
+        assert_eq!(closest("", [""]), None);
+        assert_eq!(closest("ab", ["abc"]), None);
+        assert_eq!(closest("abd", ["abc"]), Some("abc"));
     }
 }
