@@ -346,3 +346,48 @@ fn all_takes_every_claim_in_the_store() {
         assert!(claim.document("D-INJ").is_some(), "{}", claim.id);
     }
 }
+
+/// Written whole or not at all: a folder where README.md goes stops the
+/// write before any file lands, leaving the folder as it was and no
+/// temporaries; once it is gone, the files are written (an older suite in
+/// the folder overwritten, as documented).
+#[test]
+fn a_folder_that_cannot_take_every_file_takes_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("inj");
+    std::fs::create_dir_all(out_dir.join("README.md")).unwrap();
+    std::fs::write(out_dir.join("suite.yaml"), "an older suite").unwrap();
+    let inject = || {
+        run(&[
+            "cases",
+            "inject",
+            "--claim",
+            "CLM-HH-0001",
+            "--out-dir",
+            out_dir.to_str().unwrap(),
+        ])
+    };
+    let out = inject();
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(out.stderr.contains("README.md"), "{}", out.stderr);
+    let left: Vec<String> = files(&out_dir).into_keys().collect();
+    assert_eq!(left, ["suite.yaml"], "only what was there");
+    assert_eq!(
+        std::fs::read_to_string(out_dir.join("suite.yaml")).unwrap(),
+        "an older suite"
+    );
+    std::fs::remove_dir(out_dir.join("README.md")).unwrap();
+    let out = inject();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let written = files(&out_dir);
+    assert!(
+        written["suite.yaml"].starts_with("# "),
+        "{:.100}",
+        written["suite.yaml"]
+    );
+    assert!(
+        written.keys().all(|name| !name.contains(".tmp-")),
+        "{written:?}"
+    );
+    assert!(written.contains_key("README.md"));
+}

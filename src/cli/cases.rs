@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
 
-use promptlab::cases::render::render;
+use promptlab::cases::render::{GeneratedFile, render};
 use promptlab::cases::techniques::Technique;
 use promptlab::cases::{InjectOptions, parse_techniques, plan_cases};
 use promptlab::claims::ClaimStore;
@@ -77,10 +77,7 @@ fn inject(args: InjectArgs, store: &ClaimStore) -> Result<Exit, CliError> {
     };
     let cases = plan_cases(&claims, &options).map_err(|e| CliError::usage(e.to_string()))?;
     let files = render(&cases, &options, &command_line(&args, &techniques));
-    for file in &files {
-        let path = args.out_dir.join(&file.path);
-        write_file(&path, &file.text)?;
-    }
+    write_all(&args.out_dir, &files)?;
     let dir = args.out_dir.display();
     let mut out = std::io::stdout().lock();
     writeln!(
@@ -109,13 +106,58 @@ fn chosen_claims(args: &InjectArgs, store: &ClaimStore) -> Result<Vec<Claim>, Cl
         .collect::<Result<_, CliError>>()
 }
 
-fn write_file(path: &Path, text: &str) -> Result<(), CliError> {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| CliError::failed(format!("cannot create `{}`: {e}", parent.display())))?;
+/// Every file written beside its place first, then all renamed into it: a
+/// failure (a full disk, a folder where a file goes) leaves the folder as
+/// it was, never a new suite beside the claims of an older run.
+fn write_all(out_dir: &Path, files: &[GeneratedFile]) -> Result<(), CliError> {
+    for file in files {
+        let path = out_dir.join(&file.path);
+        if path.symlink_metadata().is_ok_and(|meta| !meta.is_file()) {
+            return Err(CliError::failed(format!(
+                "cannot write `{}`: something other than a file is there",
+                path.display()
+            )));
+        }
     }
-    std::fs::write(path, text)
-        .map_err(|e| CliError::failed(format!("cannot write `{}`: {e}", path.display())))
+    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let written = files.iter().try_for_each(|file| {
+        let path = out_dir.join(&file.path);
+        staged.push((stage(&path, &file.text)?, path));
+        Ok(())
+    });
+    let renamed = written.and_then(|()| {
+        staged.iter().try_for_each(|(temporary, path)| {
+            std::fs::rename(temporary, path)
+                .map_err(|e| CliError::failed(format!("cannot write `{}`: {e}", path.display())))
+        })
+    });
+    if renamed.is_err() {
+        for (temporary, _) in &staged {
+            let _ = std::fs::remove_file(temporary);
+        }
+    }
+    renamed
+}
+
+/// `text` in a new temporary beside `path` (its folder made if need be).
+fn stage(path: &Path, text: &str) -> Result<PathBuf, CliError> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)
+        .map_err(|e| CliError::failed(format!("cannot create `{}`: {e}", parent.display())))?;
+    let name = path
+        .file_name()
+        .map_or("file".into(), |n| n.to_string_lossy());
+    let (temporary, created) =
+        promptlab::keyed_files::create_fresh(parent, |tail| format!(".{name}.tmp-{tail:08x}"));
+    let written = created.and_then(|mut file| file.write_all(text.as_bytes()));
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&temporary);
+        return Err(CliError::failed(format!(
+            "cannot write `{}`: {e}",
+            path.display()
+        )));
+    }
+    Ok(temporary)
 }
 
 /// The command that made the folder, as the suite and README record it.
