@@ -610,3 +610,24 @@ fn an_unreadable_log_is_named_by_resume_and_fails_a_report() {
     let named = format!("error: --report: invalid run log `{}`", empty.display());
     assert!(report.stderr.contains(&named), "{}", report.stderr);
 }
+
+/// A bad `--overrides` file is named as the flag's, not as a field of the
+/// suite (`variants[1].overrides`) it is not in.
+#[test]
+fn a_bad_overrides_file_is_named_as_the_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let suite = suite(dir.path(), "", ONE_CASE);
+    let missing = dir.path().join("missing.yaml");
+    let broken = write(dir.path(), "broken.yaml", "prompts: [\n");
+    for (file, said) in [
+        (&missing, "failed to read override file"),
+        (&broken, "invalid override file"),
+    ] {
+        let out = run_command(scripted(&runs).arg(&suite).arg("--overrides").arg(file));
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        let expected = format!("error: --overrides: {said} `{}`", file.display());
+        assert!(out.stderr.starts_with(&expected), "{}", out.stderr);
+        assert!(!out.stderr.contains("variants["), "{}", out.stderr);
+    }
+}

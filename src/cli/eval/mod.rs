@@ -505,9 +505,14 @@ fn add_override_variants(suite: &mut LoadedSuite, files: &[PathBuf]) -> Result<(
                 file.display()
             )));
         }
+        // Read here, so that a bad file is named as the flag's, not as a
+        // field of the suite (`variants[2].overrides`) it is not in.
+        let path = here.join(file);
+        promptlab::prompts::overrides::OverrideSet::load(std::slice::from_ref(&path))
+            .map_err(|error| CliError::usage(format!("--overrides: {error}")))?;
         let mut variant = Variant::named(&name);
         // Relative to where the command runs, not to the suite file.
-        variant.overrides.push(here.join(file));
+        variant.overrides.push(path);
         variants.push(variant);
     }
     Ok(())
