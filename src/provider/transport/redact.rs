@@ -1,7 +1,7 @@
 //! The one redaction step for everything a server sends back that can reach
 //! output, a run log or the cache: known secrets — the Gemini key, the
 //! endpoint token, the userinfo of a base URL and the Basic credential made
-//! of it, the values of an endpoint's query — become `[redacted]`, as given,
+//! of it, the credentials in an endpoint's query — become `[redacted]`, as given,
 //! in their URL-encoded forms (a server quoting a request URL sends them
 //! encoded) and JSON-escaped: what a server sends is JSON, which may write
 //! any character as `\uXXXX` and `/` as `\/`, so a secret is looked for in
@@ -76,6 +76,9 @@ impl Redactor {
     /// characters read, which changes no JSON value it writes. Text that
     /// holds no secret either way is returned as it came.
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        if self.needles.is_empty() {
+            return Cow::Borrowed(text);
+        }
         let plain = self.replace_secrets(Cow::Borrowed(text));
         match unescape_printable(&plain) {
             Some(unescaped) if self.holds_secret(&unescaped) => {
@@ -98,7 +101,7 @@ impl Redactor {
         let mut redacted = text.into_owned();
         for needle in self.needles.iter() {
             if redacted.contains(needle.as_str()) {
-                redacted = redacted.replace(needle.as_str(), REDACTED);
+                redacted = replace_whole(&redacted, needle);
             }
         }
         Cow::Owned(redacted)
@@ -119,45 +122,91 @@ impl Redactor {
     }
 }
 
+/// `text` with each `needle` replaced by `[redacted]`; one that begins
+/// right after the backslash of an escape (`\/`, `\n`) takes the backslash
+/// with it, so that JSON stays JSON (`\[redacted]` is not an escape) and
+/// plain text loses a character, never the redaction.
+fn replace_whole(text: &str, needle: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut copied = 0;
+    for (at, _) in text.match_indices(needle) {
+        let backslashes = text.as_bytes()[..at]
+            .iter()
+            .rev()
+            .take_while(|&&b| b == b'\\')
+            .count();
+        let start = if backslashes % 2 == 1 { at - 1 } else { at };
+        out.push_str(&text[copied..start.max(copied)]);
+        out.push_str(REDACTED);
+        copied = at + needle.len();
+    }
+    out.push_str(&text[copied..]);
+    out
+}
+
 /// The secrets a URL carries, each with the name a warning gives it
 /// (`setting` names the URL): its user name and password, decoded as they
-/// were meant; the `Basic` credential an HTTP client makes of them for the
-/// `Authorization` header (a server echoing its request's head shows it);
-/// and the values of its query (the endpoint's, sent as given, never shown).
+/// were meant (warned about when too short to redact); the `Basic`
+/// credential an HTTP client makes of them for the `Authorization` header
+/// (a server echoing its request's head shows it); and the values of its
+/// query whose names say they are credentials (`token`, `key`, `sig`, …).
 /// The last two are kept only when long enough to redact, without a
-/// warning: the parts of the first are warned about, and a query value is
-/// not declared a secret.
+/// warning: the first are warned about, and a query value is not declared
+/// a secret. Other query values (`stage=production`) are left alone: they
+/// are common words, and redacting them would rewrite answers.
 pub fn url_secrets(url: &reqwest::Url, setting: &str) -> Vec<(String, String)> {
     let decode = |text: &str| {
         percent_encoding::percent_decode_str(text)
             .decode_utf8_lossy()
             .into_owned()
     };
-    let mut found = Vec::new();
     let user = decode(url.username());
     let password = url.password().map(decode);
+    let mut derived = Vec::new();
     if !user.is_empty() || password.is_some() {
         let credential = format!("{user}:{}", password.as_deref().unwrap_or(""));
-        found.push((
+        derived.push((
             format!("the Basic credential of {setting}"),
             BASE64_STANDARD.encode(credential),
         ));
     }
+    for (name, value) in url.query_pairs() {
+        if names_a_credential(&name) {
+            derived.push((
+                format!("the query's `{name}` in {setting}"),
+                value.into_owned(),
+            ));
+        }
+    }
+    derived.retain(|(_, value)| value.trim().chars().count() >= MIN_SECRET_CHARS);
+    let mut found = Vec::new();
     if !user.is_empty() {
         found.push((format!("the user name in {setting}"), user));
     }
     if let Some(password) = password {
         found.push((format!("the password in {setting}"), password));
     }
-    for (_, value) in url.query_pairs() {
-        found.push((format!("a query value of {setting}"), value.into_owned()));
-    }
-    found.retain(|(name, value)| {
-        name.starts_with("the user name")
-            || name.starts_with("the password")
-            || value.trim().chars().count() >= MIN_SECRET_CHARS
-    });
+    found.extend(derived);
     found
+}
+
+/// A query parameter whose name says it carries a credential.
+fn names_a_credential(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    [
+        "key",
+        "token",
+        "secret",
+        "pass",
+        "pwd",
+        "sig",
+        "auth",
+        "session",
+        "credential",
+        "code",
+    ]
+    .iter()
+    .any(|word| name.contains(word))
 }
 
 /// The warning for a secret too short to redact.
@@ -343,6 +392,15 @@ mod tests {
         ] {
             assert_eq!(redactor.redact(text), redacted, "{text}");
         }
+        // A secret that begins where an escape's backslash ends takes the
+        // backslash with it: JSON stays JSON, plain text keeps no secret.
+        let (slash, _) = Redactor::new([Secret {
+            name: "S",
+            value: "/a0a0!AA-tail",
+        }]);
+        assert_eq!(slash.redact(r#"{"t":"x\/a0a0!AA-tail"}"#), r#"{"t":"x[redacted]"}"#);
+        assert_eq!(slash.redact(r"C:\/a0a0!AA-tail"), "C:[redacted]");
+        assert_eq!(slash.redact(r"C:\\/a0a0!AA-tail"), r"C:\\[redacted]");
         // Escapes that hide no secret are left as they came.
         let plain = r#"{"t":"\u0041 \/ \n \\u0053ECRET-canary-1234"}"#;
         assert_eq!(redactor.redact(plain), plain);
@@ -368,23 +426,26 @@ mod tests {
 
     #[test]
     fn a_url_gives_its_userinfo_its_basic_credential_and_its_query_values() {
-        let url =
-            reqwest::Url::parse("http://al%20ice:p%40ssword@host/chat?token=QTOKEN-canary-9&v=1")
-                .unwrap();
+        let url = reqwest::Url::parse(
+            "http://al%20ice:p%40ssword@host/chat?token=QTOKEN-canary-9&v=1&stage=production",
+        )
+        .unwrap();
         let found = url_secrets(&url, "--endpoint");
         let values: Vec<&str> = found.iter().map(|(_, value)| value.as_str()).collect();
         // reqwest's own header for this URL: `Basic base64("al ice:p@ssword")`.
+        // A query value whose name says nothing of a credential is a word
+        // like any other (`production`), not redacted.
         assert_eq!(
             values,
             [
-                "YWwgaWNlOnBAc3N3b3Jk",
                 "al ice",
                 "p@ssword",
+                "YWwgaWNlOnBAc3N3b3Jk",
                 "QTOKEN-canary-9"
             ]
         );
-        assert_eq!(found[1].0, "the user name in --endpoint");
-        assert_eq!(found[2].0, "the password in --endpoint");
+        assert_eq!(found[0].0, "the user name in --endpoint");
+        assert_eq!(found[1].0, "the password in --endpoint");
         let bare = reqwest::Url::parse("http://host/").unwrap();
         assert!(url_secrets(&bare, "X").is_empty());
     }
