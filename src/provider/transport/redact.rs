@@ -123,25 +123,44 @@ impl Redactor {
 }
 
 /// `text` with each `needle` replaced by `[redacted]`; one that begins
-/// right after the backslash of an escape (`\/`, `\n`) takes the backslash
-/// with it, so that JSON stays JSON (`\[redacted]` is not an escape) and
-/// plain text loses a character, never the redaction.
+/// inside an escape (after the backslash of `\/`, among the digits of
+/// `\u0030`) takes the escape with it, so that JSON stays JSON
+/// (`\u003[redacted]` is not an escape) and plain text loses a few
+/// characters, never the redaction.
 fn replace_whole(text: &str, needle: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut copied = 0;
     for (at, _) in text.match_indices(needle) {
-        let backslashes = text.as_bytes()[..at]
-            .iter()
-            .rev()
-            .take_while(|&&b| b == b'\\')
-            .count();
-        let start = if backslashes % 2 == 1 { at - 1 } else { at };
-        out.push_str(&text[copied..start.max(copied)]);
+        let start = escape_around(text, at).unwrap_or(at).max(copied);
+        out.push_str(&text[copied..start]);
         out.push_str(REDACTED);
         copied = at + needle.len();
     }
     out.push_str(&text[copied..]);
     out
+}
+
+/// Where the escape that byte `at` falls inside begins, if it falls inside
+/// one: an escape is a backslash that is not itself escaped, with one more
+/// character, or with `u` and four more.
+fn escape_around(text: &str, at: usize) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let start = (at.saturating_sub(5)..at)
+        .rev()
+        .find(|&i| bytes[i] == b'\\')?;
+    let escaped = bytes[..start]
+        .iter()
+        .rev()
+        .take_while(|&&b| b == b'\\')
+        .count()
+        % 2
+        == 1;
+    let length = if bytes.get(start + 1) == Some(&b'u') {
+        6
+    } else {
+        2
+    };
+    (!escaped && at < start + length).then_some(start)
 }
 
 /// The secrets a URL carries, each with the name a warning gives it
@@ -398,9 +417,20 @@ mod tests {
             name: "S",
             value: "/a0a0!AA-tail",
         }]);
-        assert_eq!(slash.redact(r#"{"t":"x\/a0a0!AA-tail"}"#), r#"{"t":"x[redacted]"}"#);
+        assert_eq!(
+            slash.redact(r#"{"t":"x\/a0a0!AA-tail"}"#),
+            r#"{"t":"x[redacted]"}"#
+        );
         assert_eq!(slash.redact(r"C:\/a0a0!AA-tail"), "C:[redacted]");
         assert_eq!(slash.redact(r"C:\\/a0a0!AA-tail"), r"C:\\[redacted]");
+        let (digits, _) = Redactor::new([Secret {
+            name: "S",
+            value: "0AA0AAa!",
+        }]);
+        assert_eq!(
+            digits.redact(r#"{"t":"\u0030AA0AAa!"}"#),
+            r#"{"t":"[redacted]"}"#
+        );
         // Escapes that hide no secret are left as they came.
         let plain = r#"{"t":"\u0041 \/ \n \\u0053ECRET-canary-1234"}"#;
         assert_eq!(redactor.redact(plain), plain);
