@@ -445,7 +445,11 @@ fn a_reply_asking_for_too_many_tool_calls_is_stopped_before_any_tool_runs() {
         "no tool ran: {:.500}",
         out.stdout
     );
-    assert_complete_error_log(runs.path(), &message);
+    let log = assert_complete_error_log(runs.path(), &message);
+    // Nor is what passed the bound kept: the calls forwarded before it (its
+    // record's `toolCalls`), not the reply's parts (`providerState`).
+    assert_eq!(log.matches("get_claim_section").count(), 128, "{log:.2000}");
+    assert!(!log.contains("providerState"), "{log:.2000}");
     assert_eq!(server.requests().len(), 1, "no second request");
 }
 

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::Transport;
 use super::{BodyRead, CallBudget, CallLimits, Decision, Failure, Protocol, Sending, SseBody};
 use crate::provider::sse::{MAX_EVENT_BYTES, SseItem};
-use crate::provider::{CallSummary, ModelEvent, ProviderError};
+use crate::provider::{CallSummary, ErrorKind, ModelEvent, ProviderError};
 
 /// A protocol's reading of one response stream: its items into events,
 /// and at the end, the call's summary or why it did not finish.
@@ -217,8 +217,16 @@ fn cut_short<D: Decoder>(fault: ProviderError, decoder: D, retries: u32) -> Prov
         Ok(summary) => Some(summary),
         Err(end) => end.summary.map(|summary| *summary),
     };
+    // A call stopped at a bound keeps its usage, not what passed the bound:
+    // the provider's state is the reply's parts, every tool call past the
+    // 128th or every byte of an oversized text among them, and it would go
+    // whole into the run log.
+    let past_a_bound = fault.kind == ErrorKind::TooLarge;
     fault.with_summary(partial.map(|mut summary| {
         summary.partial = true;
+        if past_a_bound {
+            summary.provider_state = None;
+        }
         summary
     }))
 }
