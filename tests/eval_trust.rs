@@ -594,7 +594,15 @@ fn an_unreadable_log_is_named_by_resume_and_fails_a_report() {
             path.join(".").is_dir() && !path.ends_with("prompts") && !path.ends_with("evals")
         })
         .expect("a fingerprint folder");
-    let empty = folder.join("20261130T000000.000Z-00000000-0000-0000-0000-000000000000.ndjson");
+    let name = "20261130T000000.000Z-00000000-0000-0000-0000-000000000000.ndjson";
+    // Not the plan's: a log being written (empty until its header is), and
+    // an empty log of another prompt version; neither stops a report.
+    std::fs::write(folder.join(format!("{name}.partial")), "").unwrap();
+    std::fs::create_dir(runs.join("0123456789ab")).unwrap();
+    std::fs::write(runs.join("0123456789ab").join(name), "").unwrap();
+    let report = run_command(eval(&runs).arg(&suite).arg("--report").arg(&runs).arg("-q"));
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let empty = folder.join(name);
     std::fs::write(&empty, "").unwrap();
     let resumed = run_command(scripted(&runs).arg(&suite).args(["-q", "--resume"]));
     assert_eq!(resumed.code, 0, "{}", resumed.stderr);

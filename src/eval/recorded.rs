@@ -28,8 +28,11 @@ pub struct Recorded {
     pub found: HashMap<TurnKey, PathBuf>,
     /// How many logs the scan read.
     pub scanned: usize,
-    /// Logs that could not be read even in part (empty, a last line that
-    /// is not a record): whose turn they hold is unknown, so each is named.
+    /// Logs of the plan's prompt versions that could not be read even in
+    /// part (empty, a last line that is not a record): whose turn they hold
+    /// is unknown, so each is named. A `.partial` log is not among them: it
+    /// is being written (empty until its header is), or was left by a
+    /// process that died, and holds no finished turn either way.
     pub unreadable: Vec<RunLogError>,
 }
 
@@ -40,6 +43,14 @@ pub fn index_recorded_counted(
     done_only: bool,
 ) -> std::io::Result<Recorded> {
     let (summaries, unreadable) = scan_runs(dirs)?;
+    let unreadable = unreadable
+        .into_iter()
+        .filter(|error| {
+            error
+                .path()
+                .is_some_and(|path| of_the_plan(plan, Path::new(path)))
+        })
+        .collect();
     let scanned = summaries.len();
     let mut newest: HashMap<TurnKey, (chrono::DateTime<chrono::Utc>, PathBuf)> = HashMap::new();
     for summary in summaries {
@@ -69,6 +80,13 @@ pub fn index_recorded_counted(
         scanned,
         unreadable,
     })
+}
+
+/// A finished log's name in the folder of one of the plan's prompt versions.
+fn of_the_plan(plan: &EvalPlan, path: &Path) -> bool {
+    let folder = path.parent().and_then(Path::file_name);
+    let finished = path.extension().is_some_and(|ext| ext == "ndjson");
+    finished && (plan.matrix.variants.iter()).any(|v| folder == Some(v.fingerprint.as_ref()))
 }
 
 /// Turns of the plan already recorded as done under `runs_dir`, for

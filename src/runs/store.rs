@@ -43,6 +43,18 @@ pub enum RunLogError {
     Ambiguous { prefix: String, count: usize },
 }
 
+impl RunLogError {
+    /// The file the error is about, where it is about one.
+    pub fn path(&self) -> Option<&str> {
+        match self {
+            RunLogError::Read { path, .. }
+            | RunLogError::Invalid { path, .. }
+            | RunLogError::Refused { path, .. } => Some(path),
+            RunLogError::NotFound(_) | RunLogError::Ambiguous { .. } => None,
+        }
+    }
+}
+
 /// One run log, as `runs list` sees it.
 #[derive(Debug, Clone)]
 pub struct RunSummary {
