@@ -271,9 +271,16 @@ fn a_failed_junit_write_still_prints_the_summary_and_leaves_no_temporary() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
     let suite = suite(dir.path(), "", ONE_CASE);
-    // A folder where the report file should be: the final rename fails.
-    let junit = dir.path().join("junit.xml");
-    std::fs::create_dir(&junit).unwrap();
+    // A folder where the report file should be is refused before any turn.
+    let folder = dir.path().join("junit.xml");
+    std::fs::create_dir(&folder).unwrap();
+    let out = run_command(scripted(&runs).arg(&suite).arg("--junit").arg(&folder));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("it is a folder"), "{}", out.stderr);
+    // A full disk is found only by writing: /dev/full, through a link of
+    // the test's own, fails the write at the end of the run.
+    let junit = dir.path().join("full.xml");
+    std::os::unix::fs::symlink("/dev/full", &junit).unwrap();
     let out = run_command(scripted(&runs).arg(&suite).arg("--junit").arg(&junit));
     assert_eq!(out.code, 1);
     assert!(out.stdout.contains("2 turns: 2 passed"), "{}", out.stdout);

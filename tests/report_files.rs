@@ -141,3 +141,56 @@ fn a_report_page_into_a_full_device_is_an_error_and_the_device_stays() {
             .is_symlink()
     );
 }
+
+/// `/dev/stdout` is a stream whatever stdout is: with stdout a file, the
+/// report lands in that file (appended after what eval printed), the file
+/// is never replaced, and its permissions stay.
+#[test]
+fn a_report_to_dev_stdout_redirected_to_a_file_is_written_into_it() {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let out_path = dir.path().join("out.txt");
+    let out_file = std::fs::File::create(&out_path).unwrap();
+    std::fs::set_permissions(&out_path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let inode = std::fs::metadata(&out_path).unwrap().ino();
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+        .args([
+            "eval",
+            "--provider",
+            "script",
+            "-q",
+            "--junit",
+            "/dev/stdout",
+        ])
+        .arg(&suite)
+        .stdout(out_file);
+    let status = command.status().unwrap();
+    assert!(status.success());
+    let meta = std::fs::metadata(&out_path).unwrap();
+    assert_eq!(meta.ino(), inode, "the file behind stdout was not replaced");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let written = std::fs::read_to_string(&out_path).unwrap();
+    assert!(written.contains("<testsuites"), "{written}");
+}
+
+#[test]
+fn a_replaced_report_keeps_its_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path());
+    let page = dir.path().join("summary.md");
+    std::fs::write(&page, "old").unwrap();
+    std::fs::set_permissions(&page, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = eval(
+        dir.path(),
+        &suite,
+        &["--markdown-summary".as_ref(), page.as_os_str()],
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let meta = std::fs::metadata(&page).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert!(std::fs::read_to_string(&page).unwrap().starts_with("## "));
+}

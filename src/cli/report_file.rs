@@ -1,9 +1,11 @@
 //! A report file (`--junit`, `--markdown-summary`, `report -o`, `compare
 //! -o`) written whole or not at all, as the path means it: a regular file
 //! (or a new one) is written beside itself and renamed over — through a
-//! symbolic link, onto the file it names, never replacing the link; a
-//! FIFO, a terminal or a device (`/dev/stdout`, `/dev/null`) is written
-//! into as a stream, never replaced by a file; a folder is refused.
+//! symbolic link, onto the file it names, never replacing the link, and
+//! with the old file's permissions; a FIFO, a terminal, a device, or
+//! anything under `/dev` or `/proc` (`/dev/stdout` leads through
+//! `/proc/self/fd/1` to whatever the shell made stdout, perhaps a file) is
+//! written into as a stream, never replaced; a folder is refused.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,44 @@ use std::path::{Path, PathBuf};
 /// How many links are followed to a missing file before giving up, as the
 /// kernel's own limit for a path.
 const MAX_LINKS: usize = 40;
+
+/// Where a report goes: the one rule the write and the check before a
+/// run (`eval::preflight::writable`) share.
+#[derive(Debug, PartialEq)]
+pub enum Target {
+    /// A regular file, new or not, at this real path: replaced whole.
+    Replace(PathBuf),
+    /// Written into as it comes.
+    Stream(PathBuf),
+}
+
+/// What writing a report to `path` means.
+pub fn resolve(path: &Path) -> Result<Target, String> {
+    if in_system_folder(path) {
+        return Ok(Target::Stream(path.to_path_buf()));
+    }
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.is_dir() => Err("it is a folder".to_string()),
+        Ok(meta) if meta.is_file() => {
+            let file = std::fs::canonicalize(path).map_err(|error| error.to_string())?;
+            Ok(match in_system_folder(&file) {
+                true => Target::Stream(path.to_path_buf()),
+                false => Target::Replace(file),
+            })
+        }
+        // A stream: its reader takes the bytes as they come, and a rename
+        // would put a plain file where the device or FIFO was.
+        Ok(_) => Ok(Target::Stream(path.to_path_buf())),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            let file = link_target(path)?;
+            Ok(match in_system_folder(&file) {
+                true => Target::Stream(path.to_path_buf()),
+                false => Target::Replace(file),
+            })
+        }
+        Err(error) => Err(error.to_string()),
+    }
+}
 
 /// Writes `contents` whole to what `path` names.
 pub fn write_whole(path: &Path, contents: &str) -> Result<(), String> {
@@ -25,20 +65,17 @@ pub fn write_whole_with(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
 ) -> Result<(), String> {
-    match std::fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => Err("it is a folder".to_string()),
-        Ok(meta) if meta.is_file() => {
-            let file = std::fs::canonicalize(path).map_err(|error| error.to_string())?;
-            write_beside(&file, write)
-        }
-        // A stream: its reader takes the bytes as they come, and a rename
-        // would put a plain file where the device or FIFO was.
-        Ok(_) => into_stream(path, write),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            write_beside(&link_target(path)?, write)
-        }
-        Err(error) => Err(error.to_string()),
+    match resolve(path)? {
+        Target::Replace(file) => write_beside(&file, write),
+        Target::Stream(stream) => into_stream(&stream, write),
     }
+}
+
+/// Under `/dev` or `/proc`, as given or made absolute: streams and the
+/// kernel's views of them, never a file to rename over.
+fn in_system_folder(path: &Path) -> bool {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    absolute.starts_with("/dev") || absolute.starts_with("/proc")
 }
 
 /// Whether two paths name the same file: the same inode where both exist,
@@ -85,6 +122,13 @@ fn write_beside(
         .map_or("report".into(), |n| n.to_string_lossy());
     let (temporary, created) =
         promptlab::keyed_files::create_fresh(dir, |tail| format!(".{name}.tmp-{tail:08x}"));
+    // The old file's permissions, not the umask's: a private report stays
+    // private.
+    let kept = std::fs::metadata(file).map(|meta| meta.permissions());
+    let created = created.and_then(|new| match kept {
+        Ok(permissions) => new.set_permissions(permissions).map(|()| new),
+        Err(_) => Ok(new),
+    });
     let written = created.map_err(|error| error.to_string()).and_then(|file| {
         let mut out = std::io::BufWriter::new(file);
         write(&mut out)?;
@@ -98,11 +142,19 @@ fn write_beside(
     renamed
 }
 
-/// Written into an existing stream as it comes.
+/// Written into an existing stream as it comes. The process's own stdout
+/// (`/dev/stdout`, or the file or pipe it is) is written through its
+/// handle, so that the report and what eval prints after it keep their
+/// order instead of one overwriting the other from offset 0.
 fn into_stream(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
 ) -> Result<(), String> {
+    if is_own_stdout(path) {
+        let mut out = std::io::stdout().lock();
+        write(&mut out)?;
+        return out.flush().map_err(|error| error.to_string());
+    }
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
@@ -110,6 +162,21 @@ fn into_stream(
     let mut out = std::io::BufWriter::new(file);
     write(&mut out)?;
     out.flush().map_err(|error| error.to_string())
+}
+
+/// Whether `path` is what this process's stdout is (the same inode).
+fn is_own_stdout(path: &Path) -> bool {
+    use std::os::fd::AsFd;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(ours) = std::io::stdout()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::fs::File::from)
+        .and_then(|file| file.metadata())
+    else {
+        return false;
+    };
+    std::fs::metadata(path).is_ok_and(|meta| (meta.dev(), meta.ino()) == (ours.dev(), ours.ino()))
 }
 
 #[cfg(test)]
@@ -153,8 +220,8 @@ mod tests {
 
     #[test]
     fn a_device_is_written_into_and_a_folder_refused() {
-        // Through links of its own, so that a broken rule replaces a link
-        // in a temporary folder, never the machine's devices.
+        // Through links of its own in a temporary folder; a link's target
+        // under /dev is never renamed over whatever the type check says.
         let dir = tempfile::tempdir().unwrap();
         let (null, full) = (dir.path().join("null"), dir.path().join("full"));
         std::os::unix::fs::symlink("/dev/null", &null).unwrap();

@@ -25,6 +25,19 @@ pub fn check_store(store: &ClaimStore) -> Result<(), CliError> {
 /// The report's folder exists and takes a new file (checked by creating
 /// and removing one), so a run never ends unable to write its report.
 pub fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
+    use crate::cli::report_file::{Target, resolve};
+    // A stream is not opened to check it: a FIFO's open waits for a reader.
+    let path = match resolve(path) {
+        Ok(Target::Replace(file)) => file,
+        Ok(Target::Stream(_)) => return Ok(()),
+        Err(problem) => {
+            return Err(CliError::usage(format!(
+                "{flag} `{}`: {problem}",
+                path.display()
+            )));
+        }
+    };
+    let path = path.as_path();
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
