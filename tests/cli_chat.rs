@@ -351,3 +351,53 @@ fn ctrl_c_in_an_interactive_session_stops_the_answer_and_keeps_the_session() {
         "Ctrl-D (end of input) leaves normally"
     );
 }
+
+/// SIGTERM in a session is what it is to a one-shot chat: the answer in
+/// hand is stopped, its log completed `cancelled` (not left `.partial`),
+/// and the session exits 143.
+#[test]
+fn sigterm_in_an_interactive_session_records_the_turn_cancelled_and_exits_143() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let script = write(
+        dir.path(),
+        "slow.yaml",
+        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five\"]\n    delayMs: 300\n",
+    );
+    let mut child = promptlab()
+        .env("PROMPTLAB_RUNS_DIR", &runs)
+        .args([
+            "chat",
+            "-i",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--script",
+        ])
+        .arg(&script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin.write_all(b"First question\n").unwrap();
+    stdin.flush().unwrap();
+    assert!(lines.next().unwrap().unwrap().contains("\"text\":\"one \""));
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let status = support::exit_within(&mut child, std::time::Duration::from_secs(20));
+    assert_eq!(status.code(), Some(143));
+    drop(stdin);
+    let logs = support::run_logs_under(&runs);
+    assert_eq!(logs.len(), 1, "{logs:?}");
+    let log = promptlab::runs::read_run_log(&logs[0]).unwrap();
+    let footer = log.footer.expect("a complete log");
+    assert_eq!(footer.status, promptlab::runs::RunStatus::Cancelled);
+}

@@ -245,6 +245,7 @@ pub async fn interactive(
             }
         }
     });
+    let terminated = on_terminate(Arc::clone(&current));
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stdin());
     if terminal {
         promptlab::text::eprintln_or_drop!("{}", Style::for_stdout().dim(&banner(ctx, &settings)));
@@ -286,10 +287,32 @@ pub async fn interactive(
         pending = false;
         failed |= session_turn(runner, ctx, &settings, &mut state, &current, telemetry).await?
             == Exit::Failure;
+        if terminated.is_cancelled() {
+            return Ok(Exit::Terminated);
+        }
         if terminal {
             promptlab::text::eprintln_or_drop!();
         }
     }
+}
+
+/// SIGTERM ends the session as it ends a one-shot chat: a turn in hand is
+/// cancelled (its log recorded `cancelled`) and the session then exits 143
+/// (the returned token tells the loop); at the prompt, with nothing to
+/// record, it exits 143 at once.
+fn on_terminate(current: Arc<Mutex<Option<CancellationToken>>>) -> CancellationToken {
+    let terminated = CancellationToken::new();
+    let seen = terminated.clone();
+    tokio::spawn(async move {
+        if super::signals::terminate().await.is_some() {
+            seen.cancel();
+            match current.lock().clone() {
+                Some(turn) => turn.cancel(),
+                None => std::process::exit(i32::from(super::error::exit_code::TERMINATED)),
+            }
+        }
+    });
+    terminated
 }
 
 /// Runs the turn the history's last message asks for; keeps its answer in

@@ -113,13 +113,13 @@ fn on_stop_signal(code: u8) {
 }
 
 #[cfg(unix)]
-async fn terminate() -> Option<u8> {
+pub(super) async fn terminate() -> Option<u8> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut stream = signal(SignalKind::terminate()).ok()?;
     stream.recv().await.map(|_| TERMINATE)
 }
 
 #[cfg(not(unix))]
-async fn terminate() -> Option<u8> {
+pub(super) async fn terminate() -> Option<u8> {
     std::future::pending().await
 }
