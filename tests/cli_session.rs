@@ -322,27 +322,30 @@ fn on_a_terminal_lines_are_edited_and_kept_in_the_history_file() {
     );
 }
 
-/// A history file that can be neither read nor written (here a folder) is
-/// warned about once; the session goes on and exits 0.
+/// A history file that is not a regular file (a folder; `/dev/zero`, which
+/// the editor would read without end) is warned about once and not used;
+/// the session goes on and exits 0.
 #[test]
 fn an_unusable_history_file_is_warned_about_and_the_session_goes_on() {
     if !have_tmux() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let done = dir.path().join("unusable");
-    let tmux = terminal_session(dir.path(), dir.path(), &done);
-    tmux.keys(&["What is the excess?", "Enter"]);
-    tmux.wait_for("First answer.");
-    tmux.keys(&["And then?", "Enter"]);
-    let screen = tmux.wait_for("Second answer.");
-    assert_eq!(
-        screen.matches("history is not saved").count(),
-        1,
-        "{screen}"
-    );
-    tmux.keys(&["C-d"]);
-    assert_eq!(exit_code(&tmux, &done), "0");
+    for (name, history) in [("folder", dir.path()), ("zero", Path::new("/dev/zero"))] {
+        let done = dir.path().join(name);
+        let tmux = terminal_session(dir.path(), history, &done);
+        tmux.keys(&["What is the excess?", "Enter"]);
+        tmux.wait_for("First answer.");
+        tmux.keys(&["And then?", "Enter"]);
+        let screen = tmux.wait_for("Second answer.");
+        assert_eq!(screen.matches("history file").count(), 1, "{screen}");
+        assert!(
+            screen.contains("is not used: it is not a regular file"),
+            "{screen}"
+        );
+        tmux.keys(&["C-d"]);
+        assert_eq!(exit_code(&tmux, &done), "0");
+    }
 }
 
 /// `/capability`, `/claim` and `/save`, piped: the turns after each command

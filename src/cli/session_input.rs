@@ -46,7 +46,7 @@ impl SessionInput {
     /// The line editor on a terminal, else stdin line by line.
     pub fn new(terminal: bool) -> SessionInput {
         if terminal && let Some(editor) = new_editor() {
-            let history_file = history_file();
+            let history_file = history_file().and_then(usable_history);
             let mut editor = editor;
             if let Some(path) = &history_file {
                 // No history yet, or an unreadable one: start empty.
@@ -147,6 +147,31 @@ fn new_editor() -> Option<DefaultEditor> {
         .ok()?
         .build();
     DefaultEditor::with_config(config).ok()
+}
+
+/// The most history file a session reads: the editor keeps 1,000 lines,
+/// and reads the whole file to find them.
+const MAX_HISTORY_FILE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// `path` if the session may read and append to it: none there yet, or a
+/// regular file within the bound. Anything else (`/dev/zero`, a FIFO, a
+/// folder, a file of gigabytes) is said once and left alone: the editor
+/// would read it to its end, without a bound.
+fn usable_history(path: PathBuf) -> Option<PathBuf> {
+    let problem = match std::fs::metadata(&path) {
+        Err(_) => return Some(path),
+        Ok(meta) if !meta.is_file() => "it is not a regular file".to_string(),
+        Ok(meta) if meta.len() > MAX_HISTORY_FILE_BYTES => format!(
+            "it is larger than {} MiB",
+            MAX_HISTORY_FILE_BYTES / (1024 * 1024)
+        ),
+        Ok(_) => return Some(path),
+    };
+    promptlab::text::eprintln_or_drop!(
+        "warning: the session's history file {} is not used: {problem}",
+        path.display()
+    );
+    None
 }
 
 /// `$XDG_STATE_HOME/promptlab/chat-history`, else
