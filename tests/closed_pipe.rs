@@ -178,11 +178,30 @@ fn a_full_stdout_is_an_error_not_a_panic() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
-/// A verdict's output left unread (`| true` closes stdout before anything is
-/// written) ends the output, not the verdict: a failing eval — live, from
-/// its logs, re-scored — a failing claims check and a failed compare gate
-/// each still exit 1, and a passing eval 0; live NDJSON, the turns' own
-/// output, is cut short (141).
+/// promptlab with `args` and a stdout whose reader is already gone, so that
+/// every write to it fails (`EPIPE`), however fast the process is: its
+/// exit status and stderr.
+fn with_stdout_closed(args: &[String], runs: &Path) -> (i32, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let child = support::promptlab()
+        .env("PROMPTLAB_RUNS_DIR", runs)
+        .env("NO_COLOR", "1")
+        .args(args)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (out.status.code().expect("an exit, not a signal"), stderr)
+}
+
+/// A verdict's output nobody reads (stdout closed before the first write)
+/// ends the output, not the verdict: a failing eval — live, from its logs,
+/// re-scored — a failing claims check and a failed compare gate each still
+/// exit 1, and a passing eval 0; live NDJSON, the turns' own output, is cut
+/// short (141).
 #[test]
 fn a_failing_verdict_nobody_reads_still_exits_1() {
     let dir = tempfile::tempdir().unwrap();
@@ -202,55 +221,66 @@ fn a_failing_verdict_nobody_reads_still_exits_1() {
         "fail.yaml",
         "turns: [{text: \"I do not know.\"}]\n",
     );
-    let (suite, pass, fail) = (suite.display(), pass.display(), fail.display());
     let passed = dir.path().join("passed");
-    let run = |line: String| pipeline(&line, &runs);
-    let eval = format!("promptlab eval {suite} --provider script");
-    let eval_into = |folder: &Path| {
-        format!(
-            "promptlab --runs-dir {} eval {suite} --provider script",
-            folder.display()
-        )
+    let path = |p: &Path| p.display().to_string();
+    let words = |text: &str| -> Vec<String> { text.split(' ').map(str::to_string).collect() };
+    let eval = |script: &Path, extra: &str| {
+        let mut args = words("eval");
+        args.push(path(&suite));
+        args.extend(words("--provider script --script"));
+        args.push(path(script));
+        args.extend(words(extra).into_iter().filter(|w| !w.is_empty()));
+        args
     };
-    for (line, expected) in [
-        (format!("{eval} --script {pass} | true"), 0),
-        (format!("{} --script {pass} -q", eval_into(&passed)), 0),
-        (format!("{eval} --script {fail} | true"), 1),
-        // Live NDJSON is the turns' own output: cut short, as documented.
+    let (status, stderr) = with_stdout_closed(&eval(&pass, "-q"), &passed);
+    assert_eq!(status, 0, "{stderr}");
+    for (args, expected) in [
+        (eval(&pass, ""), 0),
+        (eval(&fail, ""), 1),
+        (eval(&fail, "-q --format ndjson"), 141),
         (
-            format!("{eval} --script {fail} -q --format ndjson | true"),
-            141,
-        ),
-        (
-            format!(
-                "promptlab eval {suite} --report {} --format ndjson | true",
-                runs.display()
-            ),
+            [
+                words("eval"),
+                vec![path(&suite), "--report".into(), path(&runs)],
+            ]
+            .concat(),
             1,
         ),
         (
-            format!("promptlab eval {suite} --report {} | true", runs.display()),
+            [
+                words("eval"),
+                vec![path(&suite), "--report".into(), path(&runs)],
+                words("--format ndjson"),
+            ]
+            .concat(),
             1,
         ),
-        (format!("promptlab eval {suite} --rescore | head -c 1"), 1),
         (
-            format!(
-                "promptlab compare {} {} --fail-on-regression | true",
-                passed.display(),
-                runs.display()
-            ),
+            [words("eval"), vec![path(&suite)], words("--rescore")].concat(),
+            1,
+        ),
+        (
+            [
+                words("compare"),
+                vec![path(&passed), path(&runs)],
+                words("--fail-on-regression"),
+            ]
+            .concat(),
             1,
         ),
     ] {
-        let (status, _, stderr) = run(line.clone());
-        assert_eq!(status, expected, "{line}\n{stderr}");
+        let (status, stderr) = with_stdout_closed(&args, &runs);
+        assert_eq!(status, expected, "{args:?}\n{stderr}");
     }
     let claims = dir.path().join("claims");
     std::fs::create_dir(&claims).unwrap();
     write(&claims, "CLM-BAD-0001.json", "{\"id\": 3}\n");
-    let (status, _, stderr) = run(format!(
-        "promptlab --claims-dir {} claims validate | true",
-        claims.display()
-    ));
+    let args = [
+        words("--claims-dir"),
+        vec![path(&claims)],
+        words("claims validate"),
+    ]
+    .concat();
+    let (status, stderr) = with_stdout_closed(&args, &runs);
     assert_eq!(status, 1, "{stderr}");
 }
