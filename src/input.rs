@@ -22,11 +22,28 @@ pub fn read_input(path: &Path) -> io::Result<Vec<u8>> {
             "a folder, not a file",
         ));
     }
-    // A file that says its size is refused before a byte is read.
-    if meta.is_file() && meta.len() > MAX_INPUT_BYTES {
+    if !meta.is_file() {
+        return read_limited(file, MAX_INPUT_BYTES);
+    }
+    // A file that says its size is refused before a byte is read, and read
+    // into one buffer of that size (a file may still grow meanwhile: the
+    // bound holds on what is read).
+    if meta.len() > MAX_INPUT_BYTES {
+        return Err(io::Error::new(
+            io::ErrorKind::FileTooLarge,
+            format!(
+                "larger than the {} MiB limit for input files ({} bytes)",
+                MAX_INPUT_BYTES / (1024 * 1024),
+                meta.len()
+            ),
+        ));
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0) + 1);
+    file.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
         return Err(too_large(MAX_INPUT_BYTES));
     }
-    read_limited(file, MAX_INPUT_BYTES)
+    Ok(bytes)
 }
 
 /// Reads a whole file as UTF-8 text, refusing one over `MAX_INPUT_BYTES`.

@@ -291,7 +291,7 @@ fn a_folder_an_oversized_file_an_endless_stream_or_non_utf8_is_invalid_input() {
         (
             "suites",
             big,
-            "larger than the 256 MiB limit for input files",
+            "larger than the 256 MiB limit for input files (314572800 bytes)",
         ),
         (
             "overrides",
