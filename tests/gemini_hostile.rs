@@ -473,3 +473,22 @@ fn a_reply_with_as_many_tool_calls_as_the_bound_runs_them() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stdout.matches("\"type\":\"tool_result\"").count(), 128);
 }
+
+#[test]
+fn a_stall_names_the_flag_that_sets_the_idle_timeout() {
+    let server = endless(text_chunk("late").into_bytes(), Duration::from_secs(10));
+    let runs = tempfile::tempdir().unwrap();
+    let mut command = promptlab();
+    command
+        .env("GEMINI_API_KEY", KEY)
+        .env("GEMINI_BASE_URL", &server.base_url)
+        .env("PROMPTLAB_RUNS_DIR", runs.path())
+        .args(["chat", "--claim-id", "CLM-HH-0001", "--format", "ndjson"])
+        .args(["--idle-timeout", "0.3", "Is it covered?"]);
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        last_error(&out.stdout),
+        "Gemini's stream stalled: nothing arrived for 0.3 s (--idle-timeout)"
+    );
+}

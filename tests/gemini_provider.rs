@@ -374,7 +374,7 @@ async fn a_stall_past_the_idle_timeout_ends_the_call() {
     assert_eq!(text, "Thinking");
     assert_eq!(
         error.as_deref(),
-        Some("Gemini's stream stalled: nothing arrived for 0.3 s (--idle-timeout)")
+        Some("Gemini's stream stalled: nothing arrived for 0.3 s (the idle timeout)")
     );
 }
 

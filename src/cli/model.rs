@@ -206,6 +206,7 @@ impl ModelArgs {
         Ok(HttpSettings {
             connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
             idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+            idle_timeout_flag: Some("--idle-timeout"),
             ..base
         })
     }

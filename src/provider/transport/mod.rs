@@ -83,6 +83,9 @@ pub struct HttpSettings {
     pub backoff: Duration,
     /// A server asking for a longer wait than this is not retried.
     pub max_retry_wait: Duration,
+    /// The flag the command took the idle timeout from (`--idle-timeout`),
+    /// named when a stream stalls; none where the command has no such flag.
+    pub idle_timeout_flag: Option<&'static str>,
 }
 
 impl Default for HttpSettings {
@@ -95,6 +98,7 @@ impl Default for HttpSettings {
             max_attempts: 3,
             backoff: Duration::from_secs(1),
             max_retry_wait: Duration::from_secs(60),
+            idle_timeout_flag: None,
         }
     }
 }
@@ -122,6 +126,8 @@ pub struct Transport {
     pub policy: RetryPolicy,
     /// The longest wait for the response to start or for its next bytes.
     pub idle_timeout: Duration,
+    /// The flag that set it, for the stall message, where one did.
+    pub idle_timeout_flag: Option<&'static str>,
 }
 
 /// What `send_with_retries` yields: a notice before each retry, then the
@@ -153,7 +159,8 @@ impl Transport {
             client(http.connect_timeout, tls).map_err(|error| ClientError(error_chain(error)))?;
         let (redactor, unredactable) = Redactor::new(secrets);
         let policy = http.policy(count_tries);
-        let transport = Transport::new(client, redactor, peer, policy, http.idle_timeout);
+        let mut transport = Transport::new(client, redactor, peer, policy, http.idle_timeout);
+        transport.idle_timeout_flag = http.idle_timeout_flag;
         Ok((transport, unredactable))
     }
 
@@ -183,6 +190,7 @@ impl Transport {
             peer: Arc::new(peer),
             policy,
             idle_timeout,
+            idle_timeout_flag: None,
         }
     }
 
@@ -309,9 +317,10 @@ impl Transport {
         ProviderError::of(
             ErrorKind::Stalled,
             format!(
-                "{}'s stream stalled: nothing arrived for {} s (--idle-timeout)",
+                "{}'s stream stalled: nothing arrived for {} s ({})",
                 self.peer.name,
                 self.idle_timeout.as_secs_f64(),
+                self.idle_timeout_flag.unwrap_or("the idle timeout"),
             ),
         )
     }
