@@ -602,3 +602,25 @@ fn the_rows_of_priced_turns_over_http_are_those_a_scan_makes_too() {
     json(&mut in_runs(&runs), &["runs", "list", "--json"]);
     assert_eq!(turns_table(&runs), noted);
 }
+
+/// An id used again (`--eval-run` kept across a CI re-run) labels both
+/// attempts' logs, and the later summary file replaces the earlier: the
+/// history counts the turns the summary lists, the later run's, not both
+/// runs' mixed into a pass rate neither had.
+#[test]
+fn an_eval_run_id_used_again_counts_the_later_run_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    json(&mut in_runs(&runs), &["runs", "list", "--json"]);
+    let id = "ev-abcdef00aa";
+    eval(&runs, &suite(dir.path(), "I could not find it."), id);
+    let second = eval(&runs, &suite(dir.path(), "The excess is £350, paid."), id);
+    let shown = json(&mut in_runs(&runs), &["evals", "show", id, "--json"]);
+    let indexed = &shown["run"]["variants"][0];
+    let printed = &second["variants"][0];
+    for field in ["turns", "passed", "failed", "errors", "passRate"] {
+        assert_eq!(indexed[field], printed[field], "{field}: {shown}");
+    }
+    assert_eq!(shown["failures"].as_array().unwrap().len(), 0, "{shown}");
+}

@@ -80,17 +80,21 @@ pub struct EvalRunDetail {
     pub failures: Vec<FailureRow>,
 }
 
-/// The turns an eval run counted: those labelled with its id in their own
-/// logs, and those its summary files say it took from other runs' logs
-/// (resumed, merged, re-scored); one row per turn.
+/// The turns an eval run counted, one row per turn: those its summary
+/// files list (its own and those it took from other runs' logs: resumed,
+/// merged, re-scored). An id used again (`--eval-run` kept across a CI
+/// re-run, `--resume` after a kill) labels the earlier attempt's logs too,
+/// and its summary file is replaced by the later one's: the list, not the
+/// label, says which turns count. Only a run that never wrote a summary
+/// (killed) is known by the labels in its logs alone.
 macro_rules! members {
     () => {
-        "WITH m AS (
-    SELECT t.* FROM turns t WHERE t.eval_run = ?1
+        "WITH listed AS (SELECT turn_id FROM eval_run_turns WHERE eval_run = ?1),
+m AS (
+    SELECT t.* FROM turns t WHERE t.eval_run = ?1 AND NOT EXISTS (SELECT 1 FROM listed)
     UNION ALL
-    SELECT t.* FROM eval_run_turns e JOIN turns t ON t.turn_id = e.turn_id
-        WHERE e.eval_run = ?1 AND e.borrowed = 1
-        AND t.path = (SELECT min(path) FROM turns u WHERE u.turn_id = e.turn_id)
+    SELECT t.* FROM listed e JOIN turns t ON t.turn_id = e.turn_id
+        WHERE t.path = (SELECT min(path) FROM turns u WHERE u.turn_id = e.turn_id)
 )"
     };
 }
