@@ -430,3 +430,47 @@ fn on_a_terminal_help_lists_the_session_commands() {
     tmux.keys(&["C-d"]);
     assert_eq!(exit_code(&tmux, &done), "0");
 }
+
+/// A session's history holds at most 60 messages: the 31st question is
+/// refused with what to do (`/reset`), and a session that left a line
+/// unanswered ends with exit 1, since piped nobody sees it go by; after
+/// `/reset` the conversation goes on and the session exits 0.
+#[test]
+fn a_full_history_says_reset_and_an_unanswered_line_fails_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let answers: String = (0..40)
+        .map(|i| format!("  - text: Answer {i}.\n"))
+        .collect();
+    let script = write(dir.path(), "many.yaml", &format!("turns:\n{answers}"));
+    let run = |input: String| {
+        let mut child = promptlab()
+            .args(["chat", "-i", "--no-record", "--claim-id", "CLM-HH-0001"])
+            .args(["--provider", "script", "--script"])
+            .arg(&script)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (out.status.code(), String::from_utf8(out.stderr).unwrap())
+    };
+    let questions = |n: usize| -> String { (1..=n).map(|i| format!("Question {i}?\n")).collect() };
+    let (code, stderr) = run(questions(31));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "error: messages: at most 60 messages are allowed, got 61; the history is full: \
+             /reset starts a new conversation"
+        ),
+        "{stderr}"
+    );
+    let (code, stderr) = run(format!("{}/reset\n{}", questions(30), questions(5)));
+    assert_eq!(code, Some(0), "{stderr}");
+}

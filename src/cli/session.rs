@@ -328,9 +328,17 @@ async fn session_turn(
 ) -> Result<Exit, CliError> {
     let request = settings.request(state.history.clone());
     if let Err(error) = request.validate(ctx.registry) {
-        promptlab::text::eprintln_or_drop!("error: {error}");
+        // The message is taken back, and the session's exit says a line
+        // went unanswered (piped, nobody sees this line go by).
+        let hint = match error {
+            promptlab::chat::request::RequestError::TooManyMessages(_) => {
+                "; the history is full: /reset starts a new conversation"
+            }
+            _ => "",
+        };
+        promptlab::text::eprintln_or_drop!("error: {error}{hint}");
         state.history.pop();
-        return Ok(Exit::Success);
+        return Ok(Exit::Failure);
     }
     let token = CancellationToken::new();
     *current.lock() = Some(token.clone());
