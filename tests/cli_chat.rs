@@ -296,26 +296,42 @@ fn help_documents_the_flags_scripts_rely_on() {
     }
 }
 
-#[test]
-fn ctrl_c_in_an_interactive_session_stops_the_answer_and_keeps_the_session() {
+/// `chat -i` on a script whose first answer streams slowly ("one ", "two
+/// ", … 300 ms apart, then `then`), recording into `runs` (none: not
+/// recorded), asked its first question and read up to its first chunk: the
+/// session, its stdin and the rest of its stdout.
+fn session_mid_answer(
+    dir: &std::path::Path,
+    runs: Option<&std::path::Path>,
+    then: &str,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
     use std::io::BufRead;
-    let dir = tempfile::tempdir().unwrap();
     let script = write(
-        dir.path(),
-        "two.yaml",
-        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five\"]\n    delayMs: 300\n  - text: Second answer.\n",
+        dir,
+        "slow.yaml",
+        &format!(
+            "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five\"]\n    delayMs: 300\n{then}"
+        ),
     );
-    let mut child = promptlab()
-        .args([
-            "chat",
-            "-i",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--no-record",
-            "--script",
-        ])
+    let mut command = promptlab();
+    command.args([
+        "chat",
+        "-i",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--provider",
+        "script",
+    ]);
+    match runs {
+        Some(runs) => command.env("PROMPTLAB_RUNS_DIR", runs),
+        None => command.arg("--no-record"),
+    };
+    let mut child = command
+        .arg("--script")
         .arg(&script)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -327,6 +343,14 @@ fn ctrl_c_in_an_interactive_session_stops_the_answer_and_keeps_the_session() {
     stdin.write_all(b"First question\n").unwrap();
     stdin.flush().unwrap();
     assert!(lines.next().unwrap().unwrap().contains("\"text\":\"one \""));
+    (child, stdin, lines)
+}
+
+#[test]
+fn ctrl_c_in_an_interactive_session_stops_the_answer_and_keeps_the_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, mut stdin, lines) =
+        session_mid_answer(dir.path(), None, "  - text: Second answer.\n");
     interrupt(&child);
     stdin.write_all(b"Second question\n").unwrap();
     drop(stdin);
@@ -357,36 +381,9 @@ fn ctrl_c_in_an_interactive_session_stops_the_answer_and_keeps_the_session() {
 /// and the session exits 143.
 #[test]
 fn sigterm_in_an_interactive_session_records_the_turn_cancelled_and_exits_143() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    let script = write(
-        dir.path(),
-        "slow.yaml",
-        "turns:\n  - chunks: [\"one \", \"two \", \"three \", \"four \", \"five\"]\n    delayMs: 300\n",
-    );
-    let mut child = promptlab()
-        .env("PROMPTLAB_RUNS_DIR", &runs)
-        .args([
-            "chat",
-            "-i",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--script",
-        ])
-        .arg(&script)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    stdin.write_all(b"First question\n").unwrap();
-    stdin.flush().unwrap();
-    assert!(lines.next().unwrap().unwrap().contains("\"text\":\"one \""));
+    let (mut child, stdin, _lines) = session_mid_answer(dir.path(), Some(&runs), "");
     let status = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
