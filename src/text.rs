@@ -141,7 +141,8 @@ pub fn edit_distance(a: &str, b: &str) -> usize {
 /// case. Ties go to the first candidate. Under three characters nothing is
 /// near enough: `2` is not a slip for `f`, nor the empty text for anything.
 pub fn closest<'a>(input: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
-    if input.trim().chars().count() < 3 {
+    let input = input.trim();
+    if input.chars().count() < 3 {
         return None;
     }
     let wanted = input.to_lowercase();

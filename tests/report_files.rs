@@ -110,6 +110,25 @@ fn a_report_over_the_suite_or_over_the_other_report_is_refused_before_running() 
             same.display()
         )
     );
+    let script = dir.path().join("ok.yaml");
+    let out = eval(
+        dir.path(),
+        &suite,
+        &[
+            "--script".as_ref(),
+            script.as_os_str(),
+            "--markdown-summary".as_ref(),
+            script.as_os_str(),
+        ],
+    );
+    assert_eq!(out.code, 2);
+    assert_eq!(
+        out.stderr.trim(),
+        format!(
+            "error: --markdown-summary `{}` is the --script file: the report would replace it",
+            script.display()
+        )
+    );
     assert!(!dir.path().join("runs").exists(), "nothing ran");
 }
 

@@ -182,13 +182,11 @@ fn show_report(args: &CompareArgs, report: &str, pairs: usize) -> Result<bool, C
             promptlab::text::eprintln_or_drop!("wrote {}: {pairs} pairs", path.display());
             Ok(true)
         }
-        None => {
-            let printed = std::io::stdout().lock().write_all(report.as_bytes());
-            match printed.map_err(CliError::from) {
-                Ok(()) => Ok(true),
-                Err(error) => crate::cli::error::unless_stdout_closed(Err(error)).map(|()| false),
-            }
-        }
+        None => match std::io::stdout().lock().write_all(report.as_bytes()) {
+            Ok(()) => Ok(true),
+            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
+            Err(error) => Err(error.into()),
+        },
     }
 }
 

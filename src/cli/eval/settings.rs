@@ -177,10 +177,25 @@ fn mode(args: &EvalArgs, runs_dir: &Path) -> EvalMode {
     }
 }
 
-/// `--junit` and `--markdown-summary` name files of their own: not the
-/// suite, which the report would replace, and not each other, which would
-/// leave one report under the other's name.
+/// `--junit` and `--markdown-summary` name files of their own: not an
+/// input the flags name (the suite, `--overrides`, `--script`), which the
+/// report would replace, and not each other, which would leave one report
+/// under the other's name. (Files the suite names, a `casesFrom` bank or a
+/// case's script, are not known before it is read.)
 fn outputs_apart(args: &EvalArgs) -> Result<(), CliError> {
+    let inputs: Vec<(&str, &Path)> = std::iter::once(("the suite file", args.suite.as_path()))
+        .chain(
+            args.overrides
+                .iter()
+                .map(|p| ("an --overrides file", p.as_path())),
+        )
+        .chain(
+            args.model
+                .script
+                .iter()
+                .map(|p| ("the --script file", p.as_path())),
+        )
+        .collect();
     let named: Vec<(&str, &Path)> = [
         ("--junit", &args.junit),
         ("--markdown-summary", &args.markdown_summary),
@@ -189,9 +204,9 @@ fn outputs_apart(args: &EvalArgs) -> Result<(), CliError> {
     .filter_map(|(flag, path)| path.as_deref().map(|path| (flag, path)))
     .collect();
     for (at, (flag, path)) in named.iter().enumerate() {
-        if same_file(path, &args.suite) {
+        if let Some((input, _)) = inputs.iter().find(|(_, input)| same_file(path, input)) {
             return Err(CliError::usage(format!(
-                "{flag} `{}` is the suite file: the report would replace it",
+                "{flag} `{}` is {input}: the report would replace it",
                 path.display()
             )));
         }
