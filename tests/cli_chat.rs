@@ -398,3 +398,70 @@ fn sigterm_in_an_interactive_session_records_the_turn_cancelled_and_exits_143() 
     let footer = log.footer.expect("a complete log");
     assert_eq!(footer.status, promptlab::runs::RunStatus::Cancelled);
 }
+
+/// SIGHUP (the terminal closed) stops a turn as SIGTERM does: a complete
+/// `cancelled` log and 143, not a `.partial` one; under `nohup`, which
+/// ignores it, the turn goes on to its end.
+#[test]
+fn sighup_stops_the_turn_as_sigterm_does_unless_nohup_ignores_it() {
+    use std::io::BufRead;
+    let hang_up = |child: &std::process::Child| {
+        let status = std::process::Command::new("kill")
+            .args(["-HUP", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    let status_of = |runs: &std::path::Path| {
+        let logs = promptlab::runs::store::run_log_paths(runs).unwrap();
+        assert_eq!(logs.len(), 1, "{logs:?}");
+        let log = promptlab::runs::read_run_log(&logs[0]).unwrap();
+        log.footer.expect("a complete log").status
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = slow_script(dir.path());
+    let runs = dir.path().join("runs");
+    let (mut child, mut lines) = spawn_chat(&script, Some(&runs));
+    lines.next().unwrap().unwrap();
+    hang_up(&child);
+    assert_eq!(
+        support::exit_within(&mut child, std::time::Duration::from_secs(20)).code(),
+        Some(143)
+    );
+    assert_eq!(status_of(&runs), promptlab::runs::RunStatus::Cancelled);
+
+    let kept = dir.path().join("kept");
+    let mut child = std::process::Command::new("nohup")
+        .arg(env!("CARGO_BIN_EXE_promptlab"))
+        .args([
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--format",
+            "ndjson",
+        ])
+        .arg("--script")
+        .arg(&script)
+        .arg("Is it covered?")
+        .current_dir(support::repo_root())
+        .env("PROMPTLAB_RUNS_DIR", &kept)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    lines.next().unwrap().unwrap();
+    hang_up(&child);
+    assert!(
+        lines
+            .map(Result::unwrap)
+            .any(|line| line.contains("\"type\":\"done\""))
+    );
+    assert_eq!(
+        support::exit_within(&mut child, std::time::Duration::from_secs(20)).code(),
+        Some(0)
+    );
+    assert_eq!(status_of(&kept), promptlab::runs::RunStatus::Done);
+}

@@ -49,7 +49,7 @@ const ABOUT: &str = "Run a claims assistant's chat turns locally, with Prompt La
 streamed events and fingerprinted run logs.";
 
 const AFTER_HELP: &str = "\
-Exit codes: 0 ok · 1 the turn ended in an error event, or a check or an eval failed · 2 invalid input or usage · 130 cancelled (Ctrl-C) · 141 a chat turn or an eval cut short by a closed stdout · 143 terminated (SIGTERM).
+Exit codes: 0 ok · 1 the turn ended in an error event, or a check or an eval failed · 2 invalid input or usage · 130 cancelled (Ctrl-C) · 141 a chat turn or an eval cut short by a closed stdout · 143 terminated (SIGTERM, or SIGHUP unless under nohup).
 
 Examples (Gemini needs GEMINI_API_KEY; --provider script --script FILE runs offline):
   promptlab chat --claim-id CLM-HH-0001 \"What is the excess?\"

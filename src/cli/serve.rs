@@ -160,7 +160,7 @@ fn announce(bound: SocketAddr, allowed_hosts: &[String]) -> Result<(), CliError>
     Ok(())
 }
 
-/// Ctrl-C and SIGTERM cancel `shutdown`. The handlers are registered before
+/// Ctrl-C, SIGTERM and SIGHUP (`signals::hangup`) cancel `shutdown`. The handlers are registered before
 /// this returns (unlike a task that registers on its first poll), so a
 /// signal sent as soon as the address is announced is not lost.
 #[cfg(unix)]
@@ -168,10 +168,12 @@ fn stop_on_signals(shutdown: tokio_util::sync::CancellationToken) -> Result<(), 
     use tokio::signal::unix::{SignalKind, signal};
     let mut interrupt = signal(SignalKind::interrupt())?;
     let mut terminate = signal(SignalKind::terminate())?;
+    let mut hangup = super::signals::hangup();
     tokio::spawn(async move {
         tokio::select! {
             _ = interrupt.recv() => {}
             _ = terminate.recv() => {}
+            _ = super::signals::recv_or_never(&mut hangup) => {}
         }
         shutdown.cancel();
     });

@@ -1,4 +1,5 @@
-//! Ctrl-C and SIGTERM: both cancel the work in hand, so finished run logs
+//! Ctrl-C and SIGTERM (and SIGHUP, as SIGTERM, unless `nohup` ignores it):
+//! each cancels the work in hand, so finished run logs
 //! are kept and running turns are recorded as cancelled; the exit code says
 //! which signal it was (130 or 143). Another signal a second or more after
 //! the first ends the process at once with its code — for work that cannot
@@ -112,11 +113,44 @@ fn on_stop_signal(code: u8) {
     }
 }
 
+/// SIGTERM, or SIGHUP taken as it.
 #[cfg(unix)]
 pub(super) async fn terminate() -> Option<u8> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut stream = signal(SignalKind::terminate()).ok()?;
-    stream.recv().await.map(|_| TERMINATE)
+    let mut hangup = hangup();
+    tokio::select! {
+        got = stream.recv() => got.map(|_| TERMINATE),
+        got = recv_or_never(&mut hangup) => got.map(|_| TERMINATE),
+    }
+}
+
+/// SIGHUP — the terminal closed, an ssh session dropped — stops the work as
+/// SIGTERM does (logs recorded `cancelled`, not left `.partial`), unless
+/// the process was started to outlive its terminal (`nohup`, which ignores
+/// the signal): then it stays ignored.
+#[cfg(unix)]
+pub(super) fn hangup() -> Option<tokio::signal::unix::Signal> {
+    use tokio::signal::unix::{SignalKind, signal};
+    // SAFETY: a null new action only reads the current one into `current`.
+    let ignored = unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut current) == 0
+            && current.sa_sigaction == libc::SIG_IGN
+    };
+    if ignored {
+        return None;
+    }
+    signal(SignalKind::hangup()).ok()
+}
+
+/// The next delivery of `signal`, or never when there is none to wait for.
+#[cfg(unix)]
+pub(super) async fn recv_or_never(signal: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {
+    match signal {
+        Some(signal) => signal.recv().await,
+        None => std::future::pending().await,
+    }
 }
 
 #[cfg(not(unix))]
