@@ -190,8 +190,9 @@ pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
 
 /// Reads the request's body in full, within `MAX_BODY_BYTES` and
 /// `BODY_READ_TIMEOUT` in all, and hands the route the bytes. A body that
-/// breaks either rule is answered here, and the connection closed: the rest
-/// of it is never read, so the connection cannot carry another request.
+/// breaks either rule is answered here, and the connection closed; a body
+/// too large is read on and dropped first (`drain`), so that its client is
+/// there to be told.
 async fn read_whole_body(
     request: axum::extract::Request,
     next: axum::middleware::Next,
@@ -201,16 +202,18 @@ async fn read_whole_body(
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.trim().parse::<u64>().ok());
-    if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
-        return body_refused(StatusCode::PAYLOAD_TOO_LARGE, body_too_large(declared));
-    }
+    let deadline = tokio::time::Instant::now() + BODY_READ_TIMEOUT;
     let (parts, body) = request.into_parts();
     let mut chunks = body.into_data_stream();
+    if declared.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        drain(&mut chunks, deadline).await;
+        return body_refused(StatusCode::PAYLOAD_TOO_LARGE, body_too_large(declared));
+    }
     // Sized at once where the head says (never past the bound): grown by
     // doubling, an 8 MiB body would take up to 16.
     let capacity = declared.map_or(0, |length| length.min(MAX_BODY_BYTES as u64) as usize);
     let mut received = Vec::with_capacity(capacity);
-    let read = tokio::time::timeout(BODY_READ_TIMEOUT, async {
+    let read = tokio::time::timeout_at(deadline, async {
         use futures_util::StreamExt;
         while let Some(chunk) = chunks.next().await {
             let chunk = chunk.map_err(|_| BodyFault::Unreadable)?;
@@ -227,7 +230,10 @@ async fn read_whole_body(
             let request = axum::extract::Request::from_parts(parts, received.into());
             return next.run(request).await;
         }
-        Ok(Err(BodyFault::TooLarge)) => (StatusCode::PAYLOAD_TOO_LARGE, body_too_large(None)),
+        Ok(Err(BodyFault::TooLarge)) => {
+            drain(&mut chunks, deadline).await;
+            (StatusCode::PAYLOAD_TOO_LARGE, body_too_large(None))
+        }
         Ok(Err(BodyFault::Unreadable)) => (
             StatusCode::BAD_REQUEST,
             "request body: it ended before its length or its chunked encoding is malformed"
@@ -240,6 +246,32 @@ async fn read_whole_body(
     };
     body_refused(status, message)
 }
+
+/// The most of a refused body read and dropped before the answer.
+const DRAIN_BYTES: usize = 16 * 1024 * 1024;
+
+/// Reads what a refused body still sends and drops it, up to `DRAIN_BYTES`
+/// and the body's deadline, while it comes without a pause of
+/// `DRAIN_PAUSE`: closed on a client still sending, the connection resets
+/// under it, and it never sees the 413. Past either bound the connection is
+/// closed all the same.
+async fn drain(chunks: &mut axum::body::BodyDataStream, deadline: tokio::time::Instant) {
+    use futures_util::StreamExt;
+    let mut dropped = 0;
+    let _ = tokio::time::timeout_at(deadline, async {
+        // A client that says more than it sends is not waited for long.
+        while let Ok(Some(Ok(chunk))) = tokio::time::timeout(DRAIN_PAUSE, chunks.next()).await {
+            dropped += chunk.len();
+            if dropped > DRAIN_BYTES {
+                break;
+            }
+        }
+    })
+    .await;
+}
+
+/// How long a refused body may pause before the answer goes out anyway.
+const DRAIN_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// Why a body was not read whole.
 enum BodyFault {
