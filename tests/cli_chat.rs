@@ -400,68 +400,61 @@ fn sigterm_in_an_interactive_session_records_the_turn_cancelled_and_exits_143() 
 }
 
 /// SIGHUP (the terminal closed) stops a turn as SIGTERM does: a complete
-/// `cancelled` log and 143, not a `.partial` one; under `nohup`, which
-/// ignores it, the turn goes on to its end.
+/// `cancelled` log and 143, not a `.partial` one; where it is ignored (as
+/// `nohup` starts a process), the turn goes on to its end. Each chat starts
+/// with the disposition set, whatever this test inherited (a CI runner
+/// under `nohup` ignores SIGHUP).
 #[test]
-fn sighup_stops_the_turn_as_sigterm_does_unless_nohup_ignores_it() {
+fn sighup_stops_the_turn_as_sigterm_does_unless_it_is_ignored() {
     use std::io::BufRead;
-    let hang_up = |child: &std::process::Child| {
-        let status = std::process::Command::new("kill")
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = slow_script(dir.path());
+    for (name, disposition, code, status) in [
+        (
+            "hung-up",
+            libc::SIG_DFL,
+            143,
+            promptlab::runs::RunStatus::Cancelled,
+        ),
+        ("nohup", libc::SIG_IGN, 0, promptlab::runs::RunStatus::Done),
+    ] {
+        let runs = dir.path().join(name);
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .args([
+                "chat",
+                "--claim-id",
+                "CLM-HH-0001",
+                "--provider",
+                "script",
+                "--script",
+            ])
+            .arg(&script)
+            .arg("Is it covered?")
+            .stdout(std::process::Stdio::piped());
+        // SAFETY: signal() is async-signal-safe, as pre_exec requires.
+        unsafe {
+            command.pre_exec(move || {
+                libc::signal(libc::SIGHUP, disposition);
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().unwrap();
+        let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        lines.next().unwrap().unwrap();
+        let sent = std::process::Command::new("kill")
             .args(["-HUP", &child.id().to_string()])
             .status()
             .unwrap();
-        assert!(status.success());
-    };
-    let status_of = |runs: &std::path::Path| {
-        let logs = promptlab::runs::store::run_log_paths(runs).unwrap();
-        assert_eq!(logs.len(), 1, "{logs:?}");
+        assert!(sent.success());
+        let rest: Vec<String> = lines.map(Result::unwrap).collect();
+        let exit = support::exit_within(&mut child, std::time::Duration::from_secs(20));
+        assert_eq!(exit.code(), Some(code), "{name}: {rest:?}");
+        let logs = promptlab::runs::store::run_log_paths(&runs).unwrap();
+        assert_eq!(logs.len(), 1, "{name}: {logs:?}");
         let log = promptlab::runs::read_run_log(&logs[0]).unwrap();
-        log.footer.expect("a complete log").status
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let script = slow_script(dir.path());
-    let runs = dir.path().join("runs");
-    let (mut child, mut lines) = spawn_chat(&script, Some(&runs));
-    lines.next().unwrap().unwrap();
-    hang_up(&child);
-    assert_eq!(
-        support::exit_within(&mut child, std::time::Duration::from_secs(20)).code(),
-        Some(143)
-    );
-    assert_eq!(status_of(&runs), promptlab::runs::RunStatus::Cancelled);
-
-    let kept = dir.path().join("kept");
-    let mut child = std::process::Command::new("nohup")
-        .arg(env!("CARGO_BIN_EXE_promptlab"))
-        .args([
-            "chat",
-            "--claim-id",
-            "CLM-HH-0001",
-            "--provider",
-            "script",
-            "--format",
-            "ndjson",
-        ])
-        .arg("--script")
-        .arg(&script)
-        .arg("Is it covered?")
-        .current_dir(support::repo_root())
-        .env("PROMPTLAB_RUNS_DIR", &kept)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    lines.next().unwrap().unwrap();
-    hang_up(&child);
-    assert!(
-        lines
-            .map(Result::unwrap)
-            .any(|line| line.contains("\"type\":\"done\""))
-    );
-    assert_eq!(
-        support::exit_within(&mut child, std::time::Duration::from_secs(20)).code(),
-        Some(0)
-    );
-    assert_eq!(status_of(&kept), promptlab::runs::RunStatus::Done);
+        assert_eq!(log.footer.expect("a complete log").status, status, "{name}");
+    }
 }
