@@ -252,11 +252,7 @@ fn sigterm_stops_the_turn_like_ctrl_c_and_exits_143() {
     let runs = dir.path().join("runs");
     let (mut child, mut lines) = spawn_chat(&script, Some(&runs));
     lines.next().unwrap().unwrap();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    support::send_signal(&child, "TERM");
     let rest: Vec<String> = lines.map(Result::unwrap).collect();
     assert!(rest.iter().all(|line| !line.contains("\"type\":\"done\"")));
     assert_eq!(child.wait().unwrap().code(), Some(143));
@@ -384,11 +380,7 @@ fn sigterm_in_an_interactive_session_records_the_turn_cancelled_and_exits_143() 
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
     let (mut child, stdin, _lines) = session_mid_answer(dir.path(), Some(&runs), "");
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    support::send_signal(&child, "TERM");
     let status = support::exit_within(&mut child, std::time::Duration::from_secs(20));
     assert_eq!(status.code(), Some(143));
     drop(stdin);
@@ -444,11 +436,7 @@ fn sighup_stops_the_turn_as_sigterm_does_unless_it_is_ignored() {
         let mut child = command.spawn().unwrap();
         let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
         lines.next().unwrap().unwrap();
-        let sent = std::process::Command::new("kill")
-            .args(["-HUP", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
+        support::send_signal(&child, "HUP");
         let rest: Vec<String> = lines.map(Result::unwrap).collect();
         let exit = support::exit_within(&mut child, std::time::Duration::from_secs(20));
         assert_eq!(exit.code(), Some(code), "{name}: {rest:?}");

@@ -139,25 +139,16 @@ fn write_all(out_dir: &Path, files: &[GeneratedFile]) -> Result<(), CliError> {
     renamed
 }
 
-/// `text` in a new temporary beside `path` (its folder made if need be).
+/// `text` in a new temporary beside `path` (its folder made if need be),
+/// staged by the report files' one rule (`report_file::stage`).
 fn stage(path: &Path, text: &str) -> Result<PathBuf, CliError> {
     let parent = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .map_err(|e| CliError::failed(format!("cannot create `{}`: {e}", parent.display())))?;
-    let name = path
-        .file_name()
-        .map_or("file".into(), |n| n.to_string_lossy());
-    let (temporary, created) =
-        promptlab::keyed_files::create_fresh(parent, |tail| format!(".{name}.tmp-{tail:08x}"));
-    let written = created.and_then(|mut file| file.write_all(text.as_bytes()));
-    if let Err(e) = written {
-        let _ = std::fs::remove_file(&temporary);
-        return Err(CliError::failed(format!(
-            "cannot write `{}`: {e}",
-            path.display()
-        )));
-    }
-    Ok(temporary)
+    super::report_file::stage(path, |out| {
+        out.write_all(text.as_bytes()).map_err(|e| e.to_string())
+    })
+    .map_err(|e| CliError::failed(format!("cannot write `{}`: {e}", path.display())))
 }
 
 /// The command that made the folder, as the suite and README record it.

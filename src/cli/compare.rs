@@ -182,11 +182,13 @@ fn show_report(args: &CompareArgs, report: &str, pairs: usize) -> Result<bool, C
             promptlab::text::eprintln_or_drop!("wrote {}: {pairs} pairs", path.display());
             Ok(true)
         }
-        None => match std::io::stdout().lock().write_all(report.as_bytes()) {
-            Ok(()) => Ok(true),
-            Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(false),
-            Err(error) => Err(error.into()),
-        },
+        None => {
+            let printed = std::io::stdout().lock().write_all(report.as_bytes());
+            let printed = printed.map_err(CliError::from);
+            let shown = printed.is_ok();
+            crate::cli::error::unless_stdout_closed(printed)?;
+            Ok(shown)
+        }
     }
 }
 

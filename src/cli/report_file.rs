@@ -113,6 +113,21 @@ fn write_beside(
     file: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
 ) -> Result<(), String> {
+    let temporary = stage(file, write)?;
+    std::fs::rename(&temporary, file).map_err(|error| {
+        let _ = std::fs::remove_file(&temporary);
+        error.to_string()
+    })
+}
+
+/// `file`'s next contents, written by `write` into a new temporary beside
+/// it (a name no other process has taken), with the old file's permissions
+/// where there is one: a private report stays private. The temporary's
+/// path, for the caller to rename over `file`; removed when anything fails.
+pub fn stage(
+    file: &Path,
+    write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
+) -> Result<PathBuf, String> {
     let dir = file
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -122,8 +137,6 @@ fn write_beside(
         .map_or("report".into(), |n| n.to_string_lossy());
     let (temporary, created) =
         promptlab::keyed_files::create_fresh(dir, |tail| format!(".{name}.tmp-{tail:08x}"));
-    // The old file's permissions, not the umask's: a private report stays
-    // private.
     let kept = std::fs::metadata(file).map(|meta| meta.permissions());
     let created = created.and_then(|new| match kept {
         Ok(permissions) => new.set_permissions(permissions).map(|()| new),
@@ -134,12 +147,13 @@ fn write_beside(
         write(&mut out)?;
         out.flush().map_err(|error| error.to_string())
     });
-    let renamed =
-        written.and_then(|()| std::fs::rename(&temporary, file).map_err(|error| error.to_string()));
-    if renamed.is_err() {
-        let _ = std::fs::remove_file(&temporary);
+    match written {
+        Ok(()) => Ok(temporary),
+        Err(error) => {
+            let _ = std::fs::remove_file(&temporary);
+            Err(error)
+        }
     }
-    renamed
 }
 
 /// Written into an existing stream as it comes. The process's own stdout

@@ -127,8 +127,13 @@ pub fn spawn_chat(
 
 /// Sends SIGINT, as Ctrl-C would.
 pub fn interrupt(child: &std::process::Child) {
+    send_signal(child, "INT");
+}
+
+/// Sends the signal `name` (`TERM`, `HUP`, …) to `child`.
+pub fn send_signal(child: &std::process::Child, name: &str) {
     let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
+        .args([&format!("-{name}"), &child.id().to_string()])
         .status()
         .expect("kill runs");
     assert!(status.success());
