@@ -127,7 +127,8 @@ fn the_index_answers_runs_list_exactly_as_a_scan_and_opens_in_sqlite3() {
         run_logs_under(&runs).len()
     );
     assert_eq!(count(&db, "SELECT count(*) FROM eval_runs"), 2);
-    assert_eq!(count(&db, "SELECT version FROM schema_version"), 1);
+    assert_eq!(count(&db, "PRAGMA user_version"), 2);
+    assert_eq!(count(&db, "PRAGMA application_id"), 0x706c_6162);
     // SQLite's own shell reads the history: the reference nobody here wrote.
     let Ok(shell) = Command::new("sqlite3")
         .arg("-readonly")
@@ -353,39 +354,50 @@ fn a_folder_argument_is_scanned_and_said_once_leaving_it_without_an_index() {
     assert!(!shard.join("index.sqlite").exists() && !other.exists());
 }
 
+/// promptlab's own index, of another version (a newer promptlab's, #60:
+/// emptied without a word before) or with tables it does not keep (an
+/// `exit 1` on every listing before), is rebuilt with one line saying so.
 #[test]
-fn an_index_of_another_version_or_a_damaged_one_is_rebuilt_never_answered_from() {
+fn an_index_of_another_version_or_with_other_tables_is_rebuilt_with_a_note() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
     let suite = suite(dir.path());
     eval(&runs, &suite, &[]);
     let (before, _) = list(&mut in_runs(&runs), &[]);
-    {
-        let db = db(&runs);
-        db.execute_batch(
-            "UPDATE schema_version SET version = 999; DELETE FROM turns WHERE verdict = 'fail';",
-        )
+    let index = runs.join("index.sqlite");
+    db(&runs)
+        .execute_batch("PRAGMA user_version = 3; DELETE FROM turns WHERE verdict = 'fail';")
         .unwrap();
-    }
     let (after, stderr) = list(&mut in_runs(&runs), &[]);
     assert_eq!(after, before, "{stderr}");
-    assert_eq!(count(&db(&runs), "SELECT version FROM schema_version"), 1);
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", runs.join("index.sqlite").display()));
-    }
-    std::fs::write(
-        runs.join("index.sqlite"),
-        "not a database, just text\n".repeat(200),
-    )
-    .unwrap();
-    let (after, stderr) = list(&mut in_runs(&runs), &["--verdict", "fail"]);
-    assert_eq!(after.len(), 2);
-    assert!(
-        stderr.contains("index.sqlite is not a readable index (")
-            && stderr.contains("): rebuilt from the run logs"),
-        "{stderr}"
+    assert_eq!(
+        stderr,
+        format!(
+            "`{}` was made by a newer promptlab (index schema 3; this one keeps 2): rebuilt from the run logs\n",
+            index.display()
+        )
     );
-    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(count(&db(&runs), "PRAGMA user_version"), 2);
+    for damage in [
+        "ALTER TABLE turns DROP COLUMN rescored",
+        "CREATE TABLE extra (x INTEGER)",
+        "DROP TABLE eval_run_turns",
+        "DROP INDEX turns_by_verdict",
+    ] {
+        db(&runs).execute_batch(damage).unwrap();
+        let out = run_command(in_runs(&runs).args(["evals", "list", "--json"]));
+        assert_eq!(out.code, 0, "{damage}: {}", out.stderr);
+        assert_eq!(
+            out.stderr,
+            format!(
+                "`{}` does not hold the tables and columns this promptlab keeps: rebuilt from the run logs\n",
+                index.display()
+            ),
+            "{damage}"
+        );
+        let (after, stderr) = list(&mut in_runs(&runs), &[]);
+        assert_eq!((after, stderr.as_str()), (before.clone(), ""), "{damage}");
+    }
     let out = run_command(in_runs(&runs).args(["runs", "reindex"]));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
@@ -399,6 +411,263 @@ fn an_index_of_another_version_or_a_damaged_one_is_rebuilt_never_answered_from()
             .args(["runs", "reindex"]),
     );
     assert_eq!(out.code, 2);
+}
+
+/// An index of schema 1 (before the application id) is promptlab's: it is
+/// rebuilt in place, not moved aside as a stranger.
+#[test]
+fn an_index_of_schema_1_is_rebuilt_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let suite = suite(dir.path());
+    eval(&runs, &suite, &[]);
+    let (before, _) = list(&mut in_runs(&runs), &[]);
+    let index = runs.join("index.sqlite");
+    std::fs::remove_file(&index).unwrap();
+    // Its tables as version 1 made them (names are what mark it).
+    rusqlite::Connection::open(&index)
+        .unwrap()
+        .execute_batch(
+            "CREATE TABLE schema_version (version INTEGER NOT NULL); INSERT INTO schema_version VALUES (1);
+             CREATE TABLE turns (path TEXT PRIMARY KEY); CREATE TABLE unreadable (path TEXT);
+             CREATE TABLE eval_runs (id TEXT); CREATE TABLE eval_summaries (file TEXT);
+             CREATE TABLE eval_run_turns (eval_run TEXT); CREATE TABLE folders (name TEXT);",
+        )
+        .unwrap();
+    let (after, stderr) = list(&mut in_runs(&runs), &[]);
+    assert_eq!(after, before);
+    assert_eq!(
+        stderr,
+        format!(
+            "`{}` was made by an older promptlab (index schema 1): rebuilt from the run logs\n",
+            index.display()
+        )
+    );
+    assert!(foreign_files(&runs).is_empty());
+}
+
+/// Files moved aside in `runs`, by name.
+fn foreign_files(runs: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(runs)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("index.sqlite.foreign-"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Another application's database, with a table and rows of its own (and
+/// a write-ahead log, as a live database has).
+fn someones_database(path: &Path) -> Vec<(i64, String)> {
+    let db = rusqlite::Connection::open(path).unwrap();
+    db.execute_batch(
+        "PRAGMA journal_mode = WAL; CREATE TABLE history (id INTEGER PRIMARY KEY, what TEXT);
+         INSERT INTO history (what) VALUES ('bought a house'), ('sold the car');
+         CREATE TABLE schema_version (version INTEGER); INSERT INTO schema_version VALUES (7);",
+    )
+    .unwrap();
+    std::mem::forget(db); // keeps the `-wal` beside it, as a running program would
+    history_of(path)
+}
+
+fn history_of(path: &Path) -> Vec<(i64, String)> {
+    let db =
+        rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .unwrap();
+    let mut query = db
+        .prepare("SELECT id, what FROM history ORDER BY id")
+        .unwrap();
+    let rows = query.query_map([], |row| Ok((row.get(0)?, row.get(1)?)));
+    rows.unwrap().map(Result::unwrap).collect()
+}
+
+/// A file at the index's name that promptlab did not make (#60: another
+/// database was emptied in place, without a word; a file of text deleted)
+/// is moved aside whole, and a new index built.
+#[test]
+fn a_foreign_file_at_the_index_name_is_moved_aside_never_emptied() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let suite = suite(dir.path());
+    eval(&runs, &suite, &[]);
+    let (before, _) = list(&mut in_runs(&runs), &[]);
+    let index = runs.join("index.sqlite");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", index.display()));
+    }
+    let history = someones_database(&index);
+    assert!(std::fs::metadata(format!("{}-wal", index.display())).is_ok());
+    let (after, stderr) = list(&mut in_runs(&runs), &[]);
+    assert_eq!(after, before, "{stderr}");
+    let aside = foreign_files(&runs);
+    let moved = runs.join(&aside[0]);
+    let companions = ["-shm", "-wal"].map(|suffix| format!("{}{suffix}", aside[0]));
+    assert_eq!(
+        aside[1..],
+        companions,
+        "the database with its -wal and -shm"
+    );
+    let stamp = aside[0].strip_prefix("index.sqlite.foreign-").unwrap();
+    assert!(
+        stamp.len() == 16 && stamp.ends_with('Z') && stamp.as_bytes()[8] == b'T',
+        "yyyymmddThhmmssZ: {stamp}"
+    );
+    assert_eq!(
+        stderr,
+        format!(
+            "`{}` is not a run index promptlab made: moved aside to `{}`; a new index is built from the run logs\n",
+            index.display(),
+            moved.display()
+        )
+    );
+    assert_eq!(history_of(&moved), history, "its rows, where it was moved");
+    assert_eq!(count(&db(&runs), "PRAGMA application_id"), 0x706c_6162);
+    let (_, stderr) = list(&mut in_runs(&runs), &[]);
+    assert_eq!(stderr, "", "said once");
+
+    // A file of text: moved aside as it was, never deleted.
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{suffix}", index.display()));
+    }
+    let text = "not a database, just text\n".repeat(200);
+    std::fs::write(&index, &text).unwrap();
+    let (after, stderr) = list(&mut in_runs(&runs), &["--verdict", "fail"]);
+    assert_eq!(after.len(), 2);
+    assert!(
+        stderr.contains("is not a run index promptlab made: moved aside to"),
+        "{stderr}"
+    );
+    let texts: Vec<String> = foreign_files(&runs)
+        .iter()
+        .filter_map(|name| std::fs::read_to_string(runs.join(name)).ok())
+        .filter(|held| held == &text)
+        .collect();
+    assert_eq!(texts.len(), 1);
+}
+
+/// The database a link points to, with a table of its own; its bytes.
+fn linked_database(runs: &Path, target: &Path) -> (Vec<(i64, String)>, Vec<u8>) {
+    let history = someones_database(target);
+    let bytes = std::fs::read(target).unwrap();
+    std::fs::create_dir_all(runs).unwrap();
+    std::os::unix::fs::symlink(target, runs.join("index.sqlite")).unwrap();
+    (history, bytes)
+}
+
+/// #60, the severe one: a link at the index's name was followed, and the
+/// database it pointed to emptied. Now it is never opened: readers that can
+/// do without the index scan, after one line naming the link and its
+/// target; history commands and `runs reindex` refuse with those words.
+#[test]
+fn a_link_at_the_index_name_is_never_followed() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let suite = suite(dir.path());
+    eval(&runs, &suite, &["--eval-run", "ev-0000000001"]);
+    let (before, _) = list(&mut in_runs(&runs), &[]);
+    std::fs::remove_file(runs.join("index.sqlite")).unwrap();
+    let target = dir.path().join("home").join("history.db");
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    let (history, bytes) = linked_database(&runs, &target);
+    let words = format!(
+        "`{}` is a link to `{}`: promptlab never opens its run index through a link \
+         (remove the link, and promptlab keeps its own index there)",
+        runs.join("index.sqlite").display(),
+        target.display()
+    );
+    let (after, stderr) = list(&mut in_runs(&runs), &[]);
+    assert_eq!(after, before);
+    assert_eq!(stderr, format!("{words}\nno index: scanning 4 logs\n"));
+    for args in [
+        &["evals", "list"][..],
+        &["evals", "show", "last"],
+        &["runs", "reindex"],
+    ] {
+        let out = run_command(in_runs(&runs).args(args));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert_eq!(out.stderr, format!("error: {words}\n"), "{args:?}");
+    }
+    let out = run_command(in_runs(&runs).args([
+        "compare",
+        "ev-0000000001",
+        "ev-0000000001",
+        "--format",
+        "json",
+    ]));
+    assert!(
+        out.stderr
+            .starts_with(&format!("{words}\nno index: scanning 4 logs\n")),
+        "{}",
+        out.stderr
+    );
+    // A writer leaves it alone too.
+    eval(&runs, &suite, &[]);
+    assert_eq!(std::fs::read(&target).unwrap(), bytes, "not a byte changed");
+    assert_eq!(history_of(&target), history);
+    assert!(runs.join("index.sqlite").is_symlink());
+}
+
+/// The clone scenario of #60: a repository that commits a link at
+/// `runs/index.sqlite`, pointing into the home folder, cloned and run.
+#[test]
+fn a_committed_link_in_a_cloned_repository_changes_nothing_it_points_to() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let target = home.join(".local/share/app/history.db");
+    std::fs::create_dir_all(target.parent().unwrap()).unwrap();
+    let history = someones_database(&target);
+    let bytes = std::fs::read(&target).unwrap();
+    let upstream = dir.path().join("upstream");
+    std::fs::create_dir_all(upstream.join("runs")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../home/.local/share/app/history.db",
+        upstream.join("runs/index.sqlite"),
+    )
+    .unwrap();
+    let git = |cwd: &Path, args: &[&str]| {
+        let out = Command::new("git")
+            .current_dir(cwd)
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@example.com",
+                "-c",
+                "init.defaultBranch=main",
+            ])
+            .args(args)
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    git(&upstream, &["init", "-q"]);
+    git(&upstream, &["add", "-f", "runs/index.sqlite"]);
+    git(&upstream, &["commit", "-q", "-m", "history"]);
+    let clone = dir.path().join("clone");
+    git(dir.path(), &["clone", "-q", "upstream", "clone"]);
+    assert!(clone.join("runs/index.sqlite").is_symlink());
+    let out =
+        run_command(
+            promptlab()
+                .current_dir(&clone)
+                .args(["--runs-dir", "runs", "runs", "list"]),
+        );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.starts_with(
+            "`runs/index.sqlite` is a link to `../../home/.local/share/app/history.db`: \
+             promptlab never opens its run index through a link"
+        ),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read(&target).unwrap(), bytes);
+    assert_eq!(history_of(&target), history);
 }
 
 #[test]

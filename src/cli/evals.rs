@@ -77,6 +77,11 @@ pub struct TrendArgs {
 }
 
 pub fn run(command: EvalsCommand, runs_dir: &Path) -> Result<Exit, CliError> {
+    // History needs the runs folder's own index: a link at its name is
+    // refused rather than read around (`runs list` scans instead).
+    if let Some(link) = promptlab::index::file::linked(runs_dir) {
+        return Err(CliError::usage(link));
+    }
     let index = open_index(runs_dir)?;
     match command {
         EvalsCommand::List(args) => list(&index, &args),

@@ -182,7 +182,14 @@ fn reindex(runs_dir: &Path) -> Result<Exit, CliError> {
         )));
     }
     let started = std::time::Instant::now();
-    let (_, report) = promptlab::index::RunIndex::rebuild(runs_dir).map_err(CliError::failed)?;
+    let (_, report) =
+        promptlab::index::RunIndex::rebuild(runs_dir).map_err(|error| match error {
+            promptlab::index::IndexError::Linked { .. } => CliError::usage(error),
+            error => CliError::failed(error),
+        })?;
+    for note in &report.notes {
+        promptlab::text::eprintln_or_drop!("{}", printable(note));
+    }
     for problem in &report.problems {
         promptlab::text::eprintln_or_drop!("warning: skipped {}", printable(problem));
     }

@@ -10,6 +10,7 @@
 
 mod eval_file;
 pub mod evals;
+pub mod file;
 pub mod history;
 pub mod query;
 pub mod rows;
@@ -47,6 +48,15 @@ pub enum IndexError {
         #[source]
         source: std::io::Error,
     },
+    /// A link at the index's name: never followed (`file::linked`).
+    #[error(
+        "`{path}` is a link to `{target}`: promptlab never opens its run index through a link \
+         (remove the link, and promptlab keeps its own index there)"
+    )]
+    Linked { path: String, target: String },
+    /// The folder takes files, but an index cannot be kept there.
+    #[error("the run index cannot be kept in {dir} ({why})")]
+    NotKept { dir: String, why: String },
 }
 
 /// Why a runs folder is read by scanning rather than through its index.
@@ -60,6 +70,8 @@ pub enum ScanReason {
     Argument,
     /// The folder takes files, but its index cannot be written there.
     NotKept,
+    /// A link at the index's name, never followed.
+    Linked,
 }
 
 /// Errors of writing the index file, not of what it holds: the folder is
@@ -138,15 +150,25 @@ impl RunIndex {
         }
         match Self::open_kept(runs_dir) {
             // The folder can be written but the index not kept there (a
-            // full disk, an I/O error, something else under its name): the
-            // logs are read all the same, as from a read-only folder.
+            // full disk, an I/O error, something else under its name), or
+            // its name is a link: the logs are read all the same, as from
+            // a read-only folder, after a line saying why.
+            Err(error @ (IndexError::NotKept { .. } | IndexError::Linked { .. })) => {
+                let reason = match error {
+                    IndexError::Linked { .. } => ScanReason::Linked,
+                    _ => ScanReason::NotKept,
+                };
+                let mut opened = Self::scan(runs_dir, reason)?;
+                opened.notes.insert(0, error.to_string());
+                Ok(opened)
+            }
             Err(IndexError::Sqlite { source, .. }) if cannot_be_kept(&source) => {
                 let mut opened = Self::scan(runs_dir, ScanReason::NotKept)?;
-                let why = format!(
-                    "the run index cannot be kept in {} ({source})",
-                    runs_dir.display()
-                );
-                opened.notes.insert(0, why);
+                let why = IndexError::NotKept {
+                    dir: runs_dir.display().to_string(),
+                    why: source.to_string(),
+                };
+                opened.notes.insert(0, why.to_string());
                 Ok(opened)
             }
             opened => opened,
@@ -155,7 +177,7 @@ impl RunIndex {
 
     /// The runs folder's own index file, opened and brought up to date.
     fn open_kept(runs_dir: &Path) -> Result<Opened, IndexError> {
-        let (db, mut notes) = open_file(runs_dir)?;
+        let (db, mut notes) = file::open_settled(runs_dir)?;
         let index = RunIndex {
             root: runs_dir.to_path_buf(),
             db: Mutex::new(db),
@@ -187,9 +209,10 @@ impl RunIndex {
         })
     }
 
-    /// Drops every row and reads every log again (`runs reindex`).
+    /// Drops every row and reads every log again (`runs reindex`); the
+    /// report's notes say what was found at the index's name.
     pub fn rebuild(runs_dir: &Path) -> Result<(RunIndex, sync::SyncReport), IndexError> {
-        let (db, _) = open_file(runs_dir)?;
+        let (db, notes) = file::open_settled(runs_dir)?;
         schema::drop_all(&db)
             .and_then(|()| schema::create(&db))
             .map_err(|source| sqlite_error(runs_dir, source))?;
@@ -198,7 +221,8 @@ impl RunIndex {
             db: Mutex::new(db),
             scanned: None,
         };
-        let report = index.sync()?;
+        let mut report = index.sync()?;
+        report.notes.splice(0..0, notes);
         Ok((index, report))
     }
 
@@ -251,52 +275,6 @@ fn writable(dir: &Path) -> bool {
     unsafe { libc::access(name.as_ptr(), libc::W_OK | libc::X_OK) == 0 }
 }
 
-/// Opens (creating) the index file of `runs_dir`: WAL where the filesystem
-/// allows it (else SQLite keeps its rollback journal), a busy timeout so
-/// that concurrent writers take turns. An index of another version is
-/// emptied; a file SQLite cannot read as one is replaced, with a note.
-fn open_file(runs_dir: &Path) -> Result<(Connection, Vec<String>), IndexError> {
-    let path = runs_dir.join(INDEX_FILE);
-    let mut notes = Vec::new();
-    match connect(&path) {
-        Ok(db) => return Ok((db, notes)),
-        // The disk's fault, not the file's: nothing to rebuild (and an
-        // eval may be writing it), only a folder to scan (`open`).
-        Err(error) if cannot_be_kept(&error) => return Err(sqlite_error(runs_dir, error)),
-        Err(error) => notes.push(format!(
-            "{} is not a readable index ({error}): rebuilt from the run logs",
-            path.display()
-        )),
-    }
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-    }
-    let db = connect(&path).map_err(|source| sqlite_error(runs_dir, source))?;
-    Ok((db, notes))
-}
-
-fn connect(path: &Path) -> rusqlite::Result<Connection> {
-    let db = Connection::open(path)?;
-    db.busy_timeout(BUSY_TIMEOUT)?;
-    // Answers `wal`, or the journal mode kept where WAL cannot be set.
-    let _mode: String = db.query_row("PRAGMA journal_mode = WAL", [], |row| row.get(0))?;
-    db.execute_batch("PRAGMA synchronous = NORMAL")?;
-    let tables: i64 = db.query_row(
-        "SELECT count(*) FROM sqlite_master WHERE type = 'table'",
-        [],
-        |row| row.get(0),
-    )?;
-    if tables == 0 {
-        in_transaction(&db, schema::create)?;
-    } else if !schema::is_current(&db) {
-        in_transaction(&db, |db| {
-            schema::drop_all(db)?;
-            schema::create(db)
-        })?;
-    }
-    Ok(db)
-}
-
 /// Runs `change` as one immediate transaction: it takes the write lock at
 /// once (waiting out the busy timeout), so two writers never interleave.
 fn in_transaction<T>(
@@ -332,7 +310,7 @@ fn writer_for(runs_dir: &Path) -> Option<Arc<Mutex<Connection>>> {
     if !keeps_index(runs_dir) {
         return None;
     }
-    let (db, _) = open_file(runs_dir).ok()?;
+    let db = file::open_for_rows(runs_dir)?;
     let handle = Arc::new(Mutex::new(db));
     writers.push((runs_dir.to_path_buf(), handle.clone()));
     Some(handle)
@@ -348,12 +326,14 @@ pub enum CommittedLog {
 }
 
 /// Whether `runs_dir` keeps a run index that writers add rows to: one that
-/// exists (the first reader builds one: a runs folder nobody queries is
-/// left as plain files), is not turned off, in a folder they can write.
-/// Asked without opening it (which may wait for another process's lock):
-/// what a recorder asks before it keeps a log's records for its row.
+/// exists and is promptlab's (the first reader builds one: a runs folder
+/// nobody queries is left as plain files; a reader settles anything else
+/// at its name), is not turned off, in a folder they can write. Asked by
+/// the file's header, without opening it (which may wait for another
+/// process's lock): what a recorder asks before it keeps a log's records
+/// for its row.
 pub fn keeps_index(runs_dir: &Path) -> bool {
-    runs_dir.join(INDEX_FILE).is_file() && !index_off() && writable(runs_dir)
+    !index_off() && file::is_ours(&runs_dir.join(INDEX_FILE)) && writable(runs_dir)
 }
 
 /// Adds the rows of logs just completed in `runs_dir` (the recorder's and

@@ -1,16 +1,32 @@
 //! The index's tables (`docs/run-logs.md` documents them for `sqlite3` and
-//! Datasette) and its schema version: an index of another version, or one
-//! SQLite cannot read, is a cache to rebuild, never an answer.
+//! Datasette) and its schema version, kept in SQLite's `user_version`: an
+//! index of another version, or with other tables, is a cache to rebuild,
+//! never an answer (`file.rs` decides which file is one).
 
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
-/// Bumped whenever a table changes; an index of another version is rebuilt.
-pub const SCHEMA_VERSION: i64 = 1;
+use super::file::APPLICATION_ID;
+
+/// Bumped once whenever a table changes; an index of another version is
+/// rebuilt. Version 1 kept it in a `schema_version` table, and had no
+/// application id.
+pub const SCHEMA_VERSION: i64 = 2;
+
+/// The tables of an index of schema 1, sorted: how one is known without
+/// an application id.
+pub const SCHEMA_1_TABLES: [&str; 7] = [
+    "eval_run_turns",
+    "eval_runs",
+    "eval_summaries",
+    "folders",
+    "schema_version",
+    "turns",
+    "unreadable",
+];
 
 /// One row per run log, one per eval run, their summaries and members, and
 /// the folders' stamps that say which ones have been read since they changed.
 const TABLES: &str = "
-CREATE TABLE schema_version (version INTEGER NOT NULL);
 CREATE TABLE turns (
     path TEXT PRIMARY KEY,
     folder TEXT NOT NULL,
@@ -83,40 +99,53 @@ CREATE TABLE folders (
 );
 ";
 
-/// Whether the index at `db` has this schema version; `false` for one of
-/// another version, or a file that is not an index at all.
-pub fn is_current(db: &Connection) -> bool {
-    db.query_row("SELECT version FROM schema_version", [], |row| {
-        row.get::<_, i64>(0)
-    })
-    .optional()
-    .ok()
-    .flatten()
-        == Some(SCHEMA_VERSION)
-}
-
-/// Creates the tables in an empty database.
+/// Makes the tables in an empty database, and marks it as promptlab's
+/// index of this version.
 pub fn create(db: &Connection) -> rusqlite::Result<()> {
-    db.execute_batch(TABLES)?;
-    db.execute(
-        "INSERT INTO schema_version (version) VALUES (?1)",
-        [SCHEMA_VERSION],
-    )?;
-    Ok(())
+    db.execute_batch(&format!(
+        "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
+    ))?;
+    db.execute_batch(TABLES)
 }
 
-/// Drops every table, whatever version made them, so that `create` starts
-/// from nothing.
+/// Every table's and index's definition in `db`, as SQLite keeps it: the
+/// `CREATE` statement, so a column's name, type or constraint, a table or
+/// an index that differs from what this version makes is seen.
+pub fn definitions(db: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
+    db.prepare(
+        "SELECT name, coalesce(sql, '') FROM sqlite_master \
+         WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+    )?
+    .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+    .collect()
+}
+
+/// The definitions this version makes, read from a database made in memory.
+pub fn expected_definitions() -> rusqlite::Result<Vec<(String, String)>> {
+    let db = Connection::open_in_memory()?;
+    create(&db)?;
+    definitions(&db)
+}
+
+/// Drops every view, trigger and table (with its indexes), whatever made
+/// them, so that `create` starts from nothing.
 pub fn drop_all(db: &Connection) -> rusqlite::Result<()> {
-    let names: Vec<String> = db
+    let objects: Vec<(String, String)> = db
         .prepare(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+            "SELECT type, name FROM sqlite_master \
+             WHERE type IN ('view', 'trigger', 'table') AND name NOT LIKE 'sqlite_%' \
+             ORDER BY CASE type WHEN 'table' THEN 1 ELSE 0 END",
         )?
-        .query_map([], |row| row.get(0))?
+        .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
-    for name in names {
+    for (kind, name) in objects {
+        let kind = match kind.as_str() {
+            "view" => "VIEW",
+            "trigger" => "TRIGGER",
+            _ => "TABLE",
+        };
         db.execute_batch(&format!(
-            "DROP TABLE IF EXISTS \"{}\"",
+            "DROP {kind} IF EXISTS \"{}\"",
             name.replace('"', "\"\"")
         ))?;
     }
