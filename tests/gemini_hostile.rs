@@ -227,6 +227,66 @@ fn a_key_echoed_in_the_streamed_answer_is_redacted_in_stdout_and_the_log() {
     }
 }
 
+/// Issue 61: the key echoed over three deltas, none of which holds it,
+/// reached the run log's `model_call` record and `providerState` and the
+/// model cache whole, and stdout in pieces that joined to it. Every file
+/// the turn leaves and every byte it prints are read.
+#[test]
+fn a_key_echoed_across_deltas_reaches_no_output_log_or_cache() {
+    let (head, rest) = KEY.split_at(9);
+    let (middle, tail) = rest.split_at(11);
+    let stream = format!(
+        "{}{}{}data: {}\r\n\r\n",
+        text_chunk(&format!("Your key is {head}")),
+        text_chunk(middle),
+        text_chunk(&format!("{tail}, and it is valid.")),
+        serde_json::json!({"candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 9, "candidatesTokenCount": 5, "totalTokenCount": 14}})
+    );
+    let server = TestServer::start(vec![Box::new(move |_| Reply::stream(stream.clone()))]);
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let mut command = promptlab();
+    command
+        .env("GEMINI_API_KEY", KEY)
+        .env("GEMINI_BASE_URL", &server.base_url)
+        .env("PROMPTLAB_RUNS_DIR", &runs)
+        .arg("--cache-dir")
+        .arg(dir.path().join("cache"))
+        .args([
+            "chat",
+            "--cache",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--format",
+            "ndjson",
+            "Is it covered?",
+        ]);
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let deltas: String = out
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|event| event["type"] == "text_delta")
+        .map(|event| event["text"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(deltas, "Your key is [redacted], and it is valid.");
+    let mut read = vec![out.stdout.clone(), out.stderr.clone()];
+    for file in support::files_under(dir.path()) {
+        read.push(String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned());
+    }
+    assert!(
+        read.len() >= 4,
+        "the log, its prompt and the cache entry were written"
+    );
+    for text in &read {
+        assert!(!text.contains(KEY), "{text:.400}");
+    }
+    let (_, log) = the_log(&runs);
+    assert!(log.contains("[redacted]"), "{log:.400}");
+}
+
 #[test]
 fn a_key_a_server_writes_in_json_escapes_is_redacted_in_stdout_and_the_log() {
     // JSON may write any character as `\uXXXX` and `/` as `\/`; a server

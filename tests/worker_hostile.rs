@@ -111,6 +111,43 @@ fn a_token_echoed_in_an_error_status_or_an_error_event_is_redacted() {
     }
 }
 
+/// Issue 61: a deployment echoing the token over text deltas, none of
+/// which holds it whole, had each redacted alone: stdout and the log held
+/// pieces that joined to it. The deltas are redacted as a stream.
+#[test]
+fn a_token_echoed_across_text_deltas_is_redacted_as_a_stream() {
+    let done = r#"{"type":"done","model":"m","usage":{"inputTokens":1,"outputTokens":2,"cacheReadTokens":0},"turnId":"t","prompts":{"fingerprint":"default","overridden":[]}}"#;
+    for at in [1, 9, TOKEN.len() - 1] {
+        let (head, tail) = TOKEN.split_at(at);
+        let stream: String = [format!("token: {head}"), format!("{tail} ok")]
+            .iter()
+            .map(|text| {
+                format!(
+                    "data: {}\n\n",
+                    serde_json::json!({"type": "text_delta", "text": text})
+                )
+            })
+            .chain([format!("data: {done}\n\n")])
+            .collect();
+        let deployment = TestServer::start(vec![Box::new(move |_| Reply::stream(stream.clone()))]);
+        let runs = tempfile::tempdir().unwrap();
+        let out = chat(runs.path(), &deployment.base_url, &[]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let text: String = out
+            .stdout
+            .lines()
+            .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+            .filter(|event| event["type"] == "text_delta")
+            .map(|event| event["text"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(text, "token: [redacted] ok", "cut at {at}");
+        for file in support::files_under(runs.path()) {
+            let logged = String::from_utf8_lossy(&std::fs::read(&file).unwrap()).into_owned();
+            assert!(!logged.contains(TOKEN), "{logged:.400}");
+        }
+    }
+}
+
 #[test]
 fn a_deployment_stream_past_max_call_time_is_stopped() {
     let deployment = TestServer::start(vec![Box::new(|_| Reply::Endless {

@@ -33,6 +33,7 @@ use crate::chat::{
     run_chat_turn,
 };
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
+use crate::provider::transport::redact::StreamRedactor;
 use crate::provider::transport::{
     CallBudget, CallLimits, Failure, HttpSettings, Peer, Redactor, Secret, Sending, Transport,
 };
@@ -187,8 +188,31 @@ impl WorkerClient {
         cancel: CancellationToken,
     ) -> impl futures_util::Stream<Item = TurnOutput> + Send + 'static {
         let redactor = self.transport.redactor.clone();
+        let mut text = StreamRedactor::new(redactor.clone());
         self.turn_outputs(request, cancel)
-            .map(move |output| redact_output(&redactor, output))
+            .map(Some)
+            .chain(futures_util::stream::iter([None]))
+            .flat_map(move |output| {
+                let mut out = Vec::with_capacity(2);
+                let held = match output {
+                    Some(TurnOutput::Event(ChatEvent::TextDelta { text: delta })) => {
+                        text.push(&delta)
+                    }
+                    Some(other) => {
+                        let held = text.finish();
+                        if !held.is_empty() {
+                            out.push(TurnOutput::Event(ChatEvent::TextDelta { text: held }));
+                        }
+                        out.push(redact_output(&redactor, other));
+                        String::new()
+                    }
+                    None => text.finish(),
+                };
+                if !held.is_empty() {
+                    out.push(TurnOutput::Event(ChatEvent::TextDelta { text: held }));
+                }
+                futures_util::stream::iter(out)
+            })
     }
 
     /// The turn's outputs before redaction.
@@ -325,14 +349,39 @@ fn error_output(message: String) -> TurnOutput {
 }
 
 /// The one redaction step for what the deployment could have shaped: our
-/// error messages (they quote its answers) and its own `error` events.
+/// error messages (they quote its answers), its own `error` events, and
+/// whatever else of its events a front end shows (labels, tool results);
+/// its text deltas are redacted as a stream by `run_turn`.
 fn redact_output(redactor: &Redactor, output: TurnOutput) -> TurnOutput {
-    match output {
-        TurnOutput::Event(ChatEvent::Error { message }) => TurnOutput::Event(ChatEvent::Error {
-            message: redactor.redact(&message).into_owned(),
-        }),
+    let text = |text: String| redactor.redact_owned(text);
+    let event = match output {
+        TurnOutput::Event(event) => event,
+        other => return other,
+    };
+    TurnOutput::Event(match event {
+        ChatEvent::Error { message } => ChatEvent::Error {
+            message: text(message),
+        },
+        ChatEvent::Activity { id, tool, label } => ChatEvent::Activity {
+            id,
+            tool,
+            label: text(label),
+        },
+        ChatEvent::ToolResult {
+            id,
+            tool,
+            ok,
+            result,
+            truncated,
+        } => ChatEvent::ToolResult {
+            id,
+            tool,
+            ok,
+            result: text(result),
+            truncated,
+        },
         other => other,
-    }
+    })
 }
 
 /// Where a command's turns run: here, through the engine, or on a

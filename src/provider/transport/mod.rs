@@ -37,7 +37,7 @@ use reqwest::StatusCode;
 use reqwest::header::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
-use crate::provider::{ErrorKind, ProviderError};
+use crate::provider::{CallSummary, ErrorKind, ModelEvent, ProviderError};
 
 /// The most of an error response's body that is read.
 pub const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -164,17 +164,44 @@ impl Transport {
         Ok((transport, unredactable))
     }
 
-    /// A call's stream with every error message redacted: the one
-    /// redaction step, before anything shows or records what a server
-    /// could have shaped. An early stop's usage stays with its error.
+    /// A call's stream redacted: the one redaction step, before anything
+    /// shows, records, caches or traces what a server could have shaped.
+    /// The text is redacted as a stream (`StreamRedactor`: a secret echoed
+    /// over two deltas is caught where they join), what the call assembles
+    /// (tool calls, `providerState`, its summary) as a whole, and every
+    /// error message. An early stop's usage stays with its error.
     pub fn redacted(
         &self,
-        calls: impl Stream<Item = Result<crate::provider::ModelEvent, ProviderError>> + Send + 'static,
+        calls: impl Stream<Item = Result<ModelEvent, ProviderError>> + Send + 'static,
     ) -> crate::provider::ModelStream {
         let redactor = self.redactor.clone();
-        Box::pin(calls.map(move |item| {
-            item.map_err(|error| error.map_message(|message| redactor.redact_owned(message)))
-        }))
+        let mut text = redact::StreamRedactor::new(redactor.clone());
+        let items = calls
+            .map(Some)
+            .chain(futures_util::stream::iter([None]))
+            .flat_map(move |item| {
+                let mut out = Vec::with_capacity(2);
+                match item {
+                    Some(Ok(ModelEvent::TextDelta(delta))) => {
+                        push_text(&mut out, text.push(&delta));
+                    }
+                    Some(Ok(event)) => {
+                        // A tool call between deltas does not end the text:
+                        // the call's text is one, however it is cut.
+                        if !matches!(event, ModelEvent::ToolCall(_)) {
+                            push_text(&mut out, text.finish());
+                        }
+                        out.push(Ok(redact_event(&redactor, event)));
+                    }
+                    Some(Err(error)) => {
+                        push_text(&mut out, text.finish());
+                        out.push(Err(redact_error(&redactor, error)));
+                    }
+                    None => push_text(&mut out, text.finish()),
+                }
+                futures_util::stream::iter(out)
+            });
+        Box::pin(items)
     }
 
     pub fn new(
@@ -352,4 +379,52 @@ pub async fn read_error_body(
     redactor
         .redact(&String::from_utf8_lossy(&body))
         .into_owned()
+}
+
+fn push_text(out: &mut Vec<Result<ModelEvent, ProviderError>>, text: String) {
+    if !text.is_empty() {
+        out.push(Ok(ModelEvent::TextDelta(text)));
+    }
+}
+
+/// An event other than text, its server-shaped strings redacted whole.
+fn redact_event(redactor: &Redactor, event: ModelEvent) -> ModelEvent {
+    match event {
+        ModelEvent::ToolCall(mut call) => {
+            call.name = redactor.redact_owned(call.name);
+            call.id = call.id.map(|id| redactor.redact_owned(id));
+            redactor.redact_value(&mut call.args);
+            ModelEvent::ToolCall(call)
+        }
+        ModelEvent::Done(summary) => ModelEvent::Done(redact_summary(redactor, summary)),
+        ModelEvent::TextDelta(_) | ModelEvent::Retry(_) => event,
+    }
+}
+
+fn redact_error(redactor: &Redactor, error: ProviderError) -> ProviderError {
+    let mut error = error.map_message(|message| redactor.redact_owned(message));
+    error.summary = error
+        .summary
+        .map(|summary| Box::new(redact_summary(redactor, *summary)));
+    error
+}
+
+/// A call's summary as a whole: its `providerState` holds the call's
+/// text joined (a secret split over deltas is whole there), its warnings
+/// and names quote the server.
+fn redact_summary(redactor: &Redactor, mut summary: CallSummary) -> CallSummary {
+    if let Some(state) = summary.provider_state.as_mut() {
+        redactor.redact_value(state);
+    }
+    if let Some(detail) = summary.usage_detail.as_mut() {
+        redactor.redact_value(detail);
+    }
+    summary.model_version = summary.model_version.map(|v| redactor.redact_owned(v));
+    summary.finish_reason = summary.finish_reason.map(|r| redactor.redact_owned(r));
+    summary.warnings = summary
+        .warnings
+        .into_iter()
+        .map(|warning| redactor.redact_owned(warning))
+        .collect();
+    summary
 }

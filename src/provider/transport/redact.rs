@@ -120,6 +120,98 @@ impl Redactor {
     pub fn is_empty(&self) -> bool {
         self.needles.is_empty()
     }
+
+    /// Every string inside `value` (object keys too) redacted in place:
+    /// what a call assembles (`providerState`, a tool call's arguments) is
+    /// redacted as a whole before it is recorded, cached or traced, even
+    /// when it arrived in pieces none of which held a secret.
+    pub fn redact_value(&self, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        if self.is_empty() {
+            return;
+        }
+        match value {
+            Value::String(text) => *text = self.redact_owned(std::mem::take(text)),
+            Value::Array(items) => items.iter_mut().for_each(|item| self.redact_value(item)),
+            Value::Object(map) => {
+                let holds_key = map.keys().any(|key| self.redact(key) != key.as_str());
+                if holds_key {
+                    let entries = std::mem::take(map);
+                    for (key, item) in entries {
+                        map.insert(self.redact_owned(key), item);
+                    }
+                }
+                map.values_mut().for_each(|item| self.redact_value(item));
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
+    /// How many bytes of `text`'s end could be the start of a secret (in
+    /// any of its forms) that the next piece completes; with a JSON escape
+    /// among them, which the redaction reads, the longest escaped form.
+    fn open_tail(&self, text: &str) -> usize {
+        let longest = self.needles.first().map_or(0, String::len);
+        let window = text.len().min(longest.saturating_mul(6));
+        let mut start = text.len() - window;
+        while !text.is_char_boundary(start) {
+            start += 1;
+        }
+        if text[start..].contains('\\') {
+            return text.len() - start;
+        }
+        self.needles
+            .iter()
+            .filter_map(|needle| {
+                (1..needle.len().min(text.len() + 1))
+                    .rev()
+                    .filter(|&k| needle.is_char_boundary(k))
+                    .find(|&k| text.ends_with(&needle[..k]))
+            })
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Redaction over a stream of text pieces rather than each piece alone: a
+/// server can echo a secret over two events, neither of which holds it.
+/// What could be the start of a secret is held back until the next piece
+/// proves it is not one (or completes it, and it is redacted), and given
+/// out at the end, so that the pieces given out, joined, hold no secret.
+#[derive(Debug, Clone, Default)]
+pub struct StreamRedactor {
+    redactor: Redactor,
+    /// Redacted text not given out yet: a possible start of a secret.
+    held: String,
+}
+
+impl StreamRedactor {
+    pub fn new(redactor: Redactor) -> StreamRedactor {
+        StreamRedactor {
+            redactor,
+            held: String::new(),
+        }
+    }
+
+    /// The text of `piece` that can be given out now (perhaps empty).
+    pub fn push(&mut self, piece: &str) -> String {
+        if self.redactor.is_empty() {
+            return piece.to_string();
+        }
+        self.held.push_str(piece);
+        let redacted = self.redactor.redact_owned(std::mem::take(&mut self.held));
+        let cut = redacted.len() - self.redactor.open_tail(&redacted);
+        self.held = redacted[cut..].to_string();
+        let mut out = redacted;
+        out.truncate(cut);
+        out
+    }
+
+    /// What is still held back, at the end of the text (it is no secret:
+    /// no more text can complete one).
+    pub fn finish(&mut self) -> String {
+        std::mem::take(&mut self.held)
+    }
 }
 
 /// `text` with each `needle` replaced by `[redacted]`; one that begins
@@ -525,6 +617,47 @@ mod tests {
             proptest::prop_assert!(!decoded.contains(secret.trim()) || secret.trim().is_empty(), "{text} -> {redacted}");
             if !value.contains(secret.trim()) {
                 proptest::prop_assert_eq!(redacted.as_ref(), text.as_str());
+            }
+        }
+
+        /// Issue 61: a secret echoed over two or three pieces, cut at every
+        /// offset, never comes out of the stream redactor whole, nor in
+        /// pieces that join to it; text without a secret comes out as it
+        /// went in; and what comes out is the whole text redacted at once.
+        #[test]
+        fn a_secret_cut_anywhere_across_pieces_never_comes_out(
+            before in "[a-z ]{0,6}",
+            after in "[a-z ]{0,6}",
+            secret in "[A-Za-z0-9_+/-]{8,12}",
+            with_secret in proptest::bool::ANY,
+        ) {
+            let (redactor, _) = redactor(&[&secret]);
+            let text = if with_secret { format!("{before}{secret}{after}") } else { format!("{before}{after}") };
+            let whole = redactor.redact(&text).into_owned();
+            let boundaries: Vec<usize> = (0..=text.len()).collect();
+            let mut cuts: Vec<Vec<usize>> = boundaries.iter().map(|&i| vec![i]).collect();
+            for &i in &boundaries {
+                for &j in &boundaries[i..] {
+                    cuts.push(vec![i, j]);
+                }
+            }
+            for cut in cuts {
+                let mut pieces = Vec::new();
+                let mut start = 0;
+                for &at in &cut {
+                    pieces.push(&text[start..at]);
+                    start = at;
+                }
+                pieces.push(&text[start..]);
+                let mut stream = StreamRedactor::new(redactor.clone());
+                let mut given: Vec<String> = pieces.iter().map(|piece| stream.push(piece)).collect();
+                given.push(stream.finish());
+                let joined: String = given.concat();
+                proptest::prop_assert!(!joined.contains(&secret), "{pieces:?} -> {given:?}");
+                proptest::prop_assert_eq!(&joined, &whole, "{:?}", pieces);
+                if !text.contains(&secret) {
+                    proptest::prop_assert_eq!(&joined, &text);
+                }
             }
         }
 
