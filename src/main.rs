@@ -58,11 +58,17 @@ fn main() -> ExitCode {
             error.code()
         }
         Err(error) => {
-            // Messages quote their input, which may hold control characters.
-            let report = promptlab::text::printable(&error.report());
+            // Messages quote their input, which may hold control characters,
+            // and a file of secrets (`casesFrom: .env`): the one redaction
+            // of the process's own secrets goes over every message.
+            let redactor = promptlab::provider::transport::redact::process_redactor(|name| {
+                std::env::var(name).ok()
+            });
+            let report = promptlab::text::printable(&redactor.redact(&error.report()));
             promptlab::text::eprintln_or_drop!("error: {report}");
             let registry = PromptRegistry::embedded();
             if let Some(hint) = cli::suggest::for_error(&error, &store, &runs_dir, registry) {
+                let hint = redactor.redact(&hint);
                 promptlab::text::eprintln_or_drop!("hint: {}", promptlab::text::printable(&hint));
             }
             error.code()

@@ -505,3 +505,37 @@ proptest! {
         }
     }
 }
+
+/// Issue 61: `casesFrom: .env` printed the file's first line, the
+/// process's own key, as a column name. A header naming no case field is
+/// named by position, and every message goes through the redaction of
+/// the process's secrets (a known column beside the key's line quotes it).
+#[test]
+fn a_file_of_secrets_as_cases_is_named_never_quoted() {
+    let key = "AIzaSy-issue61-dotenv-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    for (bank, expected) in [
+        (
+            format!("GEMINI_API_KEY={key}\nOTHER=1\n"),
+            "row 1: the header names no case field (1 column(s), none of them one): not a cases CSV",
+        ),
+        (
+            format!("name,{key}\na,b\n"),
+            "row 1, column `[redacted]`: unknown field",
+        ),
+    ] {
+        let path = suite_with(dir.path(), ".env", &bank, "");
+        let out = run_command(
+            promptlab()
+                .env("GEMINI_API_KEY", key)
+                .args(["eval", "--list"])
+                .arg(&path),
+        );
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert!(out.stderr.contains(expected), "{}", out.stderr);
+        for piece in [key, &key[..16], &key[16..]] {
+            assert!(!out.stderr.contains(piece), "{}", out.stderr);
+            assert!(!out.stdout.contains(piece), "{}", out.stdout);
+        }
+    }
+}

@@ -454,6 +454,42 @@ fn answers_name_files_relative_to_their_folders_never_absolute_or_link_targets()
     }
 }
 
+/// Issue 61: an error answer quoted a file's content, the process's own
+/// key included (an override file whose `prompts` is the key). Every
+/// error an answer carries passes the redaction of the process's secrets.
+#[test]
+fn an_error_answer_never_quotes_the_process_s_own_key() {
+    let key = "AIzaSy-serve-leak-0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("leak.json"),
+        format!(r#"{{"prompts": "{key}"}}"#),
+    )
+    .unwrap();
+    let mut command = promptlab();
+    command.env("GEMINI_API_KEY", key);
+    let server = Server::start_with(
+        command,
+        &[
+            "--provider",
+            "script",
+            "--script",
+            excess().to_str().unwrap(),
+            "--overrides-dir",
+            dir.path().to_str().unwrap(),
+        ],
+    );
+    let host = address(&server).to_string();
+    for path in ["/api/overrides", "/api/overrides/leak.json"] {
+        let (_, body) = send(&server, "GET", path, &[("host", &host)], "");
+        assert!(
+            body.contains("invalid type: string \\\"[redacted]\\\""),
+            "{path}: {body}"
+        );
+        assert!(!body.contains(key), "{path}: {body}");
+    }
+}
+
 /// A body that trickles in (its head sent, then a few bytes, then nothing)
 /// is cut off at the body's deadline (10 s) with a JSON 408, and no turn
 /// starts. (A body that keeps dripping: `tests/serve_slow_clients.rs`.)

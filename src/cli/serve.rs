@@ -112,6 +112,8 @@ pub fn run(
     }
     state.tracing = telemetry.tracing();
     state.prices = Arc::clone(&stores.tables.prices);
+    state.secrets =
+        promptlab::provider::transport::redact::process_redactor(|name| std::env::var(name).ok());
     let state = Arc::new(state);
     let router = promptlab::serve::router(state.clone(), Arc::new(trust));
     let limits = ConnectionLimits {

@@ -240,6 +240,20 @@ fn check_keys(row: usize, object: &Map<String, Value>) -> Result<(), RowProblem>
 /// Every column must be a case field or `expect.` and an expectation.
 fn check_header(columns: &[String]) -> Result<(), RowProblem> {
     let known = known_columns();
+    // A header without one case field is not a header of cases but the
+    // first line of some other file (`.env`, a key file): it is named by
+    // position, never quoted, since that line may be a secret.
+    if !columns.iter().any(|column| known.contains(column)) {
+        return Err(problem(
+            1,
+            None,
+            format!(
+                "the header names no case field ({} column(s), none of them one): \
+                 not a cases CSV, whose first line names its columns (`name`, `message`, `expect.…`)",
+                columns.len()
+            ),
+        ));
+    }
     let mut seen = std::collections::BTreeSet::new();
     for column in columns {
         if !known.contains(column) {

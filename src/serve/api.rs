@@ -47,7 +47,7 @@ pub async fn claims(State(state): State<Arc<ServeState>>) -> Response {
     for entry in &entries {
         match store.load_entry(entry) {
             Ok(loaded) => list.claims.push(ClaimRow::of(&loaded.claim)),
-            Err(error) => list.problems.push(state.paths.message(&error.to_string())),
+            Err(error) => list.problems.push(state.message(&error.to_string())),
         }
     }
     Json(list).into_response()
@@ -264,7 +264,7 @@ pub(super) fn segment(
 impl ServeState {
     /// `{"error": …}` for an error that may name files: relative to their folders.
     pub(super) fn error(&self, status: StatusCode, error: &dyn std::fmt::Display) -> Response {
-        json_error(status, self.paths.message(&error.to_string()))
+        json_error(status, self.message(&error.to_string()))
     }
 }
 

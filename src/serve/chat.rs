@@ -25,7 +25,7 @@ use crate::sink::run_log::RunRecorder;
 use crate::sink::{EventWriter, OutputFormat, Style};
 
 use super::body::parse_chat_body;
-use super::{PublicPaths, ServeState, json_error};
+use super::{ServeState, json_error};
 use crate::telemetry::{TraceParent, TurnLabels};
 
 /// How long a client is told to wait when every turn slot is taken.
@@ -127,7 +127,7 @@ async fn run_turn(
             Style::plain(),
             Instant::now(),
         ),
-        paths: &state.paths,
+        state: &state,
     };
     let recorder = state.runs_dir.as_ref().map(|dir| {
         RunRecorder::new(dir, &request, state.provider_name, None)
@@ -219,7 +219,7 @@ fn watch_disconnect(
 /// must, relative to their folders (the run log keeps the message whole).
 struct PublicErrors<'a, S> {
     inner: S,
-    paths: &'a PublicPaths,
+    state: &'a ServeState,
 }
 
 impl<S: TurnSink> TurnSink for PublicErrors<'_, S> {
@@ -229,7 +229,7 @@ impl<S: TurnSink> TurnSink for PublicErrors<'_, S> {
 
     fn accept(&mut self, output: &TurnOutput) -> io::Result<()> {
         if let TurnOutput::Event(ChatEvent::Error { message }) = output {
-            let public = self.paths.message(message);
+            let public = self.state.message(message);
             if public != *message {
                 let event = ChatEvent::Error { message: public };
                 return self.inner.accept(&TurnOutput::Event(event));

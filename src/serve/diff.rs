@@ -59,7 +59,7 @@ fn diff_request(state: &ServeState, body: &[u8]) -> Result<ChatRequest, Box<Resp
         .or_insert_with(|| serde_json::json!([{"role": "user", "text": "(prompt diff)"}]));
     let bytes = serde_json::to_vec(&value).map_err(|error| bad(error.to_string()))?;
     parse_chat_body(&bytes, &state.defaults, state.ctx.registry)
-        .map_err(|error| bad(state.paths.message(&error.to_string())))
+        .map_err(|error| bad(state.message(&error.to_string())))
 }
 
 fn diff_answer(state: &ServeState, request: &ChatRequest) -> Response {

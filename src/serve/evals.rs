@@ -72,7 +72,7 @@ pub async fn eval_run(
             // Summary records may quote files (override warnings): named
             // relative to their folders, as every answer names them.
             let text = serde_json::to_string(&detail).unwrap_or_default();
-            match serde_json::from_str::<serde_json::Value>(&state.paths.message(&text)) {
+            match serde_json::from_str::<serde_json::Value>(&state.message(&text)) {
                 Ok(value) => Json(value).into_response(),
                 Err(_) => Json(detail).into_response(),
             }
@@ -99,7 +99,7 @@ async fn with_index<T: Send + 'static>(
     let failed = |error: &dyn std::fmt::Display| {
         json_error(
             StatusCode::INTERNAL_SERVER_ERROR,
-            state.paths.message(&error.to_string()),
+            state.message(&error.to_string()),
         )
     };
     match answered {

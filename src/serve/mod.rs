@@ -91,6 +91,11 @@ pub struct ServeState {
     pub tracing: Option<crate::telemetry::Tracing>,
     /// What run logs price calls by (`--prices` over the shipped table).
     pub prices: Arc<crate::cost::PriceTable>,
+    /// The process's own secrets (`redact::process_redactor`), taken out
+    /// of every error an answer carries, as the binary takes them out of
+    /// every message it prints: a file of secrets named as a claim or an
+    /// override file is never quoted back.
+    pub secrets: crate::provider::transport::Redactor,
 }
 
 impl ServeState {
@@ -117,6 +122,7 @@ impl ServeState {
             overrides_dir: PathBuf::from(DEFAULT_OVERRIDES_DIR),
             tracing: None,
             prices: crate::cost::PriceTable::shipped(),
+            secrets: crate::provider::transport::Redactor::default(),
         }
     }
 
@@ -125,6 +131,12 @@ impl ServeState {
         self.paths = std::mem::take(&mut self.paths).and(&dir);
         self.overrides_dir = dir;
         self
+    }
+
+    /// An error message as an answer may carry it: files named relative to
+    /// their folders, the process's secrets redacted.
+    pub fn message(&self, text: &str) -> String {
+        self.secrets.redact_owned(self.paths.message(text))
     }
 
     /// The context one turn runs with.

@@ -106,7 +106,7 @@ pub async fn list(State(state): State<Arc<ServeState>>) -> Response {
                 fingerprint: None,
                 applied: Vec::new(),
                 ignored: Vec::new(),
-                error: Some(state.paths.message(&error.to_string())),
+                error: Some(state.message(&error.to_string())),
             },
         })
         .collect::<Vec<_>>();
@@ -134,7 +134,7 @@ pub async fn load(
         Ok(set) => Json(contents(&file, set, state.ctx.registry)).into_response(),
         Err(error) => json_error(
             StatusCode::UNPROCESSABLE_ENTITY,
-            state.paths.message(&error.to_string()),
+            state.message(&error.to_string()),
         ),
     }
 }
@@ -202,7 +202,7 @@ pub async fn save(
         ),
         Err(error) => json_error(
             StatusCode::INTERNAL_SERVER_ERROR,
-            state.paths.message(&error.to_string()),
+            state.message(&error.to_string()),
         ),
     }
 }

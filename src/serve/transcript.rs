@@ -128,7 +128,7 @@ fn of(state: &ServeState, turn: ReportTurn, votes: Vec<FeedbackRecord>) -> Trans
             .collect(),
         client_actions: turn.client_actions,
         done: turn.done,
-        error: turn.error.map(|error| state.paths.message(&error)),
+        error: turn.error.map(|error| state.message(&error)),
         usage: turn.usage,
         latency_ms: turn.latency_ms,
         votes,

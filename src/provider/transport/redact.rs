@@ -301,6 +301,43 @@ pub fn url_secrets(url: &reqwest::Url, setting: &str) -> Vec<(String, String)> {
     found
 }
 
+/// A redactor of every secret this process was given, as `read` gives the
+/// environment: the model keys, the deployment's token, the credentials in
+/// the base URLs and the endpoint, the OTLP headers' values. For messages
+/// that quote files and flags rather than a server (a suite, `casesFrom`,
+/// a claim), which a clients' redactor never sees: `casesFrom: .env`
+/// must not print the process's own key as a column name.
+pub fn process_redactor(read: impl Fn(&str) -> Option<String>) -> Redactor {
+    let mut secrets: Vec<(String, String)> = Vec::new();
+    for name in [
+        "GEMINI_API_KEY",
+        "OPENAI_API_KEY",
+        "PROMPTLAB_ENDPOINT_TOKEN",
+    ] {
+        if let Some(value) = read(name) {
+            secrets.push((name.to_string(), value));
+        }
+    }
+    for name in ["GEMINI_BASE_URL", "OPENAI_BASE_URL", "PROMPTLAB_ENDPOINT"] {
+        if let Some(url) = read(name).and_then(|url| reqwest::Url::parse(url.trim()).ok()) {
+            secrets.extend(url_secrets(&url, name));
+        }
+    }
+    for name in [
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+    ] {
+        let headers = read(name).unwrap_or_default();
+        for (_, value) in headers.split(',').filter_map(|pair| pair.split_once('=')) {
+            let value = percent_encoding::percent_decode_str(value.trim()).decode_utf8_lossy();
+            secrets.push((name.to_string(), value.into_owned()));
+        }
+    }
+    let (redactor, _short) =
+        Redactor::new(secrets.iter().map(|(name, value)| Secret { name, value }));
+    redactor
+}
+
 /// A query parameter whose name says it carries a credential.
 fn names_a_credential(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
