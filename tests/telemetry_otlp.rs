@@ -317,6 +317,96 @@ fn a_receiver_that_is_down_is_one_warning_and_the_turn_still_succeeds() {
     );
 }
 
+/// `command` run to its end with its output read, and its own peak
+/// resident memory in bytes, from the kernel's accounting of that one
+/// child (`wait4`), so that other tests' children do not count.
+#[expect(
+    clippy::zombie_processes,
+    reason = "reaped by wait4, which also gives the child's rusage"
+)]
+fn run_measured(command: &mut Command) -> (support::Run, u64) {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = command
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let stdout = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).map(|_| text)
+    });
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        stderr.read_to_string(&mut text).map(|_| text)
+    });
+    let pid = i32::try_from(child.id()).unwrap();
+    let mut status = 0;
+    // SAFETY: a zeroed `rusage` is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child, writing into the two locals.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "{}", std::io::Error::last_os_error());
+    let code = std::process::ExitStatus::from_raw(status)
+        .code()
+        .unwrap_or(-1);
+    let run = support::Run {
+        code,
+        stdout: stdout.join().unwrap().unwrap(),
+        stderr: stderr.join().unwrap().unwrap(),
+    };
+    // Linux gives `ru_maxrss` in KiB.
+    (run, u64::try_from(usage.ru_maxrss).unwrap() * 1024)
+}
+
+/// Issue 61: a receiver that answers 200 and then streams without end
+/// drove a 16 s eval to 1.4 GB — the exporter read the whole answer, for
+/// up to its timeout, on each export. At most 64 KiB of an answer is read,
+/// the connection dropped and the warning says so in a sentence.
+#[test]
+fn a_receiver_streaming_an_endless_answer_is_read_64_kib_at_most() {
+    let chunk = vec![b'x'; 1024 * 1024];
+    let responders: Vec<Responder> = (0..8)
+        .map(|_| {
+            let chunk = chunk.clone();
+            Box::new(move |_: &RecordedRequest| Reply::Endless {
+                head: Vec::new(),
+                chunk: chunk.clone(),
+                pause: std::time::Duration::ZERO,
+            }) as Responder
+        })
+        .collect();
+    let server = TestServer::start(responders);
+    let dir = tempfile::tempdir().unwrap();
+    let (out, peak) = run_measured(&mut chat(
+        &tools_script(dir.path()),
+        &dir.path().join("runs"),
+        &server.base_url,
+        &[],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.contains("\"type\":\"done\""), "{}", out.stdout);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|line| line.contains("traces not exported"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(
+        warnings[0].ends_with(
+            "/v1/traces: the receiver's answer ran past 64 KiB; it was not read further and the connection was dropped"
+        ),
+        "{}",
+        warnings[0]
+    );
+    // A turn of the script provider peaks near 20 MB; reading the answer
+    // for the export's 5 s took hundreds. The bound is generous.
+    assert!(peak < 200 * 1024 * 1024, "peak RSS {peak} bytes");
+}
+
 #[test]
 fn bad_settings_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,7 +1,8 @@
 //! Where finished spans go: the OpenTelemetry SDK's batch processor (its
 //! own thread, a queue of 2,048 spans, a 5 s export timeout) in front of the
 //! OTLP HTTP exporter (protobuf or JSON) over a reqwest client that follows
-//! no redirect, so the headers' token never leaves the endpoint's origin.
+//! no redirect, so the headers' token never leaves the endpoint's origin,
+//! and reads at most 64 KiB of an answer (`client.rs`).
 //! A receiver that is down costs a turn nothing: spans wait in the queue
 //! and an export that fails prints one warning per process, naming the
 //! endpoint without userinfo or query and never a header. At exit the queue
@@ -80,6 +81,9 @@ impl SpanExporter for CountingExporter {
 /// The last, most specific part of an export error, lower-cased as the
 /// operating system says it (`connection refused`), without any URL.
 fn reason_of(text: &str) -> String {
+    if text.contains(super::client::ANSWER_TOO_LARGE) {
+        return super::client::ANSWER_TOO_LARGE.to_string();
+    }
     let lower = text.to_ascii_lowercase();
     for known in [
         "connection refused",
@@ -123,10 +127,7 @@ pub struct Export {
 pub struct ExportSetupError(String);
 
 pub fn start(config: &TraceConfig) -> Result<Export, ExportSetupError> {
-    let client = reqwest::blocking::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .timeout(EXPORT_TIMEOUT)
-        .build()
+    let client = super::client::BoundedClient::new(EXPORT_TIMEOUT)
         .map_err(|error| ExportSetupError(error.to_string()))?;
     let protocol = match config.protocol {
         Protocol::HttpProtobuf => opentelemetry_otlp::Protocol::HttpBinary,

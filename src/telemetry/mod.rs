@@ -2,9 +2,11 @@
 //! conventions; `docs/telemetry.md`). Off unless the standard variables
 //! name an endpoint (`config.rs`); then every turn is one trace built by
 //! an observer sink (`turn.rs`) and handed to the SDK's batch exporter
-//! (`export.rs`), which never slows a turn and is flushed at exit.
+//! (`export.rs`), which never slows a turn and is flushed at exit, over an
+//! HTTP client that reads at most 64 KiB of an answer (`client.rs`).
 
 pub mod attributes;
+pub mod client;
 pub mod config;
 pub mod export;
 pub mod turn;
