@@ -89,7 +89,8 @@ fn side_json(side: &crate::compare::SideSummary) -> Value {
 
 fn pair_json(pair: &Pair, s: &mut StringTable) -> Value {
     let diff = if pair.answer_changed {
-        word_segments(&pair.a.answer, &pair.b.answer)
+        let deadline = std::time::Instant::now() + WORD_DIFF_TIME;
+        word_segments(&pair.a.answer, &pair.b.answer, deadline)
             .into_iter()
             .map(|(tag, text)| json!([tag, s.id(&text)]))
             .collect()
@@ -129,10 +130,19 @@ fn run_json(run: &RunEntry, s: &mut StringTable) -> Value {
     })
 }
 
+/// How long one word diff may search for the smallest one: Myers' diff of
+/// two long, unlike answers is quadratic (200,000 characters a side took
+/// 16–37 s of CPU, issue 61). Past it the rest is said as replaced: still
+/// both answers exactly, less finely.
+pub const WORD_DIFF_TIME: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The answers' word-level diff as runs of (tag, text): 0 unchanged,
 /// -1 only in A, 1 only in B. Neighbouring words of one tag are joined.
-pub fn word_segments(old: &str, new: &str) -> Vec<(i8, String)> {
-    let diff = TextDiff::from_words(old, new);
+/// Searched until `deadline` (`similar`'s), then coarser.
+pub fn word_segments(old: &str, new: &str, deadline: std::time::Instant) -> Vec<(i8, String)> {
+    let diff = TextDiff::configure()
+        .deadline(deadline)
+        .diff_words(old, new);
     let mut segments: Vec<(i8, String)> = Vec::new();
     for change in diff.iter_all_changes() {
         let tag = match change.tag() {
@@ -158,7 +168,7 @@ mod tests {
             "The excess is £350 today.",
             "The excess is £500 today, <b>.",
         );
-        let segments = word_segments(a, b);
+        let segments = word_segments(a, b, std::time::Instant::now() + WORD_DIFF_TIME);
         let side = |keep: i8| -> String {
             segments
                 .iter()
@@ -173,5 +183,35 @@ mod tests {
                 .iter()
                 .any(|(tag, text)| *tag == 1 && text.contains("£500"))
         );
+    }
+
+    /// Issue 61: the word diff had no time bound. With its deadline
+    /// passed, the search stops: what is left is said as replaced (no
+    /// word in common found inside it), and both answers still rebuild.
+    #[test]
+    fn a_passed_deadline_stops_the_search_and_keeps_both_answers() {
+        let a: String = (0..400).map(|i| format!("w{} ", i % 7)).collect();
+        let b: String = (0..400).map(|i| format!("w{} ", (i * 3) % 7)).collect();
+        let a = format!("same start {a}same end");
+        let b = format!("same start {b}same end");
+        let side = |segments: &[(i8, String)], keep: i8| -> String {
+            segments
+                .iter()
+                .filter(|(tag, _)| *tag == 0 || *tag == keep)
+                .map(|(_, text)| text.as_str())
+                .collect()
+        };
+        let unhurried = word_segments(&a, &b, std::time::Instant::now() + WORD_DIFF_TIME * 60);
+        let stopped = word_segments(&a, &b, std::time::Instant::now());
+        for segments in [&unhurried, &stopped] {
+            assert_eq!(side(segments, -1), a);
+            assert_eq!(side(segments, 1), b);
+        }
+        let equal =
+            |segments: &[(i8, String)]| segments.iter().filter(|(tag, _)| *tag == 0).count();
+        assert!(equal(&unhurried) > 10, "{unhurried:?}");
+        // The common start and end only (prefix and suffix are found
+        // before any search).
+        assert!(equal(&stopped) <= 2, "{stopped:?}");
     }
 }

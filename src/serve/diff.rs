@@ -6,7 +6,8 @@
 //!   reports it (`chat::prompt_diff`), with what would bring a left-out
 //!   block in worded as the page's choices;
 //! - `POST /api/word-diff {a, b}` — two answers as the word segments the
-//!   HTML compare report shows (`report::compare::word_segments`).
+//!   HTML compare report shows (`report::compare::word_segments`), searched
+//!   for at most `WORD_DIFF_TIME`.
 
 use std::sync::Arc;
 
@@ -143,8 +144,9 @@ pub async fn word_diff(
             return json_error(StatusCode::PAYLOAD_TOO_LARGE, message);
         }
     }
+    let deadline = std::time::Instant::now() + crate::report::compare::WORD_DIFF_TIME;
     let segments = tokio::task::spawn_blocking(move || {
-        crate::report::compare::word_segments(&body.a, &body.b)
+        crate::report::compare::word_segments(&body.a, &body.b, deadline)
     })
     .await;
     match segments {
