@@ -161,7 +161,15 @@ pub async fn runs(
     let Some(dir) = state.runs_dir.clone() else {
         return Json(Vec::<RunRow>::new()).into_response();
     };
-    let scanned = tokio::task::spawn_blocking(move || scan_runs(&[dir])).await;
+    let slot = match state.cpu_slot() {
+        Ok(slot) => slot,
+        Err(response) => return *response,
+    };
+    let scanned = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        scan_runs(&[dir])
+    })
+    .await;
     let (mut runs, _problems) = match scanned {
         Ok(Ok(found)) => found,
         Ok(Err(error)) => return state.error(StatusCode::INTERNAL_SERVER_ERROR, &error),

@@ -8,6 +8,9 @@
 //! - `POST /api/word-diff {a, b}` — two answers as the word segments the
 //!   HTML compare report shows (`report::compare::word_segments`), searched
 //!   for at most `WORD_DIFF_TIME`.
+//!
+//! Both take one of the server's CPU slots (`ServeState::cpu_slot`) or
+//! answer 503 with `Retry-After`.
 
 use std::sync::Arc;
 
@@ -41,8 +44,16 @@ pub async fn prompt_diff(
         Ok(request) => request,
         Err(response) => return *response,
     };
+    let slot = match state.cpu_slot() {
+        Ok(slot) => slot,
+        Err(response) => return *response,
+    };
     let worker = state.clone();
-    let answered = tokio::task::spawn_blocking(move || diff_answer(&worker, &request)).await;
+    let answered = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        diff_answer(&worker, &request)
+    })
+    .await;
     answered.unwrap_or_else(|error| state.error(StatusCode::INTERNAL_SERVER_ERROR, &error))
 }
 
@@ -144,8 +155,13 @@ pub async fn word_diff(
             return json_error(StatusCode::PAYLOAD_TOO_LARGE, message);
         }
     }
+    let slot = match state.cpu_slot() {
+        Ok(slot) => slot,
+        Err(response) => return *response,
+    };
     let deadline = std::time::Instant::now() + crate::report::compare::WORD_DIFF_TIME;
     let segments = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         crate::report::compare::word_segments(&body.a, &body.b, deadline)
     })
     .await;

@@ -91,7 +91,9 @@ async fn with_index<T: Send + 'static>(
     let Some(dir) = state.runs_dir.clone() else {
         return Ok(None);
     };
+    let slot = state.cpu_slot().map_err(|response| *response)?;
     let answered = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         let opened = RunIndex::open(&dir)?;
         query(&opened.index)
     })

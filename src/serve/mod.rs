@@ -80,6 +80,11 @@ pub struct ServeState {
     pub defaults: RequestDefaults,
     /// One permit per running turn.
     pub turns: Arc<Semaphore>,
+    /// One permit per core for the CPU-bound answers (word and prompt
+    /// diffs, scans of the runs folder), apart from the turns' cap: a few
+    /// costly requests must not take every core from the turns, or queue
+    /// without bound. A request that finds none free gets a 503.
+    pub cpu: Arc<Semaphore>,
     pub max_concurrent: usize,
     /// Cancelled on Ctrl-C / SIGTERM; every turn's token is its child.
     pub shutdown: CancellationToken,
@@ -117,6 +122,7 @@ impl ServeState {
             runs_dir,
             defaults,
             turns: Arc::new(Semaphore::new(max_concurrent)),
+            cpu: Arc::new(Semaphore::new(cpu_slots())),
             max_concurrent,
             shutdown: CancellationToken::new(),
             overrides_dir: PathBuf::from(DEFAULT_OVERRIDES_DIR),
@@ -137,6 +143,11 @@ impl ServeState {
     /// their folders, the process's secrets redacted.
     pub fn message(&self, text: &str) -> String {
         self.secrets.redact_owned(self.paths.message(text))
+    }
+
+    /// A slot for CPU-bound work, or the 503 that says to come back.
+    pub fn cpu_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Box<Response>> {
+        cpu_slot(&self.cpu)
     }
 
     /// The context one turn runs with.
@@ -331,6 +342,54 @@ async fn not_found() -> Response {
 pub use crate::chat::wire::ErrorBody;
 
 /// `{"error": message}` with `status`.
+/// How many CPU-bound answers may be computed at once: one a core.
+fn cpu_slots() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+}
+
+/// How long a client is told to wait when every CPU slot is taken.
+pub const CPU_BUSY_RETRY_AFTER_SECS: u64 = 1;
+
+/// A permit of `cpu`, or a 503 with `Retry-After` when none is free: the
+/// work is not queued, so a burst of costly requests costs each of them a
+/// quick answer, not the server its cores.
+pub fn cpu_slot(cpu: &Arc<Semaphore>) -> Result<tokio::sync::OwnedSemaphorePermit, Box<Response>> {
+    cpu.clone().try_acquire_owned().map_err(|_| {
+        let mut response = json_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the server is busy computing other answers (diffs, scans); try again shortly"
+                .to_string(),
+        );
+        response.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from(CPU_BUSY_RETRY_AFTER_SECS),
+        );
+        Box::new(response)
+    })
+}
+
 pub fn json_error(status: StatusCode, message: String) -> Response {
     (status, axum::Json(ErrorBody { error: message })).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 61: eight word diffs at once took 144 s of CPU. The CPU slots
+    /// are not queued for: with every one taken, the answer is a 503 with
+    /// `Retry-After`, and a slot given back is taken again.
+    #[test]
+    fn a_request_finding_every_cpu_slot_taken_is_told_to_retry() {
+        let cpu = Arc::new(Semaphore::new(1));
+        let held = cpu_slot(&cpu).expect("a free slot");
+        let busy = cpu_slot(&cpu).expect_err("no slot left");
+        assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+        assert_eq!(
+            busy.headers().get(header::RETRY_AFTER).unwrap(),
+            &HeaderValue::from(CPU_BUSY_RETRY_AFTER_SECS)
+        );
+        drop(held);
+        assert!(cpu_slot(&cpu).is_ok());
+    }
 }

@@ -78,9 +78,14 @@ pub async fn transcript(
     let Some(dir) = state.runs_dir.clone().filter(|_| plausible) else {
         return not_found(&id);
     };
+    let slot = match state.cpu_slot() {
+        Ok(slot) => slot,
+        Err(response) => return *response,
+    };
     let reader = state.clone();
     let wanted = id.clone();
     let found = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
         let found = super::api::recorded_turn(&dir, &wanted).map_err(std::io::Error::other)?;
         let Some(path) = found else {
             return Ok(None);
