@@ -199,6 +199,44 @@ fn bad_saves_are_refused_with_the_field_named_and_nothing_written() {
     assert_eq!(status, 415);
 }
 
+/// Issue 61: a prompt id given twice in an `overrides` object was
+/// accepted, the last one winning; every endpoint that takes one refuses
+/// it, naming the id.
+#[test]
+fn a_prompt_id_given_twice_in_overrides_is_refused_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server_with_overrides(dir.path());
+    let twice = r#"{"system.base": "first", "system.base": "second"}"#;
+    let chat = chat_body("What is the excess?");
+    let chat = chat.to_string();
+    let chat = format!("{}, \"overrides\": {twice}}}", &chat[..chat.len() - 1]);
+    for (path, body) in [
+        (
+            "/api/overrides",
+            format!(r#"{{"name": "twice", "overrides": {twice}}}"#),
+        ),
+        (
+            "/api/overrides/yaml",
+            format!(r#"{{"overrides": {twice}}}"#),
+        ),
+        ("/api/fingerprint", format!(r#"{{"overrides": {twice}}}"#)),
+        (
+            "/api/diff",
+            format!(r#"{{"claimId": "CLM-HH-0001", "overrides": {twice}}}"#),
+        ),
+        ("/api/chat", chat),
+    ] {
+        let (status, answer) = post(&server, path, &body);
+        assert_eq!(status, 400, "{path}: {answer}");
+        assert_eq!(
+            answer["error"], "overrides: duplicate mapping key: system.base",
+            "{path}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    assert!(server.logs().is_empty(), "no turn ran");
+}
+
 #[test]
 fn the_diff_is_prompts_diffs_and_names_what_brings_a_block_in() {
     let dir = tempfile::tempdir().unwrap();

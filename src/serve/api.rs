@@ -284,8 +284,11 @@ pub(super) fn parse_json<T: serde::de::DeserializeOwned>(
     let bytes =
         body.map_err(|rejection| Box::new(json_error(rejection.status(), rejection.body_text())))?;
     let mut deserializer = serde_json::Deserializer::from_slice(&bytes);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let message = super::body::json_problem(&error, fields);
         Box::new(json_error(StatusCode::BAD_REQUEST, message))
-    })
+    })?;
+    super::body::refuse_duplicate_keys(&bytes, fields)
+        .map_err(|error| Box::new(json_error(StatusCode::BAD_REQUEST, error.to_string())))?;
+    Ok(value)
 }

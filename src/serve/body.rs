@@ -58,6 +58,7 @@ pub fn parse_chat_body(
     deserializer
         .end()
         .map_err(|error| BodyError::Json(format!("body: {error}")))?;
+    refuse_duplicate_keys(bytes, FIELDS)?;
     let claim = claim_input(wire.claim, wire.claim_id)?;
     let request = ChatRequest {
         claim,
@@ -114,6 +115,27 @@ pub(crate) fn json_problem(
         "{field}: {}",
         crate::text::quote(&error.inner().to_string())
     )
+}
+
+/// A body that gives a key twice in any object, `overrides` included, is
+/// refused naming the key: a map (`overrides`: prompt id → text) would
+/// keep the last one without a word, where the derived request refuses a
+/// field given twice — one rule for every JSON input (`document`'s).
+pub(crate) fn refuse_duplicate_keys(bytes: &[u8], fields: &[&str]) -> Result<(), BodyError> {
+    // Bytes that are not UTF-8 have been refused by the parse before.
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Ok(());
+    };
+    crate::document::check_json_keys(text).map_err(|problem| {
+        let path = problem.field.unwrap_or_default();
+        let top = path.split(['.', '[']).next().unwrap_or_default();
+        let field = if fields.contains(&top) {
+            path.as_str()
+        } else {
+            "body"
+        };
+        BodyError::Json(format!("{field}: {}", problem.message))
+    })
 }
 
 fn claim_input(

@@ -63,6 +63,9 @@ fn diff_request(state: &ServeState, body: &[u8]) -> Result<ChatRequest, Box<Resp
     let bad = |message: String| Box::new(json_error(StatusCode::BAD_REQUEST, message));
     let mut value: serde_json::Value = serde_json::from_slice(body)
         .map_err(|error| bad(format!("body: {}", crate::text::quote(&error.to_string()))))?;
+    // Before the value is written again, which would keep one of the two.
+    super::body::refuse_duplicate_keys(body, super::body::FIELDS)
+        .map_err(|error| bad(error.to_string()))?;
     let Some(object) = value.as_object_mut() else {
         return Err(bad("body: expected a JSON object".to_string()));
     };
