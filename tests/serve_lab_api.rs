@@ -150,6 +150,27 @@ fn bad_saves_are_refused_with_the_field_named_and_nothing_written() {
             400,
             "name: give a file name",
         ),
+        // Issue 61: saved as `CON.yaml`, `NUL.yaml`, `-rf.yaml`.
+        (
+            json!({"name": "CON", "overrides": {"system.base": "x"}}),
+            400,
+            "name: `CON` names a device on Windows",
+        ),
+        (
+            json!({"name": "nul.v2", "overrides": {"system.base": "x"}}),
+            400,
+            "name: `nul.v2` names a device on Windows",
+        ),
+        (
+            json!({"name": "lpt9", "overrides": {"system.base": "x"}}),
+            400,
+            "name: `lpt9` names a device on Windows",
+        ),
+        (
+            json!({"name": "-rf", "overrides": {"system.base": "x"}}),
+            400,
+            "name: must not start with `-`",
+        ),
         (
             json!({"name": "x".repeat(65), "overrides": {"system.base": "x"}}),
             400,

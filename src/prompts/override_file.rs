@@ -21,7 +21,8 @@ use crate::document::DocumentFormat;
 pub const MAX_NAME_CHARS: usize = 64;
 
 /// A saved file's name: 1–64 of `[A-Za-z0-9._-]`, not starting with a dot
-/// (so never a hidden file, `.` or `..`, and never a path).
+/// (so never a hidden file, `.` or `..`, and never a path) or a `-` (never
+/// an option to the next command given it), and no Windows device name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OverrideFileName(String);
 
@@ -35,6 +36,24 @@ pub enum NameError {
     Character(char),
     #[error("name: must not start with a dot")]
     Dot,
+    #[error("name: must not start with `-`: a command given the file would read it as an option")]
+    Dash,
+    #[error(
+        "name: `{0}` names a device on Windows (CON, PRN, AUX, NUL, COM1-9, LPT1-9), whatever follows its dot"
+    )]
+    Reserved(String),
+}
+
+/// Windows' reserved device names: a file `NUL.yaml` (or `nul.v2.yaml`)
+/// cannot be made or opened there as a file, so a saved set under that
+/// name could never be shared with a colleague on Windows.
+fn windows_reserved(name: &str) -> bool {
+    let stem = name.split('.').next().unwrap_or(name).to_ascii_uppercase();
+    let numbered = |prefix: &str| {
+        stem.strip_prefix(prefix)
+            .is_some_and(|digit| digit.len() == 1 && matches!(digit.as_bytes()[0], b'1'..=b'9'))
+    };
+    matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL") || numbered("COM") || numbered("LPT")
 }
 
 impl OverrideFileName {
@@ -54,6 +73,12 @@ impl OverrideFileName {
         }
         if name.starts_with('.') {
             return Err(NameError::Dot);
+        }
+        if name.starts_with('-') {
+            return Err(NameError::Dash);
+        }
+        if windows_reserved(name) {
+            return Err(NameError::Reserved(name.to_string()));
         }
         Ok(OverrideFileName(name.to_string()))
     }
@@ -221,5 +246,15 @@ mod tests {
             Err(NameError::TooLong(65))
         );
         assert!(OverrideFileName::parse(&"x".repeat(64)).is_ok());
+        assert_eq!(OverrideFileName::parse("-rf"), Err(NameError::Dash));
+        for reserved in ["CON", "nul", "Aux.v2", "COM1", "lpt9.x"] {
+            assert_eq!(
+                OverrideFileName::parse(reserved),
+                Err(NameError::Reserved(reserved.to_string()))
+            );
+        }
+        for fine in ["CONSOLE", "com10", "COM0", "nully", "a-rf", "prn_v2"] {
+            assert!(OverrideFileName::parse(fine).is_ok(), "{fine}");
+        }
     }
 }
