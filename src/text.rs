@@ -184,6 +184,39 @@ pub fn json_for_terminal(json: String) -> String {
     escaped
 }
 
+/// A duration as a person writes one in a flag or a variable: `10s`,
+/// `2m`, `500ms`, `1h 30m` (humantime), or a bare number, which is seconds
+/// (`0.3`, `600`). `None` for anything else, a negative or non-finite
+/// number, or one too large for a `Duration`. The one rule every time flag
+/// reads by; each flag says its own bounds.
+pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
+    let text = text.trim();
+    match text.parse::<f64>() {
+        Ok(seconds) => std::time::Duration::try_from_secs_f64(seconds).ok(),
+        Err(_) => humantime::parse_duration(text).ok(),
+    }
+}
+
+/// A duration that is not one, or not above 0 and at most a day.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "expected a duration above 0 and at most a day, such as 10s, 2m, 500ms or 600 (seconds), got `{}`",
+    quote(.0)
+)]
+pub struct BadDuration(pub String);
+
+/// `parse_duration`, above 0 and at most a day: a timeout or a time limit.
+pub fn parse_time_limit(text: &str) -> Result<std::time::Duration, BadDuration> {
+    match parse_duration(text) {
+        Some(duration)
+            if !duration.is_zero() && duration <= std::time::Duration::from_secs(86_400) =>
+        {
+            Ok(duration)
+        }
+        _ => Err(BadDuration(text.trim().to_string())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -552,3 +552,65 @@ fn a_stall_names_the_flag_that_sets_the_idle_timeout() {
         "Gemini's stream stalled: nothing arrived for 0.3 s (--idle-timeout)"
     );
 }
+
+/// Issue 61: `--max-call-time` took `20s`, but `--idle-timeout 10s` and
+/// `--connect-timeout 10s` were refused. Every time flag (and its
+/// variable) reads a humantime duration, a bare number still seconds.
+#[test]
+fn every_time_flag_takes_a_duration_or_a_number_of_seconds() {
+    for (flags, env) in [
+        (
+            vec!["--idle-timeout", "300ms", "--connect-timeout", "10s"],
+            None,
+        ),
+        (vec!["--idle-timeout=0.3", "--max-call-time", "2m"], None),
+        (
+            vec![],
+            Some([
+                ("PROMPTLAB_IDLE_TIMEOUT", "300ms"),
+                ("PROMPTLAB_CONNECT_TIMEOUT", "1m"),
+            ]),
+        ),
+    ] {
+        let server = endless(text_chunk("late").into_bytes(), Duration::from_secs(10));
+        let runs = tempfile::tempdir().unwrap();
+        let mut command = promptlab();
+        command
+            .env("GEMINI_API_KEY", KEY)
+            .env("GEMINI_BASE_URL", &server.base_url)
+            .env("PROMPTLAB_RUNS_DIR", runs.path())
+            .args(["chat", "--claim-id", "CLM-HH-0001", "--format", "ndjson"])
+            .args(&flags)
+            .arg("Is it covered?");
+        for (name, value) in env.into_iter().flatten() {
+            command.env(name, value);
+        }
+        let out = run_command(&mut command);
+        assert_eq!(out.code, 1, "{flags:?}: {}", out.stderr);
+        assert_eq!(
+            last_error(&out.stdout),
+            "Gemini's stream stalled: nothing arrived for 0.3 s (--idle-timeout)"
+        );
+    }
+    for bad in [
+        "--idle-timeout=soon",
+        "--connect-timeout=0",
+        "--idle-timeout=2d",
+    ] {
+        let out = run_command(promptlab().args([
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--no-record",
+            bad,
+            "q",
+        ]));
+        assert_eq!(out.code, 2, "{bad}: {}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("expected a duration above 0 and at most a day"),
+            "{bad}: {}",
+            out.stderr
+        );
+    }
+}

@@ -52,7 +52,7 @@ pub struct Which {
 
 #[derive(Debug, Args)]
 pub struct PruneArgs {
-    /// Entries written longer ago than this are removed: `30d`, `12h`, `1w 2d`.
+    /// Entries written longer ago than this are removed: `30d`, `12h`, `1w 2d` or seconds.
     #[arg(long, value_name = "DURATION", value_parser = parse_age)]
     pub older_than: Duration,
     #[command(flatten)]
@@ -60,8 +60,12 @@ pub struct PruneArgs {
 }
 
 fn parse_age(text: &str) -> Result<Duration, String> {
-    humantime::parse_duration(text)
-        .map_err(|e| format!("`{text}` is not a duration like 30d, 12h or 1w 2d ({e})"))
+    promptlab::text::parse_duration(text).ok_or_else(|| {
+        format!(
+            "`{}` is not a duration like 30d, 12h, 1w 2d or a number of seconds",
+            promptlab::text::quote(text)
+        )
+    })
 }
 
 /// A cache entry or a temporary file, with its size and age.

@@ -18,6 +18,7 @@ use promptlab::provider::replay::ReplayProvider;
 use promptlab::provider::transport::CallLimits;
 use promptlab::provider::transport::bounds::parse_max_call_time;
 use promptlab::runs::read_run_log;
+use promptlab::text::parse_time_limit;
 
 use promptlab::chat::{ClaimInput, TurnContext};
 use promptlab::claims::ClaimStore;
@@ -80,22 +81,25 @@ pub struct ModelArgs {
     /// claim (by default an id is sent, for the deployment's own store).
     #[arg(long)]
     pub send_claim: bool,
-    /// Gemini, OpenAI and worker: seconds to wait for a connection.
+    /// Gemini, OpenAI and worker: how long to wait for a connection: 10s, 500ms or seconds.
     #[arg(
         long,
-        value_name = "SECS",
+        value_name = "DURATION",
         env = "PROMPTLAB_CONNECT_TIMEOUT",
-        default_value_t = 10.0
+        default_value = "10s",
+        value_parser = parse_time_limit
     )]
-    pub connect_timeout: f64,
-    /// Gemini, OpenAI and worker: seconds to wait for the response to start, or for its next bytes.
+    pub connect_timeout: Duration,
+    /// Gemini, OpenAI and worker: how long to wait for the response to start, or for its next
+    /// bytes: 2m, 30s or seconds.
     #[arg(
         long,
-        value_name = "SECS",
+        value_name = "DURATION",
         env = "PROMPTLAB_IDLE_TIMEOUT",
-        default_value_t = 120.0
+        default_value = "120s",
+        value_parser = parse_time_limit
     )]
-    pub idle_timeout: f64,
+    pub idle_timeout: Duration,
     /// Gemini, OpenAI (chat, eval, judge) and worker: the longest one model call or one deployment turn
     /// may take, request to last byte, however steadily it streams: 90s, 10m or seconds.
     #[arg(
@@ -204,8 +208,8 @@ impl ModelArgs {
     /// `base` with `--connect-timeout` and `--idle-timeout` over it.
     pub fn http(&self, base: HttpSettings) -> Result<HttpSettings, CliError> {
         Ok(HttpSettings {
-            connect_timeout: seconds("--connect-timeout", self.connect_timeout)?,
-            idle_timeout: seconds("--idle-timeout", self.idle_timeout)?,
+            connect_timeout: self.connect_timeout,
+            idle_timeout: self.idle_timeout,
             idle_timeout_flag: Some("--idle-timeout"),
             ..base
         })
@@ -309,17 +313,6 @@ pub fn warn_unredactable(warnings: &[String]) {
         if first {
             promptlab::text::eprintln_or_drop!("{warning}");
         }
-    }
-}
-
-/// A positive number of seconds.
-pub fn seconds(flag: &str, value: f64) -> Result<Duration, CliError> {
-    if value.is_finite() && value > 0.0 && value < 86_400.0 {
-        Ok(Duration::from_secs_f64(value))
-    } else {
-        Err(CliError::usage(format!(
-            "{flag}: expected a number of seconds above 0, got {value}"
-        )))
     }
 }
 

@@ -316,7 +316,8 @@ fn list(args: ListArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     Ok(Exit::Success)
 }
 
-/// `--since`: a date, an RFC 3339 time, or an age such as `30m`, `2h`, `7d`.
+/// `--since`: a date, an RFC 3339 time, or an age such as `30m`, `2h`, `7d`
+/// or a number of seconds.
 pub fn parse_since(text: &str) -> Result<DateTime<Utc>, String> {
     if let Ok(time) = DateTime::parse_from_rfc3339(text) {
         return Ok(time.with_timezone(&Utc));
@@ -341,7 +342,7 @@ fn since_age(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
             promptlab::text::quote(text)
         )
     };
-    let age = humantime::parse_duration(text).map_err(|_| expected())?;
+    let age = promptlab::text::parse_duration(text).ok_or_else(expected)?;
     chrono::Duration::from_std(age)
         .ok()
         .and_then(|age| now.checked_sub_signed(age))

@@ -128,31 +128,11 @@ fn mib(bytes: u64) -> String {
     }
 }
 
-/// A `--max-call-time` that is not a duration above 0 and at most a day.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "expected a duration above 0 and at most a day, such as 90s, 10m or 600, got `{}`",
-    crate::text::quote(.0)
-)]
-pub struct BadCallTime(String);
-
 /// `--max-call-time` / `PROMPTLAB_MAX_CALL_TIME`: `90s`, `10m`, `1h 30m`,
-/// or a plain number of seconds; above 0 and at most a day.
-pub fn parse_max_call_time(text: &str) -> Result<Duration, BadCallTime> {
-    let text = text.trim();
-    let parsed = match text.parse::<f64>() {
-        Ok(seconds) if seconds.is_finite() && seconds > 0.0 && seconds <= 86_400.0 => {
-            Ok(Duration::from_secs_f64(seconds))
-        }
-        Ok(_) => Err(()),
-        Err(_) => humantime::parse_duration(text).map_err(|_| ()),
-    };
-    match parsed {
-        Ok(duration) if !duration.is_zero() && duration <= Duration::from_secs(86_400) => {
-            Ok(duration)
-        }
-        _ => Err(BadCallTime(text.to_string())),
-    }
+/// or a plain number of seconds; above 0 and at most a day (the one rule
+/// of every time flag, `text::parse_time_limit`).
+pub fn parse_max_call_time(text: &str) -> Result<Duration, crate::text::BadDuration> {
+    crate::text::parse_time_limit(text)
 }
 
 #[cfg(test)]
