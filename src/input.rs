@@ -1,6 +1,9 @@
 //! Reading files that come from outside (claims, suites, overrides, scripts,
-//! histories) with one size cap, so that `/dev/zero`, a FIFO or a runaway
-//! file is refused instead of filling memory.
+//! histories, `casesFrom`) with one size cap, so that a runaway file is
+//! refused instead of filling memory; and the one rule for what is not a
+//! regular file: a FIFO, a device or a socket is refused before it is read
+//! (a FIFO's open waits for a writer, `/dev/zero` never ends), unless it
+//! is one of this process's own standard streams (`--claim /dev/stdin`).
 //!
 //! The functions return plain `io::Error`s so that every caller keeps its
 //! own "failed to read <kind> `<path>`: …" error, which names the file.
@@ -12,9 +15,68 @@ use std::path::Path;
 /// claim or suite, low enough that reading one can never exhaust memory.
 pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
-/// Reads a whole file, refusing one over `MAX_INPUT_BYTES`.
+/// Which of this process's standard streams a special file may be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnStream {
+    Stdin,
+    Stdout,
+    Stderr,
+}
+
+impl OwnStream {
+    /// Whether `meta` is the file behind this stream (the same inode).
+    pub fn is(self, meta: &std::fs::Metadata) -> bool {
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::MetadataExt;
+        let ours = match self {
+            OwnStream::Stdin => io::stdin().as_fd().try_clone_to_owned(),
+            OwnStream::Stdout => io::stdout().as_fd().try_clone_to_owned(),
+            OwnStream::Stderr => io::stderr().as_fd().try_clone_to_owned(),
+        };
+        ours.map(std::fs::File::from)
+            .and_then(|file| file.metadata())
+            .is_ok_and(|ours| (ours.dev(), ours.ino()) == (meta.dev(), meta.ino()))
+    }
+}
+
+/// What a file is when it is neither a regular file nor a folder: the
+/// reason a reader or a report refuses it (`it is a FIFO, not a regular
+/// file`). `None` for a regular file or a folder.
+pub fn special_kind(meta: &std::fs::Metadata) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = meta.file_type();
+    if kind.is_file() || kind.is_dir() {
+        None
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_char_device() || kind.is_block_device() {
+        Some("a device")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else {
+        Some("not a file")
+    }
+}
+
+/// The error for a special file named as an input or an output.
+pub fn refused_special(kind: &str) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        format!("it is {kind}, not a regular file"),
+    )
+}
+
+/// Reads a whole file, refusing one over `MAX_INPUT_BYTES` and anything
+/// that is not a regular file but this process's own stdin.
 pub fn read_input(path: &Path) -> io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
+    use std::os::unix::fs::OpenOptionsExt;
+    // Opened without waiting (a FIFO's open would wait for a writer), then
+    // asked what it is: no gap between a check and the open. The flag
+    // changes nothing for a regular file's reads.
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
     let meta = file.metadata()?;
     if meta.is_dir() {
         return Err(io::Error::new(
@@ -22,8 +84,11 @@ pub fn read_input(path: &Path) -> io::Result<Vec<u8>> {
             "a folder, not a file",
         ));
     }
-    if !meta.is_file() {
-        return read_limited(file, MAX_INPUT_BYTES);
+    if let Some(kind) = special_kind(&meta) {
+        if OwnStream::Stdin.is(&meta) {
+            return read_limited(io::stdin().lock(), MAX_INPUT_BYTES);
+        }
+        return Err(refused_special(kind));
     }
     // A file that says its size is refused before a byte is read, and read
     // into one buffer of that size (a file may still grow meanwhile: the
@@ -113,6 +178,23 @@ mod tests {
         assert_eq!(read_limited(&b"x".repeat(11)[..], 11).unwrap().len(), 11);
         let error = read_limited(&b"x".repeat(12)[..], 11).unwrap_err();
         assert_eq!(error.kind(), io::ErrorKind::FileTooLarge);
+    }
+
+    /// Issue 61: `casesFrom` naming a FIFO hung until killed (the open
+    /// waited for a writer), and `/dev/zero` was read to the cap.
+    #[test]
+    fn a_device_or_a_fifo_is_refused_before_a_byte_is_read() {
+        let error = read_input(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(error.to_string(), "it is a device, not a regular file");
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("pipe");
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path and a mode.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        // No writer: an open that waited for one would never return.
+        let error = read_input(&fifo).unwrap_err();
+        assert_eq!(error.to_string(), "it is a FIFO, not a regular file");
+        assert_eq!(error.kind(), io::ErrorKind::InvalidInput);
     }
 
     #[cfg(unix)]

@@ -303,7 +303,7 @@ fn a_folder_an_oversized_file_an_endless_stream_or_non_utf8_is_invalid_input() {
         cases.push((
             "suites",
             PathBuf::from("/dev/zero"),
-            "larger than the 256 MiB limit for input files",
+            "it is a device, not a regular file",
         ));
     }
     for (kind, file, reason) in cases {
@@ -316,5 +316,48 @@ fn a_folder_an_oversized_file_an_endless_stream_or_non_utf8_is_invalid_input() {
             outcome.stderr
         );
         assert_refused(&outcome, &file, &what);
+    }
+}
+
+/// Issue 61: an input naming a FIFO hung until killed (its open waits
+/// for a writer; `casesFrom` too), and a device was read to the cap. Each
+/// kind of input refuses one before a byte is read, exit 2.
+#[test]
+fn a_fifo_or_a_device_named_as_any_input_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("input.yaml");
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path and a mode.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let banks = dir.path().join("banks.yaml");
+    std::fs::write(
+        &banks,
+        "claims: {ids: [CLM-HH-0001]}\ncasesFrom: input.yaml\n",
+    )
+    .unwrap();
+    let mut cases: Vec<(&str, &Path, &str)> =
+        ["claims", "overrides", "suites", "scripts", "histories"]
+            .into_iter()
+            .map(|kind| (kind, fifo.as_path(), "it is a FIFO, not a regular file"))
+            .collect();
+    cases.push((
+        "suites",
+        banks.as_path(),
+        "it is a FIFO, not a regular file",
+    ));
+    cases.push((
+        "claims",
+        Path::new("/dev/zero"),
+        "it is a device, not a regular file",
+    ));
+    for (kind, file, reason) in cases {
+        let what = format!("{kind} {}", file.display());
+        let outcome = run_bounded(&mut command_for(kind, file), &what);
+        assert_eq!(outcome.code, 2, "{what}: {}", outcome.stderr);
+        assert!(
+            outcome.stderr.contains(reason),
+            "{what}: {}",
+            outcome.stderr
+        );
     }
 }

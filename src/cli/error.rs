@@ -186,11 +186,16 @@ fn turns_phrase(count: usize) -> String {
 }
 
 fn io_exit(error: &io::Error) -> u8 {
-    use io::ErrorKind::{FileTooLarge, InvalidData, IsADirectory, NotADirectory, NotFound};
+    use io::ErrorKind::{
+        FileTooLarge, InvalidData, InvalidInput, IsADirectory, NotADirectory, NotFound,
+    };
     match error.kind() {
         // What was named is not there, or not a file of text within the
-        // input bound: the input is wrong, not the machine.
-        NotFound | IsADirectory | NotADirectory | FileTooLarge | InvalidData => exit_code::USAGE,
+        // input bound (a FIFO, a device: `InvalidInput`): the input is
+        // wrong, not the machine.
+        NotFound | IsADirectory | NotADirectory | FileTooLarge | InvalidData | InvalidInput => {
+            exit_code::USAGE
+        }
         _ => exit_code::FAILURE,
     }
 }

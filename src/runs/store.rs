@@ -202,20 +202,11 @@ fn refusal(path: &Path, root: &Path) -> Option<String> {
 /// Opening anything but a regular file can block (a FIFO) or never end (a
 /// device): readers refuse it up front, also when named directly.
 fn not_a_regular_file(path: &Path) -> Option<String> {
-    use std::os::unix::fs::FileTypeExt;
-    let kind = std::fs::metadata(path).ok()?.file_type();
-    let what = if kind.is_file() {
-        return None;
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else if kind.is_dir() {
-        "a folder"
-    } else {
-        "not a file"
+    let meta = std::fs::metadata(path).ok()?;
+    let what = match crate::input::special_kind(&meta) {
+        Some(kind) => kind,
+        None if meta.is_dir() => "a folder",
+        None => return None,
     };
     Some(format!("it is {what}, not a regular file"))
 }
