@@ -267,7 +267,7 @@ fn lost_run_logs_are_errors_and_exit_1() {
 }
 
 #[test]
-fn a_failed_junit_write_still_prints_the_summary_and_leaves_no_temporary() {
+fn a_report_path_that_is_no_file_is_refused_before_any_turn_and_leaves_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
     let suite = suite(dir.path(), "", ONE_CASE);
@@ -277,15 +277,14 @@ fn a_failed_junit_write_still_prints_the_summary_and_leaves_no_temporary() {
     let out = run_command(scripted(&runs).arg(&suite).arg("--junit").arg(&folder));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("it is a folder"), "{}", out.stderr);
-    // A full disk is found only by writing: /dev/full, through a link of
-    // the test's own, fails the write at the end of the run.
+    // A device (here /dev/full, through a link of the test's own) is no
+    // report file: refused before any turn too (issue 61), never written.
     let junit = dir.path().join("full.xml");
     std::os::unix::fs::symlink("/dev/full", &junit).unwrap();
     let out = run_command(scripted(&runs).arg(&suite).arg("--junit").arg(&junit));
-    assert_eq!(out.code, 1);
-    assert!(out.stdout.contains("2 turns: 2 passed"), "{}", out.stdout);
+    assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        out.stderr.contains("failed to write the JUnit"),
+        out.stderr.contains("it is a device, not a regular file"),
         "{}",
         out.stderr
     );

@@ -1,7 +1,9 @@
 //! Report files (`--junit`, `--markdown-summary`, `report -o`) written as
 //! their path means: through a symbolic link onto the file it names, into
-//! a FIFO as a stream, never over the suite or over each other. Found by a
-//! probe that replaced `/dev/full` and `/dev/stdout` with plain files.
+//! this process's own stdout as a stream, never over the suite or over each
+//! other; a FIFO or a device refused before any work. Found by probes that
+//! replaced `/dev/full` and `/dev/stdout` with plain files, and hung on a
+//! FIFO nobody read.
 
 mod support;
 
@@ -48,8 +50,12 @@ fn a_report_through_a_link_lands_on_the_linked_file_and_keeps_the_link() {
     assert!(written.starts_with("<?xml"), "{written}");
 }
 
+/// Issue 61: `--junit` to a FIFO nobody reads hung the end of the run
+/// (and the first SIGTERM or Ctrl-C was ignored). A FIFO, a device or
+/// anything else under /dev that is not this process's own stdout or
+/// stderr is refused before any turn runs.
 #[test]
-fn a_report_into_a_fifo_is_streamed_to_its_reader() {
+fn a_report_into_a_fifo_or_a_device_is_refused_before_running() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path());
     let fifo = dir.path().join("summary.md");
@@ -60,20 +66,26 @@ fn a_report_into_a_fifo_is_streamed_to_its_reader() {
             .unwrap()
             .success()
     );
-    let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
-    };
-    let out = eval(
-        dir.path(),
-        &suite,
-        &["--markdown-summary".as_ref(), fifo.as_os_str()],
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
+    let full = dir.path().join("full.xml");
+    std::os::unix::fs::symlink("/dev/full", &full).unwrap();
+    for (flag, path, what) in [
+        ("--markdown-summary", fifo.as_path(), "a FIFO"),
+        ("--junit", full.as_path(), "a device"),
+        ("--junit", Path::new("/dev/null"), "a device"),
+    ] {
+        let out = eval(dir.path(), &suite, &[flag.as_ref(), path.as_os_str()]);
+        assert_eq!(out.code, 2, "{}", out.stderr);
+        assert_eq!(
+            out.stderr.trim(),
+            format!(
+                "error: {flag} `{}`: it is {what}, not a regular file (a report goes to a file, or to /dev/stdout or /dev/stderr)",
+                path.display()
+            )
+        );
+    }
     use std::os::unix::fs::FileTypeExt;
     assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
-    let read = reader.join().unwrap();
-    assert!(read.starts_with("## ✅ Eval `t`"), "{read}");
+    assert!(!dir.path().join("runs").exists(), "nothing ran");
 }
 
 #[test]
@@ -133,7 +145,7 @@ fn a_report_over_the_suite_or_over_the_other_report_is_refused_before_running() 
 }
 
 #[test]
-fn a_report_page_into_a_full_device_is_an_error_and_the_device_stays() {
+fn a_report_page_into_a_device_is_refused_and_the_link_stays() {
     let dir = tempfile::tempdir().unwrap();
     let suite = suite(dir.path());
     assert_eq!(eval(dir.path(), &suite, &[]).code, 0);
@@ -147,9 +159,9 @@ fn a_report_page_into_a_full_device_is_an_error_and_the_device_stays() {
         .arg("-o")
         .arg(&full);
     let out = run_command(&mut command);
-    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
-        out.stderr.contains("No space left on device"),
+        out.stderr.contains("it is a device, not a regular file"),
         "{}",
         out.stderr
     );

@@ -2,13 +2,17 @@
 //! -o`) written whole or not at all, as the path means it: a regular file
 //! (or a new one) is written beside itself and renamed over — through a
 //! symbolic link, onto the file it names, never replacing the link, and
-//! with the old file's permissions; a FIFO, a terminal, a device, or
-//! anything under `/dev` or `/proc` (`/dev/stdout` leads through
-//! `/proc/self/fd/1` to whatever the shell made stdout, perhaps a file) is
-//! written into as a stream, never replaced; a folder is refused.
+//! with the old file's permissions; this process's own stdout or stderr
+//! (`/dev/stdout`, whatever the shell made it: a pipe, a terminal, a file)
+//! is written into through its handle; a FIFO, a device, a socket, anything
+//! else under `/dev` or `/proc`, or a folder is refused by the check
+//! before any work (`resolve`), since a FIFO nobody reads would hang the
+//! end of a run and a device is no report file (issue 61).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+
+use promptlab::input::{OwnStream, special_kind};
 
 /// How many links are followed to a missing file before giving up, as the
 /// kernel's own limit for a path.
@@ -20,33 +24,47 @@ const MAX_LINKS: usize = 40;
 pub enum Target {
     /// A regular file, new or not, at this real path: replaced whole.
     Replace(PathBuf),
-    /// Written into as it comes.
-    Stream(PathBuf),
+    /// This process's own stdout or stderr, written into as it comes.
+    Own(OwnStream),
 }
 
-/// What writing a report to `path` means.
+/// What writing a report to `path` means, or why it cannot be written.
 pub fn resolve(path: &Path) -> Result<Target, String> {
-    if in_system_folder(path) {
-        return Ok(Target::Stream(path.to_path_buf()));
+    let meta = std::fs::metadata(path);
+    if let Ok(meta) = &meta {
+        for stream in [OwnStream::Stdout, OwnStream::Stderr] {
+            if stream.is(meta) {
+                return Ok(Target::Own(stream));
+            }
+        }
     }
-    match std::fs::metadata(path) {
+    let not_a_file = |what: &str| {
+        format!(
+            "it is {what}, not a regular file (a report goes to a file, or to /dev/stdout or /dev/stderr)"
+        )
+    };
+    if let Some(kind) = meta.as_ref().ok().and_then(special_kind) {
+        return Err(not_a_file(kind));
+    }
+    if in_system_folder(path) {
+        return Err(not_a_file("under /dev or /proc"));
+    }
+    match meta {
         Ok(meta) if meta.is_dir() => Err("it is a folder".to_string()),
         Ok(meta) if meta.is_file() => {
             let file = std::fs::canonicalize(path).map_err(|error| error.to_string())?;
-            Ok(match in_system_folder(&file) {
-                true => Target::Stream(path.to_path_buf()),
-                false => Target::Replace(file),
-            })
+            match in_system_folder(&file) {
+                true => Err(not_a_file("under /dev or /proc")),
+                false => Ok(Target::Replace(file)),
+            }
         }
-        // A stream: its reader takes the bytes as they come, and a rename
-        // would put a plain file where the device or FIFO was.
-        Ok(_) => Ok(Target::Stream(path.to_path_buf())),
+        Ok(_) => Err(not_a_file("not a file")),
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
             let file = link_target(path)?;
-            Ok(match in_system_folder(&file) {
-                true => Target::Stream(path.to_path_buf()),
-                false => Target::Replace(file),
-            })
+            match in_system_folder(&file) {
+                true => Err(not_a_file("under /dev or /proc")),
+                false => Ok(Target::Replace(file)),
+            }
         }
         Err(error) => Err(error.to_string()),
     }
@@ -67,7 +85,7 @@ pub fn write_whole_with(
 ) -> Result<(), String> {
     match resolve(path)? {
         Target::Replace(file) => write_beside(&file, write),
-        Target::Stream(stream) => into_stream(&stream, write),
+        Target::Own(stream) => into_own(stream, write),
     }
 }
 
@@ -156,41 +174,26 @@ pub fn stage(
     }
 }
 
-/// Written into an existing stream as it comes. The process's own stdout
-/// (`/dev/stdout`, or the file or pipe it is) is written through its
-/// handle, so that the report and what eval prints after it keep their
-/// order instead of one overwriting the other from offset 0.
-fn into_stream(
-    path: &Path,
+/// Written into this process's own stdout or stderr through its handle,
+/// so that the report and what eval prints after it keep their order
+/// instead of one overwriting the other from offset 0.
+fn into_own(
+    stream: OwnStream,
     write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
 ) -> Result<(), String> {
-    if is_own_stdout(path) {
-        let mut out = std::io::stdout().lock();
-        write(&mut out)?;
-        return out.flush().map_err(|error| error.to_string());
-    }
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|error| error.to_string())?;
-    let mut out = std::io::BufWriter::new(file);
-    write(&mut out)?;
-    out.flush().map_err(|error| error.to_string())
-}
-
-/// Whether `path` is what this process's stdout is (the same inode).
-fn is_own_stdout(path: &Path) -> bool {
-    use std::os::fd::AsFd;
-    use std::os::unix::fs::MetadataExt;
-    let Ok(ours) = std::io::stdout()
-        .as_fd()
-        .try_clone_to_owned()
-        .map(std::fs::File::from)
-        .and_then(|file| file.metadata())
-    else {
-        return false;
+    let flushed = match stream {
+        OwnStream::Stderr => {
+            let mut out = std::io::stderr().lock();
+            write(&mut out)?;
+            out.flush()
+        }
+        _ => {
+            let mut out = std::io::stdout().lock();
+            write(&mut out)?;
+            out.flush()
+        }
     };
-    std::fs::metadata(path).is_ok_and(|meta| (meta.dev(), meta.ino()) == (ours.dev(), ours.ino()))
+    flushed.map_err(|error| error.to_string())
 }
 
 #[cfg(test)]
@@ -232,17 +235,40 @@ mod tests {
         );
     }
 
+    /// Issue 61: a report into a FIFO nobody reads hung the end of a run.
+    /// A device, a FIFO, anything else under /dev — through a link or not —
+    /// and a folder are refused by the check, never opened.
     #[test]
-    fn a_device_is_written_into_and_a_folder_refused() {
-        // Through links of its own in a temporary folder; a link's target
-        // under /dev is never renamed over whatever the type check says.
+    fn a_device_a_fifo_or_a_folder_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let (null, full) = (dir.path().join("null"), dir.path().join("full"));
         std::os::unix::fs::symlink("/dev/null", &null).unwrap();
         std::os::unix::fs::symlink("/dev/full", &full).unwrap();
-        write_whole(&null, "gone").unwrap();
-        let error = write_whole(&full, "x").unwrap_err();
-        assert!(error.contains("No space left on device"), "{error}");
+        let fifo = dir.path().join("pipe");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(made.success());
+        let refused = |what: &str| {
+            format!(
+                "it is {what}, not a regular file (a report goes to a file, or to /dev/stdout or /dev/stderr)"
+            )
+        };
+        for (path, what) in [
+            (null.as_path(), "a device"),
+            (full.as_path(), "a device"),
+            (Path::new("/dev/full"), "a device"),
+            (Path::new("/proc/self/status"), "under /dev or /proc"),
+            (fifo.as_path(), "a FIFO"),
+        ] {
+            // No reader: a write that opened the FIFO would never return.
+            assert_eq!(
+                write_whole(path, "x").unwrap_err(),
+                refused(what),
+                "{path:?}"
+            );
+        }
         for link in [&null, &full] {
             assert!(
                 std::fs::symlink_metadata(link)
@@ -250,34 +276,10 @@ mod tests {
                     .file_type()
                     .is_symlink()
             );
-            assert!(
-                std::fs::metadata(link)
-                    .unwrap()
-                    .file_type()
-                    .is_char_device()
-            );
         }
-        assert_eq!(write_whole(dir.path(), "x").unwrap_err(), "it is a folder");
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
-    }
-
-    #[test]
-    fn a_fifo_is_written_into_not_replaced() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("pipe");
-        let made = std::process::Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap();
-        assert!(made.success());
-        let reader = {
-            let fifo = fifo.clone();
-            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
-        };
-        write_whole(&fifo, "through the pipe").unwrap();
-        // Before the join: a FIFO replaced by a file leaves its reader waiting.
         assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo());
-        assert_eq!(reader.join().unwrap(), "through the pipe");
+        assert_eq!(write_whole(dir.path(), "x").unwrap_err(), "it is a folder");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
     }
 
     #[test]

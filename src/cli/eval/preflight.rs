@@ -26,10 +26,10 @@ pub fn check_store(store: &ClaimStore) -> Result<(), CliError> {
 /// and removing one), so a run never ends unable to write its report.
 pub fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
     use crate::cli::report_file::{Target, resolve};
-    // A stream is not opened to check it: a FIFO's open waits for a reader.
+    // Its own stdout or stderr is not opened to check it.
     let path = match resolve(path) {
         Ok(Target::Replace(file)) => file,
-        Ok(Target::Stream(_)) => return Ok(()),
+        Ok(Target::Own(_)) => return Ok(()),
         Err(problem) => {
             return Err(CliError::usage(format!(
                 "{flag} `{}`: {problem}",
