@@ -88,6 +88,70 @@ fn a_report_into_a_fifo_or_a_device_is_refused_before_running() {
     assert!(!dir.path().join("runs").exists(), "nothing ran");
 }
 
+/// Issue 61: a report written into this process's own stdout, a pipe
+/// nobody reads, holds the end of the run; the first SIGTERM ends it.
+#[test]
+fn the_first_signal_ends_a_report_waiting_on_its_reader() {
+    use std::os::fd::AsRawFd;
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "ok.yaml",
+        "turns:\n  - text: The excess is 350.\n",
+    );
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: t\nclaims: {ids: [CLM-HH-0001]}\nrepeats: 100\ncases:\n  - {name: excess, message: What is the excess?, script: ok.yaml, expect: {answerContains: excess}}\n",
+    );
+    let mut child = promptlab()
+        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+        .args([
+            "eval",
+            "--provider",
+            "script",
+            "-q",
+            "--junit",
+            "/dev/stdout",
+        ])
+        .arg(&suite)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The pipe made as small as it goes (a page): the JUnit of 100 turns
+    // fills it, and nobody reads.
+    let reader = child.stdout.take().unwrap();
+    // SAFETY: an fcntl on a descriptor this test owns.
+    let sized = unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
+    assert!(sized > 0, "{}", std::io::Error::last_os_error());
+    // Waits (bounded) until the run is over and a thread of it sleeps in a
+    // write to the full pipe: the report's.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let writing = || {
+        let tasks = format!("/proc/{}/task", child.id());
+        std::fs::read_dir(tasks)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|task| {
+                std::fs::read_to_string(task.path().join("wchan"))
+                    .is_ok_and(|wchan| wchan.contains("pipe_write"))
+            })
+    };
+    while !writing() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the report never waited on the pipe"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    support::send_signal(&child, "TERM");
+    let status = support::exit_within(&mut child, std::time::Duration::from_secs(20));
+    assert_eq!(status.code(), Some(143));
+    drop(reader);
+}
+
 #[test]
 fn a_report_over_the_suite_or_over_the_other_report_is_refused_before_running() {
     let dir = tempfile::tempdir().unwrap();

@@ -176,11 +176,14 @@ pub fn stage(
 
 /// Written into this process's own stdout or stderr through its handle,
 /// so that the report and what eval prints after it keep their order
-/// instead of one overwriting the other from offset 0.
+/// instead of one overwriting the other from offset 0. A reader that stops
+/// reading can hold this write: a signal then ends the process
+/// (`signals::output_only`).
 fn into_own(
     stream: OwnStream,
     write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
 ) -> Result<(), String> {
+    let _only_output = super::signals::output_only();
     let flushed = match stream {
         OwnStream::Stderr => {
             let mut out = std::io::stderr().lock();

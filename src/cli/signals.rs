@@ -5,7 +5,9 @@
 //! the first ends the process at once with its code — for work that cannot
 //! wind down (a reader of its output that has stopped reading); what was
 //! running or waiting for its group commit is left `.partial`, and no
-//! summary, JUnit file or trace flush follows.
+//! summary, JUnit file or trace flush follows. While the process only writes
+//! a finished report into its own stdout or stderr (`output_only`), the
+//! first signal ends it at once: a wait on output always ends.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
@@ -103,6 +105,10 @@ fn on_stop_signal(code: u8) {
     let secs = u64::try_from(now.tv_sec).unwrap_or(0);
     let millis = u64::try_from(now.tv_nsec).unwrap_or(0) / 1_000_000;
     let now_ms = secs.saturating_mul(1_000).saturating_add(millis) + 1;
+    if OUTPUT_ONLY.load(Ordering::SeqCst) {
+        // SAFETY: as below.
+        unsafe { libc::_exit(i32::from(code)) }
+    }
     match FIRST_SIGNAL_MS.compare_exchange(0, now_ms, Ordering::SeqCst, Ordering::SeqCst) {
         Err(first) if now_ms.saturating_sub(first) >= REPEAT_GRACE_MS => {
             // SAFETY: `_exit` ends the process without running anything
@@ -111,6 +117,28 @@ fn on_stop_signal(code: u8) {
         }
         _ => {}
     }
+}
+
+/// Set while the process does nothing but write a finished report into
+/// its own stdout or stderr: a stop signal then ends it at once, the first
+/// one included, since there is no work left to wind down and a reader that
+/// stopped reading would hold the write for ever (`--junit /dev/stdout`
+/// into a pipe nobody reads ignored the first SIGTERM, issue 61).
+static OUTPUT_ONLY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// While the guard lives, a stop signal ends the process at once.
+pub struct OutputOnly(());
+
+impl Drop for OutputOnly {
+    fn drop(&mut self) {
+        OUTPUT_ONLY.store(false, Ordering::SeqCst);
+    }
+}
+
+/// Marks the process as only writing output until the guard is dropped.
+pub fn output_only() -> OutputOnly {
+    OUTPUT_ONLY.store(true, Ordering::SeqCst);
+    OutputOnly(())
 }
 
 /// SIGTERM, or SIGHUP taken as it.
