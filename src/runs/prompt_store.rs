@@ -415,8 +415,25 @@ pub fn load_prompt(log: &Path, key: &str) -> Result<Arc<PromptRecord>, PromptNot
     let candidates = folder.parent().into_iter().chain([folder]);
     for runs_dir in candidates {
         let path = prompts_dir(runs_dir).join(format!("{key}.json"));
-        if !path.is_file() {
-            continue;
+        // Only nothing at the name is "not there": a link, a FIFO or a
+        // folder in the file's place is said to be what it is (a link is
+        // never followed out of the folder; a FIFO's open would wait).
+        match std::fs::symlink_metadata(&path) {
+            Err(_) => continue,
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return Err(PromptNotAtHand::NotAFile {
+                    path: path.display().to_string(),
+                    what: "a symbolic link",
+                });
+            }
+            Ok(meta) if !meta.is_file() => {
+                let what = crate::input::special_kind(&meta).unwrap_or("a folder");
+                return Err(PromptNotAtHand::NotAFile {
+                    path: path.display().to_string(),
+                    what,
+                });
+            }
+            Ok(_) => {}
         }
         if let Some(cached) = cache().lock().get(&path).cloned() {
             return Ok(cached);
@@ -439,6 +456,8 @@ pub enum PromptNotAtHand {
          folder (copied without it?)"
     )]
     Missing(String),
+    #[error("the prompt text is not at hand: `{path}` is {what}, not a prompt file")]
+    NotAFile { path: String, what: &'static str },
     #[error("the prompt text is not at hand: `{path}` could not be read: {error}")]
     Unreadable { path: String, error: io::Error },
     #[error(
@@ -956,5 +975,36 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("is not in the log's runs folder"), "{error}");
+    }
+
+    /// Issue 61: a link, a FIFO or a folder at a prompt's name was said to
+    /// be "not in the log's runs folder (copied without it?)".
+    #[test]
+    fn a_link_a_fifo_or_a_folder_at_a_prompts_name_is_said_to_be_one() {
+        let key = crate::digest::sha256_hex(b"x");
+        for what in ["a symbolic link", "a FIFO", "a folder"] {
+            let runs = tempfile::tempdir().unwrap();
+            let folder = prompts_dir(runs.path());
+            std::fs::create_dir_all(&folder).unwrap();
+            let path = folder.join(format!("{key}.json"));
+            match what {
+                "a symbolic link" => std::os::unix::fs::symlink("/etc/passwd", &path).unwrap(),
+                "a FIFO" => {
+                    let name = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+                    // SAFETY: a NUL-terminated path and a mode.
+                    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+                }
+                _ => std::fs::create_dir(&path).unwrap(),
+            }
+            let log = runs.path().join("default").join("x.ndjson");
+            let error = load_prompt(&log, &key).unwrap_err().to_string();
+            assert_eq!(
+                error,
+                format!(
+                    "the prompt text is not at hand: `{}` is {what}, not a prompt file",
+                    path.display()
+                )
+            );
+        }
     }
 }
