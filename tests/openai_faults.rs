@@ -73,6 +73,52 @@ async fn client_errors_keep_the_servers_message_and_are_not_retried() {
     }
 }
 
+/// Issue 61: a gzip-encoded error body (which promptlab never asks for)
+/// was shown as some 500 replacement characters. It is named, not quoted.
+#[tokio::test]
+async fn a_compressed_or_binary_error_body_is_named_not_quoted() {
+    let gzip: Vec<u8> = [0x1f, 0x8b, 0x08, 0x00]
+        .into_iter()
+        .chain((0..500u32).map(|i| u8::try_from((i * 167 + 13) % 256).unwrap()))
+        .collect();
+    let binary: Vec<u8> = (0..300u32)
+        .map(|i| u8::try_from((i * 89 + 128) % 256).unwrap())
+        .collect();
+    for (encoding, body, expected) in [
+        (
+            Some("gzip"),
+            gzip.clone(),
+            "OpenAI API error 400: (a body of 504 bytes encoded as `gzip`, not shown)",
+        ),
+        (
+            None,
+            gzip,
+            "OpenAI API error 400: (a body of 504 bytes encoded as `gzip`, not shown)",
+        ),
+        (
+            None,
+            binary,
+            "OpenAI API error 400: (a body of 300 bytes that is not UTF-8 text, not shown)",
+        ),
+    ] {
+        let mut answer = format!(
+            "HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+            body.len()
+        );
+        if let Some(encoding) = encoding {
+            answer.push_str(&format!("Content-Encoding: {encoding}\r\n"));
+        }
+        answer.push_str("\r\n");
+        let mut answer = answer.into_bytes();
+        answer.extend_from_slice(&body);
+        let server = TestServer::start(vec![Box::new(move |_| Reply::Raw(answer.clone()))]);
+        let outcome = call(&provider(&server.base_url), request(ask())).await;
+        let error = outcome.end.unwrap_err();
+        assert_eq!(error.message, expected);
+        assert!(!error.message.contains('\u{fffd}'));
+    }
+}
+
 #[tokio::test]
 async fn a_429_with_retry_after_and_a_503_are_retried_then_succeed() {
     let limited = error_body(

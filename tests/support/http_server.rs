@@ -52,6 +52,9 @@ pub enum Reply {
     ResetAfter { body: Vec<u8> },
     /// 200, `body` is sent, then nothing for `hold`.
     StallAfter { body: Vec<u8>, hold: Duration },
+    /// These bytes as the whole answer, head included (a body that is not
+    /// text).
+    Raw(Vec<u8>),
     /// 200, `head` once, then `chunk` again and again, with `pause` after
     /// each, until the client goes away (a stream that never ends).
     Endless {
@@ -248,6 +251,7 @@ async fn answer(
             }
             socket.write_all(b"0\r\n\r\n").await?;
         }
+        Reply::Raw(bytes) => socket.write_all(&bytes).await?,
         Reply::ResetAfter { body } => {
             stream_head(socket).await?;
             write_chunk(socket, &body).await?;

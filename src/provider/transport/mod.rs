@@ -367,6 +367,12 @@ pub async fn read_error_body(
     idle: Duration,
     redactor: &Redactor,
 ) -> String {
+    let encoding = response
+        .headers()
+        .get(reqwest::header::CONTENT_ENCODING)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| value.trim().to_ascii_lowercase())
+        .filter(|value| !value.is_empty() && value != "identity");
     let mut body = Vec::new();
     let mut stream = response.bytes_stream();
     while let Ok(Some(Ok(bytes))) = tokio::time::timeout(idle, stream.next()).await {
@@ -376,9 +382,35 @@ pub async fn read_error_body(
             break;
         }
     }
+    if let Some(said) = not_text(&body, encoding.as_deref()) {
+        return said;
+    }
     redactor
         .redact(&String::from_utf8_lossy(&body))
         .into_owned()
+}
+
+/// What an error body is when it is no text to quote: compressed (we ask
+/// for no encoding, and decompressing a stranger's bytes is a bomb's way
+/// in) or binary. Said in words, never as hundreds of replacement
+/// characters. `None` for text (a last character cut by the limit aside).
+fn not_text(body: &[u8], encoding: Option<&str>) -> Option<String> {
+    let size = body.len();
+    let gzip_magic = body.starts_with(&[0x1f, 0x8b]);
+    if let Some(encoding) = encoding.or(gzip_magic.then_some("gzip")) {
+        let encoding = crate::text::quote(encoding);
+        return Some(format!(
+            "(a body of {size} bytes encoded as `{encoding}`, not shown)"
+        ));
+    }
+    match std::str::from_utf8(body) {
+        Ok(_) => None,
+        // A character cut by the limit at the very end is still text.
+        Err(error) if error.error_len().is_none() => None,
+        Err(_) => Some(format!(
+            "(a body of {size} bytes that is not UTF-8 text, not shown)"
+        )),
+    }
 }
 
 fn push_text(out: &mut Vec<Result<ModelEvent, ProviderError>>, text: String) {
