@@ -118,6 +118,16 @@ fn write_all(out_dir: &Path, files: &[GeneratedFile]) -> Result<(), CliError> {
                 path.display()
             )));
         }
+        // Read only to tell whose it is: a README of one's own in the
+        // folder is refused, never replaced without a word.
+        let existing = promptlab::input::read_input_text(&path).ok();
+        if existing.is_some_and(|text| !promptlab::cases::render::replaces(&file.path, &text)) {
+            return Err(CliError::failed(format!(
+                "cannot write `{}`: a file not written by `cases inject` is there, and it would be \
+                 replaced (move it, or choose another --out-dir)",
+                path.display()
+            )));
+        }
     }
     let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
     let written = files.iter().try_for_each(|file| {
