@@ -394,9 +394,10 @@ fn a_folder_that_cannot_take_every_file_takes_none() {
 }
 
 /// Issue 61: `cases inject` replaced a README.md of one's own in its
-/// output folder without a word.
+/// output folder without a word, and an output folder that is a link to
+/// nothing failed with `File exists (os error 17)`.
 #[test]
-fn a_readme_of_ones_own_is_kept() {
+fn a_readme_of_ones_own_is_kept_and_a_link_to_nothing_is_named() {
     let dir = tempfile::tempdir().unwrap();
     let inject = |out_dir: &Path| {
         run(&[
@@ -428,4 +429,16 @@ fn a_readme_of_ones_own_is_kept() {
     std::fs::remove_file(out_dir.join("README.md")).unwrap();
     assert_eq!(inject(&out_dir).code, 0);
     assert_eq!(inject(&out_dir).code, 0, "a second run replaces the first");
+
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink("nowhere/inj", &link).unwrap();
+    let out = inject(&link);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr.trim(),
+        format!(
+            "error: cannot write into `{}`: it is a symbolic link to `nowhere/inj`, which is not there",
+            link.display()
+        )
+    );
 }

@@ -110,6 +110,7 @@ fn chosen_claims(args: &InjectArgs, store: &ClaimStore) -> Result<Vec<Claim>, Cl
 /// failure (a full disk, a folder where a file goes) leaves the folder as
 /// it was, never a new suite beside the claims of an older run.
 fn write_all(out_dir: &Path, files: &[GeneratedFile]) -> Result<(), CliError> {
+    check_folder(out_dir)?;
     for file in files {
         let path = out_dir.join(&file.path);
         if path.symlink_metadata().is_ok_and(|meta| !meta.is_file()) {
@@ -147,6 +148,28 @@ fn write_all(out_dir: &Path, files: &[GeneratedFile]) -> Result<(), CliError> {
         }
     }
     renamed
+}
+
+/// The output folder, or the links that lead to it, is a folder or not
+/// there yet: a link to nothing would make `create_dir_all` say only
+/// `File exists`, naming neither the link nor where it leads.
+fn check_folder(out_dir: &Path) -> Result<(), CliError> {
+    let mut folder = Some(out_dir);
+    while let Some(path) = folder {
+        let is_link = path.symlink_metadata().is_ok_and(|meta| meta.is_symlink());
+        if is_link && std::fs::metadata(path).is_err() {
+            let target = std::fs::read_link(path).unwrap_or_default();
+            return Err(CliError::failed(format!(
+                "cannot write into `{}`: it is a symbolic link to `{}`, which is not there",
+                path.display(),
+                target.display()
+            )));
+        }
+        folder = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty());
+    }
+    Ok(())
 }
 
 /// `text` in a new temporary beside `path` (its folder made if need be),
