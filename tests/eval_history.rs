@@ -624,3 +624,151 @@ fn an_eval_run_id_used_again_counts_the_later_run_alone() {
     }
     assert_eq!(shown["failures"].as_array().unwrap().len(), 0, "{shown}");
 }
+
+/// What a folder says about eval run `id` of the `first` suite `init` sets
+/// up: the report's per-variant numbers and turns, the compare gate's exit
+/// and report, the turns `runs list --eval` lists, and `evals show`.
+fn first_suite_figures(lab: &Path, id: &str) -> Vec<Value> {
+    let in_lab = || {
+        let mut command = promptlab();
+        command
+            .current_dir(lab)
+            .env("PROMPTLAB_RUNS_DIR", lab.join("runs"));
+        command
+    };
+    let page = lab.join("report.html");
+    let out = run_command(
+        in_lab()
+            .args(["report", "--suite", "first", "-o"])
+            .arg(&page),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let data = support::reports::embedded(&std::fs::read_to_string(&page).unwrap());
+    let turns: Vec<Value> = data["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].clone())
+        .collect();
+    let gate = run_command(in_lab().args([
+        "compare",
+        "default",
+        "overrides/plain-spoken.yaml",
+        "--suite",
+        "first",
+        "--fail-on-regression",
+        "--format",
+        "json",
+    ]));
+    assert_eq!(gate.code, 0, "{}\n{}", gate.stdout, gate.stderr);
+    let listed = json(&mut in_lab(), &["runs", "list", "--eval", id, "--json"]);
+    let mut listed: Vec<Value> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|row| row["turnId"].clone())
+        .collect();
+    listed.sort_by_key(Value::to_string);
+    vec![
+        data["variants"].clone(),
+        Value::Array(turns),
+        serde_json::from_str(&gate.stdout).unwrap(),
+        Value::Array(listed),
+        json(&mut in_lab(), &["evals", "show", id, "--json"]),
+    ]
+}
+
+/// #62: `replay` of an eval turn, to debug it, is recorded as a replay of
+/// it (`replayOf`, no eval labels), never as a newer run of the judged
+/// turn: the report, the compare gate, `runs list --eval` and `evals show`
+/// say after it exactly what they said before. Before the fix the report
+/// showed the variant at "–", the gate failed ("no paired turn has a
+/// verdict on both sides"), the listing had 3 turns and the eval run's end
+/// moved to the replay's.
+#[test]
+fn a_replay_of_an_eval_turn_changes_none_of_the_eval_s_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let lab = dir.path().join("lab");
+    let init = run_command(promptlab().arg("init").arg(&lab));
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let in_lab = || {
+        let mut command = promptlab();
+        command
+            .current_dir(&lab)
+            .env("PROMPTLAB_RUNS_DIR", lab.join("runs"));
+        command
+    };
+    let id = "ev-6262626262";
+    let eval = run_command(in_lab().args([
+        "eval",
+        "suites/first.yaml",
+        "--provider",
+        "script",
+        "--eval-run",
+        id,
+    ]));
+    assert_eq!(eval.code, 0, "{}", eval.stderr);
+    let before = first_suite_figures(&lab, id);
+    let judged = json(&mut in_lab(), &["runs", "list", "--eval", id, "--json"]);
+    let judged = judged
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|row| row["labels"]["variant"] == "default")
+        .unwrap()["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+
+    let replay = run_command(in_lab().args(["replay", &judged]));
+    assert_eq!(replay.code, 0, "{}", replay.stderr);
+    assert!(
+        replay.stderr.contains("replay matches"),
+        "{}",
+        replay.stderr
+    );
+
+    assert_eq!(first_suite_figures(&lab, id), before);
+    // The replay is listed, as a replay of the judged turn.
+    let all = json(&mut in_lab(), &["runs", "list", "--json"]);
+    let replays: Vec<&Value> = all
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| !row["replayOf"].is_null())
+        .collect();
+    assert_eq!(replays.len(), 1, "{all}");
+    assert_eq!(replays[0]["replayOf"], judged.as_str());
+    assert_eq!(replays[0]["labels"], Value::Null);
+    assert_eq!(replays[0]["verdict"], Value::Null);
+    let replay_id = replays[0]["turnId"].as_str().unwrap();
+    let table = run_command(in_lab().args(["runs", "list"]));
+    assert!(
+        table
+            .stdout
+            .contains(&format!("replay of {}", &judged[..8])),
+        "{}",
+        table.stdout
+    );
+    let header: Value = serde_json::from_str(
+        std::fs::read_to_string(replays[0]["path"].as_str().unwrap())
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["schema"], 4);
+    assert_eq!(header["replayOf"], judged.as_str());
+    assert!(header.get("labels").is_none(), "{header}");
+    // `runs show` names what it replayed, and where the eval put it.
+    let shown = run_command(in_lab().args(["runs", "show", replay_id]));
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(
+        shown.stdout.contains(&format!(
+            "replay of turn {judged} · eval suite first · case excess · variant default · sample 1 · eval run {id}"
+        )),
+        "{}",
+        shown.stdout
+    );
+}

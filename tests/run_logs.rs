@@ -192,6 +192,58 @@ fn a_recorded_turn_replays_to_the_same_events() {
     assert!(via_chat.stderr.is_empty(), "{}", via_chat.stderr);
 }
 
+/// #62: a turn that plays back a recording (`chat --provider replay`)
+/// names it (`replayOf`), and `report` leaves it out, counted, instead of
+/// taking it for another run of the recorded turn.
+#[test]
+fn a_replay_through_chat_names_the_turn_it_replays_and_no_report_counts_it() {
+    let runs = tempfile::tempdir().unwrap();
+    let args = ["--claim-id", "CLM-HH-0001", "--script", SCRIPT, "q"];
+    assert_eq!(chat(runs.path(), &args).code, 0);
+    let recorded = only_log(runs.path());
+    let original = read_run_log(&recorded).unwrap();
+    let via_chat = run_command(promptlab_in(runs.path()).args([
+        "chat",
+        "--claim-id",
+        "CLM-HH-0001",
+        "--provider",
+        "replay",
+        "--replay",
+        recorded.to_str().unwrap(),
+        "q",
+    ]));
+    assert_eq!(via_chat.code, 0, "{}", via_chat.stderr);
+    let logs = logs_in(runs.path());
+    let replay = logs
+        .iter()
+        .map(|path| read_run_log(path).unwrap())
+        .find(|log| log.path != recorded)
+        .expect("the replay is recorded");
+    assert_eq!(
+        replay.header.replay_of.as_deref(),
+        Some(original.header.turn_id.as_str())
+    );
+    assert_eq!(original.header.replay_of, None);
+    let page = runs.path().join("report.html");
+    let out = run_command(
+        promptlab_in(runs.path())
+            .arg("report")
+            .arg(runs.path())
+            .arg("-o")
+            .arg(&page),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let data = support::reports::embedded(&std::fs::read_to_string(&page).unwrap());
+    assert_eq!(data["replays"], 1);
+    let ids: Vec<&str> = data["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [original.header.turn_id.as_str()]);
+}
+
 #[test]
 fn a_changed_tool_result_is_reported_as_a_divergence() {
     let runs = tempfile::tempdir().unwrap();

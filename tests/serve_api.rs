@@ -157,3 +157,42 @@ async fn a_turn_shows_in_runs_and_takes_a_vote() {
     assert!(shown.stdout.contains("vote: down · "), "{}", shown.stdout);
     assert!(shown.stdout.contains("wrong amount"), "{}", shown.stdout);
 }
+
+/// #62: a turn `serve --provider replay` answers from a recording is
+/// recorded as a replay of the recorded turn (`replayOf`), and the page's
+/// list of runs (`GET /api/runs`) says so.
+#[tokio::test]
+async fn a_turn_played_back_from_a_recording_is_recorded_and_listed_as_a_replay() {
+    let recorded = tempfile::tempdir().unwrap();
+    let script = repo_root().join("tests/data/scripts/excess.yaml");
+    let chat = support::run_command(
+        support::promptlab()
+            .env("PROMPTLAB_RUNS_DIR", recorded.path())
+            .args(["chat", "--provider", "script", "--claim-id", "CLM-HH-0001"])
+            .arg("--script")
+            .arg(&script)
+            .arg("What is the excess?"),
+    );
+    assert_eq!(chat.code, 0, "{}", chat.stderr);
+    let log = support::run_logs_under(recorded.path());
+    assert_eq!(log.len(), 1, "{log:?}");
+    let original = promptlab::runs::read_run_log(&log[0]).unwrap();
+    let server = Server::start_with(
+        support::promptlab(),
+        &["--provider", "replay", "--replay", log[0].to_str().unwrap()],
+    );
+    let (status, _) = post(
+        &server,
+        "/api/chat",
+        &chat_body("What is the excess?").to_string(),
+    )
+    .await;
+    assert_eq!(status, 200);
+    let logs = server.wait_for_logs(1, Duration::from_secs(20));
+    assert_eq!(
+        logs[0].header.replay_of.as_deref(),
+        Some(original.header.turn_id.as_str())
+    );
+    let (_, runs) = get(&server, "/api/runs").await;
+    assert_eq!(runs[0]["replayOf"], original.header.turn_id.as_str());
+}

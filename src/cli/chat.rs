@@ -126,6 +126,10 @@ pub fn run(
         thinking_level: args.model.thinking_level,
         today: today_or_local(args.today),
         format,
+        replay_of: replay
+            .as_ref()
+            .and_then(|replay| replay.turn_id())
+            .map(str::to_string),
     };
     let lookup = Lookup { registry, store };
     // Before the runtime: the exporter starts its own thread and client.
@@ -258,6 +262,9 @@ pub struct TurnSettings {
     pub thinking_level: promptlab::chat::ThinkingLevel,
     pub today: NaiveDate,
     pub format: OutputFormat,
+    /// `--provider replay`: the recorded turn whose model calls every turn
+    /// plays back, which each run log names (`replayOf`).
+    pub replay_of: Option<String>,
 }
 
 impl TurnSettings {
@@ -275,8 +282,12 @@ impl TurnSettings {
 
     pub fn recorder(&self, request: &ChatRequest) -> Option<RunRecorder> {
         self.record_in.as_ref().map(|dir| {
-            RunRecorder::new(dir, request, self.provider_name, None)
-                .with_prices(std::sync::Arc::clone(&self.prices))
+            let recorder = RunRecorder::new(dir, request, self.provider_name, None)
+                .with_prices(std::sync::Arc::clone(&self.prices));
+            match &self.replay_of {
+                Some(turn_id) => recorder.replaying(turn_id.clone()),
+                None => recorder,
+            }
         })
     }
 }

@@ -79,9 +79,13 @@ pub fn run(
         store: store.clone(),
         provider: replay.clone(),
     };
-    let recorder = (!args.no_record)
-        .then(|| RunRecorder::new(runs_dir, &request, "replay", log.header.labels.clone()))
-        .map(|recorder| recorder.with_prices(Arc::clone(&stores.tables.prices)));
+    // A replay is recorded as one (`replayOf`), never under the recorded
+    // turn's eval labels: it must not stand in for the judged turn.
+    let recorder = (!args.no_record).then(|| {
+        RunRecorder::new(runs_dir, &request, "replay", None)
+            .replaying(log.header.turn_id.clone())
+            .with_prices(Arc::clone(&stores.tables.prices))
+    });
     let format = args.format.unwrap_or_else(super::chat::default_format);
     // Before the runtime: the exporter starts its own thread and client.
     let telemetry = Telemetry::from_env(args.trace_parent.as_deref())

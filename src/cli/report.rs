@@ -22,7 +22,8 @@ path) and its assembled prompt on demand; failures first; filters and a search b
 the CSS, the script and the data are inside the file.
 
 The newest run of each turn counts (suite, variant, claim, case, sample); older runs are counted as
-superseded. Unreadable run logs are named on the page and on stderr.
+superseded. Replays (`promptlab replay`) are not runs of their own: they are left out and counted.
+Unreadable run logs are named on the page and on stderr.
 
 Without -o the page is report.html in the current folder. --open opens it with $BROWSER (a
 command, its arguments split on spaces; the first of a colon-separated list), else the system's

@@ -34,6 +34,10 @@ pub fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     }
     let style = Style::for_stdout();
     write_header(&log, style, &mut stdout.lock())?;
+    if let Some(turn) = log.view().replay_of() {
+        let line = replayed_line(turn, runs_dir);
+        writeln!(stdout.lock(), "{}", style.dim(&printable(&line)))?;
+    }
     let timing = log.footer.as_ref().map(|f| {
         (
             f.time_to_first_token_ms.map(Duration::from_millis),
@@ -57,6 +61,39 @@ pub fn show(args: ShowArgs, runs_dir: &PathBuf) -> Result<Exit, CliError> {
     drop(writer);
     write_votes(&path, style, &mut stdout.lock())?;
     Ok(Exit::Success)
+}
+
+/// What a replay replayed: the recorded turn's id, and — when its log is
+/// still in the runs folder — where an eval put it and the log's path.
+fn replayed_line(turn: &str, runs_dir: &Path) -> String {
+    let original = find_run(&[runs_dir.to_path_buf()], turn)
+        .ok()
+        .and_then(|path| promptlab::runs::store::summarize(&path).ok());
+    let Some(original) = original else {
+        return format!(
+            "replay of turn {turn} (its log is not in {})",
+            runs_dir.display()
+        );
+    };
+    let place = match &original.header.labels {
+        Some(labels) => format!(
+            " · eval suite {} · case {} · variant {} · sample {}{}",
+            labels.suite,
+            labels.case,
+            labels.variant,
+            labels.sample,
+            labels
+                .eval_run
+                .as_deref()
+                .map(|id| format!(" · eval run {id}"))
+                .unwrap_or_default()
+        ),
+        None => String::new(),
+    };
+    format!(
+        "replay of turn {turn}{place} · {} (a replay is not a run of that turn)",
+        original.path.display()
+    )
 }
 
 /// The thumbs votes recorded beside the log (`promptlab serve`), one line each.

@@ -110,6 +110,11 @@ pub fn run(
         let script = ScriptProvider::load(path)?.with_models(Arc::clone(&stores.tables.models));
         state.provider = TurnProvider::ScriptPerTurn(Arc::new(script));
     }
+    state.replay_of = built
+        .replay
+        .as_ref()
+        .and_then(|replay| replay.turn_id())
+        .map(str::to_string);
     state.tracing = telemetry.tracing();
     state.prices = Arc::clone(&stores.tables.prices);
     state.secrets =

@@ -103,6 +103,8 @@ pub struct SideSummary {
     pub cached_runs: usize,
     pub superseded: Vec<SetAside>,
     pub not_selected: Vec<SetAside>,
+    /// Replays of recorded turns: not runs of their own, never compared.
+    pub replays: Vec<SetAside>,
     pub unreadable: Vec<UnreadableLog>,
 }
 
@@ -548,6 +550,7 @@ fn side(set: &RunSet) -> SideSummary {
         judge_usage: judge.usage,
         superseded: set.superseded.clone(),
         not_selected: set.not_selected.clone(),
+        replays: set.replays.clone(),
         unreadable: set.unreadable.clone(),
     }
 }

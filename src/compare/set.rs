@@ -195,6 +195,9 @@ pub struct RunSet {
     pub superseded: Vec<SetAside>,
     /// Runs of variants `--variant` did not select.
     pub not_selected: Vec<SetAside>,
+    /// Replays (`promptlab replay`): re-runs of a recorded turn with its
+    /// recorded model replies, never a run of a prompt version of their own.
+    pub replays: Vec<SetAside>,
     pub unreadable: Vec<UnreadableLog>,
     /// What its reader should be told once ("no index: scanning 12 logs").
     #[serde(skip)]
@@ -288,6 +291,7 @@ pub fn load_set(
         runs: Vec::new(),
         superseded: Vec::new(),
         not_selected: Vec::new(),
+        replays: Vec::new(),
         unreadable: Vec::new(),
         notes,
     };
@@ -300,16 +304,22 @@ pub fn load_set(
         }
     }
     let found = read_wanted(files.paths, wanted.as_ref(), filter, &mut set.unreadable);
-    if found.is_empty() {
-        return Err(CompareError::Empty(source));
-    }
-    for run in found {
-        if filter.variants.is_empty() || filter.variants.iter().any(|v| v == run.version()) {
+    for (run, replayed) in found {
+        if let Some(turn) = replayed {
+            let reason = format!("a replay of turn {turn}: not a run of its own");
+            set.replays.push(SetAside { run, reason });
+        } else if filter.variants.is_empty() || filter.variants.iter().any(|v| v == run.version()) {
             set.runs.push(run);
         } else {
             let reason = format!("variant `{}` not selected by --variant", run.version());
             set.not_selected.push(SetAside { run, reason });
         }
+    }
+    if set.runs.is_empty() && set.not_selected.is_empty() {
+        return Err(CompareError::Empty(match set.replays.len() {
+            0 => source,
+            n => format!("{source} (only {n} replays, which are not runs of their own)"),
+        }));
     }
     if set.runs.is_empty() {
         return Err(CompareError::Empty(format!(
@@ -323,14 +333,15 @@ pub fn load_set(
     Ok(set)
 }
 
-/// The logs among `paths` of the `wanted` fingerprint and `--suite`; each
-/// that cannot be read goes to `unreadable`.
+/// The logs among `paths` of the `wanted` fingerprint and `--suite`, each
+/// with the turn it replays when it is a replay; each that cannot be read
+/// goes to `unreadable`.
 fn read_wanted(
     paths: Vec<PathBuf>,
     wanted: Option<&String>,
     filter: &RunFilter,
     unreadable: &mut Vec<UnreadableLog>,
-) -> Vec<RunEntry> {
+) -> Vec<(RunEntry, Option<String>)> {
     let mut found = Vec::new();
     for file in paths {
         let log = match read_run_log(&file) {
@@ -349,7 +360,8 @@ fn read_wanted(
             .as_deref()
             .is_none_or(|name| log.header.labels.as_ref().is_some_and(|l| l.suite == name));
         if wanted_fingerprint && wanted_suite {
-            found.push(RunEntry::from_log(&log));
+            let replayed = log.view().replay_of().map(str::to_string);
+            found.push((RunEntry::from_log(&log), replayed));
         }
     }
     found

@@ -42,6 +42,8 @@ pub struct TurnRow {
     pub eval_run: Option<String>,
     /// A re-score stands over the footer's verdict.
     pub rescored: bool,
+    /// A replay's: the turn it replayed (it has no suite or eval run).
+    pub replay_of: Option<String>,
 }
 
 impl TurnRow {
@@ -85,6 +87,7 @@ impl TurnRow {
             cached: numbers.cached,
             eval_run: header.labels.as_ref().and_then(|l| l.eval_run.clone()),
             rescored,
+            replay_of: view.replay_of().map(str::to_string),
         }
     }
 
@@ -95,9 +98,9 @@ impl TurnRow {
             "INSERT OR REPLACE INTO turns (path, folder, turn_id, started_at, started_ns, claim, fingerprint,
              variant, model, provider, status, suite, \"case\", sample, verdict, failures, errored,
              input_tokens, output_tokens, cache_read_tokens, thinking_tokens, cost_usd, latency_ms,
-             cached, eval_run, rescored)
+             cached, eval_run, rescored, replay_of)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-             ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
+             ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
         )?
         .execute(params![
             self.path,
@@ -126,6 +129,7 @@ impl TurnRow {
             self.cached,
             self.eval_run,
             self.rescored,
+            self.replay_of,
         ])?;
         if let (Some(eval_run), Some(suite)) = (&self.eval_run, &self.suite) {
             let ended = self.started_ns.saturating_add(

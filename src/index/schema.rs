@@ -53,7 +53,8 @@ CREATE TABLE turns (
     latency_ms INTEGER,
     cached INTEGER NOT NULL,
     eval_run TEXT,
-    rescored INTEGER NOT NULL
+    rescored INTEGER NOT NULL,
+    replay_of TEXT
 );
 CREATE INDEX turns_by_start ON turns (started_ns DESC, path);
 CREATE INDEX turns_by_verdict ON turns (verdict, started_ns DESC);

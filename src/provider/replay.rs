@@ -44,6 +44,9 @@ pub struct Divergence {
 pub struct ReplayProvider {
     calls: Vec<RecordedCall>,
     origin: String,
+    /// The id of the recorded turn played back, when it has one: what a
+    /// recorder names as the turn a replay replays (`replayOf`).
+    turn_id: Option<String>,
     next_call: AtomicUsize,
     divergences: Arc<Mutex<Vec<Divergence>>>,
     /// The table the replayed turn fits its level by.
@@ -56,6 +59,7 @@ impl ReplayProvider {
         ReplayProvider {
             calls,
             origin,
+            turn_id: None,
             next_call: AtomicUsize::new(0),
             divergences: Arc::new(Mutex::new(Vec::new())),
             models: ModelTable::shipped(),
@@ -66,6 +70,17 @@ impl ReplayProvider {
     pub fn with_models(mut self, models: Arc<ModelTable>) -> ReplayProvider {
         self.models = models;
         self
+    }
+
+    /// Names the recorded turn played back (`turn_id`).
+    pub fn with_turn_id(mut self, turn_id: String) -> ReplayProvider {
+        self.turn_id = Some(turn_id);
+        self
+    }
+
+    /// The recorded turn played back, when it was named.
+    pub fn turn_id(&self) -> Option<&str> {
+        self.turn_id.as_deref()
     }
 
     /// How many model calls the recording holds.

@@ -81,6 +81,7 @@ fn side_json(side: &crate::compare::SideSummary) -> Value {
         "offlineRuns": side.offline_runs,
         "superseded": aside(&side.superseded),
         "notSelected": aside(&side.not_selected),
+        "replays": aside(&side.replays),
         "unreadable": side.unreadable.iter()
             .map(|u| json!([u.path.display().to_string(), u.error]))
             .collect::<Vec<_>>(),

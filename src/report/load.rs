@@ -23,6 +23,8 @@ pub struct LoadedRuns {
     pub superseded: usize,
     /// Runs of other suites left out by `--suite`.
     pub other_suites: usize,
+    /// Replays of recorded turns, left out: a replay is not a run of its own.
+    pub replays: usize,
     /// Logs that could not be read: (path, why).
     pub unreadable: Vec<(PathBuf, String)>,
     pub dirs: Vec<PathBuf>,
@@ -59,6 +61,15 @@ pub fn load_runs(dirs: &[PathBuf], suite: Option<&str>) -> Result<LoadedRuns, Re
             first,
         });
     }
+    // A replay re-runs a recorded turn with its recorded model replies: it
+    // is never a run of that turn (nor of a chat turn's place), so it can
+    // neither supersede the judged run nor add a turn.
+    let read = turns.len();
+    let turns: Vec<ReportTurn> = turns
+        .into_iter()
+        .filter(|t| t.replay_of.is_none())
+        .collect();
+    let replays = read - turns.len();
     let found: BTreeSet<String> = turns.iter().filter_map(|t| t.suite.clone()).collect();
     let before = turns.len();
     let turns: Vec<ReportTurn> = match suite {
@@ -85,6 +96,7 @@ pub fn load_runs(dirs: &[PathBuf], suite: Option<&str>) -> Result<LoadedRuns, Re
         turns,
         superseded,
         other_suites,
+        replays,
         unreadable,
         dirs: dirs.to_vec(),
     })

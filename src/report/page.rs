@@ -96,6 +96,7 @@ fn runs_data(runs: &LoadedRuns, title: &str, generated_at: DateTime<Utc>) -> Str
         "suites": suites,
         "superseded": runs.superseded,
         "otherSuites": runs.other_suites,
+        "replays": runs.replays,
         "unreadable": runs.unreadable.iter()
             .map(|(path, why)| json!([path.display().to_string(), why]))
             .collect::<Vec<_>>(),

@@ -73,6 +73,8 @@ pub struct ReportTurn {
     pub error: Option<String>,
     /// The assembled prompt: (id, source, text).
     pub blocks: Vec<(String, String, Arc<str>)>,
+    /// A replay's: the recorded turn it replayed (never a run of its own).
+    pub replay_of: Option<String>,
 }
 
 impl ReportTurn {
@@ -136,6 +138,7 @@ impl ReportTurn {
                 }
                 (None, None) => Vec::new(),
             },
+            replay_of: view.replay_of().map(str::to_string),
         };
         turn.read_events(log);
         if footer.is_none() {

@@ -25,9 +25,10 @@ use crate::tools::ToolDeclaration;
 
 /// Bumped when a record changes. 2: eval turns name their eval run
 /// (`labels.evalRun`). 3: the prompt is stored apart, named by the
-/// header's `promptSha256`, instead of an inline `prompt` record. Older
-/// logs read as before: what they lack is absent.
-pub const SCHEMA_VERSION: u32 = 3;
+/// header's `promptSha256`, instead of an inline `prompt` record. 4: a
+/// replay names the turn it replayed (`replayOf`) and carries no eval
+/// labels. Older logs read as before: what they lack is absent.
+pub const SCHEMA_VERSION: u32 = 4;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
@@ -107,6 +108,12 @@ pub struct RunHeader {
     /// Where an eval run put this turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub labels: Option<RunLabels>,
+    /// A replay (`promptlab replay`, `chat --provider replay`): the id of
+    /// the recorded turn whose model calls it played back. A replay is
+    /// never a run of that turn — it has no `labels`, and no reader counts
+    /// it among a prompt version's runs (schema 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_of: Option<String>,
     /// A `worker` turn: the deployment it ran on and what was sent there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remote: Option<RemoteTurn>,

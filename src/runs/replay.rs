@@ -143,6 +143,7 @@ fn describe(event: &ChatEvent) -> String {
 /// A replay provider that plays back `log`'s model calls.
 pub fn replay_provider(log: &RunLog) -> ReplayProvider {
     ReplayProvider::new(recorded_calls(log), log.path.display().to_string())
+        .with_turn_id(log.header.turn_id.clone())
 }
 
 /// Pairs each model-call trace with the text deltas streamed before it, so

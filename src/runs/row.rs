@@ -36,6 +36,9 @@ pub struct RunRow {
     pub total_ms: Option<u64>,
     pub time_to_first_token_ms: Option<u64>,
     pub labels: Option<RunLabels>,
+    /// A replay's: the id of the recorded turn it replayed. A replay is no
+    /// run of that turn (it has no labels, no verdict).
+    pub replay_of: Option<String>,
     /// An eval turn's standing verdict (its re-score's, else its footer's).
     pub verdict: Option<Outcome>,
     /// Its unmet expectations, one line each.
@@ -81,6 +84,7 @@ impl RunRow {
             total_ms: footer.map(|f| f.total_ms),
             time_to_first_token_ms: footer.and_then(|f| f.time_to_first_token_ms),
             labels: header.labels.clone(),
+            replay_of: header.replay_of.clone(),
             verdict: verdict.as_ref().map(|v| v.outcome),
             failures: verdict.map(|v| v.failures).unwrap_or_default(),
             message_preview: header
@@ -104,12 +108,13 @@ impl RunRow {
                 .with_timezone(&Local)
                 .format("%Y-%m-%d %H:%M:%S")
                 .to_string(),
-            self.turn_id.chars().take(8).collect(),
+            short_id(&self.turn_id),
             claim_label.to_string(),
-            self.labels
-                .as_ref()
-                .map(|l| format!("{} · {} #{}", l.suite, l.case, l.sample))
-                .unwrap_or_default(),
+            match (&self.labels, &self.replay_of) {
+                (Some(l), _) => format!("{} · {} #{}", l.suite, l.case, l.sample),
+                (None, Some(turn)) => format!("replay of {}", short_id(turn)),
+                (None, None) => String::new(),
+            },
             self.message_preview.clone().unwrap_or_default(),
             self.capability.clone().unwrap_or_default(),
             self.fingerprint.clone(),
@@ -139,6 +144,12 @@ impl RunRow {
                 .unwrap_or_default(),
         ]
     }
+}
+
+/// A turn id as the table shows it: its first 8 characters, enough for
+/// `runs show`.
+fn short_id(turn_id: &str) -> String {
+    turn_id.chars().take(8).collect()
 }
 
 pub const TABLE_HEADER: [&str; 14] = [

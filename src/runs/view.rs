@@ -80,6 +80,14 @@ impl<'a> RunView<'a> {
         }
     }
 
+    /// The recorded turn this one replayed (`replayOf`, schema 4). A replay
+    /// is a debugging re-run with canned model replies, not a run of any
+    /// prompt version's turn: `compare` and `report` set it aside, and it
+    /// has no labels, so it is never an eval turn.
+    pub fn replay_of(&self) -> Option<&'a str> {
+        self.header.replay_of.as_deref()
+    }
+
     /// An eval turn's key (its variant the version); none for a chat turn.
     pub fn key(&self) -> Option<TurnKey> {
         let variant = self.header.labels.as_ref()?.variant.clone();

@@ -130,8 +130,12 @@ async fn run_turn(
         state: &state,
     };
     let recorder = state.runs_dir.as_ref().map(|dir| {
-        RunRecorder::new(dir, &request, state.provider_name, None)
-            .with_prices(Arc::clone(&state.prices))
+        let recorder = RunRecorder::new(dir, &request, state.provider_name, None)
+            .with_prices(Arc::clone(&state.prices));
+        match &state.replay_of {
+            Some(turn_id) => recorder.replaying(turn_id.clone()),
+            None => recorder,
+        }
     });
     let mut trace = state.tracing.as_ref().map(|tracing| {
         tracing.turn(TurnLabels {

@@ -101,6 +101,9 @@ pub struct ServeState {
     /// every message it prints: a file of secrets named as a claim or an
     /// override file is never quoted back.
     pub secrets: crate::provider::transport::Redactor,
+    /// `--provider replay`: the recorded turn every turn plays back, which
+    /// each run log names (`replayOf`): a replay is no run of its own.
+    pub replay_of: Option<String>,
 }
 
 impl ServeState {
@@ -129,6 +132,7 @@ impl ServeState {
             tracing: None,
             prices: crate::cost::PriceTable::shipped(),
             secrets: crate::provider::transport::Redactor::default(),
+            replay_of: None,
         }
     }
 

@@ -41,6 +41,7 @@ pub struct RunRecorder {
     model: String,
     claim: Option<ClaimRecord>,
     labels: Option<RunLabels>,
+    replay_of: Option<String>,
     trace: Option<crate::runs::record::TraceRef>,
     /// Flush when the turn waits and at the footer only (`batched`).
     batched: bool,
@@ -82,6 +83,7 @@ impl RunRecorder {
                 ClaimInput::Id(_) => None,
             },
             labels,
+            replay_of: None,
             trace: None,
             batched: false,
             member: None,
@@ -120,6 +122,16 @@ impl RunRecorder {
     /// (`in_group`), taken to commit it with.
     pub fn take_group(&mut self) -> Option<GroupMember> {
         self.member.take()
+    }
+
+    /// Records the turn as a replay of the recorded turn `turn_id`
+    /// (`replayOf`): a debugging re-run with canned model replies, which no
+    /// reader may count as a run of that turn, so it carries no eval labels
+    /// whatever it was built with.
+    pub fn replaying(mut self, turn_id: String) -> RunRecorder {
+        self.labels = None;
+        self.replay_of = Some(turn_id);
+        self
     }
 
     /// Records the turn's trace in the header (`docs/telemetry.md`).
@@ -343,6 +355,7 @@ impl RunRecorder {
                 tools_sha256: None,
                 prompt_sha256: None,
                 labels: self.labels.clone(),
+                replay_of: self.replay_of.clone(),
                 remote: start.remote.clone(),
                 trace: self.trace.clone(),
             }),

@@ -135,6 +135,10 @@ pub fn accounting_lines(c: &Comparison) -> Vec<String> {
                 "of variants not selected by --variant",
                 side.not_selected.len(),
             ),
+            (
+                "replays of recorded turns (not runs of their own)",
+                side.replays.len(),
+            ),
             ("unreadable", side.unreadable.len()),
         ] {
             if count > 0 {
@@ -142,7 +146,12 @@ pub fn accounting_lines(c: &Comparison) -> Vec<String> {
             }
         }
         lines.push(counted);
-        for aside in side.superseded.iter().chain(&side.not_selected) {
+        for aside in side
+            .superseded
+            .iter()
+            .chain(&side.not_selected)
+            .chain(&side.replays)
+        {
             lines.push(format!(
                 "  set aside: {} ({})",
                 aside.run.path.display(),

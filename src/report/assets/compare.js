@@ -47,7 +47,7 @@ function lists() {
   DATA.accounting.filter((line) => !line.startsWith("  ") && !line.startsWith("warning: "))
     .forEach((line) => items.push(el("li", null, line)));
   DATA.sides.forEach((s, n) => {
-    const aside = [["superseded", s.superseded], ["not selected", s.notSelected], ["unreadable", s.unreadable]];
+    const aside = [["superseded", s.superseded], ["not selected", s.notSelected], ["replays (not runs of their own)", s.replays], ["unreadable", s.unreadable]];
     aside.forEach(([what, list]) => {
       if (list.length) items.push(el("li", null, el("details", null, el("summary", null, (n ? "B" : "A") + ": " + list.length + " " + what),
         el("ul", null, list.map(([path, why]) => el("li", null, path + ": " + why))))));

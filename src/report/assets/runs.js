@@ -44,6 +44,7 @@ function notes() {
   if (judged < TURNS.length) items.push(el("li", null, int(TURNS.length - judged) + " turns carry no verdict (chat turns, or logs that never finished)."));
   if (offline) items.push(el("li", { class: "warn" }, int(offline) + " turns were made by the script or replay provider: their answers do not come from a model."));
   if (DATA.superseded) items.push(el("li", null, int(DATA.superseded) + " older runs of turns recorded again are not counted (the newest run counts)."));
+  if (DATA.replays) items.push(el("li", null, int(DATA.replays) + " replays of recorded turns are left out (a replay is not a run of its own)."));
   if (DATA.otherSuites) items.push(el("li", null, int(DATA.otherSuites) + " runs of other suites are left out."));
   if (DATA.unreadable.length) {
     items.push(el("li", { class: "warn" }, el("details", null,

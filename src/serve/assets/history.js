@@ -6,7 +6,7 @@ Lab.refreshRuns = async function () {
   const runs = await Lab.getJson("/api/runs?limit=20").catch(() => []);
   Lab.$("run-list").replaceChildren(...runs.map((run) => {
     const item = Lab.el("li", "run");
-    const open = Lab.el("button", "open-run", run.startedAt.slice(0, 19).replace("T", " ") + " · " + (run.claim || "?") + " · " + run.fingerprint + " · " + run.status);
+    const open = Lab.el("button", "open-run", run.startedAt.slice(0, 19).replace("T", " ") + " · " + (run.claim || "?") + " · " + run.fingerprint + " · " + run.status + (run.replayOf ? " · replay of " + run.replayOf.slice(0, 8) : ""));
     open.type = "button";
     open.dataset.turnId = run.turnId;
     open.addEventListener("click", () => Lab.openRun(run.turnId));
