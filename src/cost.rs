@@ -5,7 +5,8 @@
 //! without a price costs "unknown", never 0 (a local model too, unless a
 //! file prices it, at 0 if it is free); a call that reached no model (a
 //! cache hit, a scripted or replayed answer: a provider kind that does not
-//! bill) costs nothing.
+//! bill) costs nothing. A billed call whose server did not report its
+//! token counts costs "unknown" too: its price cannot be worked out.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -224,8 +225,11 @@ impl PriceTable {
         if cached || !bills {
             return Cost::ZERO;
         }
-        match self.get(provider, model) {
-            Some(prices) => Cost::Usd(prices.price(usage, thinking_tokens)),
+        match self
+            .get(provider, model)
+            .and_then(|prices| prices.price(usage, thinking_tokens))
+        {
+            Some(usd) => Cost::Usd(usd),
             None => Cost::Unknown,
         }
     }
@@ -250,6 +254,20 @@ pub enum PriceFileError {
 }
 
 impl ModelPrices {
+    /// Whether every rate, of every tier, is 0.
+    fn is_free(&self) -> bool {
+        let tiers = self.tiers.iter().flat_map(|t| {
+            [t.input, t.cached_input, t.output]
+                .into_iter()
+                .chain(t.thinking)
+        });
+        [self.input, self.cached_input, self.output]
+            .into_iter()
+            .chain(self.thinking)
+            .chain(tiers)
+            .all(|rate| rate == 0.0)
+    }
+
     /// A rate that is not a number of dollars, 0 or more.
     fn bad_rate(&self) -> Option<f64> {
         let rates = [self.input, self.cached_input, self.output]
@@ -266,12 +284,24 @@ impl ModelPrices {
     }
 
     /// The price of a call with `usage` (of whose output `thinking` tokens
-    /// were thinking), at the rates of the tier its prompt size falls in.
-    pub fn price(&self, usage: Usage, thinking: u64) -> f64 {
+    /// were thinking), at the rates of the tier its prompt size falls in;
+    /// `None` when its server left a count out (the tier, the cached share
+    /// and the output all need one).
+    pub fn price(&self, usage: Usage, thinking: u64) -> Option<f64> {
+        if self.is_free() {
+            // Every rate is 0 (a local model priced as free): any count
+            // costs nothing, so none needs to be known.
+            return Some(0.0);
+        }
+        let (input, cached, output) = (
+            usage.input_tokens?,
+            usage.cache_read_tokens?,
+            usage.output_tokens?,
+        );
         let rates = self
             .tiers
             .iter()
-            .filter(|tier| usage.input_tokens > tier.above)
+            .filter(|tier| input > tier.above)
             .max_by_key(|tier| tier.above)
             .map_or(
                 Rates {
@@ -287,15 +317,17 @@ impl ModelPrices {
                     thinking: tier.thinking,
                 },
             );
-        let cached = usage.cache_read_tokens.min(usage.input_tokens);
-        let uncached = usage.input_tokens - cached;
-        let thinking = thinking.min(usage.output_tokens);
-        let answer = usage.output_tokens - thinking;
+        let cached = cached.min(input);
+        let uncached = input - cached;
+        let thinking = thinking.min(output);
+        let answer = output - thinking;
         let per_token = |rate: f64, tokens: u64| rate * tokens as f64 / 1_000_000.0;
-        per_token(rates.input, uncached)
-            + per_token(rates.cached_input, cached)
-            + per_token(rates.output, answer)
-            + per_token(rates.thinking.unwrap_or(rates.output), thinking)
+        Some(
+            per_token(rates.input, uncached)
+                + per_token(rates.cached_input, cached)
+                + per_token(rates.output, answer)
+                + per_token(rates.thinking.unwrap_or(rates.output), thinking),
+        )
     }
 }
 
@@ -304,11 +336,7 @@ mod tests {
     use super::*;
 
     fn usage(input: u64, cached: u64, output: u64) -> Usage {
-        Usage {
-            input_tokens: input,
-            output_tokens: output,
-            cache_read_tokens: cached,
-        }
+        Usage::known(input, output, cached)
     }
 
     #[test]
@@ -333,12 +361,12 @@ mod tests {
         let table = PriceTable::embedded();
         let pro = table.get("gemini", "gemini-3-pro-preview").unwrap();
         // 100k prompt (20k cached), 1,000 output of which 400 thinking: standard tier.
-        let small = pro.price(usage(100_000, 20_000, 1_000), 400);
+        let small = pro.price(usage(100_000, 20_000, 1_000), 400).unwrap();
         let expected =
             80_000.0 * 2.0 / 1e6 + 20_000.0 * 0.2 / 1e6 + 600.0 * 12.0 / 1e6 + 400.0 * 12.0 / 1e6;
         assert!((small - expected).abs() < 1e-12, "{small} vs {expected}");
         // Above 200k prompt tokens, every token is at the long-context rates.
-        let large = pro.price(usage(300_000, 0, 1_000), 0);
+        let large = pro.price(usage(300_000, 0, 1_000), 0).unwrap();
         assert!((large - (300_000.0 * 4.0 / 1e6 + 1_000.0 * 18.0 / 1e6)).abs() < 1e-12);
     }
 
@@ -361,5 +389,31 @@ mod tests {
             true,
         );
         assert_eq!(hit, Cost::ZERO, "a cache hit is never billed");
+    }
+
+    #[test]
+    fn a_call_whose_server_left_a_count_out_costs_unknown_not_zero() {
+        let table = PriceTable::embedded();
+        let call =
+            |usage| table.call_cost("gemini", true, "gemini-3.1-flash-lite", usage, 0, false);
+        assert_eq!(call(Usage::UNREPORTED), Cost::Unknown);
+        for partial in [
+            Usage::reported(None, Some(100), Some(0)),
+            Usage::reported(Some(1000), None, Some(0)),
+            Usage::reported(Some(1000), Some(100), None),
+        ] {
+            assert_eq!(call(partial), Cost::Unknown, "{partial:?}");
+        }
+        // Through a provider that bills nothing it is still nothing, and so
+        // is a model priced as free whatever its counts.
+        let script = table.call_cost("script", false, "m", Usage::UNREPORTED, 0, false);
+        assert_eq!(script, Cost::ZERO);
+        let mut free = table
+            .get("gemini", "gemini-3.1-flash-lite")
+            .unwrap()
+            .clone();
+        (free.input, free.cached_input, free.output, free.thinking) = (0.0, 0.0, 0.0, None);
+        free.tiers.clear();
+        assert_eq!(free.price(Usage::UNREPORTED, 0), Some(0.0));
     }
 }

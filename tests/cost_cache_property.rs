@@ -26,14 +26,24 @@ proptest! {
     }
 
     #[test]
-    fn prices_of_any_counts_are_finite_and_never_negative(
-        input in any::<u64>(), cached in any::<u64>(), output in any::<u64>(), thinking in any::<u64>()
+    fn prices_of_any_counts_are_finite_and_never_negative_and_unknown_without_one(
+        input in any::<u64>(), cached in any::<u64>(), output in any::<u64>(), thinking in any::<u64>(),
+        left_out in 0usize..4,
     ) {
         let table = PriceTable::embedded();
+        let mut counts = [Some(input), Some(output), Some(cached)];
+        if let Some(count) = counts.get_mut(left_out) {
+            *count = None;
+        }
+        let usage = Usage::reported(counts[0], counts[1], counts[2]);
         for (_, prices) in table.models() {
-            let usage = Usage { input_tokens: input, output_tokens: output, cache_read_tokens: cached };
-            let price = prices.price(usage, thinking);
-            prop_assert!(price.is_finite() && price >= 0.0, "{price}");
+            match prices.price(usage, thinking) {
+                Some(price) => {
+                    prop_assert!(usage.is_known(), "a count left out is never priced as 0");
+                    prop_assert!(price.is_finite() && price >= 0.0, "{price}");
+                }
+                None => prop_assert!(!usage.is_known()),
+            }
         }
     }
 

@@ -590,7 +590,7 @@ fn the_rows_of_priced_turns_over_http_are_those_a_scan_makes_too() {
     let noted = turns_table(&runs);
     assert_eq!(noted.len(), 8, "{noted:?}");
     let costs: Vec<f64> = (noted.iter())
-        .filter_map(|row| match row[21] {
+        .filter_map(|row| match row[22] {
             rusqlite::types::Value::Real(cost) => Some(cost),
             _ => None,
         })

@@ -356,8 +356,11 @@ async fn check(expected: &Expected, piece: usize) {
                     usage.output_tokens,
                     usage.cache_read_tokens
                 ),
-                expected.usage,
-                "{name}"
+                {
+                    let (input, output, cached) = expected.usage;
+                    (Some(input), Some(output), Some(cached))
+                },
+                "{name}: every recording reports its usage"
             );
             assert_eq!(
                 signatures_kept(&summary),

@@ -100,7 +100,7 @@ async fn a_two_round_tool_turn_replays_the_signature_byte_for_byte() {
     let ChatEvent::Done(done) = turn.events.last().unwrap() else {
         panic!()
     };
-    assert_eq!(done.usage.input_tokens, 65 + 206);
+    assert_eq!(done.usage.input_tokens, Some(65 + 206));
     assert_eq!(
         turn.calls[0]
             .summary

@@ -300,7 +300,8 @@ async fn promptlab_reads(name: &str) -> Value {
         let (_, rest) = message.split_once("(finish reason ")?;
         Some(rest.split(')').next()?.to_string())
     });
-    let usage = summary.as_ref().map_or(json!([0, 0, 0, 0]), |s| {
+    // No usage reported is unknown (null), never 0, on both sides.
+    let usage = summary.as_ref().map_or(json!([null, null, null, 0]), |s| {
         json!([
             s.usage.input_tokens,
             s.usage.output_tokens,
@@ -332,7 +333,13 @@ fn sdk_read(seen: &Value) -> Value {
         "text": seen["text"],
         "calls": seen["calls"],
         "signatures": signatures,
-        "usage": [count("prompt"), count("candidates") + count("thoughts"), count("cached"), count("thoughts")],
+        // A stream with no usage metadata reported none: unknown, not 0;
+        // within it, a count left out is 0 (the SDK's None, proto3's default).
+        "usage": if usage.is_null() {
+            json!([null, null, null, 0])
+        } else {
+            json!([count("prompt"), count("candidates") + count("thoughts"), count("cached"), count("thoughts")])
+        },
         "finishReason": seen["finishReason"],
         "error": !seen["error"].is_null(),
     })

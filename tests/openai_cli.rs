@@ -235,3 +235,106 @@ fn a_models_file_tells_an_older_server_max_tokens_and_silences_the_warning() {
     assert!(body.get("max_completion_tokens").is_none(), "{body}");
     assert!(body.get("reasoning_effort").is_none(), "{body}");
 }
+
+/// A tool round (the call, then the answer) from a server that sends
+/// `usage` (`None`: no usage chunk at all, as llama-cpp-python's server
+/// never does even asked) with each reply.
+fn tool_round_with(usage: Option<Value>) -> Vec<Responder> {
+    let chunk = |usage: &Option<Value>| {
+        usage
+            .clone()
+            .map(|usage| json!({"id": "c1", "object": "chat.completion.chunk", "choices": [], "usage": usage}))
+    };
+    let mut call = vec![
+        delta(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_claim_section", "arguments": "{\"section\":\"coverage\"}"}}]})),
+        finish("tool_calls"),
+    ];
+    call.extend(chunk(&usage));
+    let mut answer = vec![delta(json!({"content": "Covered."})), finish("stop")];
+    answer.extend(chunk(&usage));
+    let (call, answer) = (sse(&call), sse(&answer));
+    vec![
+        Box::new(move |_: &RecordedRequest| Reply::stream(call.clone())),
+        Box::new(move |_: &RecordedRequest| Reply::stream(answer.clone())),
+    ]
+}
+
+/// #62: usage a server did not report is recorded as not reported — `null`
+/// in each model call, in `done` and in the footer, with `usageUnreported`
+/// — never as 0; the turn's cost is unknown, not $0 (the model is priced
+/// here, so 0 tokens would have cost $0); and `runs show`'s footer and
+/// `runs list` say so. Once for a server that sends no usage, once for one
+/// that sends only `prompt_tokens` and `completion_tokens`.
+#[test]
+fn usage_a_server_left_out_is_null_with_the_note_and_its_cost_unknown() {
+    let partial = json!({"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912});
+    for (usage, done_usage, call_usage) in [
+        (
+            None,
+            json!({"inputTokens": null, "outputTokens": null, "cacheReadTokens": null, "usageUnreported": 2}),
+            Value::Null,
+        ),
+        (
+            Some(partial),
+            json!({"inputTokens": 1800, "outputTokens": 24, "cacheReadTokens": null, "usageUnreported": 2}),
+            json!({"inputTokens": 900, "outputTokens": 12, "cacheReadTokens": null, "usageUnreported": 1}),
+        ),
+    ] {
+        let server = TestServer::start(tool_round_with(usage));
+        let dir = tempfile::tempdir().unwrap();
+        let prices = write(
+            dir.path(),
+            "prices.yaml",
+            "currency: USD\nmodels:\n  openai/llama3.1:8b:\n    source: our box\n    date: 2026-12-01\n    input: 0.1\n    cachedInput: 0.01\n    output: 0.4\n",
+        );
+        let runs = dir.path().join("runs");
+        let prices = prices.to_string_lossy().into_owned();
+        let out = chat(&server, &runs, &["--prices", &prices]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let done: Value = serde_json::from_str(out.stdout.lines().last().unwrap()).unwrap();
+        assert_eq!(done["usage"], done_usage, "{}", out.stdout);
+
+        let path = only_log(&runs);
+        let records: Vec<Value> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let calls: Vec<&Value> = records
+            .iter()
+            .filter(|r| r["record"] == "model_call")
+            .collect();
+        assert_eq!(calls.len(), 2);
+        for call in calls {
+            assert_eq!(call["call"]["summary"]["usage"], call_usage, "{call}");
+        }
+        let footer = records.last().unwrap();
+        assert_eq!(footer["record"], "footer");
+        assert_eq!(footer["usage"], done_usage);
+        assert!(footer.get("costUsd").is_none(), "unknown, not $0: {footer}");
+
+        let shown = run_command(
+            promptlab()
+                .env("PROMPTLAB_RUNS_DIR", &runs)
+                .env("COLUMNS", "400")
+                .args(["runs", "show"])
+                .arg(&path),
+        );
+        assert_eq!(shown.code, 0, "{}", shown.stderr);
+        assert!(
+            shown
+                .stdout
+                .contains("cache-read (usage not reported by the server (2 calls))"),
+            "{}",
+            shown.stdout
+        );
+        let listed = run_command(
+            promptlab()
+                .env("PROMPTLAB_RUNS_DIR", &runs)
+                .env("COLUMNS", "400")
+                .args(["runs", "list"]),
+        );
+        assert!(listed.stdout.contains("unknown"), "{}", listed.stdout);
+    }
+}

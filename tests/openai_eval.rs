@@ -397,3 +397,152 @@ fn compare_judges_pairs_with_an_openai_compatible_judge() {
     );
     assert_eq!(schema["schema"]["required"], json!(["reason", "winner"]));
 }
+
+/// A server that answers `calls` chat calls with the capital of Wyoming
+/// and never a usage chunk (llama-cpp-python's server sends none, even
+/// asked with `include_usage`).
+fn server_without_usage(calls: usize) -> TestServer {
+    let body = sse(&[
+        delta(json!({"role": "assistant", "content": ""})),
+        delta(json!({"content": "Cheyenne."})),
+        finish("stop"),
+    ]);
+    let responders: Vec<Responder> = (0..calls)
+        .map(|_| {
+            let body = body.clone();
+            Box::new(move |_: &RecordedRequest| Reply::stream(body.clone())) as Responder
+        })
+        .collect();
+    TestServer::start(responders)
+}
+
+/// #62: an eval against a server that reports no usage: its tokens are
+/// unknown, never 0, and its cost unknown, never $0 (the model is priced
+/// here) — in the pretty summary, `--markdown-summary`, the NDJSON summary
+/// and turn records, the index's rows, `evals show` and `compare`, each
+/// saying "usage not reported by the server (2 calls)".
+#[test]
+fn an_eval_on_a_server_that_reports_no_usage_says_so_everywhere() {
+    let server = server_without_usage(4);
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: unreported\nclaims: {ids: [CLM-HH-0001]}\ndefaults: {today: 2026-11-30}\nrepeats: 2\n\
+         cases:\n  - name: capital\n    message: What is the capital of Wyoming?\n    expect: {answerContains: Cheyenne}\n",
+    );
+    let prices = write(
+        dir.path(),
+        "prices.yaml",
+        "currency: USD\nmodels:\n  openai/llama3.1:8b:\n    source: a hosted box\n    date: 2026-12-01\n    input: 0.1\n    cachedInput: 0.01\n    output: 0.4\n",
+    );
+    let runs = dir.path().join("runs");
+    let markdown = dir.path().join("summary.md");
+    let eval = |id: &str, extra: &[&str]| {
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url))
+            .env("COLUMNS", "200")
+            .arg("eval")
+            .arg(&suite)
+            .args([
+                "--provider",
+                "openai",
+                "--model",
+                "llama3.1:8b",
+                "--eval-run",
+                id,
+            ])
+            .arg("--prices")
+            .arg(&prices)
+            .args(extra);
+        run_command(&mut command)
+    };
+    // An index from the start, so that the eval keeps it.
+    std::fs::create_dir(&runs).unwrap();
+    run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .args(["runs", "list"]),
+    );
+
+    let md = markdown.to_str().unwrap();
+    let pretty = eval("ev-0000000001", &["--markdown-summary", md]);
+    assert_eq!(pretty.code, 0, "{}\n{}", pretty.stderr, pretty.stdout);
+    let note = "usage not reported by the server (2 calls)";
+    assert!(pretty.stdout.contains(note), "{}", pretty.stdout);
+    assert!(pretty.stdout.contains("cost unknown"), "{}", pretty.stdout);
+    assert!(pretty.stdout.contains("–/–"), "{}", pretty.stdout);
+    let md = std::fs::read_to_string(&markdown).unwrap();
+    assert!(md.contains(note), "{md}");
+    assert!(md.contains("| –/– |"), "{md}");
+
+    let ndjson = eval("ev-0000000002", &["--format", "ndjson"]);
+    assert_eq!(ndjson.code, 0, "{}", ndjson.stderr);
+    let records: Vec<Value> = ndjson
+        .stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    for turn in records.iter().filter(|r| r["kind"] == "turn") {
+        assert_eq!(
+            turn["usage"],
+            json!({"inputTokens": null, "outputTokens": null, "cacheReadTokens": null, "usageUnreported": 1}),
+            "{turn}"
+        );
+        assert_eq!(turn["costUsd"], Value::Null);
+    }
+    let summary = records.last().unwrap();
+    let variant = &summary["variants"][0];
+    for (field, value) in [
+        ("inputTokens", Value::Null),
+        ("outputTokens", Value::Null),
+        ("cacheReadTokens", Value::Null),
+        ("cacheReadShare", Value::Null),
+        ("usageUnreported", json!(2)),
+        ("costUsd", Value::Null),
+    ] {
+        assert_eq!(variant[field], value, "{field}: {variant}");
+    }
+    assert_eq!(server.requests().len(), 4);
+
+    // The index keeps unknown as NULL, and the history says so.
+    let rows = support::index_rows(
+        &runs,
+        "SELECT input_tokens, output_tokens, cache_read_tokens, usage_unreported, cost_usd FROM turns",
+    );
+    assert_eq!(rows.len(), 4);
+    use rusqlite::types::Value as Sql;
+    for row in rows {
+        assert_eq!(
+            row,
+            [Sql::Null, Sql::Null, Sql::Null, Sql::Integer(1), Sql::Null]
+        );
+    }
+    let in_runs = || {
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", &runs)
+            .env("COLUMNS", "200");
+        command
+    };
+    let shown = run_command(in_runs().args(["evals", "show", "ev-0000000001"]));
+    assert!(shown.stdout.contains(note), "{}", shown.stdout);
+    let listed = run_command(in_runs().args(["evals", "list", "--json"]));
+    let listed: Value = serde_json::from_str(&listed.stdout).unwrap();
+    for run in listed.as_array().unwrap() {
+        assert_eq!(run["usageUnreported"], 2, "{run}");
+        assert_eq!(run["variants"][0]["usageUnreported"], 2, "{run}");
+        assert_eq!(run["costUsd"], Value::Null, "{run}");
+    }
+    let compared = run_command(in_runs().args(["compare", "ev-0000000001", "ev-0000000002"]));
+    assert_eq!(compared.code, 0, "{}", compared.stderr);
+    for side in ["A", "B"] {
+        assert!(
+            compared.stdout.contains(&format!("{side}: {note}")),
+            "{}",
+            compared.stdout
+        );
+    }
+}

@@ -244,7 +244,7 @@ async fn a_stream_without_done_or_finish_reason_is_an_error_keeping_its_usage() 
     assert!(error.message.contains("[DONE]"), "{}", error.message);
     assert_eq!(
         error.summary.unwrap().usage.input_tokens,
-        9,
+        Some(9),
         "the reported usage is kept"
     );
     let error = call(&provider, request(ask())).await.end.unwrap_err();
@@ -276,7 +276,7 @@ async fn length_ends_the_call_in_an_error_that_keeps_its_usage() {
     let summary = error.summary.unwrap();
     assert_eq!(
         (summary.usage.input_tokens, summary.usage.output_tokens),
-        (300, 16)
+        (Some(300), Some(16))
     );
     assert_eq!(summary.finish_reason.as_deref(), Some("length"));
 }

@@ -51,7 +51,7 @@ async fn a_tool_round_sends_the_conversation_as_chat_completions_and_replays_the
             summary.usage.output_tokens,
             summary.thinking_tokens
         ),
-        (1200, 1024, 80, 64)
+        (Some(1200), Some(1024), Some(80), 64)
     );
     assert_eq!(summary.model_version.as_deref(), Some("gpt-test-2026"));
     let mut messages = ask();

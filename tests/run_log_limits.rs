@@ -109,9 +109,9 @@ fn an_errored_turn_with_a_long_error_reads_as_finished_and_keeps_its_usage() {
     assert_eq!(runs_listed[0]["status"], "error");
     let footer = read_run_log(&log).unwrap().footer.unwrap();
     assert_eq!(footer.status, RunStatus::Error);
-    assert_eq!(footer.usage.input_tokens, 1200);
-    assert_eq!(footer.usage.output_tokens, 40);
-    assert_eq!(footer.usage.cache_read_tokens, 900);
+    assert_eq!(footer.usage.input_tokens, Some(1200));
+    assert_eq!(footer.usage.output_tokens, Some(40));
+    assert_eq!(footer.usage.cache_read_tokens, Some(900));
 }
 
 /// A finished log from the excess script, for the tests that damage it.

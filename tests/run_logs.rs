@@ -115,7 +115,7 @@ fn a_turn_is_recorded_with_header_prompt_events_calls_and_footer() {
     assert_eq!(log.events().cloned().collect::<Vec<_>>(), stdout_events);
     let footer = log.footer.unwrap();
     assert_eq!(footer.status, RunStatus::Done);
-    assert_eq!(footer.usage.input_tokens, 2700);
+    assert_eq!(footer.usage.input_tokens, Some(2700));
     assert!(footer.time_to_first_token_ms.is_some());
     // `runs show` by turn-id prefix gives back the same events.
     let prefix = &log.header.turn_id[..8];

@@ -176,6 +176,20 @@ fn real_outputs(dir: &Path) -> Vec<(&'static str, Value)> {
     let log = promptlab::runs::store::run_log_paths(&runs)
         .unwrap()
         .remove(0);
+    // A model whose server reported no usage: `null` counts and
+    // `usageUnreported` in `done`, and below in the listing and the eval.
+    let unreported = write(
+        dir,
+        "unreported.yaml",
+        "turns:\n  - text: The excess is £350.\n    usage: null\n",
+    );
+    let text = stdout_of(in_runs().args(chat).arg("--script").arg(&unreported).args([
+        "--format",
+        "ndjson",
+        "What is the excess?",
+    ]));
+    assert!(text.contains("\"usageUnreported\":1"), "{text}");
+    outputs.extend(lines(&text).into_iter().map(|event| ("chat-event", event)));
     // The prompt the log names, stored once beside the logs.
     for stored in std::fs::read_dir(runs.join("prompts")).unwrap() {
         let bytes = std::fs::read(stored.unwrap().path()).unwrap();
@@ -194,7 +208,7 @@ fn real_outputs(dir: &Path) -> Vec<(&'static str, Value)> {
     let suite = write(
         dir,
         "suite.yaml",
-        "name: s\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\nvariants:\n  - name: default\n  - name: terse\n    prompts: {system.base: Be brief.}\ncases:\n  - name: excess\n    message: What is the excess?\n    script: ok.yaml\n    expect: {answerContains: £350}\n",
+        "name: s\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\nvariants:\n  - name: default\n  - name: terse\n    prompts: {system.base: Be brief.}\ncases:\n  - name: excess\n    message: What is the excess?\n    script: ok.yaml\n    expect: {answerContains: £350}\n  - name: unreported\n    message: What is the excess?\n    script: unreported.yaml\n    expect: {answerContains: £350}\n",
     );
     let eval_runs = dir.join("eval-runs");
     for extra in [&["--list"][..], &[][..]] {

@@ -131,3 +131,52 @@ fn the_stop_button_aborts_the_turn_and_its_log_is_cancelled() {
     );
     assert_no_page_errors(&browser);
 }
+
+/// #62: a turn whose server reported no usage shows its counts as `–` and
+/// says so in the done footer and in the recent run's transcript — never
+/// `null`, never 0.
+#[test]
+fn a_turn_without_reported_usage_says_so_in_the_footer_and_its_transcript() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = support::write(
+        dir.path(),
+        "unreported.yaml",
+        "turns:\n  - text: The excess is £350.\n    usage: null\n",
+    );
+    let server = Server::start(&script, &[]);
+    let mut browser = Browser::launch(1400, 900);
+    browser.open_url(&server.url, WAIT);
+    type_into(&mut browser, "#claim", "CLM-HH-0001");
+    type_into(&mut browser, "#message", "What is the excess?");
+    browser.click("#send");
+    browser.wait_for(
+        "document.querySelector('.msg.assistant .footer')",
+        "the done footer",
+        WAIT,
+    );
+    let footer = browser.eval("document.querySelector('.msg.assistant .footer').textContent");
+    let footer = footer.as_str().unwrap();
+    assert!(
+        footer.contains("– in / – out / – cached (usage not reported by the server (1 call))"),
+        "{footer}"
+    );
+    browser.wait_for(
+        "document.querySelectorAll('#run-list li').length === 1",
+        "the recent runs",
+        WAIT,
+    );
+    browser.click("#run-list .open-run");
+    browser.wait_for(
+        "document.querySelector('#run-body .footer')",
+        "the recorded transcript",
+        WAIT,
+    );
+    let recorded = browser.eval("document.querySelector('#run-body .footer').textContent");
+    let recorded = recorded.as_str().unwrap();
+    assert!(
+        recorded.contains("– in / – out · usage not reported by the server (1 call)"),
+        "{recorded}"
+    );
+    assert!(!recorded.contains("null"), "{recorded}");
+    assert_no_page_errors(&browser);
+}

@@ -48,7 +48,7 @@ async fn a_plain_answer_streams_text_then_done() {
             done.usage.output_tokens,
             done.usage.cache_read_tokens
         ),
-        (10, 5, 2)
+        (Some(10), Some(5), Some(2))
     );
     let id = uuid::Uuid::parse_str(&done.turn_id).unwrap();
     assert_eq!(id.get_version_num(), 4);
@@ -93,7 +93,7 @@ async fn one_tool_round_then_the_answer_with_usage_summed() {
             done.usage.output_tokens,
             done.usage.cache_read_tokens
         ),
-        (300, 30, 200)
+        (Some(300), Some(30), Some(200))
     );
     // The second call got the assistant turn with its provider_state, then the result.
     let second = &turn.requests[1].messages;

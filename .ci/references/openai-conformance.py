@@ -98,7 +98,9 @@ def usage_of(usage):
     completion_details = usage.completion_tokens_details
     return {
         "prompt": usage.prompt_tokens,
-        "cached": (prompt_details.cached_tokens or 0) if prompt_details else 0,
+        # Not sent is not 0: promptlab records a count a server left out as
+        # unknown (null), as the SDK reads it (None).
+        "cached": prompt_details.cached_tokens if prompt_details else None,
         "completion": usage.completion_tokens,
         "reasoning": (completion_details.reasoning_tokens or 0) if completion_details else 0,
     }

@@ -8,6 +8,7 @@ use std::path::Path;
 use chrono::{DateTime, Local, Utc};
 use clap::{Args, Subcommand};
 
+use promptlab::event::unreported_note;
 use promptlab::index::RunIndex;
 use promptlab::index::history::VariantNumbers;
 use promptlab::sink::{Style, printable};
@@ -235,6 +236,12 @@ fn list(index: &RunIndex, args: &ListArgs) -> Result<Exit, CliError> {
     let fitted = fit_table(LIST_HEADER, LIST_FITS, &cells, terminal_width());
     writeln!(out, "{fitted}")?;
     write_hidden(&mut out, &fitted.hidden, "--json")?;
+    // Why a run's cost is `?`: said beside the table, not guessed in it.
+    for run in &runs {
+        if let Some(note) = unreported_note(run.usage_unreported) {
+            writeln!(out, "{}: {note}", run.id)?;
+        }
+    }
     Ok(Exit::Success)
 }
 
@@ -291,6 +298,9 @@ fn show(index: &RunIndex, args: &ShowArgs) -> Result<Exit, CliError> {
         run.status,
         printable(&shard)
     )?;
+    if let Some(note) = unreported_note(run.usage_unreported) {
+        writeln!(out, "{note}: its cost is unknown")?;
+    }
     write_variants(&mut out, &run.variants)?;
     if run.numbers_from == "summary" {
         let why = "numbers from its summary file: it counted turns that have no run log \

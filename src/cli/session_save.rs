@@ -9,6 +9,7 @@ use std::io::Write;
 use std::path::Path;
 
 use promptlab::chat::ChatEvent;
+use promptlab::event::count_or_dash;
 use promptlab::markdown;
 
 /// One turn of the session as the transcript keeps it.
@@ -67,11 +68,15 @@ fn paragraph(text: &str) -> String {
 fn footer(turn: &SavedTurn) -> String {
     let end = turn.events.iter().rev().find_map(|event| match event {
         ChatEvent::Done(done) => Some(format!(
-            "_{} · {} in / {} out ({} cache read) · fingerprint {} · turn {}_",
+            "_{} · {} in / {} out ({} cache read){} · fingerprint {} · turn {}_",
             markdown::inline(&done.model, 100),
-            done.usage.input_tokens,
-            done.usage.output_tokens,
-            done.usage.cache_read_tokens,
+            count_or_dash(done.usage.input_tokens),
+            count_or_dash(done.usage.output_tokens),
+            count_or_dash(done.usage.cache_read_tokens),
+            done.usage
+                .unreported_note()
+                .map(|note| format!(" ({note})"))
+                .unwrap_or_default(),
             markdown::inline(&done.prompts.fingerprint, 20),
             markdown::inline(&done.turn_id, 40)
         )),

@@ -85,11 +85,17 @@ pub struct SideSummary {
     pub pass_rate: Option<f64>,
     /// 95% Wilson interval of the pass rate.
     pub pass_rate_interval: Option<(f64, f64)>,
+    /// Over the finished runs; unknown (`null`) when a run's server left
+    /// the count out.
     pub input_tokens: Distribution,
     pub output_tokens: Distribution,
     pub latency_ms: Distribution,
-    /// Cache-read tokens / input tokens over all runs.
-    pub cache_read_share: f64,
+    /// Cache-read tokens / input tokens over all runs; unknown when either
+    /// count is.
+    pub cache_read_share: Option<f64>,
+    /// Its runs' tokens summed (null where a server left a count out), and
+    /// how many of their model calls lacked usage.
+    pub usage: crate::event::Usage,
     /// Runs made by a provider that does not call a model (script, replay).
     pub offline_runs: usize,
     /// Rubric verdicts behind its runs' verdicts, and the judge tokens of
@@ -115,6 +121,15 @@ pub struct Distribution {
 }
 
 impl Distribution {
+    /// Of token counts: unknown when any is — a median of the runs whose
+    /// server reported would pass for the side's.
+    fn of_counts(counts: impl Iterator<Item = Option<u64>>) -> Distribution {
+        match counts.collect::<Option<Vec<u64>>>() {
+            Some(values) => Distribution::of(values),
+            None => Distribution::default(),
+        }
+    }
+
     fn of(mut values: Vec<u64>) -> Distribution {
         values.sort_unstable();
         Distribution {
@@ -496,10 +511,7 @@ fn side(set: &RunSet) -> SideSummary {
                 .is_some_and(|v| v.outcome == Outcome::Pass)
         })
         .count();
-    // Saturating: a hand-edited log may hold any u64.
-    let total = |f: fn(&RunEntry) -> u64| set.runs.iter().map(f).fold(0u64, u64::saturating_add);
-    let input = total(|r| r.usage.input_tokens);
-    let cache = total(|r| r.usage.cache_read_tokens);
+    let usage: crate::event::Usage = set.runs.iter().map(|r| r.usage).sum();
     let judge = set.runs.iter().filter_map(|r| r.verdict.as_ref()).fold(
         JudgeSpend::default(),
         |mut total, verdict| {
@@ -525,8 +537,8 @@ fn side(set: &RunSet) -> SideSummary {
         pass_rate: (!judged.is_empty()).then(|| passed as f64 / judged.len() as f64),
         pass_rate_interval: wilson_interval(passed, judged.len()),
         errored_runs: set.runs.iter().filter(|r| errored(r)).count(),
-        input_tokens: Distribution::of(finished().map(|r| r.usage.input_tokens).collect()),
-        output_tokens: Distribution::of(finished().map(|r| r.usage.output_tokens).collect()),
+        input_tokens: Distribution::of_counts(finished().map(|r| r.usage.input_tokens)),
+        output_tokens: Distribution::of_counts(finished().map(|r| r.usage.output_tokens)),
         latency_ms: Distribution::of(
             finished()
                 .filter(|r| r.cached_calls == 0)
@@ -540,11 +552,8 @@ fn side(set: &RunSet) -> SideSummary {
             .sum::<crate::cost::Cost>()
             .usd(),
         cached_runs: set.runs.iter().filter(|r| r.cached_calls > 0).count(),
-        cache_read_share: if input == 0 {
-            0.0
-        } else {
-            cache as f64 / input as f64
-        },
+        cache_read_share: usage.cache_read_share(),
+        usage,
         offline_runs: set.offline_runs(),
         judge_calls: judge.calls,
         judge_usage: judge.usage,

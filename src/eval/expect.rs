@@ -199,13 +199,18 @@ pub fn judge(expect: &Expectations, seen: &Observation, rubric: &[RubricVerdict]
             seen.rounds
         ));
     }
-    if let Some(max) = expect.max_output_tokens
-        && seen.usage.output_tokens > max
-    {
-        failures.push(format!(
-            "{} output tokens, more than the {max} allowed",
-            seen.usage.output_tokens
-        ));
+    if let Some(max) = expect.max_output_tokens {
+        // A limit no count can be checked against is not met: passing it
+        // would claim what nobody measured.
+        match seen.usage.output_tokens {
+            Some(tokens) if tokens > max => failures.push(format!(
+                "{tokens} output tokens, more than the {max} allowed"
+            )),
+            Some(_) => {}
+            None => failures.push(format!(
+                "output tokens not reported by the server: the limit of {max} cannot be checked"
+            )),
+        }
     }
     if let Some(max) = expect.max_latency_ms
         && seen.latency_ms > max
@@ -429,11 +434,7 @@ mod tests {
             tool_calls: vec![("get_claim_section".into(), json!({"section": "policy"}))],
             client_actions: vec![json!({"action": "highlight_panel", "panel": "policy"})],
             rounds: 2,
-            usage: Usage {
-                input_tokens: 100,
-                output_tokens: 50,
-                cache_read_tokens: 0,
-            },
+            usage: Usage::known(100, 50, 0),
             latency_ms: 1200,
             ..Observation::default()
         }
@@ -493,6 +494,24 @@ mod tests {
             ..Expectations::default()
         };
         assert_eq!(judge(&ignoring_case, &seen(), &[]).outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn a_token_limit_on_output_the_server_did_not_report_is_not_met() {
+        let expect = Expectations {
+            max_output_tokens: Some(50),
+            ..Expectations::default()
+        };
+        let unreported = Observation {
+            usage: Usage::UNREPORTED,
+            ..seen()
+        };
+        let verdict = judge(&expect, &unreported, &[]);
+        assert_eq!(verdict.outcome, Outcome::Fail);
+        assert_eq!(
+            verdict.failures,
+            ["output tokens not reported by the server: the limit of 50 cannot be checked"]
+        );
     }
 
     #[test]

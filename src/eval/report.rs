@@ -47,11 +47,13 @@ pub struct VariantSummary {
     pub pass_rate: f64,
     /// 95% Wilson interval of the pass rate.
     pub pass_rate_interval: Option<(f64, f64)>,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    /// cache read / input tokens.
-    pub cache_read_share: f64,
+    /// Tokens summed over its turns (`inputTokens`, `outputTokens`,
+    /// `cacheReadTokens`: `null` where a server left the count out), and
+    /// `usageUnreported`, the model calls that lacked usage (absent: none).
+    #[serde(flatten)]
+    pub usage: Usage,
+    /// cache read / input tokens; `null` when either is unknown.
+    pub cache_read_share: Option<f64>,
     pub latency_p50_ms: Option<u64>,
     pub latency_p95_ms: Option<u64>,
     /// Overrides of the variant that were not applied, and why.

@@ -31,6 +31,10 @@ pub struct EvalRunRow {
     pub status: String,
     /// What its turns' model calls cost, in USD; absent when any is unknown.
     pub cost_usd: Option<f64>,
+    /// Model calls of its turns whose server left some usage out; absent
+    /// when none did.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub usage_unreported: u32,
     pub variants: Vec<VariantNumbers>,
     /// `index` (the turns' rows), or `summary` when a variant's numbers
     /// are its summary files' (they counted turns of it the index does not
@@ -53,6 +57,14 @@ pub struct VariantNumbers {
     pub pass_rate: Option<f64>,
     pub latency_p50_ms: Option<u64>,
     pub latency_p95_ms: Option<u64>,
+    /// Model calls of its turns whose server left some usage out (their
+    /// cost, and so the variant's, is unknown); absent when none did.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub usage_unreported: u32,
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }
 
 /// A turn of an eval run that did not pass.
@@ -101,7 +113,8 @@ m AS (
 const MEMBERS: &str = members!();
 
 /// Per variant: turns, judged, passed, failed, errors (the tally's rules),
-/// cost (null when any is unknown), and the nearest-rank 50th and 95th
+/// cost (null when any is unknown), the calls without reported usage, and
+/// the nearest-rank 50th and 95th
 /// latency percentiles — rank ⌈p·n/100⌉, in integers — over the turns that
 /// finished without a cache hit: one pass over the members, those timed
 /// ranked first.
@@ -109,7 +122,7 @@ const VARIANTS: &str = concat!(
     members!(),
     ",
 timed AS (
-    SELECT coalesce(variant, '') AS variant, verdict, errored, cost_usd, latency_ms,
+    SELECT coalesce(variant, '') AS variant, verdict, errored, cost_usd, latency_ms, usage_unreported,
         (errored = 0 AND cached = 0 AND latency_ms IS NOT NULL) AS timed
     FROM m
 ),
@@ -121,7 +134,8 @@ ranked AS (
 SELECT variant, count(*), count(verdict), total(verdict = 'pass'), total(verdict = 'fail'),
     total(errored), CASE WHEN count(cost_usd) = count(*) THEN total(cost_usd) END,
     max(CASE WHEN timed AND rank = max(1, (50 * n + 99) / 100) THEN latency_ms END),
-    max(CASE WHEN timed AND rank = max(1, (95 * n + 99) / 100) THEN latency_ms END)
+    max(CASE WHEN timed AND rank = max(1, (95 * n + 99) / 100) THEN latency_ms END),
+    total(usage_unreported)
 FROM ranked GROUP BY variant ORDER BY variant"
 );
 
@@ -174,6 +188,9 @@ impl RunIndex {
         let cost_usd = counted
             .iter()
             .try_fold(0.0, |sum, (_, cost)| cost.map(|cost| sum + cost));
+        let usage_unreported = counted
+            .iter()
+            .fold(0, |sum: u32, (v, _)| sum.saturating_add(v.usage_unreported));
         let variants: Vec<VariantNumbers> = counted.into_iter().map(|(v, _)| v).collect();
         let time = |ns: i64| DateTime::from_timestamp_nanos(ns);
         Ok(Some(EvalRunRow {
@@ -192,6 +209,7 @@ impl RunIndex {
             turns,
             status: status_of(&summaries),
             cost_usd,
+            usage_unreported,
             variants,
             numbers_from: numbers_from.to_string(),
         }))
@@ -221,6 +239,9 @@ impl RunIndex {
                         pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
                         latency_p50_ms: ms(7)?,
                         latency_p95_ms: ms(8)?,
+                        usage_unreported: row
+                            .get::<_, f64>(9)
+                            .map(|n| u32::try_from(n as u64).unwrap_or(u32::MAX))?,
                     },
                     row.get(6)?,
                 ))
@@ -372,6 +393,9 @@ fn summed_summaries(summaries: &[SummaryRow]) -> Option<Counted> {
         total.passed = total.passed.saturating_add(numbers.passed);
         total.failed = total.failed.saturating_add(numbers.failed);
         total.errors = total.errors.saturating_add(numbers.errors);
+        total.usage_unreported = total
+            .usage_unreported
+            .saturating_add(numbers.usage_unreported);
         total.pass_rate = (total.judged > 0).then(|| total.passed as f64 / total.judged as f64);
         (total.latency_p50_ms, total.latency_p95_ms) = (None, None);
         *total_cost = total_cost.zip(cost).map(|(a, b)| a + b);
@@ -408,6 +432,10 @@ fn variants_in_summary(summary: &serde_json::Value) -> Counted {
                 pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
                 latency_p50_ms: v.get("latencyP50Ms").and_then(serde_json::Value::as_u64),
                 latency_p95_ms: v.get("latencyP95Ms").and_then(serde_json::Value::as_u64),
+                usage_unreported: v
+                    .get("usageUnreported")
+                    .and_then(serde_json::Value::as_u64)
+                    .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
             };
             (
                 numbers,
@@ -458,6 +486,7 @@ mod tests {
             pass_rate: (turns > 0).then(|| passed as f64 / turns as f64),
             latency_p50_ms: Some(5),
             latency_p95_ms: Some(9),
+            usage_unreported: 0,
         }
     }
 

@@ -32,9 +32,12 @@ pub struct TurnRow {
     /// Unmet expectations, one a line.
     pub failures: Option<String>,
     pub errored: bool,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
+    /// Token counts; null where a server of the turn left one out.
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+    pub cache_read_tokens: Option<u64>,
+    /// Model calls whose server left some count out.
+    pub usage_unreported: u32,
     pub thinking_tokens: u64,
     pub cost_usd: Option<f64>,
     pub latency_ms: Option<u64>,
@@ -81,6 +84,7 @@ impl TurnRow {
             input_tokens: numbers.usage.input_tokens,
             output_tokens: numbers.usage.output_tokens,
             cache_read_tokens: numbers.usage.cache_read_tokens,
+            usage_unreported: numbers.usage.usage_unreported,
             thinking_tokens: footer.map_or(0, |f| f.thinking_tokens),
             cost_usd: footer.and_then(|f| f.cost(&header.provider)),
             latency_ms: numbers.latency_ms,
@@ -97,10 +101,10 @@ impl TurnRow {
         db.prepare_cached(
             "INSERT OR REPLACE INTO turns (path, folder, turn_id, started_at, started_ns, claim, fingerprint,
              variant, model, provider, status, suite, \"case\", sample, verdict, failures, errored,
-             input_tokens, output_tokens, cache_read_tokens, thinking_tokens, cost_usd, latency_ms,
-             cached, eval_run, rescored, replay_of)
+             input_tokens, output_tokens, cache_read_tokens, usage_unreported, thinking_tokens,
+             cost_usd, latency_ms, cached, eval_run, rescored, replay_of)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-             ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27)",
+             ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
         )?
         .execute(params![
             self.path,
@@ -120,9 +124,10 @@ impl TurnRow {
             self.verdict,
             self.failures,
             self.errored,
-            count(self.input_tokens),
-            count(self.output_tokens),
-            count(self.cache_read_tokens),
+            self.input_tokens.map(count),
+            self.output_tokens.map(count),
+            self.cache_read_tokens.map(count),
+            self.usage_unreported,
             count(self.thinking_tokens),
             self.cost_usd,
             self.latency_ms.map(count),

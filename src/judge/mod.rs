@@ -122,7 +122,8 @@ pub struct JudgeCallRecord {
     pub key: String,
     /// The reply as the judge wrote it (cut at 2,000 characters).
     pub reply: String,
-    /// Judge tokens, never added to the chat turn's.
+    /// Judge tokens, never added to the chat turn's; `null` counts, and
+    /// `usageUnreported`, where the judge's server left them out.
     pub usage: Usage,
     /// What the call cost in USD; 0 from the cache; absent when the judge
     /// model has no price (unknown, never 0).

@@ -110,6 +110,9 @@ pub enum ModelEvent {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallSummary {
+    /// As the server reported it: `null` in the record when it reported
+    /// none, `null` counts where it left some out (never 0).
+    #[serde(with = "crate::event::usage_or_null")]
     pub usage: Usage,
     /// The provider's own token counts, kept for the run log.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -49,33 +49,58 @@ pub struct ScriptTurn {
     pub chunks: Option<Vec<String>>,
     #[serde(default)]
     pub calls: Vec<ScriptCall>,
-    #[serde(default)]
-    pub usage: Option<ScriptUsage>,
+    /// Absent: no tokens; `null`: a server that reported no usage.
+    #[serde(
+        default,
+        deserialize_with = "given",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub usage: Option<Option<ScriptUsage>>,
     #[serde(default)]
     pub delay_ms: Option<u64>,
     #[serde(default)]
     pub error: Option<String>,
 }
 
-/// A turn's token counts; a count left out is 0, so `usage: {inputTokens: 900}`
-/// is enough. (The `done` event's usage always carries all three.)
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct ScriptUsage {
-    #[serde(default)]
-    pub input_tokens: u64,
-    #[serde(default)]
-    pub output_tokens: u64,
-    #[serde(default)]
-    pub cache_read_tokens: u64,
+/// `usage: null` given is not `usage` left out: a present field, even
+/// `null`, is `Some`.
+fn given<'de, D: serde::Deserializer<'de>>(
+    from: D,
+) -> Result<Option<Option<ScriptUsage>>, D::Error> {
+    Option::<ScriptUsage>::deserialize(from).map(Some)
 }
 
-impl From<ScriptUsage> for Usage {
-    fn from(usage: ScriptUsage) -> Usage {
-        Usage {
-            input_tokens: usage.input_tokens,
-            output_tokens: usage.output_tokens,
-            cache_read_tokens: usage.cache_read_tokens,
+/// A turn's token counts as its stand-in server reports them. A count left
+/// out is 0, so `usage: {inputTokens: 900}` is enough; a count given as
+/// `null` stands in for a server that did not report it (`null`, never 0,
+/// in the run log and `done`).
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ScriptUsage {
+    #[serde(default = "no_tokens")]
+    pub input_tokens: Option<u64>,
+    #[serde(default = "no_tokens")]
+    pub output_tokens: Option<u64>,
+    #[serde(default = "no_tokens")]
+    pub cache_read_tokens: Option<u64>,
+}
+
+fn no_tokens() -> Option<u64> {
+    Some(0)
+}
+
+impl ScriptTurn {
+    /// What this call's stand-in server reports: nothing asked, no tokens;
+    /// `usage: null`, no usage at all.
+    pub fn reported_usage(&self) -> Usage {
+        match self.usage {
+            None => Usage::ZERO,
+            Some(None) => Usage::UNREPORTED,
+            Some(Some(usage)) => Usage::reported(
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+            ),
         }
     }
 }
@@ -223,7 +248,7 @@ impl ModelProvider for ScriptProvider {
                 }));
             }
             yield Ok(ModelEvent::Done(CallSummary {
-                usage: turn.usage.map(Usage::from).unwrap_or_default(),
+                usage: turn.reported_usage(),
                 provider_state: Some(state_for(number)),
                 model_version: Some("script".to_string()),
                 finish_reason: Some("STOP".to_string()),
@@ -313,19 +338,19 @@ mod tests {
     }
 
     #[test]
-    fn a_partial_usage_counts_what_it_leaves_out_as_zero() {
-        let script = parse("turns:\n  - text: hi\n    usage: {inputTokens: 900}\n").unwrap();
-        let usage = Usage::from(script.turns[0].usage.unwrap());
+    fn a_count_left_out_is_zero_and_a_null_one_is_unreported() {
+        let usage = |yaml: &str| parse(yaml).unwrap().turns[0].reported_usage();
         assert_eq!(
-            usage,
-            Usage {
-                input_tokens: 900,
-                output_tokens: 0,
-                cache_read_tokens: 0
-            }
+            usage("turns:\n  - text: hi\n    usage: {inputTokens: 900}\n"),
+            Usage::known(900, 0, 0)
         );
-        let empty = parse("turns:\n  - usage: {}\n").unwrap();
-        assert_eq!(Usage::from(empty.turns[0].usage.unwrap()), Usage::default());
+        assert_eq!(usage("turns:\n  - usage: {}\n"), Usage::ZERO);
+        assert_eq!(usage("turns:\n  - text: hi\n"), Usage::ZERO);
+        assert_eq!(usage("turns:\n  - usage: null\n"), Usage::UNREPORTED);
+        assert_eq!(
+            usage("turns:\n  - usage: {inputTokens: 9, outputTokens: null}\n"),
+            Usage::reported(Some(9), None, Some(0))
+        );
     }
 
     #[test]

@@ -124,9 +124,7 @@ impl RunRow {
             self.verdict
                 .map(|v| v.as_str().to_string())
                 .unwrap_or_default(),
-            self.usage
-                .map(|u| format!("{}/{}", u.input_tokens, u.output_tokens))
-                .unwrap_or_default(),
+            self.usage.map(|u| u.in_out()).unwrap_or_default(),
             match (self.usage, self.cost_usd) {
                 // No footer: the turn never finished.
                 (None, _) => String::new(),

@@ -2,9 +2,10 @@
 //! figure: `eval`'s summary (`eval::totals::gather`) and the HTML
 //! report's (`report::summary`) both fold their turns through `tally`, so
 //! they cannot disagree. The rules: the pass rate over the turns with a
-//! verdict, with its 95% Wilson interval; errors apart; tokens summed
-//! (saturating: a hand-edited log may hold any count); the cache-read share
-//! of input tokens; latency p50/p95 (nearest rank) over the turns that
+//! verdict, with its 95% Wilson interval; errors apart; tokens summed by
+//! `Usage`'s one sum rule (saturating: a hand-edited log may hold any
+//! count; a count any turn's server left out is unknown, never 0); the
+//! cache-read share of input tokens (unknown with either); latency p50/p95 (nearest rank) over the turns that
 //! neither errored nor had a model call answered from the cache (which takes
 //! no time).
 
@@ -38,10 +39,12 @@ pub struct Tally {
     /// passed / judged; `None` without a verdict.
     pub pass_rate: Option<f64>,
     pub pass_rate_interval: Option<(f64, f64)>,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_read_share: f64,
+    /// The turns' tokens, and the calls whose server left some out
+    /// (`inputTokens`, …, `usageUnreported`, inline).
+    #[serde(flatten)]
+    pub usage: Usage,
+    /// `None` when input or cache-read tokens are unknown.
+    pub cache_read_share: Option<f64>,
     pub latency_p50_ms: Option<u64>,
     pub latency_p95_ms: Option<u64>,
 }
@@ -86,11 +89,7 @@ impl TallyBuilder {
         }
         total.judged += usize::from(turn.outcome.is_some());
         total.errors += usize::from(turn.errored);
-        total.input_tokens = total.input_tokens.saturating_add(turn.usage.input_tokens);
-        total.output_tokens = total.output_tokens.saturating_add(turn.usage.output_tokens);
-        total.cache_read_tokens = total
-            .cache_read_tokens
-            .saturating_add(turn.usage.cache_read_tokens);
+        total.usage += turn.usage;
         if let Some(latency) = turn.latency_ms.filter(|_| !turn.errored && !turn.cached)
             && !self.counts_only
         {
@@ -102,11 +101,7 @@ impl TallyBuilder {
         let (mut total, latencies) = (self.total, self.latencies);
         total.pass_rate = (total.judged > 0).then(|| total.passed as f64 / total.judged as f64);
         total.pass_rate_interval = wilson_interval(total.passed, total.judged);
-        total.cache_read_share = if total.input_tokens == 0 {
-            0.0
-        } else {
-            total.cache_read_tokens as f64 / total.input_tokens as f64
-        };
+        total.cache_read_share = total.usage.cache_read_share();
         total.latency_p50_ms = latencies.percentile(50);
         total.latency_p95_ms = latencies.percentile(95);
         total
@@ -121,11 +116,7 @@ mod tests {
         TurnNumbers {
             outcome,
             errored: outcome == Some(Outcome::Error),
-            usage: Usage {
-                input_tokens: 100,
-                output_tokens: 10,
-                cache_read_tokens: 40,
-            },
+            usage: Usage::known(100, 10, 40),
             latency_ms: Some(latency),
             cached,
         }
@@ -145,8 +136,21 @@ mod tests {
         assert_eq!(numbers.pass_rate, Some(0.5));
         assert_eq!(numbers.latency_p50_ms, Some(200));
         assert_eq!(numbers.latency_p95_ms, Some(300));
-        assert_eq!(numbers.input_tokens, 500);
-        assert!((numbers.cache_read_share - 0.4).abs() < 1e-12);
+        assert_eq!(numbers.usage.input_tokens, Some(500));
+        assert!((numbers.cache_read_share.unwrap() - 0.4).abs() < 1e-12);
         assert_eq!(tally([turn(None, 5, false)]).pass_rate, None);
+    }
+
+    #[test]
+    fn a_turn_whose_server_reported_no_usage_makes_the_counts_unknown_not_smaller() {
+        let mut unreported = turn(Some(Outcome::Pass), 100, false);
+        unreported.usage = Usage::UNREPORTED;
+        let numbers = tally([turn(Some(Outcome::Pass), 100, false), unreported]);
+        assert_eq!(numbers.usage.input_tokens, None);
+        assert_eq!(numbers.usage.usage_unreported, 1);
+        assert_eq!(numbers.cache_read_share, None);
+        let json = serde_json::to_value(&numbers).unwrap();
+        assert_eq!(json["inputTokens"], serde_json::Value::Null);
+        assert_eq!(json["usageUnreported"], 1);
     }
 }

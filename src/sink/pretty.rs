@@ -166,7 +166,10 @@ impl<W: Write> PrettyWriter<W> {
     }
 
     fn write_footer(&mut self, done: &Done) -> io::Result<()> {
-        let count = |n: u64| format_amount(n.into()).trim_end_matches(".00").to_string();
+        let count = |n: Option<u64>| match n {
+            Some(n) => format_amount(n.into()).trim_end_matches(".00").to_string(),
+            None => "–".to_string(),
+        };
         let usage = &done.usage;
         let (first_text, total) = self
             .recorded_timing
@@ -176,11 +179,15 @@ impl<W: Write> PrettyWriter<W> {
             |d| format!("first token {:.2} s", d.as_secs_f64()),
         );
         let footer = format!(
-            "{} · {} in / {} out / {} cache-read · prompts {} · turn {} · {} · total {:.2} s",
+            "{} · {} in / {} out / {} cache-read{} · prompts {} · turn {} · {} · total {:.2} s",
             done.model,
             count(usage.input_tokens),
             count(usage.output_tokens),
             count(usage.cache_read_tokens),
+            usage
+                .unreported_note()
+                .map(|note| format!(" ({note})"))
+                .unwrap_or_default(),
             done.prompts.fingerprint,
             done.turn_id,
             first,
@@ -237,11 +244,7 @@ mod tests {
             },
             ChatEvent::Done(Done {
                 model: "m".into(),
-                usage: Usage {
-                    input_tokens: 5210,
-                    output_tokens: 12,
-                    cache_read_tokens: 0,
-                },
+                usage: Usage::known(5210, 12, 0),
                 turn_id: "t-1".into(),
                 prompts: PromptsUsed {
                     fingerprint: "default".into(),

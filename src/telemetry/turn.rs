@@ -295,13 +295,20 @@ impl TurnTrace {
         ];
         if let Some(summary) = &call.summary {
             let usage = summary.usage;
+            // A count the server did not report is left out, never sent as 0.
+            attributes.extend(
+                [
+                    ("gen_ai.usage.input_tokens", usage.input_tokens),
+                    ("gen_ai.usage.output_tokens", usage.output_tokens),
+                    (
+                        "gen_ai.usage.cache_read.input_tokens",
+                        usage.cache_read_tokens,
+                    ),
+                ]
+                .into_iter()
+                .filter_map(|(name, tokens)| Some(KeyValue::new(name, count(tokens?)))),
+            );
             attributes.extend([
-                KeyValue::new("gen_ai.usage.input_tokens", count(usage.input_tokens)),
-                KeyValue::new("gen_ai.usage.output_tokens", count(usage.output_tokens)),
-                KeyValue::new(
-                    "gen_ai.usage.cache_read.input_tokens",
-                    count(usage.cache_read_tokens),
-                ),
                 KeyValue::new(
                     "promptlab.usage.thinking_tokens",
                     count(summary.thinking_tokens),

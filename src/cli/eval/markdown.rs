@@ -35,7 +35,7 @@ pub fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
         });
         let _ = writeln!(
             md,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1}%{interval} | {}/{} | {} / {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1}%{interval} | {} | {} / {} |",
             md_cell(&s.variant),
             code_in_table(&s.fingerprint, CELL_CHARS),
             md_cell(&model_text(s)),
@@ -44,8 +44,7 @@ pub fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
             s.failed,
             s.errors,
             s.pass_rate * 100.0,
-            s.input_tokens,
-            s.output_tokens,
+            s.usage.in_out(),
             seconds(s.latency_p50_ms),
             seconds(s.latency_p95_ms)
         );

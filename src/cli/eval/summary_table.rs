@@ -61,8 +61,9 @@ fn row(s: &VariantSummary) -> [String; 11] {
         s.failed.to_string(),
         s.errors.to_string(),
         format!("{:.1}%", s.pass_rate * 100.0),
-        format!("{}/{}", s.input_tokens, s.output_tokens),
-        format!("{:.1}%", s.cache_read_share * 100.0),
+        s.usage.in_out(),
+        s.cache_read_share
+            .map_or("–".to_string(), |share| format!("{:.1}%", share * 100.0)),
         format!(
             "{} / {}",
             seconds(s.latency_p50_ms),
@@ -123,6 +124,8 @@ pub fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<Strin
             ));
         }
         parts.push(cost);
+        // Said beside the cost it makes unknown, and the "–" of its tokens.
+        parts.extend(s.usage.unreported_note());
         if repeated && s.cases > 0 {
             let k = s.samples_per_case;
             parts.push(format!(
@@ -135,14 +138,17 @@ pub fn judging_lines(summaries: &[VariantSummary], plan: &EvalPlan) -> Vec<Strin
         }
         if s.judge_calls > 0 {
             parts.push(format!(
-                "judge: {} verdict{} ({} asked, {} from the cache), judge tokens {}/{}, judge cost {}",
+                "judge: {} verdict{} ({} asked, {} from the cache), judge tokens {}, judge cost {}{}",
                 s.judge_calls,
                 if s.judge_calls == 1 { "" } else { "s" },
                 s.judge_calls - s.judge_cached,
                 s.judge_cached,
-                s.judge_usage.input_tokens,
-                s.judge_usage.output_tokens,
-                Cost::from(s.judge_cost_usd).display()
+                s.judge_usage.in_out(),
+                Cost::from(s.judge_cost_usd).display(),
+                s.judge_usage
+                    .unreported_note()
+                    .map(|note| format!(" (judge {note})"))
+                    .unwrap_or_default()
             ));
         }
         if !parts.is_empty() {

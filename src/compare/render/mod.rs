@@ -146,6 +146,10 @@ pub fn accounting_lines(c: &Comparison) -> Vec<String> {
             }
         }
         lines.push(counted);
+        // Its tokens and cost above are unknown ("–") for these calls.
+        if let Some(note) = side_usage_note(side) {
+            lines.push(format!("{name}: {note}"));
+        }
         for aside in side
             .superseded
             .iter()
@@ -164,6 +168,21 @@ pub fn accounting_lines(c: &Comparison) -> Vec<String> {
     }
     lines.extend(c.warnings.iter().map(|w| format!("warning: {w}")));
     lines
+}
+
+/// `usage not reported by the server (N calls)` for a side with such calls,
+/// its judge's apart.
+fn side_usage_note(side: &SideSummary) -> Option<String> {
+    let notes: Vec<String> = [
+        side.usage.unreported_note(),
+        side.judge_usage
+            .unreported_note()
+            .map(|note| format!("judge {note}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    (!notes.is_empty()).then(|| notes.join("; "))
 }
 
 fn percent(value: Option<f64>) -> String {
@@ -220,10 +239,9 @@ fn metric_rows(c: &Comparison) -> Vec<[String; 4]> {
 
 /// What the turns did: runs, model, pass rate, tokens, latency, cache reads.
 fn quality_rows(c: &Comparison) -> Vec<[String; 4]> {
-    let cache_trend = if c.b.cache_read_share + WORSE_BY < c.a.cache_read_share {
-        "▲ worse"
-    } else {
-        ""
+    let cache_trend = match (c.a.cache_read_share, c.b.cache_read_share) {
+        (Some(a), Some(b)) if b + WORSE_BY < a => "▲ worse",
+        _ => "",
     };
     vec![
         [
@@ -268,8 +286,8 @@ fn quality_rows(c: &Comparison) -> Vec<[String; 4]> {
         ],
         [
             "cache-read share".into(),
-            percent(Some(c.a.cache_read_share)),
-            percent(Some(c.b.cache_read_share)),
+            percent(c.a.cache_read_share),
+            percent(c.b.cache_read_share),
             cache_trend.into(),
         ],
     ]
@@ -302,8 +320,9 @@ fn spend_rows(c: &Comparison) -> Vec<[String; 4]> {
     if c.a.judge_calls + c.b.judge_calls > 0 {
         let judge = |side: &SideSummary| {
             format!(
-                "{} verdicts, {}/{} tokens",
-                side.judge_calls, side.judge_usage.input_tokens, side.judge_usage.output_tokens
+                "{} verdicts, {} tokens",
+                side.judge_calls,
+                side.judge_usage.in_out()
             )
         };
         rows.push([
@@ -365,13 +384,7 @@ fn tools_text(run: &RunEntry) -> String {
 }
 
 fn usage_text(pair: &Pair) -> String {
-    format!(
-        "{}/{} → {}/{}",
-        pair.a.usage.input_tokens,
-        pair.a.usage.output_tokens,
-        pair.b.usage.input_tokens,
-        pair.b.usage.output_tokens
-    )
+    format!("{} → {}", pair.a.usage.in_out(), pair.b.usage.in_out())
 }
 
 fn latency_text(pair: &Pair) -> String {

@@ -18,13 +18,17 @@ pub fn pairwise_lines(c: &Comparison) -> Vec<String> {
         lines.push(format!("  {}: {}", tally.version, tally_text(tally)));
     }
     lines.push(format!(
-        "pairwise judge: each pair asked in both orders; {} answers used ({} asked now, {} from the cache), judge tokens {}/{}, judge cost {} (apart from the chat's)",
+        "pairwise judge: each pair asked in both orders; {} answers used ({} asked now, {} from the cache), judge tokens {}, judge cost {} (apart from the chat's){}",
         pairwise.judge_calls,
         pairwise.judge_calls - pairwise.judge_cached,
         pairwise.judge_cached,
-        pairwise.judge_usage.input_tokens,
-        pairwise.judge_usage.output_tokens,
-        crate::cost::Cost::from(pairwise.judge_cost_usd).display()
+        pairwise.judge_usage.in_out(),
+        crate::cost::Cost::from(pairwise.judge_cost_usd).display(),
+        pairwise
+            .judge_usage
+            .unreported_note()
+            .map(|note| format!("; judge {note}"))
+            .unwrap_or_default()
     ));
     lines
 }

@@ -179,18 +179,22 @@ impl CallAccumulator {
         let reached_model = self.usage.is_some();
         let failure = self.failure();
         let summary = CallSummary {
-            usage: Usage {
-                input_tokens: counts.prompt,
+            usage: Usage::reported(
+                counts.prompt,
                 // Counts are bounded by `read_usage`: this cannot overflow.
-                output_tokens: counts.candidates.saturating_add(counts.thoughts),
-                cache_read_tokens: counts.cached,
-            },
+                counts
+                    .candidates
+                    .zip(counts.thoughts)
+                    .map(|(answer, thoughts)| answer.saturating_add(thoughts)),
+                counts.cached,
+            ),
             usage_detail: self.usage,
             provider_state: Some(provider_state(self.parts)),
             model_version: self.model_version,
             finish_reason: self.finish_reason,
             retries,
-            thinking_tokens: counts.thoughts,
+            // A breakdown of the output: none known, none priced apart.
+            thinking_tokens: counts.thoughts.unwrap_or(0),
             cached: false,
             warnings: self.warnings,
             partial: false,

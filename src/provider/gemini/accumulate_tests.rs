@@ -52,7 +52,7 @@ fn text_is_forwarded_and_merged_but_signed_parts_stay_apart() {
             summary.usage.output_tokens,
             summary.usage.cache_read_tokens
         ),
-        (10, 10, 4)
+        (Some(10), Some(10), Some(4))
     );
 }
 
@@ -133,14 +133,14 @@ fn an_early_stop_keeps_its_usage_and_ends_in_its_error() {
     let summary = fault.summary.expect("a billed call keeps its usage");
     assert_eq!(
         (summary.usage.input_tokens, summary.usage.output_tokens),
-        (900, 8050)
+        (Some(900), Some(8050))
     );
     assert_eq!(summary.thinking_tokens, 50);
     let error = ProviderError::from(EndFault {
         message: "m".into(),
         summary: Some(summary),
     });
-    assert_eq!(error.summary.unwrap().usage.input_tokens, 900);
+    assert_eq!(error.summary.unwrap().usage.input_tokens, Some(900));
 }
 
 #[test]
@@ -158,8 +158,10 @@ fn an_impossible_count_fails_the_call_and_a_bad_field_is_a_warning() {
     let summary = acc.finish(0).unwrap();
     assert_eq!(
         (summary.usage.input_tokens, summary.usage.output_tokens),
-        (12, 4)
+        (Some(12), None),
+        "a count that is no count is unknown, and so is the output it is part of"
     );
+    assert_eq!(summary.usage.usage_unreported, 1);
     assert_eq!(summary.warnings.len(), 1, "{:?}", summary.warnings);
     assert!(
         summary.warnings[0].starts_with("usageMetadata.candidatesTokenCount is not a token count")

@@ -1,21 +1,33 @@
 //! Gemini's `usageMetadata` read field by field: a count given as a string
-//! (legal in the proto JSON mapping) is a count; a field that is no count at
-//! all is left out alone, with a warning; a count no call can have
-//! (negative, above 10⁹) makes the call an error rather than a 0 that
-//! would pass `maxOutputTokens` and under-count the cost.
+//! (legal in the proto JSON mapping) is a count; a field the object leaves
+//! out is 0 (the proto JSON mapping omits a field at its default, and
+//! Gemini omits `cachedContentTokenCount` and `thoughtsTokenCount` when
+//! there are none); a field that is no count at all is unknown, with a
+//! warning; no `usageMetadata` at all is unknown usage (never 0); a count
+//! no call can have (negative, above 10⁹) makes the call an error rather
+//! than a 0 that would pass `maxOutputTokens` and under-count the cost.
 
 use serde_json::Value;
 
 /// No call reports more tokens than this; a larger count is not believed.
 const MAX_TOKENS: u64 = 1_000_000_000;
 
-/// The counts promptlab uses, each 0 when absent or left out.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+/// The counts promptlab uses; `None` when the server did not report one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
-    pub prompt: u64,
-    pub cached: u64,
-    pub candidates: u64,
-    pub thoughts: u64,
+    pub prompt: Option<u64>,
+    pub cached: Option<u64>,
+    pub candidates: Option<u64>,
+    pub thoughts: Option<u64>,
+}
+
+impl Counts {
+    const UNREPORTED: Counts = Counts {
+        prompt: None,
+        cached: None,
+        candidates: None,
+        thoughts: None,
+    };
 }
 
 /// What one field held.
@@ -39,16 +51,21 @@ pub fn read_usage(
     raw: Option<&Value>,
     warnings: &mut Vec<String>,
 ) -> Result<Counts, ImpossibleCount> {
-    let mut counts = Counts::default();
     let Some(raw) = raw else {
-        return Ok(counts);
+        return Ok(Counts::UNREPORTED);
     };
     let Some(fields) = raw.as_object() else {
         warnings.push(format!(
             "usageMetadata is not an object (`{}`): its counts were left out",
             crate::text::quote(&raw.to_string())
         ));
-        return Ok(counts);
+        return Ok(Counts::UNREPORTED);
+    };
+    let mut counts = Counts {
+        prompt: Some(0),
+        cached: Some(0),
+        candidates: Some(0),
+        thoughts: Some(0),
     };
     for (name, slot) in [
         ("promptTokenCount", &mut counts.prompt),
@@ -60,17 +77,20 @@ pub fn read_usage(
             continue;
         };
         match count(value) {
-            Count::Tokens(tokens) => *slot = tokens,
+            Count::Tokens(tokens) => *slot = Some(tokens),
             Count::Impossible => {
                 return Err(ImpossibleCount {
                     field: name,
                     shown: shown(value),
                 });
             }
-            Count::Malformed => warnings.push(format!(
-                "usageMetadata.{name} is not a token count (`{}`): left out",
-                shown(value)
-            )),
+            Count::Malformed => {
+                *slot = None;
+                warnings.push(format!(
+                    "usageMetadata.{name} is not a token count (`{}`): left out",
+                    shown(value)
+                ));
+            }
         }
     }
     Ok(counts)
@@ -147,8 +167,10 @@ mod tests {
         let counts = counts.unwrap();
         assert_eq!(
             (counts.prompt, counts.candidates, counts.thoughts),
-            (12, 3, 1000)
+            (Some(12), Some(3), Some(1000))
         );
+        // Left out of the object: none (the proto JSON mapping omits zeros).
+        assert_eq!(counts.cached, Some(0));
         assert!(warnings.is_empty());
     }
 
@@ -158,7 +180,10 @@ mod tests {
             json!({"promptTokenCount": true, "candidatesTokenCount": 7, "cachedContentTokenCount": 1.5}),
         );
         let counts = counts.unwrap();
-        assert_eq!((counts.prompt, counts.candidates, counts.cached), (0, 7, 0));
+        assert_eq!(
+            (counts.prompt, counts.candidates, counts.cached),
+            (None, Some(7), None)
+        );
         assert_eq!(
             warnings,
             [
@@ -166,6 +191,16 @@ mod tests {
                 "usageMetadata.cachedContentTokenCount is not a token count (`1.5`): left out"
             ]
         );
+    }
+
+    #[test]
+    fn no_usage_metadata_is_unknown_usage_never_zero() {
+        let mut warnings = Vec::new();
+        assert_eq!(read_usage(None, &mut warnings), Ok(Counts::UNREPORTED));
+        assert!(warnings.is_empty());
+        let (counts, warnings) = read(json!([1, 2]));
+        assert_eq!(counts, Ok(Counts::UNREPORTED));
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
     }
 
     #[test]

@@ -171,17 +171,15 @@ impl Decoder for ChunkDecoder {
         let failure = self.failure();
         let message = self.message();
         let summary = CallSummary {
-            usage: Usage {
-                input_tokens: counts.prompt,
-                output_tokens: counts.completion,
-                cache_read_tokens: counts.cached,
-            },
+            usage: Usage::reported(counts.prompt, counts.completion, counts.cached),
             usage_detail: self.usage,
             provider_state: Some(provider_state(message)),
             model_version: self.model,
             finish_reason: self.finish_reason,
             retries,
-            thinking_tokens: counts.reasoning,
+            // A breakdown of the output, priced at the output's rate when
+            // the price table has no rate of its own: none known, none apart.
+            thinking_tokens: counts.reasoning.unwrap_or(0),
             cached: false,
             warnings: self.warnings,
             partial: false,
@@ -311,18 +309,22 @@ impl ChunkDecoder {
     }
 }
 
-/// The counts promptlab uses, each 0 when absent or left out.
+/// The counts promptlab uses; `None` when the server did not report one.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Counts {
-    pub prompt: u64,
-    pub cached: u64,
-    pub completion: u64,
-    pub reasoning: u64,
+    pub prompt: Option<u64>,
+    pub cached: Option<u64>,
+    pub completion: Option<u64>,
+    pub reasoning: Option<u64>,
 }
 
-/// `usage` field by field: a field that is no count is left out with a
-/// warning; a count no call can have (above 10⁹, or a part larger than
-/// its whole) makes the call an error rather than a wrong cost.
+/// `usage` field by field. A server need not send it (`include_usage` is a
+/// request: llama-cpp-python's server, for one, never does), nor each of
+/// its counts (many leave `prompt_tokens_details` out): a count not given,
+/// or given as no count (with a warning), is unknown — never 0, which would
+/// pass `maxOutputTokens` and price the call as free. A count no call can
+/// have (above 10⁹, or a part larger than its whole) makes the call an
+/// error rather than a wrong cost.
 pub fn read_usage(
     raw: Option<&Value>,
     warnings: &mut Vec<String>,
@@ -353,7 +355,7 @@ pub fn read_usage(
         match value {
             Value::Null => {}
             Value::Number(number) => match number.as_u64().filter(|n| *n <= MAX_TOKENS) {
-                Some(count) => *slot = count,
+                Some(count) => *slot = Some(count),
                 None => return Err(impossible(name, &number.to_string())),
             },
             other => warnings.push(format!(
@@ -362,16 +364,20 @@ pub fn read_usage(
             )),
         }
     }
-    if counts.cached > counts.prompt {
+    if let (Some(cached), Some(prompt)) = (counts.cached, counts.prompt)
+        && cached > prompt
+    {
         return Err(impossible(
             "prompt_tokens_details.cached_tokens",
-            &counts.cached.to_string(),
+            &cached.to_string(),
         ));
     }
-    if counts.reasoning > counts.completion {
+    if let (Some(reasoning), Some(completion)) = (counts.reasoning, counts.completion)
+        && reasoning > completion
+    {
         return Err(impossible(
             "completion_tokens_details.reasoning_tokens",
-            &counts.reasoning.to_string(),
+            &reasoning.to_string(),
         ));
     }
     Ok(counts)

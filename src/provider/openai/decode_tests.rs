@@ -57,14 +57,7 @@ fn parallel_calls_are_assembled_by_index_and_replayed_as_sent() {
             }),
         ]
     );
-    assert_eq!(
-        summary.usage,
-        Usage {
-            input_tokens: 100,
-            output_tokens: 40,
-            cache_read_tokens: 64
-        }
-    );
+    assert_eq!(summary.usage, Usage::known(100, 40, 64));
     assert_eq!(summary.thinking_tokens, 30);
     assert_eq!(summary.finish_reason.as_deref(), Some("tool_calls"));
     assert_eq!(
@@ -84,7 +77,7 @@ fn length_keeps_its_usage_and_a_cut_stream_is_an_error() {
     ]);
     let error = ended.unwrap_err();
     assert!(error.message.contains("output limit"), "{}", error.message);
-    assert_eq!(error.summary.unwrap().usage.input_tokens, 100);
+    assert_eq!(error.summary.unwrap().usage.input_tokens, Some(100));
     let (_, no_reason) = feed(vec![text("Hi")]);
     assert_eq!(no_reason.unwrap_err().kind, ErrorKind::Dropped);
     let (_, no_done) = feed(vec![
@@ -93,6 +86,36 @@ fn length_keeps_its_usage_and_a_cut_stream_is_an_error() {
     ]);
     let error = no_done.unwrap_err();
     assert!(error.message.contains("[DONE]"), "{}", error.message);
+}
+
+/// #62: a server that sends no usage (llama-cpp-python's, even asked
+/// with `include_usage`) or only some of it: the counts it left out are
+/// unknown, never 0.
+#[test]
+fn usage_a_server_did_not_send_is_unknown_never_zero() {
+    let stream = |usage: Option<Value>| {
+        let mut items = vec![
+            data(json!({"choices": [{"index": 0, "delta": {"content": "Hi"}}]})),
+            data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})),
+        ];
+        items.extend(usage.map(|usage| data(json!({"choices": [], "usage": usage}))));
+        items.push(SseItem::Data("[DONE]".into()));
+        feed(items).1.unwrap().usage
+    };
+    assert_eq!(stream(None), Usage::UNREPORTED);
+    assert_eq!(stream(Some(Value::Null)), Usage::UNREPORTED);
+    assert_eq!(
+        stream(Some(json!({"prompt_tokens": 12, "completion_tokens": 3}))),
+        Usage::reported(Some(12), Some(3), None)
+    );
+    assert_eq!(
+        stream(Some(json!({"prompt_tokens": 12}))),
+        Usage::reported(Some(12), None, None)
+    );
+    assert_eq!(
+        stream(Some(json!({"prompt_tokens": 12}))).usage_unreported,
+        1
+    );
 }
 
 #[test]

@@ -42,6 +42,8 @@ function notes() {
   const offline = VARIANTS.reduce((n, s) => n + s.offline, 0);
   const judged = VARIANTS.reduce((n, s) => n + s.judged, 0);
   if (judged < TURNS.length) items.push(el("li", null, int(TURNS.length - judged) + " turns carry no verdict (chat turns, or logs that never finished)."));
+  const unreported = VARIANTS.reduce((n, s) => n + (s.usageUnreported || 0), 0);
+  if (unreported) items.push(el("li", { class: "warn" }, "usage not reported by the server (" + int(unreported) + (unreported === 1 ? " call" : " calls") + "): its tokens show as – and its cost is unknown."));
   if (offline) items.push(el("li", { class: "warn" }, int(offline) + " turns were made by the script or replay provider: their answers do not come from a model."));
   if (DATA.superseded) items.push(el("li", null, int(DATA.superseded) + " older runs of turns recorded again are not counted (the newest run counts)."));
   if (DATA.replays) items.push(el("li", null, int(DATA.replays) + " replays of recorded turns are left out (a replay is not a run of its own)."));

@@ -45,7 +45,9 @@ Lab.transcript = function (run) {
   if (run.error) box.append(el("div", "error", run.error));
   const foot = el("div", "footer");
   const u = run.usage;
-  foot.append(el("span", null, (run.done || run.status) + " · " + u.inputTokens + " in / " + u.outputTokens + " out" + (run.latencyMs !== null && run.latencyMs !== undefined ? " · " + run.latencyMs + " ms " : " ")));
+  const count = (n) => n === null || n === undefined ? "–" : n;
+  const unreported = u.usageUnreported ? " · usage not reported by the server (" + u.usageUnreported + (u.usageUnreported === 1 ? " call)" : " calls)") : "";
+  foot.append(el("span", null, (run.done || run.status) + " · " + count(u.inputTokens) + " in / " + count(u.outputTokens) + " out" + unreported + (run.latencyMs !== null && run.latencyMs !== undefined ? " · " + run.latencyMs + " ms " : " ")));
   const last = run.votes.length ? run.votes[run.votes.length - 1].vote : null;
   if (run.status === "done") foot.append(Lab.votes(run.turnId, last));
   box.append(foot);

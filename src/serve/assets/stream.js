@@ -89,7 +89,10 @@ Lab.footer = function (done) {
   const el = Lab.el;
   const foot = el("div", "footer");
   const u = done.usage;
-  foot.append(el("span", null, done.model + " · " + u.inputTokens + " in / " + u.outputTokens + " out / " + u.cacheReadTokens + " cached · turn " + done.turnId + " · prompt " + done.prompts.fingerprint + " "));
+  // A count the server did not report is null: shown as –, with the note.
+  const count = (n) => n === null || n === undefined ? "–" : n;
+  const unreported = u.usageUnreported ? " (usage not reported by the server (" + u.usageUnreported + (u.usageUnreported === 1 ? " call))" : " calls))") : "";
+  foot.append(el("span", null, done.model + " · " + count(u.inputTokens) + " in / " + count(u.outputTokens) + " out / " + count(u.cacheReadTokens) + " cached" + unreported + " · turn " + done.turnId + " · prompt " + done.prompts.fingerprint + " "));
   foot.append(Lab.votes(done.turnId));
   return foot;
 };
