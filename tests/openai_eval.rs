@@ -420,9 +420,11 @@ fn server_without_usage(calls: usize) -> TestServer {
 /// unknown, never 0, and its cost unknown, never $0 (the model is priced
 /// here) — in the pretty summary, `--markdown-summary`, the NDJSON summary
 /// and turn records, the index's rows, `evals show` and `compare`, each
-/// saying "usage not reported by the server (2 calls)".
+/// saying "usage not reported by the server (2 calls)"; and `--max-cost`
+/// warns before the run that it cannot count such calls, then says for how
+/// many it could not, instead of stopping at the first.
 #[test]
-fn an_eval_on_a_server_that_reports_no_usage_says_so_everywhere() {
+fn an_eval_on_a_server_that_reports_no_usage_says_so_everywhere_and_keeps_no_budget_by_guessing() {
     let server = server_without_usage(4);
     let dir = tempfile::tempdir().unwrap();
     let suite = write(
@@ -468,17 +470,32 @@ fn an_eval_on_a_server_that_reports_no_usage_says_so_everywhere() {
     );
 
     let md = markdown.to_str().unwrap();
-    let pretty = eval("ev-0000000001", &["--markdown-summary", md]);
+    let pretty = eval(
+        "ev-0000000001",
+        &["--max-cost", "5", "--markdown-summary", md],
+    );
     assert_eq!(pretty.code, 0, "{}\n{}", pretty.stderr, pretty.stdout);
+    let warning = format!(
+        "warning: --max-cost: the OpenAI-compatible server at {}/v1 need not report usage",
+        server.base_url
+    );
+    assert!(pretty.stderr.contains(&warning), "{}", pretty.stderr);
     let note = "usage not reported by the server (2 calls)";
     assert!(pretty.stdout.contains(note), "{}", pretty.stdout);
     assert!(pretty.stdout.contains("cost unknown"), "{}", pretty.stdout);
     assert!(pretty.stdout.contains("–/–"), "{}", pretty.stdout);
+    assert!(
+        pretty
+            .stdout
+            .contains("the budget cannot be enforced for 2 calls"),
+        "{}",
+        pretty.stdout
+    );
     let md = std::fs::read_to_string(&markdown).unwrap();
     assert!(md.contains(note), "{md}");
     assert!(md.contains("| –/– |"), "{md}");
 
-    let ndjson = eval("ev-0000000002", &["--format", "ndjson"]);
+    let ndjson = eval("ev-0000000002", &["--format", "ndjson", "--max-cost", "5"]);
     assert_eq!(ndjson.code, 0, "{}", ndjson.stderr);
     let records: Vec<Value> = ndjson
         .stdout
@@ -505,7 +522,13 @@ fn an_eval_on_a_server_that_reports_no_usage_says_so_everywhere() {
     ] {
         assert_eq!(variant[field], value, "{field}: {variant}");
     }
-    assert_eq!(server.requests().len(), 4);
+    assert_eq!(summary["budgetUnenforcedCalls"], 2, "{summary}");
+    assert!(summary.get("budgetReached").is_none(), "{summary}");
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "no run stopped at its first turn"
+    );
 
     // The index keeps unknown as NULL, and the history says so.
     let rows = support::index_rows(

@@ -285,6 +285,10 @@ pub struct SummaryRecord {
     /// `--max-cost`, when it stopped turns from starting.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_reached: Option<BudgetRecord>,
+    /// `--max-cost`: model calls whose cost it could not count, their server
+    /// having reported no usage; absent when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub budget_unenforced_calls: u32,
     pub variants: Vec<VariantSummary>,
     /// Pass rates per case tag and variant (absent when no case has a tag).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -319,4 +323,8 @@ pub fn shard_line(shard: Shard, selected: usize, whole: usize) -> String {
         "shard {}/{}: {selected} of {whole} turns",
         shard.index, shard.count
     )
+}
+
+fn is_zero(count: &u32) -> bool {
+    *count == 0
 }

@@ -169,7 +169,8 @@ pub struct EvalArgs {
     #[arg(long, conflicts_with_all = ["report", "rescore", "list", "resume", "shard"])]
     pub watch: bool,
     /// Stop starting turns once the run has spent AMOUNT US dollars (chat and judge calls, at
-    /// the price table's rates; running turns finish). Exit 1 when it stopped anything.
+    /// the price table's rates; running turns finish). Exit 1 when it stopped anything. A call
+    /// whose server reports no usage cannot be counted: warned before the run, said in the summary.
     #[arg(long, value_name = "AMOUNT", value_parser = parse_usd)]
     pub max_cost: Option<f64>,
     /// Unusable overrides in a variant (unknown id, blank, too long) exit 2 instead of warning.
@@ -332,6 +333,7 @@ fn run_remaining(
     let budget = settings.max_cost.map(|limit| Arc::new(Budget::new(limit)));
     if budget.is_some() {
         preflight::check_prices(settings, &plan, judge.as_deref())?;
+        preflight::warn_unmeasured_budget(settings, &plan, judge.as_deref());
     }
     // The turns will run: their folder holds the spill too.
     std::fs::create_dir_all(runs_dir)?;
@@ -362,7 +364,7 @@ fn run_remaining(
     });
     let plan = Arc::new(plan);
     let stop = progress::run_with_progress(settings, &plan, &run_settings, &mut spill)?;
-    Ok((plan, spill, stop, budget.filter(|b| b.reached())))
+    Ok((plan, spill, stop, budget))
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a

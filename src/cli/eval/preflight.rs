@@ -234,6 +234,57 @@ pub fn check_prices(
     }
 }
 
+/// `--max-cost` counts what calls cost from the usage their servers report.
+/// OpenAI's own API reports it when asked; another OpenAI-compatible
+/// server need not (llama-cpp-python's never does), and a call it leaves
+/// unreported has an unknown cost that no budget can count. Said before the
+/// run, naming the servers, so that a budget that may not hold is known to
+/// be one; the summary then says for how many calls it did not
+/// (`Budget::unenforced_calls`).
+pub fn warn_unmeasured_budget(
+    settings: &EvalSettings,
+    plan: &EvalPlan,
+    judge: Option<&promptlab::judge::Judge>,
+) {
+    use promptlab::provider::openai::{DEFAULT_BASE_URL, OpenAiConfig};
+    let from_env = OpenAiConfig::from_env().base_url;
+    let mut servers: Vec<String> = Vec::new();
+    for variant in &plan.matrix.variants {
+        let provider = variant.model.provider.unwrap_or(settings.model.provider);
+        if provider == ProviderKind::OpenAi {
+            servers.push(variant.model.base_url.clone().unwrap_or(from_env.clone()));
+        }
+    }
+    if judge.is_some_and(|j| j.provider_kind() == ProviderKind::OpenAi) {
+        let section = plan.suite.suite.judge.as_ref();
+        servers.push(
+            section
+                .and_then(|s| s.base_url.clone())
+                .unwrap_or(from_env.clone()),
+        );
+    }
+    servers.retain(|url| url.trim_end_matches('/') != DEFAULT_BASE_URL);
+    servers.sort();
+    servers.dedup();
+    if !servers.is_empty() {
+        let shown: Vec<String> = servers
+            .iter()
+            .map(|url| promptlab::provider::transport::shown_url(url))
+            .collect();
+        let servers = if shown.len() == 1 {
+            "server"
+        } else {
+            "servers"
+        };
+        promptlab::text::eprintln_or_drop!(
+            "warning: --max-cost: the OpenAI-compatible {servers} at {} need not report usage; \
+             a call without it has an unknown cost, so the budget cannot be enforced for it \
+             (the summary says for how many calls)",
+            shown.join(", ")
+        );
+    }
+}
+
 /// Expectations a deployment's stream cannot show: tool arguments (only a
 /// tool's name is on the wire, in its `activity`) and model rounds. Said
 /// once, before the run, so that a pass is not mistaken for a full check.

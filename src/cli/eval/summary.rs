@@ -37,7 +37,7 @@ pub struct EvalEnd<'a> {
     pub plan: &'a EvalPlan,
     pub totals: RunTotals,
     stop: Option<Exit>,
-    /// `--max-cost`, when it held turns back.
+    /// `--max-cost`, when it was given.
     budget: Option<&'a Budget>,
     pub exit: Exit,
     /// A report file that could not be written.
@@ -66,7 +66,7 @@ pub fn finish(
     let shown = settings.output.show_failures;
     let totals = gather(plan, store, settings.pass_threshold, shown).map_err(unreadable)?;
     let mut exit = exit_code(settings, &totals, stop);
-    if budget.is_some() && exit == Exit::Success {
+    if budget.is_some_and(Budget::reached) && exit == Exit::Success {
         // Turns that did not run were not judged: the run cannot pass.
         exit = Exit::Failure;
     }
@@ -141,6 +141,11 @@ fn exit_code(settings: &EvalSettings, totals: &RunTotals, stop: Option<Exit>) ->
 }
 
 impl EvalEnd<'_> {
+    /// `--max-cost`, when it held turns back.
+    fn budget_reached(&self) -> Option<&Budget> {
+        self.budget.filter(|budget| budget.reached())
+    }
+
     /// `--junit` and `--markdown-summary`, each written whole or not at
     /// all; the JUnit streamed from the spill into its file.
     fn write_reports(
@@ -152,7 +157,7 @@ impl EvalEnd<'_> {
         if let Some(path) = &settings.output.junit {
             let context = JunitContext {
                 started_at,
-                not_run_reason: if self.budget.is_some() {
+                not_run_reason: if self.budget_reached().is_some() {
                     "budget reached"
                 } else {
                     "cancelled"
@@ -233,7 +238,14 @@ impl EvalEnd<'_> {
                 totals.turns + totals.not_run
             );
         }
-        if let Some(budget) = self.budget {
+        if let Some(calls) = self.budget.map(Budget::unenforced_calls).filter(|n| *n > 0) {
+            let noun = if calls == 1 { "call" } else { "calls" };
+            let _ = write!(
+                tail,
+                " · the budget cannot be enforced for {calls} {noun} (usage not reported by the server)"
+            );
+        }
+        if let Some(budget) = self.budget_reached() {
             let _ = write!(
                 tail,
                 " · budget of {} reached ({} spent): {} of {} turns not run",
@@ -303,10 +315,11 @@ fn summary_record(mode: &EvalMode, outcome: &EvalEnd) -> SummaryRecord {
         not_run: outcome.totals.not_run,
         logs_lost: outcome.totals.logs_lost.len(),
         cancelled: outcome.stop.is_some(),
-        budget_reached: outcome.budget.map(|b| BudgetRecord {
+        budget_reached: outcome.budget_reached().map(|b| BudgetRecord {
             limit_usd: b.limit_usd(),
             spent_usd: b.spent_usd(),
         }),
+        budget_unenforced_calls: outcome.budget.map_or(0, Budget::unenforced_calls),
         variants: outcome.totals.summaries.clone(),
         tags: outcome.totals.tags.clone(),
         warnings: super::preflight::override_warnings(plan),
