@@ -279,10 +279,14 @@ async fn promptlab_reads(body: String) -> Value {
             }
         }
     }
-    let usage = summary.as_ref().map(|s| {
-        json!({"prompt": s.usage.input_tokens, "cached": s.usage.cache_read_tokens,
+    // No usage at all reads as the SDK's `None`; a count left out as null.
+    let usage = summary
+        .as_ref()
+        .filter(|s| !s.usage.is_unreported())
+        .map(|s| {
+            json!({"prompt": s.usage.input_tokens, "cached": s.usage.cache_read_tokens,
             "completion": s.usage.output_tokens, "reasoning": s.thinking_tokens})
-    });
+        });
     json!({
         "text": text,
         "calls": calls,

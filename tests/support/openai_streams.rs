@@ -102,6 +102,24 @@ pub fn all_streams() -> Vec<(&'static str, String)> {
                 usage(300, 0, 16, 0),
             ]),
         ),
+        // A server need not send usage (llama-cpp-python's never does), nor
+        // its details: what it did not send is unknown, not 0 (#62).
+        (
+            "no usage chunk",
+            sse(&[
+                delta(json!({"content": "The excess is £250."})),
+                finish("stop"),
+            ]),
+        ),
+        (
+            "usage without its details",
+            sse(&[
+                delta(json!({"content": "The excess is £250."})),
+                finish("stop"),
+                json!({"id": "c1", "object": "chat.completion.chunk", "created": 1764547200, "model": "gpt-test-2026",
+                    "choices": [], "usage": {"prompt_tokens": 900, "completion_tokens": 12, "total_tokens": 912}}),
+            ]),
+        ),
         (
             "an error in the stream",
             format!(
