@@ -12,7 +12,7 @@
 //! `|` `$` `@` — are backslash-escaped, as is a first character that would
 //! open a block, so it can open no emphasis, link, image, code span,
 //! strikethrough, table cell, math, mention, heading or list.
-//! `tests/markdown.rs` renders real output with npm `markdown-it`.
+//! `tests/it/markdown.rs` renders real output with npm `markdown-it`.
 
 use crate::text::one_line;
 

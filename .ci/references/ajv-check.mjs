@@ -2,7 +2,7 @@
 // strict mode, formats from `ajv-formats`, and validates instances against
 // them. Usage: ajv-check.mjs SCHEMA [INSTANCES.ndjson] — every schema given
 // must compile; each line of the instances file (a JSON document per line)
-// must be valid. Prints what failed and exits 1. (tests/schemas.rs)
+// must be valid. Prints what failed and exits 1. (tests/it/schemas.rs)
 import { readFileSync } from "node:fs";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";

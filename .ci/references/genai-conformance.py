@@ -1,5 +1,5 @@
 """Google's own SDK (google-genai, pinned in requirements.txt) on the two
-sides of promptlab's Gemini wire format (tests/genai_conformance.rs):
+sides of promptlab's Gemini wire format (tests/it/genai_conformance.rs):
 
   genai-conformance.py request BASE_URL < CONVERSATION.json
       sends the conversation described on stdin (system instruction, tool

@@ -1,7 +1,7 @@
 """Reads JUnit files as CI does: validates each against junit-10.xsd with
 `xmlschema` (raising on the first violation), then reads it with
 `junitparser` (the stand-in for GitLab's and GitHub's readers) and prints
-what it read as JSON. Usage: junit-read.py JUNIT_10_XSD FILE... (tests/junit.rs)
+what it read as JSON. Usage: junit-read.py JUNIT_10_XSD FILE... (tests/it/junit.rs)
 """
 
 import json

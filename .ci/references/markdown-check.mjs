@@ -2,7 +2,7 @@
 // strikethrough, raw HTML allowed) with npm `markdown-it`, and prints what
 // came out as JSON: the HTML, every raw-HTML token (html_block/html_inline:
 // markup that passed through unescaped), the number of cells in each table
-// row, and the text of every text token. (tests/markdown.rs)
+// row, and the text of every text token. (tests/it/markdown.rs)
 import { readFileSync } from "node:fs";
 import MarkdownIt from "markdown-it";
 

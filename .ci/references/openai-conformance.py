@@ -1,5 +1,5 @@
 """OpenAI's own SDK (openai, pinned in requirements.txt) on the two sides of
-promptlab's Chat Completions wire format (tests/openai_conformance.rs):
+promptlab's Chat Completions wire format (tests/it/openai_conformance.rs):
 
   openai-conformance.py request BASE_URL < CONVERSATION.json
       sends the conversation described on stdin (system prompt, tool

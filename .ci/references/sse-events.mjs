@@ -1,7 +1,7 @@
 // Reads SSE byte streams as a browser would: each stdin line is a JSON array
 // of base64 chunks; each is decoded by TextDecoder (UTF-8, streaming, BOM
 // dropped) and fed to npm `eventsource-parser`. Writes one JSON line per
-// stream: its events and retries, in order. (tests/sse_property.rs)
+// stream: its events and retries, in order. (tests/it/sse_property.rs)
 import { createInterface } from "node:readline";
 import { createParser } from "eventsource-parser";
 

@@ -122,7 +122,7 @@ fn markdown_reference(command: clap::Command) -> String {
     let mut page = String::from(
         "# The promptlab command line\n\n\
          Generated from the clap definition by `promptlab man --markdown`; \
-         `tests/cli_docs.rs` keeps it current (`PROMPTLAB_UPDATE_DOCS=1 cargo test --test cli_docs`).\n",
+         `tests/it/cli_docs.rs` keeps it current (`PROMPTLAB_UPDATE_DOCS=1 cargo test --test it cli_docs`).\n",
     );
     push_sections(&mut command, "", &mut page);
     page

@@ -16,7 +16,7 @@
 //! without data, come out as `SseItem::Other`; and at the end of the stream
 //! (`finish`) an event whose blank line never came is still delivered (the
 //! standard discards it; that error object ends the body without one).
-//! `tests/sse_property.rs` compares the events with npm `eventsource-parser`.
+//! `tests/it/sse_property.rs` compares the events with npm `eventsource-parser`.
 
 /// The most one event may hold before the stream is refused as malformed
 /// (the default; `SseParser::with_max_event_bytes` sets another).

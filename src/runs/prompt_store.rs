@@ -228,7 +228,7 @@ impl NewPrompt {
 /// the writing turn's own task runs as soon as that turn next waits. On a
 /// runtime of several, it would wait in the turn's worker's next-task slot,
 /// which no other worker takes, for as long as the turn then holds that
-/// thread (a model call that blocks it: `tests/eval_parallel.rs` caught it
+/// thread (a model call that blocks it: `tests/it/eval_parallel.rs` caught it
 /// a few times in fifty runs) — so there the claim is given up from the
 /// blocking pool's thread.
 fn on_one_thread() -> bool {

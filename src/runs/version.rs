@@ -243,7 +243,7 @@ mod tests {
             assert_eq!(parse_side(none).unwrap(), None, "{none:?}");
         }
         assert_eq!(parse_side("last~99999999999999999999").unwrap(), None);
-        // (An existing path named like another kind: tests/eval_history.rs,
+        // (An existing path named like another kind: tests/it/eval_history.rs,
         // which runs the binary in a folder holding a file `last`.)
         let here = std::env::current_dir().unwrap().join("Cargo.toml");
         assert_eq!(

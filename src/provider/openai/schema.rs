@@ -2,7 +2,7 @@
 //! structured outputs take: every object closed (`additionalProperties:
 //! false`) and every property required, through `$defs`, properties, items,
 //! `anyOf` and `allOf` — the rules of the official SDK's
-//! `to_strict_json_schema`, which `tests/openai_conformance.rs` checks this
+//! `to_strict_json_schema`, which `tests/it/openai_conformance.rs` checks this
 //! against.
 
 use serde_json::{Map, Value};
