@@ -8,6 +8,7 @@
 pub mod attributes;
 pub mod client;
 pub mod config;
+pub mod content;
 pub mod export;
 pub mod turn;
 

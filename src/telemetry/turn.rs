@@ -14,9 +14,10 @@
 //!   the records, so a call to an unknown tool, which streams no events,
 //!   still gets its span, with status "unknown tool".
 //!
-//! Prompts, messages and answers are added only when asked
-//! (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`), each cut at
-//! 64 KB.
+//! Prompts, messages, answers, tool arguments and results are added only
+//! when asked (`OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`),
+//! in the conventions' JSON shapes (`content.rs`): each `chat` span says
+//! what that call was told and what it said or asked for.
 
 use std::collections::HashMap;
 use std::io;
@@ -30,8 +31,10 @@ use opentelemetry::trace::{
 use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 
 use super::Shared;
-pub use super::attributes::{MAX_CONTENT_BYTES, Verdict};
-use super::attributes::{add_verdict, count, cut, messages_json};
+pub use super::attributes::Verdict;
+use super::attributes::{add_verdict, count};
+pub use super::content::MAX_CONTENT_BYTES;
+use super::content::{self, Message};
 use crate::chat::event::ChatEvent;
 use crate::chat::{ModelCallRecord, PreparedTurn, TurnOutput, TurnStart};
 use crate::sink::driver::{SinkRole, TurnSink};
@@ -233,10 +236,6 @@ impl TurnTrace {
                     .clone()
                     .unwrap_or_else(|| "free chat".to_string()),
             ));
-            if self.shared.capture_content {
-                let system = cut(&prepared.system_text);
-                attributes.push(KeyValue::new("gen_ai.system_instructions", system));
-            }
         }
         if let Some(path) = &self.run_log {
             attributes.push(KeyValue::new("promptlab.run_log", path.clone()));
@@ -245,14 +244,23 @@ impl TurnTrace {
             attributes.push(KeyValue::new("promptlab.cost_usd", usd));
         }
         if self.shared.capture_content {
+            attributes.extend(self.system_instructions());
             attributes.push(KeyValue::new(
                 "gen_ai.input.messages",
-                messages_json(&self.labels.messages),
+                content::messages_json(&self.conversation()),
             ));
-            let answer = vec![("assistant".to_string(), self.answer.clone())];
+            let finish_reason = if self.error.is_some() {
+                "error".to_string()
+            } else {
+                self.calls
+                    .last()
+                    .map_or("stop".to_string(), content::finish_reason)
+            };
+            let mut answer = Message::text("assistant", &self.answer);
+            answer.finish_reason = Some(finish_reason);
             attributes.push(KeyValue::new(
                 "gen_ai.output.messages",
-                messages_json(&answer),
+                content::messages_json(&[answer]),
             ));
         }
         attributes
@@ -271,7 +279,7 @@ impl TurnTrace {
         let mut span = SpanBuilder::from_name(format!("chat {}", self.labels.model))
             .with_kind(SpanKind::Client)
             .with_start_time(start)
-            .with_attributes(self.call_attributes(call))
+            .with_attributes(self.call_attributes(index, call))
             .start_with_context(&self.shared.tracer, cx);
         if let Some(error) = &call.error {
             span.set_status(Status::error(error.clone()));
@@ -280,13 +288,13 @@ impl TurnTrace {
         let next = self.calls.get(index + 1);
         let mut spans = 1;
         for (position, tool) in call.tool_calls.iter().enumerate() {
-            self.tool_span(cx, tool, position, end, next);
+            self.tool_span(cx, tool, (call.round, position), end, next);
             spans += 1;
         }
         spans
     }
 
-    fn call_attributes(&self, call: &ModelCallRecord) -> Vec<KeyValue> {
+    fn call_attributes(&self, index: usize, call: &ModelCallRecord) -> Vec<KeyValue> {
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", "chat"),
             KeyValue::new("gen_ai.provider.name", self.labels.provider.clone()),
@@ -328,13 +336,51 @@ impl TurnTrace {
             }
         }
         if self.shared.capture_content {
-            let text = vec![("assistant".to_string(), call.text.clone())];
+            attributes.extend(self.system_instructions());
+            attributes.push(KeyValue::new(
+                "gen_ai.input.messages",
+                content::messages_json(&self.told_in(index)),
+            ));
             attributes.push(KeyValue::new(
                 "gen_ai.output.messages",
-                messages_json(&text),
+                content::messages_json(&[Message::said_in(call)]),
             ));
         }
         attributes
+    }
+
+    /// `gen_ai.system_instructions`: the assembled system prompt as a list
+    /// of parts, once the turn was assembled.
+    fn system_instructions(&self) -> Option<KeyValue> {
+        let prepared = self.prepared.as_ref()?;
+        Some(KeyValue::new(
+            "gen_ai.system_instructions",
+            content::system_instructions_json(&prepared.system_text),
+        ))
+    }
+
+    /// The conversation the turn was asked, as messages.
+    fn conversation(&self) -> Vec<Message> {
+        (self.labels.messages.iter())
+            .map(|(role, text)| {
+                Message::text(if role == "user" { "user" } else { "assistant" }, text)
+            })
+            .collect()
+    }
+
+    /// What call `index` was told besides its system prompt: the
+    /// conversation, then each earlier round — what the model said and
+    /// asked for, and the results of the tools it called.
+    fn told_in(&self, index: usize) -> Vec<Message> {
+        let mut messages = self.conversation();
+        for (earlier, answered) in self.calls[..index].iter().zip(&self.calls[1..=index]) {
+            // As the model was given it back: a finish reason is the output's.
+            let mut said = Message::said_in(earlier);
+            said.finish_reason = None;
+            messages.push(said);
+            messages.extend(Message::results_of(earlier, answered));
+        }
+        messages
     }
 
     /// A turn run by a deployment (`--provider worker`): one CLIENT child
@@ -367,11 +413,12 @@ impl TurnTrace {
         &self,
         cx: &Context,
         tool: &crate::provider::ToolCall,
-        position: usize,
+        (round, position): (u32, usize),
         after: SystemTime,
         next: Option<&ModelCallRecord>,
     ) {
-        let seen = tool.id.as_ref().and_then(|id| self.tools.get(id)).copied();
+        let call_id = content::call_id(tool, round, position);
+        let seen = self.tools.get(&call_id).copied();
         let result = next.and_then(|next| {
             next.tool_results_in
                 .iter()
@@ -398,23 +445,49 @@ impl TurnTrace {
                 [
                     Some(KeyValue::new("gen_ai.operation.name", "execute_tool")),
                     Some(KeyValue::new("gen_ai.tool.name", tool.name.clone())),
-                    tool.id
-                        .clone()
-                        .map(|id| KeyValue::new("gen_ai.tool.call.id", id)),
+                    Some(KeyValue::new("gen_ai.tool.call.id", call_id.clone())),
                 ]
                 .into_iter()
-                .flatten(),
+                .flatten()
+                .chain(self.tool_content(tool, result)),
             )
             .start_with_context(&self.shared.tracer, cx);
         if !known {
             span.set_status(Status::error("unknown tool"));
         } else if ok == Some(false) {
-            let message = result.map_or("the tool failed".to_string(), |r| cut(&r.content));
+            let message =
+                result.map_or("the tool failed".to_string(), |r| content::text(&r.content));
             span.set_status(Status::error(message));
         } else if ok == Some(true) {
             span.set_status(Status::Ok);
         }
         span.end_with_timestamp(end);
+    }
+}
+
+impl TurnTrace {
+    /// `gen_ai.tool.call.arguments` and `gen_ai.tool.call.result` of a
+    /// tool span, when content is captured (the result as the model read
+    /// it, when a later call was given it).
+    fn tool_content(
+        &self,
+        tool: &crate::provider::ToolCall,
+        result: Option<&crate::provider::ToolResultMessage>,
+    ) -> Vec<KeyValue> {
+        if !self.shared.capture_content {
+            return Vec::new();
+        }
+        let mut attributes = vec![KeyValue::new(
+            "gen_ai.tool.call.arguments",
+            content::arguments_json(&tool.args),
+        )];
+        if let Some(result) = result {
+            attributes.push(KeyValue::new(
+                "gen_ai.tool.call.result",
+                content::text(&result.content),
+            ));
+        }
+        attributes
     }
 }
 

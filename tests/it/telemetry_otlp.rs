@@ -14,7 +14,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 use support::http_server::{RecordedRequest, Reply, Responder, TestServer};
-use support::references::python_module;
+use support::references::{phoenix_python, python_module, run_reference};
 use support::{promptlab, run_command, write};
 
 const TOKEN: &str = "otlp-secret-token-4321";
@@ -206,6 +206,12 @@ fn a_chat_turn_is_one_trace_of_model_calls_and_tool_calls() {
         known[0]["attributes"]["gen_ai.tool.name"],
         "get_claim_section"
     );
+    assert!(
+        known[0]["attributes"]
+            .get("gen_ai.tool.call.arguments")
+            .is_none(),
+        "no tool content unless asked"
+    );
     assert_eq!(
         known[1]["status"]["code"], STATUS_ERROR,
         "no parties section"
@@ -275,6 +281,211 @@ fn content_is_exported_only_when_asked_and_json_follows_the_otlp_mapping() {
             .unwrap()
             .contains("claims handler")
     );
+}
+
+/// The parsed JSON of a span's attribute.
+fn json_attribute(span: &Value, key: &str) -> Value {
+    let text = span["attributes"][key].as_str();
+    serde_json::from_str(text.unwrap_or_else(|| panic!("{key} in {span:#}"))).unwrap()
+}
+
+/// The `chat` spans in the order of their rounds.
+fn rounds(spans: &[Value]) -> Vec<&Value> {
+    let mut calls = named(spans, "chat ");
+    calls.sort_by_key(|c| c["attributes"]["promptlab.round"].as_i64());
+    calls
+}
+
+/// Issue 70: with content captured, every span's content is in the GenAI
+/// conventions' shapes — checked by the models Phoenix generates from the
+/// conventions' JSON schemas (the ones it drops non-matching spans by) —
+/// and each `chat` span says what that round was told and what it said or
+/// decided: before, the output messages had no `finish_reason` and no
+/// `tool_call` parts, the system instructions were a plain string, and
+/// Phoenix showed `{"model": "script"}` for every call.
+#[test]
+fn captured_content_follows_the_genai_schemas_round_by_round() {
+    let server = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_command(&mut chat(
+        &tools_script(dir.path()),
+        &dir.path().join("runs"),
+        &server.base_url,
+        &[
+            ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let Some(decoded) = decoded(&server, "json") else {
+        return;
+    };
+    let spans = spans(&decoded);
+    let mut documents =
+        json!({"system_instructions": [], "input_messages": [], "output_messages": []});
+    for span in &spans {
+        for (key, kind) in [
+            ("gen_ai.system_instructions", "system_instructions"),
+            ("gen_ai.input.messages", "input_messages"),
+            ("gen_ai.output.messages", "output_messages"),
+        ] {
+            if let Some(text) = span["attributes"][key].as_str() {
+                documents[kind].as_array_mut().unwrap().push(json!(text));
+            }
+        }
+    }
+    // The root and three calls: each with its instructions, input, output.
+    for kind in ["system_instructions", "input_messages", "output_messages"] {
+        assert_eq!(documents[kind].as_array().unwrap().len(), 4, "{kind}");
+    }
+    if let Some((python, script)) = phoenix_python("genai-content-check.py") {
+        let said = run_reference(
+            &python,
+            &[script.as_os_str()],
+            documents.to_string().as_bytes(),
+        );
+        assert!(said.ok, "{}{}", said.stdout, said.stderr);
+        assert_eq!(said.stdout.lines().count(), 12, "{}", said.stdout);
+    }
+
+    let root = named(&spans, "invoke_agent")[0];
+    let system = json_attribute(root, "gen_ai.system_instructions");
+    assert_eq!(system[0]["type"], "text");
+    assert!(
+        system[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("claims handler")
+    );
+    let answer = json_attribute(root, "gen_ai.output.messages");
+    assert_eq!(
+        answer,
+        json!([{"role": "assistant", "parts": [{"type": "text", "content": "Let me look.The excess is £350."}], "finish_reason": "stop"}])
+    );
+
+    let calls = rounds(&spans);
+    let said = |index: usize| json_attribute(calls[index], "gen_ai.output.messages");
+    let told = |index: usize| json_attribute(calls[index], "gen_ai.input.messages");
+    assert_eq!(
+        said(0),
+        json!([{"role": "assistant", "finish_reason": "tool_call", "parts": [
+            {"type": "text", "content": "Let me look."},
+            {"type": "tool_call", "id": "call_1_1", "name": "get_claim_section", "arguments": {"section": "policy"}},
+            {"type": "tool_call", "id": "call_1_2", "name": "get_weather", "arguments": {"city": "Leeds"}},
+        ]}])
+    );
+    assert_eq!(
+        said(1)[0]["parts"],
+        json!([{"type": "tool_call", "id": "call_2_1", "name": "get_claim_section", "arguments": {"section": "parties"}}]),
+        "a round that only called a tool says no empty text"
+    );
+    assert_eq!(said(2)[0]["finish_reason"], "stop");
+    assert_eq!(
+        told(0),
+        json!([{"role": "user", "parts": [{"type": "text", "content": "What is the excess?"}]}])
+    );
+    // The second call was told the first round and its tools' results, one
+    // `tool` message a result, answering the calls by their ids.
+    let second = told(1);
+    let second = second.as_array().unwrap();
+    assert_eq!(second.len(), 4, "{second:#?}");
+    assert_eq!(
+        second[1],
+        json!({"role": "assistant", "parts": said(0)[0]["parts"]}),
+        "what the first round said, without its finish reason"
+    );
+    assert_eq!(second[2]["role"], "tool");
+    assert_eq!(second[2]["parts"][0]["type"], "tool_call_response");
+    assert_eq!(second[2]["parts"][0]["id"], "call_1_1");
+    assert!(
+        second[2]["parts"][0]["response"]
+            .as_str()
+            .unwrap()
+            .contains("HMH-4471029"),
+        "the policy section as the model read it"
+    );
+    assert_eq!(
+        second[3]["parts"][0],
+        json!({"type": "tool_call_response", "id": "call_1_2", "response": "Unknown tool get_weather"})
+    );
+    let third = told(2);
+    assert_eq!(third.as_array().unwrap().len(), 6, "{third:#}");
+    assert_eq!(third[5]["parts"][0]["id"], "call_2_1");
+
+    let tools = named(&spans, "execute_tool");
+    let policy = tools
+        .iter()
+        .find(|t| t["attributes"]["gen_ai.tool.call.id"] == "call_1_1")
+        .unwrap();
+    assert_eq!(
+        json_attribute(policy, "gen_ai.tool.call.arguments"),
+        json!({"section": "policy"})
+    );
+    assert!(
+        policy["attributes"]["gen_ai.tool.call.result"]
+            .as_str()
+            .unwrap()
+            .contains("HMH-4471029")
+    );
+    let weather = tools
+        .iter()
+        .find(|t| t["name"] == "execute_tool get_weather")
+        .unwrap();
+    assert_eq!(
+        weather["attributes"]["gen_ai.tool.call.result"],
+        "Unknown tool get_weather"
+    );
+}
+
+/// Content over 64 KiB is cut inside its parts, so the attribute stays JSON
+/// of the same shape, ending in the documented marker (before, the
+/// serialised JSON was cut, which every consumer drops).
+#[test]
+fn content_past_64_kib_is_cut_inside_its_parts_and_stays_json() {
+    let server = receiver();
+    let dir = tempfile::tempdir().unwrap();
+    let long = "The excess is £350 — ".repeat(5_000);
+    let script = write(
+        dir.path(),
+        "long.yaml",
+        &format!(
+            "turns:\n  - text: {}\n",
+            serde_json::to_string(&long).unwrap()
+        ),
+    );
+    let out = run_command(&mut chat(
+        &script,
+        &dir.path().join("runs"),
+        &server.base_url,
+        &[
+            ("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true"),
+            ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json"),
+        ],
+    ));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let Some(decoded) = decoded(&server, "json") else {
+        return;
+    };
+    let spans = spans(&decoded);
+    let root = named(&spans, "invoke_agent")[0];
+    let text = root["attributes"]["gen_ai.output.messages"]
+        .as_str()
+        .unwrap();
+    assert!(
+        text.len() <= promptlab::telemetry::turn::MAX_CONTENT_BYTES,
+        "{}",
+        text.len()
+    );
+    let answer: Value = serde_json::from_str(text).unwrap();
+    assert_eq!(answer[0]["finish_reason"], "stop");
+    let content = answer[0]["parts"][0]["content"].as_str().unwrap();
+    assert!(
+        content.ends_with("…truncated"),
+        "{}",
+        &content[content.len() - 40..]
+    );
+    assert!(long.starts_with(content.strip_suffix("…truncated").unwrap()));
+    assert!(content.len() > 60_000, "cut by what it was over, not more");
 }
 
 #[test]

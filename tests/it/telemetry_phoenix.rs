@@ -112,6 +112,7 @@ fn phoenix_receives_a_turn_as_one_trace_of_calls_and_tools() {
     let out = run_command(
         promptlab()
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", &phoenix.url)
+            .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
             .args([
                 "chat",
                 "--claim-id",
@@ -170,4 +171,45 @@ fn phoenix_receives_a_turn_as_one_trace_of_calls_and_tools() {
         .unwrap();
     assert_eq!(unknown["status_code"], "ERROR");
     assert_eq!(unknown["status_message"], "unknown tool");
+
+    // Issue 70: what the model was told, said and decided, as Phoenix shows
+    // it — its own reading of the GenAI content (it drops what does not
+    // match the conventions' schemas, and showed `{"model": "script"}`).
+    let said = |span: &Value, key: &str| span["attributes"][key].as_str().map(str::to_string);
+    assert_eq!(
+        said(root, "llm.output_messages.0.message.content").as_deref(),
+        Some("Let me look.The excess is £350."),
+        "{root:#}"
+    );
+    let round = |n: i64| {
+        spans
+            .iter()
+            .find(|s| s["attributes"]["promptlab.round"] == n)
+            .unwrap_or_else(|| panic!("round {n} in {spans:#?}"))
+    };
+    let (first, second) = (round(1), round(2));
+    assert_eq!(
+        said(
+            first,
+            "llm.output_messages.0.message.tool_calls.0.tool_call.function.name"
+        )
+        .as_deref(),
+        Some("get_claim_section"),
+        "{first:#}"
+    );
+    assert_eq!(
+        said(second, "llm.output_messages.0.message.content").as_deref(),
+        Some("The excess is £350."),
+        "{second:#}"
+    );
+    assert!(
+        said(second, "llm.input_messages.3.message.content")
+            .is_some_and(|result| result.contains("HMH-4471029")),
+        "the second call was told the policy section: {second:#}"
+    );
+    assert!(
+        said(second, "llm.input_messages.0.message.content")
+            .is_some_and(|system| system.contains("claims handler")),
+        "and its system instructions: {second:#}"
+    );
 }

@@ -69,6 +69,17 @@ pub fn phoenix() -> Option<PathBuf> {
     )
 }
 
+/// Phoenix's own python (`.ci/phoenix`), with the driver `script` from
+/// `.ci/references/`: for what only Phoenix's packages carry, such as the
+/// GenAI conventions' message models.
+pub fn phoenix_python(script: &str) -> Option<(PathBuf, PathBuf)> {
+    let python = present(
+        references_dir().join("phoenix/bin/python"),
+        "Arize Phoenix's python (PyPI arize-phoenix)",
+    )?;
+    Some((python, references_dir().join("references").join(script)))
+}
+
 /// `junit-10.xsd`, from pytest's source distribution.
 pub fn junit_xsd() -> Option<PathBuf> {
     present(
