@@ -219,7 +219,8 @@ impl TurnTrace {
             KeyValue::new("gen_ai.agent.name", AGENT_NAME),
             KeyValue::new("gen_ai.conversation.id", conversation),
             KeyValue::new("gen_ai.provider.name", self.labels.provider.clone()),
-            KeyValue::new("gen_ai.request.model", self.labels.model.clone()),
+            KeyValue::new("gen_ai.request.model", self.model()),
+            KeyValue::new("promptlab.requested_model", self.labels.model.clone()),
             KeyValue::new("promptlab.turn_id", start.turn_id.clone()),
             KeyValue::new("promptlab.fingerprint", start.fingerprint.clone()),
             KeyValue::new(
@@ -276,7 +277,7 @@ impl TurnTrace {
     ) -> u64 {
         let start = began + Duration::from_millis(call.started_ms);
         let end = start + Duration::from_millis(call.latency_ms);
-        let mut span = SpanBuilder::from_name(format!("chat {}", self.labels.model))
+        let mut span = SpanBuilder::from_name(format!("chat {}", self.model()))
             .with_kind(SpanKind::Client)
             .with_start_time(start)
             .with_attributes(self.call_attributes(index, call))
@@ -298,7 +299,7 @@ impl TurnTrace {
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", "chat"),
             KeyValue::new("gen_ai.provider.name", self.labels.provider.clone()),
-            KeyValue::new("gen_ai.request.model", self.labels.model.clone()),
+            KeyValue::new("gen_ai.request.model", self.model()),
             KeyValue::new("promptlab.round", i64::from(call.round)),
         ];
         if let Some(summary) = &call.summary {
@@ -347,6 +348,17 @@ impl TurnTrace {
             ));
         }
         attributes
+    }
+
+    /// `gen_ai.request.model`: the model asked for, except where no model
+    /// answered — a scripted or replayed turn is named by its provider
+    /// (`promptlab.script`), so that no viewer prices it as the paid model
+    /// it stood in for (`promptlab.requested_model` keeps that one).
+    fn model(&self) -> String {
+        match self.labels.provider.as_str() {
+            provider @ ("promptlab.script" | "promptlab.replay") => provider.to_string(),
+            _ => self.labels.model.clone(),
+        }
     }
 
     /// `gen_ai.system_instructions`: the assembled system prompt as a list

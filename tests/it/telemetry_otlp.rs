@@ -159,6 +159,14 @@ fn a_chat_turn_is_one_trace_of_model_calls_and_tool_calls() {
         "no content unless asked"
     );
     assert!(attributes.get("gen_ai.system_instructions").is_none());
+    assert_eq!(
+        attributes["gen_ai.request.model"], "promptlab.script",
+        "no viewer prices a scripted turn as the model it stood in for"
+    );
+    assert_eq!(
+        attributes["promptlab.requested_model"],
+        "gemini-3.1-flash-lite"
+    );
     assert_eq!(decoded["resources"][0]["service.name"], "promptlab");
     assert_eq!(decoded["resources"][0]["deployment.environment"], "ci");
 
