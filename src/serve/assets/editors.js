@@ -44,10 +44,22 @@ Lab.editor = function (prompt) {
   tools.append(reset, showDiff);
   box.append(area, tools, note, diff);
   Lab.editors[prompt.id] = area;
-  area.addEventListener("input", () => Lab.editorsChanged());
-  reset.addEventListener("click", () => { area.value = Lab.defaults[prompt.id]; diff.hidden = true; Lab.editorsChanged(); });
+  area.addEventListener("input", () => { Lab.fitEditor(area); Lab.editorsChanged(); });
+  box.addEventListener("toggle", () => { if (box.open) Lab.fitEditor(area); });
+  reset.addEventListener("click", () => { area.value = Lab.defaults[prompt.id]; diff.hidden = true; Lab.fitEditor(area); Lab.editorsChanged(); });
   showDiff.addEventListener("click", () => Lab.showDiff(prompt.id, diff));
   return box;
+};
+
+// An editor as tall as its text, so the setup column is the one thing that
+// scrolls; a text taller than most of the window scrolls inside it.
+Lab.fitEditor = function (area) {
+  if (!area.closest("details").open) return;
+  const most = Math.max(160, Math.round(window.innerHeight * 0.7));
+  area.style.height = "auto";
+  const wanted = area.scrollHeight + 2;
+  area.style.height = Math.min(wanted, most) + "px";
+  area.classList.toggle("long", wanted > most);
 };
 
 Lab.setOverrides = function (map) {
@@ -60,14 +72,25 @@ Lab.setOverrides = function (map) {
 let changeTimer = null;
 Lab.editorsChanged = function () {
   const overrides = Lab.overrides();
-  for (const [id, area] of Object.entries(Lab.editors)) {
-    area.closest("details").classList.toggle("overridden", Object.prototype.hasOwnProperty.call(overrides, id));
-  }
-  const count = Object.keys(overrides).length;
-  Lab.$("override-count").textContent = count ? "(" + count + " overridden)" : "";
+  Lab.markEditors(overrides, []);
   Lab.remember({ overrides });
   clearTimeout(changeTimer);
   changeTimer = setTimeout(() => { Lab.refreshFingerprint(overrides); Lab.refreshNotes(overrides); }, 150);
+};
+
+// Each editor's heading, and the count, as the server judged the overrides:
+// one it ignores (blank, too long) is "ignored", never counted overridden.
+Lab.markEditors = function (overrides, ignored) {
+  const ignoredIds = new Set(ignored.map((i) => i.id));
+  let count = 0;
+  for (const [id, area] of Object.entries(Lab.editors)) {
+    const differs = Object.prototype.hasOwnProperty.call(overrides, id);
+    const box = area.closest("details");
+    box.classList.toggle("overridden", differs && !ignoredIds.has(id));
+    box.classList.toggle("ignored", differs && ignoredIds.has(id));
+    if (differs && !ignoredIds.has(id)) count += 1;
+  }
+  Lab.$("override-count").textContent = count ? "(" + count + " overridden" + (ignoredIds.size ? ", " + ignoredIds.size + " ignored" : "") + ")" : ignoredIds.size ? "(" + ignoredIds.size + " ignored)" : "";
 };
 
 Lab.refreshFingerprint = async function (overrides) {
@@ -75,6 +98,7 @@ Lab.refreshFingerprint = async function (overrides) {
   Lab.$("fingerprint").textContent = answer.body.fingerprint || "?";
   const ignored = answer.body.ignored || [];
   Lab.$("fingerprint").title = ignored.length ? "ignored: " + ignored.map((i) => i.id).join(", ") : "";
+  Lab.markEditors(overrides, ignored);
   document.body.dataset.fingerprint = answer.body.fingerprint || "";
 };
 
@@ -136,22 +160,29 @@ Lab.saveFile = async function (replace) {
   const name = Lab.$("save-name").value.trim();
   const result = Lab.$("save-result");
   const answer = await Lab.postJson("/api/overrides", { name, overrides: Lab.overrides(), replace: Boolean(replace) });
+  if (answer.status === 409) {
+    // Said for a person; the API's own wording is for programs.
+    result.className = "small confirm";
+    const again = Lab.el("button", "replace", "Replace it");
+    again.type = "button";
+    again.addEventListener("click", () => Lab.saveFile(true));
+    const keep = Lab.el("button", "keep", "Keep it");
+    keep.type = "button";
+    keep.addEventListener("click", () => { result.replaceChildren(); Lab.$("save-name").focus(); });
+    result.replaceChildren(Lab.el("span", null, "A saved file named \u201c" + name + "\u201d already exists."), again, keep);
+    again.focus();
+    return;
+  }
   if (!answer.ok) {
     result.className = "small error";
-    result.replaceChildren(Lab.el("span", null, answer.body.error + " "));
-    if (answer.status === 409) {
-      const again = Lab.el("button", "replace", "Replace it");
-      again.type = "button";
-      again.addEventListener("click", () => Lab.saveFile(true));
-      result.append(again);
-      again.focus();
-    }
+    result.textContent = answer.body.error;
     return;
   }
   const skipped = answer.body.ignored.length ? " · not saved: " + answer.body.ignored.map((i) => i.id + " (" + Lab.reasonText(i.reason) + ")").join(", ") : "";
   result.className = "small saved";
   result.textContent = "saved " + answer.body.file + " · fingerprint " + answer.body.fingerprint + skipped;
   result.dataset.fingerprint = answer.body.fingerprint;
+  Lab.kept = Lab.overrides();
   await Lab.refreshFiles(answer.body.file);
 };
 
@@ -179,12 +210,44 @@ Lab.refreshFiles = async function (select) {
   Lab.fillVersionChoices();
 };
 
+// The overrides last saved or loaded: edits past them are unsaved.
+Lab.kept = {};
+
+// Prompt ids whose text in the editors is neither the default nor what was
+// last saved or loaded.
+Lab.unsavedEdits = function () {
+  const held = Lab.overrides();
+  const ids = new Set(Object.keys(held).concat(Object.keys(Lab.kept)));
+  return [...ids].filter((id) => held[id] !== Lab.kept[id] && Object.prototype.hasOwnProperty.call(held, id));
+};
+
+// Load asks before a file replaces unsaved edits.
 Lab.loadFile = async function () {
   const file = Lab.$("saved-files").value;
   if (!file) return;
+  const unsaved = Lab.unsavedEdits();
+  if (unsaved.length) {
+    const result = Lab.$("save-result");
+    result.className = "small confirm";
+    const replace = Lab.el("button", "load-anyway", "Load it");
+    replace.type = "button";
+    replace.addEventListener("click", () => { result.replaceChildren(); Lab.loadFileNow(file); });
+    const keep = Lab.el("button", "keep", "Keep my edits");
+    keep.type = "button";
+    keep.addEventListener("click", () => result.replaceChildren());
+    result.replaceChildren(Lab.el("span", null, "Loading " + file + " replaces your unsaved edits to " + unsaved.join(", ") + "."), replace, keep);
+    keep.focus();
+    return;
+  }
+  await Lab.loadFileNow(file);
+};
+
+Lab.loadFileNow = async function (file) {
   try {
     const loaded = await Lab.getJson("/api/overrides/" + encodeURIComponent(file));
     Lab.setOverrides(loaded.overrides);
+    Lab.kept = Lab.overrides();
+    for (const area of Object.values(Lab.editors)) Lab.fitEditor(area);
     // A text box turns CRLF into LF: then the editors hold another version.
     const held = Lab.overrides();
     const differs = Object.keys(loaded.overrides).some((id) => Lab.editors[id] && held[id] !== loaded.overrides[id]);

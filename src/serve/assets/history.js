@@ -6,9 +6,21 @@ Lab.refreshRuns = async function () {
   const runs = await Lab.getJson("/api/runs?limit=20").catch(() => []);
   Lab.$("run-list").replaceChildren(...runs.map((run) => {
     const item = Lab.el("li", "run");
-    const open = Lab.el("button", "open-run", run.startedAt.slice(0, 19).replace("T", " ") + " · " + (run.claim || "?") + " · " + run.fingerprint + " · " + run.status + (run.replayOf ? " · replay of " + run.replayOf.slice(0, 8) : ""));
+    const open = Lab.el("button", "open-run");
     open.type = "button";
     open.dataset.turnId = run.turnId;
+    const labels = run.labels || {};
+    const where = labels.suite
+      ? labels.suite + " · " + labels.case + (labels.variant ? " · " + labels.variant : "") + (labels.sample > 1 ? " #" + labels.sample : "")
+      : "chat · prompt " + run.fingerprint;
+    const verdict = run.replayOf ? "replay" : run.verdict || run.status;
+    const badge = Lab.el("span", "verdict " + verdict, run.replayOf ? "replay of " + run.replayOf.slice(0, 8) : verdict);
+    open.append(
+      Lab.el("span", "question", run.messagePreview || "(no message)"),
+      Lab.el("span", "where", where + " · " + (run.claim || "?") + " · " + run.startedAt.slice(5, 16).replace("T", " ") + " "),
+    );
+    open.lastChild.append(badge);
+    open.title = run.turnId;
     open.addEventListener("click", () => Lab.openRun(run.turnId));
     item.append(open);
     return item;
@@ -84,40 +96,79 @@ Lab.passRates = function (run) {
   return variants.map((v) => [v.variant || v.name, v.passRate === undefined ? null : v.passRate]);
 };
 
-// One small line chart per suite: pass rate per variant, oldest first.
+// One line chart per suite: pass rate per variant, oldest run first, with
+// its legend above it, a 0–100% axis, the runs' dates, and every point's
+// value on hover (and the last one in text). Series that coincide stay
+// visible: each variant has its own dash and marker.
 Lab.charts = function (runs) {
   const bySuite = new Map();
   for (const run of runs.slice().reverse()) {
     if (!bySuite.has(run.suite)) bySuite.set(run.suite, []);
     bySuite.get(run.suite).push(run);
   }
-  const colours = ["#1f5fbf", "#c2410c", "#15803d", "#7e22ce", "#0f766e"];
-  const charts = [];
-  for (const [suite, list] of bySuite) {
-    const variants = [...new Set(list.flatMap((run) => Lab.passRates(run).map(([v]) => v)))];
-    const svg = document.createElementNS("http://www.w3.org/2000/svg", "svg");
-    svg.setAttribute("class", "chart");
-    svg.setAttribute("viewBox", "0 0 320 100");
-    svg.setAttribute("role", "img");
-    svg.setAttribute("aria-label", "pass rate per variant for " + suite);
-    variants.forEach((variant, index) => {
-      const points = list.map((run, i) => {
-        const rate = new Map(Lab.passRates(run)).get(variant);
-        return rate === null || rate === undefined ? null : [10 + (list.length > 1 ? (300 * i) / (list.length - 1) : 150), 95 - rate * 90];
-      }).filter(Boolean);
-      const line = document.createElementNS("http://www.w3.org/2000/svg", "polyline");
-      line.setAttribute("points", points.map((p) => p.join(",")).join(" "));
-      line.setAttribute("stroke", colours[index % colours.length]);
-      const title = document.createElementNS("http://www.w3.org/2000/svg", "title");
-      title.textContent = variant;
-      line.append(title);
-      svg.append(line);
-    });
-    const figure = Lab.el("figure");
-    figure.append(svg, Lab.el("figcaption", "small muted", suite + ": " + variants.map((v, i) => v + " (" + ["blue", "orange", "green", "purple", "teal"][i % 5] + ")").join(", ")));
-    charts.push(figure);
+  return [...bySuite].map(([suite, list]) => Lab.chart(suite, list));
+};
+
+Lab.series = [
+  { colour: "#1f5fbf", dash: "", marker: "circle" },
+  { colour: "#c2410c", dash: "6 4", marker: "square" },
+  { colour: "#15803d", dash: "2 3", marker: "diamond" },
+  { colour: "#7e22ce", dash: "10 3 2 3", marker: "circle" },
+  { colour: "#0f766e", dash: "1 5", marker: "square" },
+];
+
+Lab.svg = function (tag, attributes, text) {
+  const node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [name, value] of Object.entries(attributes || {})) node.setAttribute(name, String(value));
+  if (text !== undefined) node.textContent = text;
+  return node;
+};
+
+Lab.marker = function (shape, x, y, colour) {
+  if (shape === "square") return Lab.svg("rect", { x: x - 3, y: y - 3, width: 6, height: 6, fill: colour });
+  if (shape === "diamond") return Lab.svg("polygon", { points: [x, y - 4, x + 4, y, x, y + 4, x - 4, y].join(" "), fill: colour });
+  return Lab.svg("circle", { cx: x, cy: y, r: 3, fill: colour });
+};
+
+Lab.chart = function (suite, list) {
+  const variants = [...new Set(list.flatMap((run) => Lab.passRates(run).map(([v]) => v)))];
+  const [left, right, top, bottom] = [40, 470, 10, 110];
+  const x = (i) => left + (list.length > 1 ? ((right - left) * i) / (list.length - 1) : (right - left) / 2);
+  const y = (rate) => bottom - rate * (bottom - top);
+  const when = (run) => (run.startedAt || run.start || "").slice(5, 16).replace("T", " ");
+  const svg = Lab.svg("svg", { class: "chart", viewBox: "0 0 520 140", role: "img", "aria-label": "pass rate per variant for " + suite });
+  for (const rate of [0, 0.5, 1]) {
+    svg.append(Lab.svg("line", { class: rate === 0 ? "axis" : "grid", x1: left, x2: right, y1: y(rate), y2: y(rate) }));
+    svg.append(Lab.svg("text", { class: "y-label", x: left - 6, y: y(rate) + 3, "text-anchor": "end" }, Math.round(rate * 100) + "%"));
   }
-  return charts;
+  svg.append(Lab.svg("line", { class: "axis", x1: left, x2: left, y1: top, y2: bottom }));
+  const ticks = list.length <= 6 ? list.map((_, i) => i) : [0, Math.floor((list.length - 1) / 2), list.length - 1];
+  for (const i of ticks) svg.append(Lab.svg("text", { class: "x-label", x: x(i), y: bottom + 14, "text-anchor": "middle" }, when(list[i])));
+  svg.append(Lab.svg("text", { class: "x-title", x: (left + right) / 2, y: 136, "text-anchor": "middle" }, "eval runs, oldest first"));
+  const legend = Lab.el("figcaption");
+  legend.append(Lab.el("b", null, suite + " "), Lab.el("span", "muted", "pass rate per variant: "));
+  variants.forEach((variant, index) => {
+    const style = Lab.series[index % Lab.series.length];
+    const points = list.map((run, i) => [i, new Map(Lab.passRates(run)).get(variant)]).filter(([, rate]) => rate !== null && rate !== undefined);
+    const line = Lab.svg("polyline", { points: points.map(([i, rate]) => x(i) + "," + y(rate)).join(" "), stroke: style.colour, "stroke-dasharray": style.dash, "data-variant": variant });
+    line.append(Lab.svg("title", {}, variant));
+    svg.append(line);
+    for (const [i, rate] of points) {
+      const mark = Lab.marker(style.marker, x(i), y(rate), style.colour);
+      mark.setAttribute("class", "point");
+      mark.append(Lab.svg("title", {}, variant + " · " + when(list[i]) + " · " + list[i].id + " · " + (rate * 100).toFixed(1) + "%"));
+      svg.append(mark);
+    }
+    const key = Lab.el("span", "legend");
+    const sample = Lab.svg("svg", { viewBox: "0 0 28 10", "aria-hidden": "true" });
+    sample.append(Lab.svg("line", { x1: 0, x2: 28, y1: 5, y2: 5, stroke: style.colour, "stroke-width": 2, "stroke-dasharray": style.dash }), Lab.marker(style.marker, 14, 5, style.colour));
+    const last = points.length ? points[points.length - 1][1] : null;
+    key.append(sample, Lab.el("span", "value", variant + (last === null ? " –" : " " + (last * 100).toFixed(1) + "% last")));
+    legend.append(key);
+  });
+  const figure = Lab.el("figure", "history");
+  figure.append(legend, svg);
+  return figure;
 };
 
 Lab.openEval = async function (id) {

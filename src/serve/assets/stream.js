@@ -100,9 +100,11 @@ Lab.footer = function (done) {
 // Thumbs up and down for a recorded turn (POST /api/feedback).
 Lab.votes = function (turnId, chosen) {
   const votes = Lab.el("span", "votes");
-  for (const [vote, label] of [["up", "thumbs up"], ["down", "thumbs down"]]) {
+  for (const [vote, label, name] of [["up", "\u2713 Good", "thumbs up"], ["down", "\u2717 Bad", "thumbs down"]]) {
     const button = Lab.el("button", "vote-" + vote + (chosen === vote ? " chosen" : ""), label);
     button.type = "button";
+    button.setAttribute("aria-label", name);
+    button.title = name === "thumbs up" ? "a good answer (recorded beside the run log)" : "a bad answer (recorded beside the run log)";
     button.addEventListener("click", async () => {
       const answer = await Lab.postJson("/api/feedback", { turnId, vote });
       if (answer.ok) { votes.querySelectorAll("button").forEach((b) => b.classList.remove("chosen")); button.classList.add("chosen"); }
