@@ -110,6 +110,20 @@ pub struct ModelArgs {
         value_parser = parse_max_call_time
     )]
     pub max_call_time: Duration,
+    /// Gemini and OpenAI: the most one rate-limited call (429) waits in all,
+    /// retrying at the server's pace, before its turn errors: 10m, 90s or seconds.
+    #[arg(
+        long,
+        value_name = "DURATION",
+        env = "PROMPTLAB_MAX_RATE_WAIT",
+        default_value = "10m",
+        value_parser = parse_time_limit
+    )]
+    pub max_rate_wait: Duration,
+    /// The most calls to one model at once, where its live limit starts:
+    /// the command's own (eval's `-j`, serve's `--max-concurrent`).
+    #[arg(skip)]
+    pub max_concurrency: Option<usize>,
 }
 
 /// The chosen provider, and the replay provider's own handle when it is one
@@ -205,12 +219,15 @@ impl ModelArgs {
         Ok(client)
     }
 
-    /// `base` with `--connect-timeout` and `--idle-timeout` over it.
+    /// `base` with `--connect-timeout`, `--idle-timeout`, `--max-rate-wait`
+    /// and the command's concurrency over it.
     pub fn http(&self, base: HttpSettings) -> Result<HttpSettings, CliError> {
         Ok(HttpSettings {
             connect_timeout: self.connect_timeout,
             idle_timeout: self.idle_timeout,
             idle_timeout_flag: Some("--idle-timeout"),
+            max_rate_wait: self.max_rate_wait,
+            max_concurrency: self.max_concurrency.unwrap_or(base.max_concurrency),
             ..base
         })
     }
@@ -240,7 +257,10 @@ impl ModelArgs {
                     "warning: --cache has no effect with --provider worker: the deployment calls its model"
                 );
             }
-            return Ok((TurnRunner::Worker(self.build_worker(registry, None)?), None));
+            return Ok((
+                TurnRunner::Worker(Box::new(self.build_worker(registry, None)?)),
+                None,
+            ));
         }
         let built = self.build_provider(tables)?;
         let provider = match cache_dir {

@@ -75,7 +75,7 @@ pub struct ServeArgs {
 }
 
 pub fn run(
-    args: ServeArgs,
+    mut args: ServeArgs,
     store: &ClaimStore,
     stores: &super::StoreArgs,
 ) -> Result<Exit, CliError> {
@@ -83,6 +83,8 @@ pub fn run(
     let trust = Trust::new(args.host, &args.allowed_host, &args.cors_origin)
         .map_err(|error| CliError::usage(error.to_string()))?;
     let registry = PromptRegistry::embedded();
+    // `--max-concurrent` is each model's ceiling of calls at once (SPEC §14).
+    args.model.max_concurrency = Some(usize::from(args.max_concurrent));
     let mut built = args.model.build_provider(&stores.tables)?;
     built.provider = super::model::with_cache(built.provider, args.cache, &stores.cache_dir);
     let ctx = TurnContext {

@@ -136,7 +136,16 @@ impl RunEntry {
                 .flat_map(|call| call.tool_calls.iter().map(|c| c.name.clone()))
                 .collect(),
             usage: footer.map(|f| f.usage).unwrap_or_default(),
-            latency_ms: footer.map(|f| f.total_ms),
+            // Time spent queued under a rate limit is the quota's, not the
+            // prompt's: left out, so throttling never reads as a regression.
+            latency_ms: footer.map(|f| {
+                let queued: u64 = log
+                    .model_calls()
+                    .filter_map(|call| call.summary.as_ref())
+                    .map(|summary| summary.queued_ms)
+                    .sum();
+                f.total_ms.saturating_sub(queued)
+            }),
             cost_usd: footer.and_then(|f| f.cost(&header.provider)),
             cached_calls: footer.map_or(0, |f| f.cached_calls),
             votes: Votes::of(&log.path),

@@ -37,7 +37,7 @@ pub enum ProviderChoice {
         models: Arc<crate::models::ModelTable>,
     },
     /// Each turn runs whole on a deployment (`--provider worker`).
-    Worker(WorkerClient),
+    Worker(Box<WorkerClient>),
     /// Variants with a provider of their own (a suite variant's `provider`)
     /// get it; the others, the run's.
     PerVariant {

@@ -18,6 +18,11 @@ pub enum ErrorKind {
     /// The server answered with an error status, or streamed an error
     /// object carrying one (Google's `{"error": {"code": 503, …}}`).
     Status { code: u16, retryable: bool },
+    /// A quota is spent (a daily or billing limit: Gemini's
+    /// `RESOURCE_EXHAUSTED` naming a per-day or billing quota, OpenAI's
+    /// `insufficient_quota`): not a rate, so never retried, and an eval
+    /// stops starting turns (SPEC §14).
+    Quota { code: u16 },
     /// A 3xx answer: redirects are never followed.
     Redirected,
     /// Nothing arrived within the idle timeout.

@@ -127,6 +127,11 @@ pub struct CallSummary {
     /// Attempts that failed and were retried before this one succeeded.
     #[serde(default)]
     pub retries: u32,
+    /// Time the call waited for a slot under its model's live concurrency
+    /// limit (SPEC §14): part of the turn's wall time, not of the model's
+    /// latency, so compare leaves it out.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub queued_ms: u64,
     /// Of `usage.output_tokens`, the model's thinking (Gemini's
     /// `thoughtsTokenCount`), priced at its own rate.
     #[serde(default, skip_serializing_if = "is_zero")]

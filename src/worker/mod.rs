@@ -35,7 +35,8 @@ use crate::chat::{
 use crate::prompts::{PromptRegistry, fingerprint, resolve_overrides};
 use crate::provider::transport::redact::StreamRedactor;
 use crate::provider::transport::{
-    CallBudget, CallLimits, Failure, HttpSettings, Peer, Redactor, Secret, Sending, Transport,
+    CallBudget, CallLimits, Failure, HttpSettings, Peer, Redactor, Secret, Sending, Slot,
+    Transport, Tries,
 };
 use crate::provider::{ErrorKind, ProviderError, ProviderKind};
 
@@ -236,7 +237,7 @@ impl WorkerClient {
             };
             let mut sent = None;
             {
-                let sending = client.send(&body, &budget, &cancel);
+                let sending = client.send(&body, &mut budget, &cancel);
                 futures_util::pin_mut!(sending);
                 while let Some(step) = sending.next().await {
                     match step {
@@ -246,7 +247,7 @@ impl WorkerClient {
                 }
             }
             let accepted = match sent {
-                Some(Ok(accepted)) => accepted,
+                Some(Ok((_, accepted))) => accepted,
                 Some(Err(error)) if error.kind == ErrorKind::Cancelled => {
                     yield TurnOutput::Cancelled;
                     return;
@@ -315,11 +316,14 @@ impl WorkerClient {
     fn send<'a>(
         &'a self,
         body: &'a [u8],
-        budget: &'a CallBudget,
+        budget: &'a mut CallBudget,
         cancel: &'a CancellationToken,
-    ) -> impl futures_util::Stream<Item = Sending<Accepted>> + Send + 'a {
+    ) -> impl futures_util::Stream<Item = Sending<(Option<Slot>, Accepted)>> + Send + 'a {
+        // The deployment's own `max_concurrent` bounds its turns: no lane.
         self.transport
-            .send_with_retries(budget, cancel, 0, move || self.attempt(body))
+            .send_with_retries(budget, cancel, Tries::default(), None, move || {
+                self.attempt(body)
+            })
     }
 
     /// One try, in an in-flight slot.
@@ -390,7 +394,7 @@ fn redact_output(redactor: &Redactor, output: TurnOutput) -> TurnOutput {
 #[derive(Clone)]
 pub enum TurnRunner {
     Local(TurnContext),
-    Worker(WorkerClient),
+    Worker(Box<WorkerClient>),
 }
 
 impl TurnRunner {

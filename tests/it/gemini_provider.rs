@@ -271,7 +271,8 @@ async fn a_server_asking_too_long_a_wait_is_not_retried() {
     ]);
     let provider = GeminiProvider::new(GeminiConfig {
         http: promptlab::provider::transport::HttpSettings {
-            max_retry_wait: Duration::from_secs(1),
+            // A 429's waits are bounded by the rate wait (SPEC §14).
+            max_rate_wait: Duration::from_secs(1),
             ..Default::default()
         },
         ..config(&server.base_url)

@@ -908,7 +908,8 @@ fn the_judge_cache_knows_who_judged_and_a_failed_rescore_writes_nothing() {
 /// `--rescore` says it on stderr.
 #[test]
 fn a_retrying_judge_says_so_for_the_turn_it_judges() {
-    const NOTICE: &str = "Gemini (judging) answered 503; retrying (2 of 3) in 0.0 s";
+    // The server's wait of 0 s, plus jitter.
+    const NOTICE: &str = "Gemini (judging) answered 503; retrying (2 of 3) in 0.";
     let busy = || -> Responder {
         Box::new(|_| Reply::Status {
             code: 503,

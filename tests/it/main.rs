@@ -61,6 +61,7 @@ mod openai_provider;
 mod override_file_property;
 mod parsers_property;
 mod preflight_folders;
+mod rate_limits;
 mod report;
 mod report_bench;
 mod report_browser;

@@ -13,7 +13,7 @@ use crate::support;
 use std::time::Duration;
 
 use promptlab::provider::gemini::schema::to_gemini;
-use promptlab::provider::transport::{Decision, Failure, RetryPolicy};
+use promptlab::provider::transport::{Decision, Failure, RetryPolicy, Tries};
 use promptlab::provider::{ErrorKind, ProviderError};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -26,6 +26,11 @@ fn kind() -> impl Strategy<Value = ErrorKind> {
         Just(ErrorKind::Dropped),
         (any::<u16>(), any::<bool>())
             .prop_map(|(code, retryable)| ErrorKind::Status { code, retryable }),
+        any::<bool>().prop_map(|retryable| ErrorKind::Status {
+            code: 429,
+            retryable
+        }),
+        any::<u16>().prop_map(|code| ErrorKind::Quota { code }),
     ]
 }
 
@@ -78,6 +83,7 @@ proptest! {
     fn the_policy_decides_any_failure_without_panicking(
         kind in kind(),
         retries in 0u32..10,
+        rate_waited_ms in 0u64..200_000,
         max_attempts in 1u32..6,
         delay_ms in prop::option::of(any::<u64>()),
         backoff_ms in 0u64..10_000,
@@ -86,20 +92,30 @@ proptest! {
             max_attempts,
             backoff: Duration::from_millis(backoff_ms),
             max_retry_wait: Duration::from_secs(60),
+            max_rate_wait: Duration::from_secs(120),
             count_tries: true,
         };
+        let rate_waited = Duration::from_millis(rate_waited_ms);
+        let tries = Tries { retries, rate_limited: retries, rate_waited, ..Tries::default() };
         let failure = Failure {
             error: ProviderError::of(kind, "failed"),
             retry_after: delay_ms.map(Duration::from_millis),
         };
-        match policy.decide("Gemini", retries, failure) {
+        let rate_limited = matches!(kind, ErrorKind::Status { code: 429, retryable: true });
+        match policy.decide("Gemini", tries, failure) {
             Decision::Retry { wait, notice } => {
                 prop_assert!(kind.retryable());
-                prop_assert!(retries + 1 < max_attempts);
+                prop_assert_eq!(notice.rate_limited, rate_limited);
                 prop_assert_eq!(notice.attempt, retries + 2);
-                prop_assert!(notice.attempt <= notice.of);
-                if delay_ms.is_some() {
-                    prop_assert!(wait <= Duration::from_secs(60));
+                if rate_limited {
+                    // Any number of tries, but never past the total wait.
+                    prop_assert!(rate_waited + wait <= Duration::from_secs(120));
+                } else {
+                    prop_assert!(retries + 1 < max_attempts);
+                    prop_assert!(notice.attempt <= notice.of);
+                    if delay_ms.is_some() {
+                        prop_assert!(wait <= Duration::from_secs(60));
+                    }
                 }
                 let _ = notice.to_string();
             }

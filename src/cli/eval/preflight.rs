@@ -166,7 +166,7 @@ fn run_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice
                     promptlab::text::printable(&warning.to_string())
                 );
             }
-            Ok(ProviderChoice::Worker(client))
+            Ok(ProviderChoice::Worker(Box::new(client)))
         }
         ProviderKind::Replay => {
             let dir = settings.model.replay.as_ref().ok_or_else(|| {

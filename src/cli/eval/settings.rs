@@ -138,7 +138,11 @@ impl EvalSettings {
                 markdown_summary: args.markdown_summary,
             },
             suite: args.suite,
-            model: args.model,
+            // `-j` is each model's ceiling of calls at once (SPEC §14).
+            model: ModelArgs {
+                max_concurrency: Some(usize::from(args.jobs)),
+                ..args.model
+            },
             judge: args.judge,
             jobs: args.jobs,
             max_concurrent: args.max_concurrent,

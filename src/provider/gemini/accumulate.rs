@@ -193,6 +193,7 @@ impl CallAccumulator {
             model_version: self.model_version,
             finish_reason: self.finish_reason,
             retries,
+            queued_ms: 0,
             // A breakdown of the output: none known, none priced apart.
             thinking_tokens: counts.thoughts.unwrap_or(0),
             cached: false,

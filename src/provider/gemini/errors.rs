@@ -74,6 +74,33 @@ impl GoogleError {
         }
     }
 
+    /// The spent quota this error names, when it is a daily or billing
+    /// one rather than a rate: a `google.rpc.QuotaFailure` violation whose
+    /// `quotaId` or `quotaMetric` is per day (Google's
+    /// `GenerateRequestsPerDayPerProjectPerModel-FreeTier`) or billing.
+    /// Per-minute violations are rates, and none is returned.
+    pub fn spent_quota(&self) -> Option<String> {
+        self.details
+            .iter()
+            .filter(|detail| {
+                detail
+                    .get("@type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t.ends_with("google.rpc.QuotaFailure"))
+            })
+            .filter_map(|detail| detail.get("violations").and_then(Value::as_array))
+            .flatten()
+            .find_map(|violation| {
+                let field = |name| violation.get(name).and_then(Value::as_str).unwrap_or("");
+                let (id, metric) = (field("quotaId"), field("quotaMetric"));
+                let named = format!("{id} {metric}").to_ascii_lowercase();
+                let spent = ["perday", "per_day", "daily", "billing"]
+                    .iter()
+                    .any(|word| named.contains(word));
+                spent.then(|| one_line(if id.is_empty() { metric } else { id }, 120))
+            })
+    }
+
     /// `RetryInfo.retryDelay` (a protobuf Duration such as `"34.4s"`).
     pub fn retry_delay(&self) -> Option<Duration> {
         self.details

@@ -237,6 +237,7 @@ impl GeminiProvider {
             url,
             headers: self.headers()?,
             body: body.into(),
+            lane: self.transport.throttle.lane(&request.model),
         })
     }
 }
@@ -273,9 +274,19 @@ impl Protocol for GeminiAnswers {
             ),
         };
         let code = status.as_u16();
-        let kind = ErrorKind::Status {
-            code,
-            retryable: is_retryable(i64::from(code)),
+        let quota = error.as_ref().and_then(|e| e.spent_quota());
+        let (kind, message) = match quota {
+            Some(quota) => (
+                ErrorKind::Quota { code },
+                format!("{message} (quota `{quota}` is spent: not retried)"),
+            ),
+            None => (
+                ErrorKind::Status {
+                    code,
+                    retryable: is_retryable(i64::from(code)),
+                },
+                message,
+            ),
         };
         Failure {
             error: ProviderError::of(kind, message),
@@ -297,6 +308,38 @@ fn excerpt(body: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spent_daily_quota_is_a_quota_and_a_per_minute_one_is_a_rate() {
+        let body = |quota_id: &str| {
+            format!(
+                r#"{{"error": {{"code": 429, "message": "You exceeded your current quota.", "status": "RESOURCE_EXHAUSTED",
+                "details": [{{"@type": "type.googleapis.com/google.rpc.QuotaFailure", "violations": [{{"quotaMetric": "generativelanguage.googleapis.com/generate_content_free_tier_requests", "quotaId": "{quota_id}"}}]}},
+                {{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "41s"}}]}}}}"#
+            )
+        };
+        let daily = GeminiAnswers.status_failure(
+            StatusCode::TOO_MANY_REQUESTS,
+            None,
+            &body("GenerateRequestsPerDayPerProjectPerModel-FreeTier"),
+        );
+        assert_eq!(daily.error.kind, ErrorKind::Quota { code: 429 });
+        assert!(!daily.error.retryable());
+        assert!(
+            daily.error.message.ends_with(
+                "(quota `GenerateRequestsPerDayPerProjectPerModel-FreeTier` is spent: not retried)"
+            ),
+            "{}",
+            daily.error.message
+        );
+        let per_minute = GeminiAnswers.status_failure(
+            StatusCode::TOO_MANY_REQUESTS,
+            None,
+            &body("GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
+        );
+        assert!(per_minute.error.retryable(), "{:?}", per_minute.error.kind);
+        assert_eq!(per_minute.retry_after, Some(Duration::from_secs(41)));
+    }
 
     #[test]
     fn the_key_is_redacted_from_debug_output() {

@@ -177,6 +177,7 @@ impl Decoder for ChunkDecoder {
             model_version: self.model,
             finish_reason: self.finish_reason,
             retries,
+            queued_ms: 0,
             // A breakdown of the output, priced at the output's rate when
             // the price table has no rate of its own: none known, none apart.
             thinking_tokens: counts.reasoning.unwrap_or(0),

@@ -207,6 +207,7 @@ impl OpenAiProvider {
             url,
             headers: self.headers()?,
             body: body.into(),
+            lane: self.transport.throttle.lane(&request.model),
         })
     }
 }
@@ -291,7 +292,14 @@ impl Protocol for OpenAiAnswers {
         body: &str,
     ) -> Failure {
         let code = status.as_u16();
-        let message = match parse_error_body(body) {
+        let parsed = parse_error_body(body);
+        // OpenAI's word for a spent balance or monthly limit: not a rate.
+        let spent = parsed.as_ref().is_some_and(|error| {
+            error.kind.as_deref() == Some("insufficient_quota")
+                || error.code.as_ref().and_then(serde_json::Value::as_str)
+                    == Some("insufficient_quota")
+        });
+        let message = match parsed {
             Some(error) => error.describe(Some(code)),
             None if body.trim().is_empty() => format!("OpenAI API error {code}"),
             None => format!(
@@ -299,14 +307,21 @@ impl Protocol for OpenAiAnswers {
                 crate::text::one_line(body, 200)
             ),
         };
-        Failure {
-            error: ProviderError::of(
+        let (kind, message) = match spent {
+            true => (
+                ErrorKind::Quota { code },
+                format!("{message} (the quota `insufficient_quota` is spent: not retried)"),
+            ),
+            false => (
                 ErrorKind::Status {
                     code,
                     retryable: is_retryable(code),
                 },
                 message,
             ),
+        };
+        Failure {
+            error: ProviderError::of(kind, message),
             retry_after,
         }
     }
@@ -315,6 +330,30 @@ impl Protocol for OpenAiAnswers {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn insufficient_quota_is_a_quota_and_rate_limit_exceeded_a_rate() {
+        let quota = OpenAiAnswers.status_failure(
+            StatusCode::TOO_MANY_REQUESTS,
+            None,
+            r#"{"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", "param": null, "code": "insufficient_quota"}}"#,
+        );
+        assert_eq!(quota.error.kind, ErrorKind::Quota { code: 429 });
+        assert!(
+            quota
+                .error
+                .message
+                .contains("`insufficient_quota` is spent"),
+            "{}",
+            quota.error.message
+        );
+        let rate = OpenAiAnswers.status_failure(
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(Duration::from_secs(1)),
+            r#"{"error": {"message": "Rate limit reached", "type": "requests", "param": null, "code": "rate_limit_exceeded"}}"#,
+        );
+        assert!(rate.error.retryable());
+    }
 
     #[test]
     fn base_urls_are_checked_and_the_key_never_shows() {

@@ -66,6 +66,12 @@ impl CallBudget {
         self.deadline
     }
 
+    /// Moves the deadline on by `wait`: time the call spent waiting for a
+    /// slot or out a rate limit, which `--max-call-time` does not bound.
+    pub fn extend(&mut self, wait: std::time::Duration) {
+        self.deadline = self.deadline.checked_add(wait).unwrap_or(self.deadline);
+    }
+
     /// Counts `bytes` of body; `Err` names the bound passed.
     pub fn received(&mut self, who: &str, bytes: usize) -> Result<(), ProviderError> {
         self.received = self

@@ -11,8 +11,10 @@ use futures_util::{Stream, StreamExt};
 use reqwest::header::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
-use super::Transport;
-use super::{BodyRead, CallBudget, CallLimits, Decision, Failure, Protocol, Sending, SseBody};
+use super::{
+    BodyRead, CallBudget, CallLimits, Decision, Failure, Lane, Protocol, Sending, Slot, SseBody,
+    Transport, Tries,
+};
 use crate::provider::sse::{MAX_EVENT_BYTES, SseItem};
 use crate::provider::{CallSummary, ErrorKind, ModelEvent, ProviderError};
 
@@ -35,6 +37,8 @@ pub struct Call {
     pub url: reqwest::Url,
     pub headers: HeaderMap,
     pub body: bytes::Bytes,
+    /// The model's lane in the transport's throttle: each try takes a slot.
+    pub lane: Arc<Lane>,
 }
 
 impl Call {
@@ -59,6 +63,8 @@ enum ReadEnd {
 
 /// One response body, read chunk by chunk into model events.
 struct StreamReader<D> {
+    /// The lane's slot this try holds until its stream ends.
+    slot: Option<Slot>,
     body: SseBody,
     decoder: D,
     who: &'static str,
@@ -67,13 +73,28 @@ struct StreamReader<D> {
 }
 
 impl<D: Decoder> StreamReader<D> {
-    fn new(call: &Call, response: reqwest::Response, decoder: D, who: &'static str) -> Self {
+    fn new(
+        call: &Call,
+        (slot, response): (Option<Slot>, reqwest::Response),
+        decoder: D,
+        who: &'static str,
+    ) -> Self {
         StreamReader {
+            slot,
             body: call.transport.sse_body(response, MAX_EVENT_BYTES),
             decoder,
             who,
             forwarded: false,
         }
+    }
+
+    /// A fault before anything was forwarded, to be retried: the slot is
+    /// given back for the wait, and the lane told of the failure.
+    fn give_back(&mut self, lane: &Lane, fault: ProviderError) -> Failure {
+        self.slot = None;
+        let failure = Failure::from(fault);
+        super::tell_lane(lane, &failure);
+        failure
     }
 
     /// Reads the next chunk: the events it completes, then how the stream
@@ -147,17 +168,19 @@ pub fn call_stream<D: Decoder>(
         };
         let who = call.transport.peer.name;
         let mut budget = CallBudget::start(call.limits);
-        let mut retries = 0;
+        let mut tries = Tries::default();
         'attempts: loop {
             let mut sent = None;
             {
-                let sending = call.transport.send_with_retries(&budget, &cancel, retries, || call.send_once());
+                let lane = Some(Arc::clone(&call.lane));
+                let sending =
+                    call.transport.send_with_retries(&mut budget, &cancel, tries, lane, || call.send_once());
                 futures_util::pin_mut!(sending);
                 while let Some(step) = sending.next().await {
                     match step {
                         Sending::Notice(notice) => yield Ok(ModelEvent::Retry(notice)),
                         Sending::Sent(result, made) => {
-                            retries = made;
+                            tries = made;
                             sent = Some(result);
                         }
                     }
@@ -181,7 +204,7 @@ pub fn call_stream<D: Decoder>(
                     None => continue,
                     Some(ReadEnd::Cancelled) => return,
                     Some(ReadEnd::Finished) => {
-                        yield reader.decoder.finish(retries).map(ModelEvent::Done);
+                        yield finish(reader.decoder, tries).map(ModelEvent::Done);
                         return;
                     }
                     Some(ReadEnd::Fault(fault)) => fault,
@@ -190,30 +213,39 @@ pub fn call_stream<D: Decoder>(
                 let fault = if reader.forwarded {
                     fault
                 } else {
-                    match call.transport.policy.decide(who, retries, Failure::from(fault)) {
+                    match call.transport.policy.decide(who, tries, reader.give_back(&call.lane, fault)) {
                         Decision::Retry { wait, notice } => {
+                            let (next, rate_limited) = (tries.after(&notice, wait), notice.rate_limited);
                             yield Ok(ModelEvent::Retry(notice));
-                            if let Err(error) = call.transport.pause(wait, &budget, &cancel).await {
+                            if let Err(error) = call.transport.pause(wait, rate_limited, Some(&call.lane), &mut budget, &cancel).await {
                                 yield Err(error);
                                 return;
                             }
-                            retries += 1;
+                            tries = next;
                             continue 'attempts;
                         }
                         Decision::GiveUp(error) => error,
                     }
                 };
-                yield Err(cut_short(fault, reader.decoder, retries));
+                yield Err(cut_short(fault, reader.decoder, tries));
                 return;
             }
         }
     }
 }
 
+/// The call's summary, with the time it queued for a slot.
+fn finish<D: Decoder>(decoder: D, tries: Tries) -> Result<CallSummary, ProviderError> {
+    decoder.finish(tries.retries).map(|mut summary| {
+        summary.queued_ms = u64::try_from(tries.queued.as_millis()).unwrap_or(u64::MAX);
+        summary
+    })
+}
+
 /// A call's stream that broke: the usage it reported before it was cut
 /// stays with the error; what was billed is unknown (`partial`).
-fn cut_short<D: Decoder>(fault: ProviderError, decoder: D, retries: u32) -> ProviderError {
-    let partial = match decoder.finish(retries) {
+fn cut_short<D: Decoder>(fault: ProviderError, decoder: D, tries: Tries) -> ProviderError {
+    let partial = match finish(decoder, tries) {
         Ok(summary) => Some(summary),
         Err(end) => end.summary.map(|summary| *summary),
     };

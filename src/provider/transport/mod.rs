@@ -11,6 +11,8 @@
 //! - the bounds on one call: text, body and `--max-call-time` (`bounds.rs`);
 //! - one retry policy with its notices (`retry.rs`), driven here by
 //!   `Transport::send_with_retries`;
+//! - how many calls go to one model at once, learnt from its 429s
+//!   (`throttle.rs`);
 //! - one SSE body reader: idle timeout, caps, cancellation (`body.rs`);
 //! - one streamed model call over them, a protocol's `Decoder` turning its
 //!   items into events (`call.rs`).
@@ -21,12 +23,14 @@ pub mod call;
 pub mod client;
 pub mod redact;
 pub mod retry;
+pub mod throttle;
 
 pub use body::{BodyRead, SseBody};
 pub use bounds::{CallBudget, CallLimits};
 pub use client::{client, endpoint_identity, error_chain, redirect_message, shown, shown_url};
 pub use redact::{Redactor, Secret};
-pub use retry::{Decision, Failure, RetryNotice, RetryPolicy, backoff_delay, retry_after};
+pub use retry::{Decision, Failure, RetryNotice, RetryPolicy, Tries, backoff_delay, retry_after};
+pub use throttle::{Lane, RateLimits, Slot, Throttle};
 
 use std::future::Future;
 use std::sync::Arc;
@@ -38,6 +42,9 @@ use reqwest::header::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
 use crate::provider::{CallSummary, ErrorKind, ModelEvent, ProviderError};
+
+/// How long a rate-limited call may wait in all, by default (SPEC §14).
+pub const DEFAULT_MAX_RATE_WAIT: Duration = Duration::from_secs(600);
 
 /// The most of an error response's body that is read.
 pub const ERROR_BODY_LIMIT: usize = 64 * 1024;
@@ -83,6 +90,11 @@ pub struct HttpSettings {
     pub backoff: Duration,
     /// A server asking for a longer wait than this is not retried.
     pub max_retry_wait: Duration,
+    /// The most a rate-limited call waits in all (`--max-rate-wait`).
+    pub max_rate_wait: Duration,
+    /// The most calls to one model at once, and where its live limit
+    /// starts (`-j`, `serve --max-concurrent`).
+    pub max_concurrency: usize,
     /// The flag the command took the idle timeout from (`--idle-timeout`),
     /// named when a stream stalls; none where the command has no such flag.
     pub idle_timeout_flag: Option<&'static str>,
@@ -90,7 +102,8 @@ pub struct HttpSettings {
 
 impl Default for HttpSettings {
     /// A model API's: 10 s to connect, 120 s idle, 3 tries from 1 s apart,
-    /// at most a 60 s wait asked for.
+    /// at most a 60 s wait asked for; a rate-limited call waits up to
+    /// 10 minutes in all; 32 calls to a model at once.
     fn default() -> HttpSettings {
         HttpSettings {
             connect_timeout: Duration::from_secs(10),
@@ -98,6 +111,8 @@ impl Default for HttpSettings {
             max_attempts: 3,
             backoff: Duration::from_secs(1),
             max_retry_wait: Duration::from_secs(60),
+            max_rate_wait: DEFAULT_MAX_RATE_WAIT,
+            max_concurrency: 32,
             idle_timeout_flag: None,
         }
     }
@@ -110,6 +125,7 @@ impl HttpSettings {
             max_attempts: self.max_attempts,
             backoff: self.backoff,
             max_retry_wait: self.max_retry_wait,
+            max_rate_wait: self.max_rate_wait,
             count_tries,
         }
     }
@@ -128,6 +144,8 @@ pub struct Transport {
     pub idle_timeout: Duration,
     /// The flag that set it, for the stall message, where one did.
     pub idle_timeout_flag: Option<&'static str>,
+    /// How many calls go to each of this server's models at once.
+    pub throttle: Arc<Throttle>,
 }
 
 /// What `send_with_retries` yields: a notice before each retry, then the
@@ -135,7 +153,7 @@ pub struct Transport {
 #[derive(Debug)]
 pub enum Sending<T> {
     Notice(RetryNotice),
-    Sent(Result<T, ProviderError>, u32),
+    Sent(Result<T, ProviderError>, Tries),
 }
 
 /// The HTTP client could not be built (no TLS backend, a bad setting).
@@ -161,6 +179,7 @@ impl Transport {
         let policy = http.policy(count_tries);
         let mut transport = Transport::new(client, redactor, peer, policy, http.idle_timeout);
         transport.idle_timeout_flag = http.idle_timeout_flag;
+        transport.throttle = Arc::new(Throttle::new(http.max_concurrency));
         Ok((transport, unredactable))
     }
 
@@ -218,6 +237,7 @@ impl Transport {
             policy,
             idle_timeout,
             idle_timeout_flag: None,
+            throttle: Arc::new(Throttle::new(HttpSettings::default().max_concurrency)),
         }
     }
 
@@ -272,22 +292,41 @@ impl Transport {
 
     /// Tries `attempt` until it succeeds or the policy gives up, within the
     /// call's deadline and until `cancel` fires, announcing each retry.
-    /// `retries` is how many this call has made already.
+    /// `tries` are what this call has made already. With a `lane`, each
+    /// try first takes a slot in it (the time waiting for one, like a 429's
+    /// wait, does not count against the call's deadline), holds it for as
+    /// long as the caller keeps the response, and tells the lane of 429s,
+    /// server errors and spent quotas.
     pub fn send_with_retries<'a, T, F, Fut>(
         &'a self,
-        budget: &'a CallBudget,
+        budget: &'a mut CallBudget,
         cancel: &'a CancellationToken,
-        retries: u32,
+        tries: Tries,
+        lane: Option<Arc<Lane>>,
         mut attempt: F,
-    ) -> impl Stream<Item = Sending<T>> + Send + 'a
+    ) -> impl Stream<Item = Sending<(Option<Slot>, T)>> + Send + 'a
     where
         T: Send + 'a,
         F: FnMut() -> Fut + Send + 'a,
         Fut: Future<Output = Result<T, Failure>> + Send + 'a,
     {
         async_stream::stream! {
-            let mut retries = retries;
+            let mut tries = tries;
             loop {
+                let slot = match &lane {
+                    None => None,
+                    Some(lane) => {
+                        let asked = tokio::time::Instant::now();
+                        let Some(slot) = lane.acquire(cancel).await else {
+                            yield Sending::Sent(Err(retry::cancelled()), tries);
+                            return;
+                        };
+                        let queued = asked.elapsed();
+                        budget.extend(queued);
+                        tries.queued = tries.queued.saturating_add(queued);
+                        Some(slot)
+                    }
+                };
                 let tried = tokio::select! {
                     biased;
                     _ = cancel.cancelled() => Err(retry::cancelled().into()),
@@ -296,27 +335,33 @@ impl Transport {
                 };
                 let failure: Failure = match tried {
                     Ok(sent) => {
-                        yield Sending::Sent(Ok(sent), retries);
+                        yield Sending::Sent(Ok((slot, sent)), tries);
                         return;
                     }
                     Err(failure) => failure,
                 };
+                drop(slot);
+                if let Some(lane) = &lane {
+                    tell_lane(lane, &failure);
+                }
                 if matches!(failure.error.kind, ErrorKind::Cancelled | ErrorKind::TimedOut) {
-                    yield Sending::Sent(Err(failure.error), retries);
+                    yield Sending::Sent(Err(failure.error), tries);
                     return;
                 }
-                match self.policy.decide(self.peer.name, retries, failure) {
+                match self.policy.decide(self.peer.name, tries, failure) {
                     Decision::GiveUp(error) => {
-                        yield Sending::Sent(Err(error), retries);
+                        yield Sending::Sent(Err(error), tries);
                         return;
                     }
                     Decision::Retry { wait, notice } => {
+                        let next = tries.after(&notice, wait);
+                        let rate_limited = notice.rate_limited;
                         yield Sending::Notice(notice);
-                        if let Err(error) = self.pause(wait, budget, cancel).await {
-                            yield Sending::Sent(Err(error), retries);
+                        if let Err(error) = self.pause(wait, rate_limited, lane.as_deref(), budget, cancel).await {
+                            yield Sending::Sent(Err(error), tries);
                             return;
                         }
-                        retries += 1;
+                        tries = next;
                     }
                 }
             }
@@ -324,13 +369,22 @@ impl Transport {
     }
 
     /// Waits `wait` before a retry, unless the call is cancelled or its
-    /// deadline comes first.
+    /// deadline comes first. A rate-limited call's wait has its own bound
+    /// (`--max-rate-wait`), so it moves the deadline on by itself.
     pub async fn pause(
         &self,
         wait: Duration,
-        budget: &CallBudget,
+        rate_limited: bool,
+        lane: Option<&Lane>,
+        budget: &mut CallBudget,
         cancel: &CancellationToken,
     ) -> Result<(), ProviderError> {
+        if rate_limited {
+            budget.extend(wait);
+            if let Some(lane) = lane {
+                lane.waited(wait);
+            }
+        }
         tokio::select! {
             biased;
             _ = cancel.cancelled() => Err(retry::cancelled()),
@@ -355,6 +409,20 @@ impl Transport {
     /// `response`'s body as an SSE stream read under this transport's rules.
     pub fn sse_body(&self, response: reqwest::Response, max_event_bytes: usize) -> SseBody {
         SseBody::new(self.clone(), response, max_event_bytes)
+    }
+}
+
+/// What a failed try tells its lane: a 429 starts or joins an episode, a
+/// server error or a stall pauses growth, a spent quota is recorded.
+pub fn tell_lane(lane: &Lane, failure: &Failure) {
+    match failure.error.kind {
+        ErrorKind::Status { code: 429, .. } => {
+            lane.rate_limited(failure.retry_after);
+        }
+        ErrorKind::Status { code, .. } if code >= 500 => lane.faltered(),
+        ErrorKind::Stalled | ErrorKind::TimedOut => lane.faltered(),
+        ErrorKind::Quota { .. } => lane.quota(),
+        _ => {}
     }
 }
 

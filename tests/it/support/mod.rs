@@ -8,6 +8,7 @@ pub mod engine;
 pub mod http_server;
 pub mod openai_streams;
 pub mod plans;
+pub mod quota_server;
 pub mod references;
 pub mod reports;
 pub mod serve;
