@@ -59,7 +59,7 @@ pub async fn chat(
         let mut response = json_error(
             StatusCode::SERVICE_UNAVAILABLE,
             format!(
-                "busy: {} turns are running; try again shortly",
+                "busy: {} turns are running; try again shortly (serve --max-concurrent sets how many may)",
                 state.max_concurrent
             ),
         );

@@ -259,6 +259,14 @@ async fn past_the_concurrency_cap_a_request_gets_503_with_retry_after() {
         .unwrap();
     assert_eq!(second.status(), 503);
     assert_eq!(second.headers()["retry-after"], "1");
+    let said: serde_json::Value = serde_json::from_slice(&second.bytes().await.unwrap()).unwrap();
+    assert!(
+        said["error"]
+            .as_str()
+            .unwrap()
+            .ends_with("(serve --max-concurrent sets how many may)"),
+        "the 503 names the flag that lifts it: {said}"
+    );
     while stream.next().await.is_some() {}
     // The slot is freed just after the log is complete: poll for it.
     let deadline = std::time::Instant::now() + WAIT;
