@@ -76,6 +76,11 @@ impl Shard {
     pub fn from_ci(lookup: impl Fn(&str) -> Option<String>) -> Result<Shard, ShardError> {
         for (engine, index_var, base, total_var) in CI_SHARD_VARIABLES {
             let Some(index) = lookup(index_var) else {
+                // A job that is not parallel: GitLab sets CI_NODE_TOTAL=1
+                // and no index. It runs the whole suite.
+                if lookup(total_var).is_some_and(|total| total.trim() == "1") {
+                    return Ok(Shard { index: 1, count: 1 });
+                }
                 continue;
             };
             let total = lookup(total_var).ok_or(ShardError::NoTotal {
@@ -204,6 +209,11 @@ mod tests {
         );
         let zero_gitlab = shard(&[("CI_NODE_INDEX", "0"), ("CI_NODE_TOTAL", "4")]);
         assert!(zero_gitlab.is_err());
+        assert_eq!(
+            shard(&[("CI_NODE_TOTAL", "1")]),
+            Ok(Shard { index: 1, count: 1 }),
+            "a GitLab job without `parallel:` is the one shard"
+        );
         let no_total = shard(&[("CI_NODE_INDEX", "1")]).unwrap_err().to_string();
         assert!(no_total.contains("CI_NODE_TOTAL is not"), "{no_total}");
         let huge = shard(&[
