@@ -170,6 +170,11 @@ fn csv_rows(text: &str) -> Result<Vec<(usize, Value)>, RowProblem> {
     for (index, record) in reader.records().enumerate() {
         let row = index + 2;
         let record = record.map_err(|error| problem(row, None, csv_message(&error)))?;
+        // A spreadsheet saves an emptied row as `,,,,`: no case, as a blank
+        // JSONL line is none.
+        if record.iter().all(|cell| cell.trim().is_empty()) {
+            continue;
+        }
         if rows.len() == MAX_PLANNED_TURNS {
             return Err(too_many(row));
         }

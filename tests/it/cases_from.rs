@@ -91,6 +91,24 @@ fn a_csv_bank_becomes_cases_merged_with_the_defaults() {
 }
 
 #[test]
+fn a_spreadsheets_emptied_rows_are_no_cases() {
+    let dir = tempfile::tempdir().unwrap();
+    let bank = "name,message,tags\n,,\nexcess,What is the excess?,\n , ,\n,,\n";
+    let path = suite_with(dir.path(), "bank.csv", bank, "");
+    let suite = load(&path).unwrap().suite;
+    let names: Vec<&str> = suite.cases.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["excess"]);
+    // A row with something in it is still checked.
+    let path = suite_with(
+        dir.path(),
+        "bank.csv",
+        "name,message\n,What is the excess?\n",
+        "",
+    );
+    assert!(error(&path).contains("row 2"), "{}", error(&path));
+}
+
+#[test]
 fn a_jsonl_bank_becomes_cases() {
     let dir = tempfile::tempdir().unwrap();
     let bank = "{\"name\": \"a\", \"message\": \"What is the excess?\", \"tags\": [\"money\"], \"expect\": {\"clientActionNot\": {\"action\": \"navigate\"}}}\n\n\
