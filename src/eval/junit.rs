@@ -5,7 +5,9 @@
 //! when a sample failed its expectations, an `<error>` when samples only
 //! errored (nothing could be judged), and `<skipped>` when none of its
 //! samples ran; its `message` (what CI widgets headline) is the first unmet
-//! expectation, the rest is in its body.
+//! expectation, and its body starts with that expectation and the sample's
+//! run log (GitLab shows only the body), then the rest. The classname is
+//! `promptlab.<suite>.<variant>`.
 //!
 //! Streamed, like every output at the end of a run: the counts come from
 //! the folds the summary gathered, then each testcase is written as its
@@ -221,8 +223,11 @@ fn test_case(
         "{} · {}",
         fold.claim, plan.suite.suite.cases[fold.case].name
     );
+    // Prefixed so that no source file is named like it: reporters that map
+    // a classname to a file (mikepenz/action-junit-report) matched
+    // `default` to `default.*` files.
     let classname = format!(
-        "{}.{}",
+        "promptlab.{}.{}",
         plan.suite.name, plan.matrix.variants[fold.variant].name
     );
     let not_run = (fold.samples - fold.ran) as usize;
@@ -242,7 +247,13 @@ fn test_case(
             );
             let failed = kind == Kind::Failed;
             let message = first_problem(ran, failed).unwrap_or_else(|| counts.clone());
-            let body = format!("{counts}\n{}", problems(ran));
+            // GitLab shows the body, not `message`: the expectation and
+            // where to look come first.
+            let body = format!(
+                "{message}\nrun log: {}\n{counts}\n{}",
+                first_log(ran, failed),
+                problems(ran)
+            );
             match failed {
                 true => Status::Failed { message, body },
                 false => Status::Errored { message, body },
@@ -269,6 +280,19 @@ fn first_problem(ran: &[TurnResult], failed: bool) -> Option<String> {
         .filter(|r| r.verdict.outcome == wanted)
         .find_map(|r| r.verdict.failures.first())
         .map(|failure| crate::text::one_line(failure, crate::text::QUOTE_CHARS))
+}
+
+/// The run log of the sample `first_problem` quotes.
+fn first_log(ran: &[TurnResult], failed: bool) -> String {
+    let wanted = if failed {
+        Outcome::Fail
+    } else {
+        Outcome::Error
+    };
+    ran.iter()
+        .find(|r| r.verdict.outcome == wanted)
+        .and_then(|r| r.run_log.as_ref())
+        .map_or("not written".to_string(), |p| p.display().to_string())
 }
 
 /// Each sample that did not pass, and why.

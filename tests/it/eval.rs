@@ -144,11 +144,15 @@ fn a_failing_suite_exits_1_and_says_what_was_seen() {
             "answer does not contain \"deductible\" (answer: \"The excess is recorded in the policy.\")"
         )
     );
+    // GitLab shows the body: the expectation and the run log come first.
     let body = failures[0].text().unwrap();
-    assert!(
-        body.starts_with(
-            "0 of 1 samples passed (pass rate 0%); 1 needed (threshold: 100% of samples)\n"
-        ),
+    let mut lines = body.lines();
+    assert_eq!(lines.next(), failures[0].attribute("message"), "{body}");
+    let log = lines.next().unwrap().strip_prefix("run log: ").unwrap();
+    assert!(std::path::Path::new(log).is_file(), "{body}");
+    assert_eq!(
+        lines.next(),
+        Some("0 of 1 samples passed (pass rate 0%); 1 needed (threshold: 100% of samples)"),
         "{body}"
     );
     assert!(body.contains("answer does not contain \"deductible\""));

@@ -163,10 +163,18 @@ fn real_reports_are_valid_against_junit_10_xsd_and_read_back_whole() {
     );
     let text = failure["text"].as_str().unwrap();
     assert!(
-        text.starts_with(
-            "0 of 2 samples passed (pass rate 0%); 2 needed (threshold: 100% of samples)\n"
+        text.starts_with(&format!("{message}\nrun log: ")),
+        "the body leads with the expectation and the run log: {text}"
+    );
+    assert!(
+        text.contains(
+            "\n0 of 2 samples passed (pass rate 0%); 2 needed (threshold: 100% of samples)\n"
         ),
         "{text}"
+    );
+    assert_eq!(
+        failed["classname"], "promptlab.hostile.default",
+        "no file is named like the classname"
     );
     assert!(
         text.contains("sample 2 (fail):\n  - answer does not contain"),
