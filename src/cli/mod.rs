@@ -114,12 +114,12 @@ pub struct StoreArgs {
         default_value = ".promptlab-cache"
     )]
     pub cache_dir: PathBuf,
-    /// Model prices (USD per million tokens) to add to or replace the shipped table
-    /// (prices/gemini.yaml); see docs/cache.md.
+    /// Model prices (USD per million tokens) to add to or replace the shipped tables
+    /// (prices/gemini.yaml, prices/openai.yaml); see docs/cache.md.
     #[arg(long, global = true, value_name = "FILE", env = "PROMPTLAB_PRICES")]
     pub prices: Option<PathBuf>,
-    /// Model rules (the thinking levels or budgets each model takes) to add to or replace
-    /// the shipped table (models/gemini.yaml); see docs/models.md.
+    /// Model rules (thinking levels or budgets, output caps, token fields) to add to or
+    /// replace the shipped tables (models/gemini.yaml, models/openai.yaml); see docs/models.md.
     #[arg(long, global = true, value_name = "FILE", env = "PROMPTLAB_MODELS")]
     pub models: Option<PathBuf>,
     /// The tables `--prices` and `--models` make, read once at start-up and
@@ -182,7 +182,7 @@ pub enum Command {
     Evals(evals::EvalsCommand),
     /// Compare two prompt versions on their recorded runs.
     Compare(compare::CompareArgs),
-    /// Recorded run logs: list and show.
+    /// Recorded run logs: list, show, and reindex (rebuild the run index).
     #[command(subcommand)]
     Runs(runs::RunsCommand),
     /// Re-run a recorded turn with its recorded model responses and report where it diverges.
