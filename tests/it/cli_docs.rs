@@ -178,9 +178,14 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The shell block the README marks `<!-- recipe:examples -->`.
 fn recipe(readme: &str) -> String {
+    marked(readme, "<!-- recipe:examples -->")
+}
+
+/// The shell block after `mark`.
+fn marked(readme: &str, mark: &str) -> String {
     let after = readme
-        .split_once("<!-- recipe:examples -->")
-        .expect("the README marks its example recipe")
+        .split_once(mark)
+        .unwrap_or_else(|| panic!("the README marks {mark}"))
         .1;
     let block = after.split_once("```sh\n").unwrap().1;
     block.split_once("```").unwrap().0.to_string()
@@ -221,4 +226,37 @@ fn the_readme_recipe_runs_as_written_and_leaves_the_checkout_alone() {
         before,
         "the recipe wrote into runs/examples"
     );
+}
+
+/// The README's install steps after `cargo install` (the binary under test
+/// stands in for it), run in a fresh home: the folders they write to are
+/// made first, and the man page lands where `man` looks for a binary in
+/// `~/.cargo/bin` (manpath(5): `<bin>/../share/man`).
+#[test]
+fn the_readme_install_steps_run_in_a_fresh_home() {
+    let readme = std::fs::read_to_string(support::repo_root().join("README.md")).unwrap();
+    let script = marked(&readme, "<!-- recipe:install -->");
+    let (installed, steps) = script.split_once('\n').unwrap();
+    assert_eq!(installed, "cargo install --locked --path .");
+    let home = tempfile::tempdir().unwrap();
+    let cargo_bin = home.path().join(".cargo/bin");
+    std::fs::create_dir_all(&cargo_bin).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_promptlab"), cargo_bin.join("promptlab"))
+        .unwrap();
+    let mut command = Command::new("bash");
+    command
+        .args(["-euo", "pipefail", "-c", steps])
+        .env("HOME", home.path())
+        .env("PATH", format!("{}:/usr/bin:/bin", cargo_bin.display()));
+    let run = support::run_command(&mut command);
+    assert_eq!(run.code, 0, "{steps}\n{}", run.stderr);
+    let completions = home
+        .path()
+        .join(".local/share/bash-completion/completions/promptlab");
+    assert!(std::fs::metadata(&completions).unwrap().len() > 0);
+    let man = cargo_bin
+        .parent()
+        .unwrap()
+        .join("share/man/man1/promptlab.1");
+    assert!(man.is_file(), "the man page beside ~/.cargo/bin");
 }
