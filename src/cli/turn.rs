@@ -44,9 +44,6 @@ pub struct TurnRun {
     pub recorded: Option<PathBuf>,
     /// The prompt version computed here (from `Started`).
     pub fingerprint: Option<String>,
-    /// Retry notices go to stderr (the pretty view); machine formats keep
-    /// stdout and stderr for what they promise.
-    say_notices: bool,
 }
 
 impl TurnSink for TurnRun {
@@ -72,7 +69,10 @@ impl TurnSink for TurnRun {
                 self.events.push(event.clone());
             }
             TurnOutput::Cancelled => self.exit = Exit::Cancelled,
-            TurnOutput::Notice(notice) if self.say_notices => {
+            // Said on stderr in every format, as eval says them: stdout
+            // keeps to the events, and a piped chat still shows a person
+            // why it is waiting.
+            TurnOutput::Notice(notice) => {
                 promptlab::text::eprintln_or_drop!(
                     "{}",
                     promptlab::text::printable(&notice.to_string())
@@ -146,7 +146,6 @@ pub async fn drive_turn(
         recorded: None,
         fingerprint: None,
         keep,
-        say_notices: format == OutputFormat::Pretty,
     };
     let turn = runner.run(request, cancel.clone());
     // The run log names the trace its turn is exported as.

@@ -82,6 +82,11 @@ fn chat_ndjson_keeps_stdout_to_the_events() {
     let runs = tempfile::tempdir().unwrap();
     let out = chat(&server, runs.path(), "ndjson");
     assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(NOTICE),
+        "a piped chat still says why it waits: {}",
+        out.stderr
+    );
     for line in out.stdout.lines() {
         let event: serde_json::Value = serde_json::from_str(line).unwrap();
         assert_ne!(event["type"], "notice", "{line}");
