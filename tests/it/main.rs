@@ -7,6 +7,7 @@ mod support;
 
 mod bad_input;
 mod cases_from;
+mod ci_recipes;
 mod claim_store;
 mod cli_chat;
 mod cli_claims;
