@@ -118,6 +118,12 @@ impl PromptArgs {
     /// every override that will not be applied.
     pub fn load(self, registry: &PromptRegistry) -> Result<LoadedPromptOptions, CliError> {
         let overrides = OverrideSet::load(&self.overrides)?;
+        for shadowed in &overrides.shadowed {
+            promptlab::text::eprintln_or_drop!(
+                "warning: {}",
+                promptlab::text::printable(&shadowed.to_string())
+            );
+        }
         let options = self.context.options(overrides.prompts.clone());
         options.validate(registry)?;
         let resolved = resolve_overrides(&options.overrides, registry);

@@ -72,6 +72,28 @@ pub struct OverrideSet {
     pub prompts: BTreeMap<String, String>,
     pub sources: BTreeMap<String, String>,
     pub files: Vec<OverrideFileInfo>,
+    /// Prompts a later file gave again, replacing an earlier file's text:
+    /// a folder of alternatives (what `serve` saves) layered by mistake.
+    pub shadowed: Vec<Shadowed>,
+}
+
+/// A prompt one file gave and a later one replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shadowed {
+    pub id: String,
+    pub earlier: String,
+    pub later: String,
+}
+
+impl fmt::Display for Shadowed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "override `{}` from `{}` replaces the one from `{}` (files are layered in name order; \
+             to compare alternatives, make each a variant or pass one file)",
+            self.id, self.later, self.earlier
+        )
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -116,7 +138,15 @@ impl OverrideSet {
                 problem,
             })?;
         for (id, text) in file.prompts {
-            self.sources.insert(id.clone(), display.clone());
+            if let Some(earlier) = self.sources.insert(id.clone(), display.clone())
+                && earlier != display
+            {
+                self.shadowed.push(Shadowed {
+                    id: id.clone(),
+                    earlier,
+                    later: display.clone(),
+                });
+            }
             self.prompts.insert(id, text);
         }
         self.files.push(OverrideFileInfo {

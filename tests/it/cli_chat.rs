@@ -446,3 +446,39 @@ fn sighup_stops_the_turn_as_sigterm_does_unless_it_is_ignored() {
         assert_eq!(log.footer.expect("a complete log").status, status, "{name}");
     }
 }
+
+/// A folder of alternatives (what serve saves) passed as `--overrides DIR`
+/// is layered in name order: a prompt a later file gives again replaces the
+/// earlier one's, and chat says so; distinct prompts layer silently.
+#[test]
+fn a_later_override_file_replacing_an_earlier_ones_prompt_is_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("overrides");
+    std::fs::create_dir_all(&folder).unwrap();
+    write(
+        &folder,
+        "a-plain.yaml",
+        "prompts:\n  system.base: Be plain.\n",
+    );
+    write(
+        &folder,
+        "b-terse.yaml",
+        "prompts:\n  system.base: Be terse.\n  system.voice: Speak slowly.\n",
+    );
+    let path = folder.display().to_string();
+    let out = scripted_chat(&["--overrides", &path, "What is the excess?"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let warnings: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("replaces"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{}", out.stderr);
+    assert!(
+        warnings[0].starts_with("warning: override `system.base` from `")
+            && warnings[0].contains("b-terse.yaml` replaces the one from `")
+            && warnings[0].contains("a-plain.yaml`"),
+        "{}",
+        warnings[0]
+    );
+}
