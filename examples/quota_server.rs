@@ -8,6 +8,9 @@
 //! `cargo run --release --example quota_server -- PORT LATENCY_MS RPS [PER_DAY]`
 //! then `OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 promptlab eval … --provider openai`
 
+// The tests' accessors (`answered`, `rate_limited`, …) go unused here: the
+// program reports through `GET /count`.
+#[allow(dead_code)]
 #[path = "../tests/it/support/quota_server.rs"]
 mod quota_server;
 
