@@ -131,10 +131,7 @@ impl RunEntry {
             // A re-score (`eval --rescore`) stands over the verdict of the run.
             verdict: log.view().verdict(),
             answer,
-            tools: log
-                .model_calls()
-                .flat_map(|call| call.tool_calls.iter().map(|c| c.name.clone()))
-                .collect(),
+            tools: tools_called(log),
             usage: footer.map(|f| f.usage).unwrap_or_default(),
             // Time spent queued under a rate limit is the quota's, not the
             // prompt's: left out, so throttling never reads as a regression.
@@ -475,3 +472,24 @@ fn deduplicate(mut runs: Vec<RunEntry>, set_aside: &mut Vec<SetAside>) -> Vec<Ru
     }
     newest.into_values().collect()
 }
+
+/// The tools a turn called, in order: from its model calls, or — for a
+/// deployment's turn (`--provider worker`), which records none — from its
+/// activity events, so that a local run and a worker run of the same turn
+/// compare tool for tool.
+fn tools_called(log: &RunLog) -> Vec<String> {
+    let from_calls: Vec<String> = log
+        .model_calls()
+        .flat_map(|call| call.tool_calls.iter().map(|c| c.name.clone()))
+        .collect();
+    if !from_calls.is_empty() || log.model_calls().next().is_some() {
+        return from_calls;
+    }
+    log.events()
+        .filter_map(|event| match event {
+            ChatEvent::Activity { tool, .. } => Some(tool.clone()),
+            _ => None,
+        })
+        .collect()
+}
+

@@ -373,6 +373,11 @@ fn a_suite_through_serve_reaches_the_verdicts_of_the_local_run_and_compares() {
     );
     assert_eq!(report["onlyInA"].as_array().map(Vec::len), Some(0));
     assert_eq!(report["passToFail"], 0);
+    // The deployment's tools are in its activity events, not in model-call
+    // records: the same tools are no change.
+    for pair in report["pairs"].as_array().unwrap() {
+        assert_eq!(pair["toolsChanged"], false, "{pair}");
+    }
 
     // A deployed run cannot be replayed: its model calls are not here.
     let log = promptlab::runs::scan_runs(&[deployed_runs.path().to_path_buf()])
