@@ -73,6 +73,13 @@ pub struct CompareArgs {
     /// Only runs of this variant, on both sides (repeat for several).
     #[arg(long, value_name = "NAME")]
     pub variant: Vec<String>,
+    /// Only runs that asked for this model, on both sides (turns recorded
+    /// under several models are otherwise one version per model).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+    /// Only runs of this provider (gemini, openai, script, replay, worker), on both sides.
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
     #[arg(long, value_enum, default_value = "table")]
     pub format: CompareFormat,
     /// Write the report to FILE instead of stdout (required for html); its folder must exist.
@@ -122,6 +129,8 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     let filter = RunFilter {
         suite: args.suite.clone(),
         variants: args.variant.clone(),
+        model: args.model.clone(),
+        provider: args.provider.clone(),
     };
     let a = load_set(&args.a, runs_dir, &filter, registry)?;
     let b = load_set(&args.b, runs_dir, &filter, registry)?;

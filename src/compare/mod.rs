@@ -287,7 +287,8 @@ fn match_versions(a: &[String], b: &[String]) -> Result<Vec<VersionPair>, Compar
     if common.is_empty() {
         return Err(CompareError::Unpairable(format!(
             "cannot pair the runs: A holds {} and B holds {}, with no variant name in common; \
-             choose one variant on each side with --variant NAME (repeatable)",
+             choose one variant on each side with --variant NAME (repeatable), or one model \
+             with --model NAME or --provider NAME",
             list_versions(a),
             list_versions(b)
         )));

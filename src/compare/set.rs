@@ -238,6 +238,25 @@ pub struct RunFilter {
     pub suite: Option<String>,
     /// Only these variants (by name); all when empty.
     pub variants: Vec<String>,
+    /// Only runs that asked for this model.
+    pub model: Option<String>,
+    /// Only runs of this provider.
+    pub provider: Option<String>,
+}
+
+impl RunFilter {
+    /// Why `run` is left out by `--model` or `--provider`, if it is.
+    fn model_refuses(&self, run: &RunEntry) -> Option<String> {
+        let model = run.model.split(" · ").next().unwrap_or_default();
+        if let Some(wanted) = self.model.as_ref().filter(|wanted| *wanted != model) {
+            return Some(format!("model `{model}`, not `{wanted}` (--model)"));
+        }
+        let provider = &run.provider;
+        self.provider
+            .as_ref()
+            .filter(|wanted| *wanted != provider)
+            .map(|wanted| format!("provider `{provider}`, not `{wanted}` (--provider)"))
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -314,6 +333,8 @@ pub fn load_set(
         if let Some(turn) = replayed {
             let reason = format!("a replay of turn {turn}: not a run of its own");
             set.replays.push(SetAside { run, reason });
+        } else if let Some(reason) = filter.model_refuses(&run) {
+            set.not_selected.push(SetAside { run, reason });
         } else if filter.variants.is_empty() || filter.variants.iter().any(|v| v == run.version()) {
             set.runs.push(run);
         } else {
@@ -328,9 +349,15 @@ pub fn load_set(
         }));
     }
     if set.runs.is_empty() {
+        let mut chosen: Vec<String> = Vec::new();
+        if !filter.variants.is_empty() {
+            chosen.push(format!("--variant {}", filter.variants.join(", ")));
+        }
+        chosen.extend(filter.model.iter().map(|m| format!("--model {m}")));
+        chosen.extend(filter.provider.iter().map(|p| format!("--provider {p}")));
         return Err(CompareError::Empty(format!(
-            "{source} with --variant {}",
-            filter.variants.join(", ")
+            "{source} with {}",
+            chosen.join(" ")
         )));
     }
     name_model_versions(&mut set.runs);
@@ -492,4 +519,3 @@ fn tools_called(log: &RunLog) -> Vec<String> {
         })
         .collect()
 }
-

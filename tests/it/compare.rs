@@ -663,3 +663,72 @@ fn a_partial_log_with_a_footer_is_not_counted_as_passed() {
     );
     assert!(page.contains("the run log is partial: the turn never finished"));
 }
+
+/// Chat turns of one prompt version recorded under two models are two
+/// versions (a model change never passes for a prompt change): a side with
+/// both cannot be paired with a side with one, and the refusal points to
+/// `--model`/`--provider`, which choose one model so that they pair.
+#[test]
+fn turns_under_two_models_are_chosen_by_model_or_provider() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (runs, model) in [
+        (a.path(), "model-one"),
+        (a.path(), "model-two"),
+        (b.path(), "model-one"),
+    ] {
+        let mut command = promptlab();
+        command.env("PROMPTLAB_RUNS_DIR", runs).args([
+            "chat",
+            "--claim-id",
+            "CLM-HH-0001",
+            "--provider",
+            "script",
+            "--script",
+            "tests/data/scripts/excess.yaml",
+            "--model",
+            model,
+        ]);
+        assert_eq!(run_command(command.arg("What is the excess?")).code, 0);
+    }
+    let compare = |extra: &[&str]| {
+        run_command(
+            promptlab()
+                .arg("compare")
+                .arg(a.path())
+                .arg(b.path())
+                .args(["--format", "json"])
+                .args(extra),
+        )
+    };
+    let refused = compare(&[]);
+    assert_eq!(refused.code, 2, "{}", refused.stdout);
+    assert!(
+        refused
+            .stderr
+            .contains("or one model with --model NAME or --provider NAME"),
+        "{}",
+        refused.stderr
+    );
+    let one = compare(&["--model", "model-one"]);
+    assert_eq!(one.code, 0, "{}", one.stderr);
+    let report: Value = serde_json::from_str(&one.stdout).unwrap();
+    let pairs = report["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 1, "{report}");
+    assert_eq!(
+        pairs[0]["version"], "default",
+        "one model: the plain version"
+    );
+    assert!(
+        pairs[0]["a"]["model"]
+            .as_str()
+            .unwrap()
+            .starts_with("model-one")
+    );
+    let none = compare(&["--provider", "gemini"]);
+    assert_eq!(none.code, 2, "{}", none.stdout);
+    assert!(
+        none.stderr.contains("with --provider gemini"),
+        "{}",
+        none.stderr
+    );
+}
