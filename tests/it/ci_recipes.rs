@@ -86,17 +86,30 @@ fn checkout_template(dir: &Path, planted: bool) -> PathBuf {
     root
 }
 
+/// `from`'s contents into `to`, by `cp` in a process of its own: a file
+/// this test process held open for writing would be inherited by another
+/// test's child forked meanwhile, and executing the copied binary would
+/// then fail with "Text file busy".
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
+    let status = Command::new("cp")
+        .arg("-R")
+        .arg(from.join("."))
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        status.success(),
+        "cp -R {} {}",
+        from.display(),
+        to.display()
+    );
+}
+
+/// One file copied as `copy_dir` copies (see there).
+fn copy_file(from: &Path, to: &Path) {
+    let status = Command::new("cp").arg(from).arg(to).status().unwrap();
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
 }
 
 /// A fresh checkout of `template` for one job.
@@ -135,7 +148,10 @@ fn run_line(cwd: &Path, line: &str, env: &[(&str, String)]) -> i32 {
 fn build(cwd: &Path) {
     let target = cwd.join("target/release");
     std::fs::create_dir_all(&target).unwrap();
-    std::fs::copy(env!("CARGO_BIN_EXE_promptlab"), target.join("promptlab")).unwrap();
+    copy_file(
+        Path::new(env!("CARGO_BIN_EXE_promptlab")),
+        &target.join("promptlab"),
+    );
 }
 
 fn gemini_env(model: &TestServer) -> Vec<(&'static str, String)> {
@@ -220,7 +236,7 @@ fn github_step(
                     copy_dir(&from, &store);
                 } else if from.is_file() {
                     std::fs::create_dir_all(&store).unwrap();
-                    std::fs::copy(&from, store.join(from.file_name().unwrap())).unwrap();
+                    copy_file(&from, &store.join(from.file_name().unwrap()));
                 }
             }
             0
@@ -343,7 +359,7 @@ fn keep_artifacts(cwd: &Path, pattern: &str, artifacts: &Path) {
             copy_dir(&path, &target);
         } else if path.is_file() {
             std::fs::create_dir_all(target.parent().unwrap()).unwrap();
-            std::fs::copy(&path, &target).unwrap();
+            copy_file(&path, &target);
         }
     }
 }
