@@ -2,9 +2,11 @@
 //! `models/openai.yaml`, extendable with `--models FILE`): the thinking
 //! control it takes — `thinkingLevel` with the levels it has, or
 //! `thinkingBudget` with the tokens sent for each level; an OpenAI-compatible
-//! model's `reasoningEffort` levels and `maxTokensField` —
-//! and the one rule that fits an asked-for level to it. The chat loop, the
-//! judge, the eval preflight and the Gemini wire format all go through here.
+//! model's `reasoningEffort` levels and `maxTokensField`; a small model's
+//! `maxOutputTokens` —
+//! and the one rule that fits an asked-for level to it, and the one that
+//! caps its output. The chat loop, the judge, the eval preflight and the
+//! Gemini wire format all go through here.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -22,6 +24,10 @@ const EMBEDDED: [(&str, &str); 2] = [
 
 /// The most tokens a `thinkingBudget` may name (Gemini's largest is 32,768).
 const MAX_BUDGET: u32 = 1_000_000;
+
+/// The most a model's `maxOutputTokens` may be: a turn's model call asks
+/// for 8,000 (SPEC §1.5), and the table may only lower that.
+pub const MAX_OUTPUT_CAP: u32 = 8000;
 
 const ALL_LEVELS: [ThinkingLevel; 4] = [
     ThinkingLevel::Minimal,
@@ -59,6 +65,11 @@ pub struct ModelRules {
     /// Ollama, llama.cpp).
     #[serde(default)]
     pub max_tokens_field: Option<TokenField>,
+    /// At most this many output tokens per model call (1 to 8,000): a small
+    /// local model runs on for minutes to 8,000 tokens, a cap keeps its
+    /// turn to seconds (SPEC §1.5).
+    #[serde(default)]
+    pub max_output_tokens: Option<u32>,
 }
 
 /// Which Chat Completions field carries the output cap.
@@ -263,6 +274,14 @@ impl ModelTable {
             .unwrap_or_default()
     }
 
+    /// The output cap a call to `model` is sent when it asks for `wanted`:
+    /// the table's `maxOutputTokens` when lower, else `wanted`.
+    pub fn output_cap(&self, model: &str, wanted: u32) -> u32 {
+        self.get(model)
+            .and_then(|rules| rules.max_output_tokens)
+            .map_or(wanted, |cap| cap.min(wanted))
+    }
+
     /// A level that must be sent as it is (`forceThinkingLevel`): refused,
     /// naming the levels the model takes, when the model lacks it.
     pub fn check_forced(&self, model: &str, level: ThinkingLevel) -> Result<(), NotTaken> {
@@ -297,7 +316,7 @@ pub enum RulesProblem {
     #[error("give one of thinkingLevel, thinkingBudget or reasoningEffort")]
     Both,
     #[error(
-        "needs thinkingLevel (the levels it takes) or thinkingBudget (tokens per level); an OpenAI-compatible model reasoningEffort or maxTokensField"
+        "needs thinkingLevel (the levels it takes) or thinkingBudget (tokens per level); an OpenAI-compatible model reasoningEffort, maxTokensField or maxOutputTokens"
     )]
     Neither,
     #[error("thinkingLevel or reasoningEffort lists no level")]
@@ -306,6 +325,10 @@ pub enum RulesProblem {
     BudgetTooLarge,
     #[error("thinkingBudget must not fall from minimal to high")]
     BudgetFalls,
+    #[error(
+        "maxOutputTokens {0} is not between 1 and {MAX_OUTPUT_CAP} (it lowers a turn's cap of {MAX_OUTPUT_CAP}, never raises it)"
+    )]
+    OutputCap(u32),
 }
 
 /// A forced level the model does not take.
@@ -358,6 +381,11 @@ impl ModelRules {
     }
 
     fn check(&self) -> Result<(), RulesProblem> {
+        if let Some(cap) = self.max_output_tokens
+            && !(1..=MAX_OUTPUT_CAP).contains(&cap)
+        {
+            return Err(RulesProblem::OutputCap(cap));
+        }
         if let Some(levels) = &self.reasoning_effort {
             return match (&self.thinking_level, &self.thinking_budget) {
                 (None, None) if levels.is_empty() => Err(RulesProblem::NoLevel),
@@ -365,7 +393,9 @@ impl ModelRules {
                 _ => Err(RulesProblem::Both),
             };
         }
-        if self.max_tokens_field.is_some()
+        // An OpenAI-compatible model with no reasoning says only how its
+        // output is capped.
+        if (self.max_tokens_field.is_some() || self.max_output_tokens.is_some())
             && self.thinking_level.is_none()
             && self.thinking_budget.is_none()
         {

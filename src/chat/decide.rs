@@ -9,7 +9,8 @@ use crate::tools::{ToolOutcome, truncate_chars};
 
 /// Model calls per turn at most.
 pub const MAX_ROUNDS: u32 = 8;
-/// `max_output_tokens` of every model call.
+/// `max_output_tokens` of every model call, unless the model table caps
+/// the model lower (`models::ModelTable::output_cap`).
 pub const MAX_OUTPUT_TOKENS: u32 = 8000;
 
 /// Appended when the eighth round still ends in tool calls. U+2019 and U+2014.

@@ -108,6 +108,9 @@ pub struct PreparedTurn {
     /// A line said once per run (`note: …` a level changed, `warning: …` rules unknown).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thinking_note: Option<String>,
+    /// Each model call's output cap: 8,000, or the model's lower
+    /// `maxOutputTokens` (SPEC §1.5).
+    pub max_output_tokens: u32,
     /// One for every turn assembled from the same inputs (`prompt_memo`).
     pub prompt: Arc<AssembledPrompt>,
     /// `prompt.system_text()`, joined once for the digest and every call,
@@ -327,6 +330,7 @@ fn prepare(
             false => models.control(&request.model, fitted.sent).into(),
         },
         thinking_note: fitted.note,
+        max_output_tokens: models.output_cap(&request.model, super::decide::MAX_OUTPUT_TOKENS),
         system_sha256: system_sha256.to_string(),
         system_text,
         tools_sha256: tools.sha256.clone(),

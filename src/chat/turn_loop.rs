@@ -7,9 +7,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::decide::{
-    MAX_OUTPUT_TOKENS, NextStep, call_id, limit_text, next_step, tool_events, unknown_tool_message,
-};
+use super::decide::{NextStep, call_id, limit_text, next_step, tool_events, unknown_tool_message};
 use super::event::{ChatEvent, Done, PromptsUsed, Usage};
 use super::history::to_ai_messages;
 use super::request::ChatRequest;
@@ -47,6 +45,8 @@ pub struct TurnLoop {
     system: Arc<str>,
     /// The level the model takes (`models::ModelTable::fit`), as sent.
     thinking_sent: ThinkingLevel,
+    /// Each call's output cap (`PreparedTurn::max_output_tokens`).
+    max_output_tokens: u32,
     declarations: Arc<[ToolDeclaration]>,
     tools: Vec<&'static ToolSpec>,
     claim: Arc<LoadedClaim>,
@@ -72,6 +72,7 @@ impl TurnLoop {
             turn_id,
             system: Arc::clone(&prepared.system_text),
             thinking_sent: prepared.thinking_sent,
+            max_output_tokens: prepared.max_output_tokens,
             declarations: Arc::clone(&prepared.tools),
             tools: all_tools(request.prompt.screen_actions),
             claim,
@@ -94,7 +95,7 @@ impl TurnLoop {
             messages: self.messages.clone(),
             tools: Arc::clone(&self.declarations),
             thinking_level: self.thinking_sent,
-            max_output_tokens: MAX_OUTPUT_TOKENS,
+            max_output_tokens: self.max_output_tokens,
             response_schema: None,
         };
         let record = ModelCallRecord {

@@ -138,6 +138,7 @@ impl JudgeModel for ProviderJudge {
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<RawReply, ProviderError>> {
         Box::pin(async move {
+            let models = self.0.models();
             let request = ModelRequest {
                 model: query.model.clone(),
                 system: query.system.as_str().into(),
@@ -146,8 +147,9 @@ impl JudgeModel for ProviderJudge {
                 }],
                 tools: Vec::new().into(),
                 // Fitted to the judge model as a chat turn's level is.
-                thinking_level: self.0.models().fit(&query.model, query.thinking_level).sent,
-                max_output_tokens: JUDGE_MAX_OUTPUT_TOKENS,
+                thinking_level: models.fit(&query.model, query.thinking_level).sent,
+                // A small model's own cap holds for its judging too.
+                max_output_tokens: models.output_cap(&query.model, JUDGE_MAX_OUTPUT_TOKENS),
                 response_schema: Some(query.schema.clone()),
             };
             let mut stream = self.0.stream_turn(request, cancel);

@@ -45,6 +45,7 @@ fn a_missing_level_goes_up_else_to_the_highest() {
         thinking_budget: None,
         reasoning_effort: None,
         max_tokens_field: None,
+        max_output_tokens: None,
     };
     assert_eq!(rules.fit(High), Low, "nothing higher: the highest it has");
     let unknown = table.fit("gemini-9-ultra", Medium);
@@ -95,4 +96,50 @@ fn a_forced_level_the_model_lacks_is_refused_naming_its_levels() {
     );
     assert!(table.check_forced("gemini-3-pro-preview", Low).is_ok());
     assert!(table.check_forced("gemini-9-ultra", Minimal).is_ok());
+}
+
+#[test]
+fn max_output_tokens_lowers_the_cap_and_never_raises_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("models.yaml");
+    std::fs::write(
+        &path,
+        "models:\n  smollm2:\n    source: s\n    date: d\n    maxTokensField: max_tokens\n    maxOutputTokens: 512\n",
+    )
+    .unwrap();
+    let table = ModelTable::embedded().with_file(&path).unwrap();
+    assert_eq!(table.output_cap("smollm2", 8000), 512);
+    assert_eq!(table.output_cap("smollm2", 100), 100, "a lower ask stays");
+    assert_eq!(
+        table.output_cap("gpt-5-mini", 8000),
+        8000,
+        "no cap: as asked"
+    );
+    assert_eq!(table.output_cap("not-in-the-table", 8000), 8000);
+
+    // A cap alone is a model's whole entry (an OpenAI-compatible model
+    // without reasoning).
+    std::fs::write(
+        &path,
+        "models:\n  tiny:\n    source: s\n    date: d\n    maxOutputTokens: 64\n",
+    )
+    .unwrap();
+    let table = ModelTable::embedded().with_file(&path).unwrap();
+    assert_eq!(table.output_cap("tiny", 8000), 64);
+
+    for cap in [0, 8001] {
+        std::fs::write(
+            &path,
+            format!("models:\n  tiny:\n    source: s\n    date: d\n    maxOutputTokens: {cap}\n"),
+        )
+        .unwrap();
+        let error = ModelTable::embedded().with_file(&path).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "--models `{}`: model `tiny`: maxOutputTokens {cap} is not between 1 and 8000 (it lowers a turn's cap of 8000, never raises it)",
+                path.display()
+            )
+        );
+    }
 }

@@ -236,6 +236,34 @@ fn a_models_file_tells_an_older_server_max_tokens_and_silences_the_warning() {
     assert!(body.get("reasoning_effort").is_none(), "{body}");
 }
 
+/// #68: a small local model runs on to 8,000 tokens (3,206 in two minutes
+/// from SmolLM2-135M on 2 cores); its `maxOutputTokens` caps every call
+/// of the turn, in the field the table names.
+#[test]
+fn a_models_file_caps_a_small_models_output_on_every_call() {
+    let server = TestServer::start(tool_round());
+    let dir = tempfile::tempdir().unwrap();
+    let models = write(
+        dir.path(),
+        "models.yaml",
+        "models:\n  llama3.1:8b:\n    source: a 135M model\n    date: 2026-12-01\n    maxTokensField: max_tokens\n    maxOutputTokens: 300\n",
+    );
+    let models = models.to_string_lossy().into_owned();
+    let out = chat(&server, &dir.path().join("runs"), &["--models", &models]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "a tool round and the answer");
+    for request in requests {
+        let body = request.json();
+        assert_eq!(body["max_tokens"], 300, "{body}");
+    }
+    // Without it, the turn's own 8,000.
+    let server = TestServer::start(tool_round());
+    let out = chat(&server, &dir.path().join("runs"), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(server.requests()[0].json()["max_completion_tokens"], 8000);
+}
+
 /// A tool round (the call, then the answer) from a server that sends
 /// `usage` (`None`: no usage chunk at all, as llama-cpp-python's server
 /// never does even asked) with each reply.

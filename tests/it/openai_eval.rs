@@ -90,6 +90,54 @@ fn an_openai_compatible_judge_grades_with_a_strict_schema_and_its_own_key() {
     assert_eq!(turn["rubric"][0]["pass"], true, "{turn}");
 }
 
+/// #68: a judge model the table caps (`maxOutputTokens`, a small local
+/// model) is asked for at most its cap instead of a judge's 16,384, in the
+/// field the table names.
+#[test]
+fn a_judge_models_max_output_tokens_caps_its_verdict_call() {
+    let verdict = json!({"pass": true, "score": 1.0, "reason": "it waits"}).to_string();
+    for (models, field, asked) in [
+        (None, "max_completion_tokens", 16_384),
+        (
+            Some(
+                "models:\n  judge-model:\n    source: s\n    date: d\n    maxTokensField: max_tokens\n    maxOutputTokens: 300\n",
+            ),
+            "max_tokens",
+            300,
+        ),
+    ] {
+        let body = sse(&[delta(json!({"content": verdict})), finish("stop")]);
+        let server = TestServer::start(vec![Box::new(move |_| Reply::stream(body.clone()))]);
+        let dir = tempfile::tempdir().unwrap();
+        let suite = judged_suite(
+            dir.path(),
+            &format!(
+                "judge: {{provider: openai, baseUrl: '{}/v1', model: judge-model}}\n",
+                server.base_url
+            ),
+        );
+        let mut command = promptlab();
+        command
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+            .env("OPENAI_API_KEY", "chat-key-0123456789")
+            .args(["--cache-dir"])
+            .arg(dir.path().join("cache"));
+        if let Some(models) = models {
+            command
+                .arg("--models")
+                .arg(write(dir.path(), "models.yaml", models));
+        }
+        command
+            .arg("eval")
+            .arg(&suite)
+            .args(["--provider", "script", "--format", "ndjson"]);
+        let out = run_command(&mut command);
+        assert_eq!(out.code, 0, "{}\n{}", out.stderr, out.stdout);
+        let body = server.requests()[0].json();
+        assert_eq!(body[field], asked, "{body}");
+    }
+}
+
 #[test]
 fn an_openai_judge_without_a_model_or_with_a_bad_suite_section_stops_before_any_turn() {
     let dir = tempfile::tempdir().unwrap();
