@@ -366,3 +366,45 @@ fn usage_a_server_left_out_is_null_with_the_note_and_its_cost_unknown() {
         assert!(listed.stdout.contains("unknown"), "{}", listed.stdout);
     }
 }
+
+/// #68: an answer cut at its output limit by a server that sends no usage
+/// (llama-cpp-python's, under a small model's `maxOutputTokens`) was
+/// generated, and billed where billing applies: its usage is not reported
+/// — `null`, the call counted in `usageUnreported`, the cost unknown —
+/// never the 0 tokens of a call that reached no model.
+#[test]
+fn an_answer_cut_at_its_limit_without_usage_is_unreported_not_zero() {
+    let cut = sse(&[delta(json!({"content": "The excess is"})), finish("length")]);
+    let server = TestServer::start(vec![Box::new(move |_: &RecordedRequest| {
+        Reply::stream(cut.clone())
+    })]);
+    let dir = tempfile::tempdir().unwrap();
+    let prices = write(
+        dir.path(),
+        "prices.yaml",
+        "currency: USD\nmodels:\n  openai/llama3.1:8b:\n    source: our box\n    date: 2026-12-01\n    input: 0.1\n    cachedInput: 0.01\n    output: 0.4\n",
+    );
+    let runs = dir.path().join("runs");
+    let prices = prices.to_string_lossy().into_owned();
+    let out = chat(&server, &runs, &["--prices", &prices]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("output limit"), "{}", out.stdout);
+    let records: Vec<Value> = std::fs::read_to_string(only_log(&runs))
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    let call = records
+        .iter()
+        .find(|r| r["record"] == "model_call")
+        .unwrap();
+    assert_eq!(call["call"]["summary"]["finishReason"], "length", "{call}");
+    let footer = records.last().unwrap();
+    assert_eq!(footer["status"], "error", "{footer}");
+    assert_eq!(
+        footer["usage"],
+        json!({"inputTokens": null, "outputTokens": null, "cacheReadTokens": null, "usageUnreported": 1}),
+        "{footer}"
+    );
+    assert!(footer.get("costUsd").is_none(), "unknown, not $0: {footer}");
+}

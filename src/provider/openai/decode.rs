@@ -167,7 +167,11 @@ impl Decoder for ChunkDecoder {
 
     fn finish(mut self, retries: u32) -> Result<CallSummary, ProviderError> {
         let counts = read_usage(self.usage.as_ref(), &mut self.warnings)?;
-        let reached_model = self.usage.is_some();
+        // A finish reason means the model ran and stopped (an answer cut at
+        // its limit is billed): its usage, reported or not, is the call's.
+        // A server that sends none (llama-cpp-python's) leaves it unknown —
+        // never the 0 tokens of a call that reached no model.
+        let reached_model = self.usage.is_some() || self.finish_reason.is_some();
         let failure = self.failure();
         let message = self.message();
         let summary = CallSummary {

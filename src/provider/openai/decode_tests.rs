@@ -78,6 +78,16 @@ fn length_keeps_its_usage_and_a_cut_stream_is_an_error() {
     let error = ended.unwrap_err();
     assert!(error.message.contains("output limit"), "{}", error.message);
     assert_eq!(error.summary.unwrap().usage.input_tokens, Some(100));
+    // Cut without usage (llama-cpp-python's server sends none): the call
+    // reached the model, so its usage is not reported — not absent, as
+    // for a call that reached none.
+    let (_, no_usage) = feed(vec![
+        text("Hi"),
+        data(json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})),
+        SseItem::Data("[DONE]".into()),
+    ]);
+    let summary = no_usage.unwrap_err().summary.expect("the call's summary");
+    assert_eq!(summary.usage, Usage::UNREPORTED);
     let (_, no_reason) = feed(vec![text("Hi")]);
     assert_eq!(no_reason.unwrap_err().kind, ErrorKind::Dropped);
     let (_, no_done) = feed(vec![
