@@ -63,6 +63,7 @@ mod override_file_property;
 mod parsers_property;
 mod preflight_folders;
 mod rate_limits;
+mod real_model;
 mod report;
 mod report_bench;
 mod report_browser;

