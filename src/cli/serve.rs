@@ -42,8 +42,8 @@ pub struct ServeArgs {
     /// The port; 0 picks a free one (the first line on stdout names it).
     #[arg(long, value_name = "PORT", default_value_t = 8787)]
     pub port: u16,
-    /// At most this many turns at once; more get 503 with Retry-After.
-    #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..=4096))]
+    /// At most this many turns at once (and calls to one model); more get 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u16).range(1..=4096))]
     pub max_concurrent: u16,
     /// Allow browser calls, reads and posts, from this origin: scheme://host[:port], e.g.
     /// http://localhost:5173; repeatable; `*` is refused. CORS is off without it.
