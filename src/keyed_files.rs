@@ -1,40 +1,13 @@
 //! Files named by a hex digest under `<dir>/<first 2 hex>/<key>.json` (the
 //! on-disk form of the model-call and judge caches), or flat under
-//! `<dir>/<key>.json` (the run logs' stored prompts). A file is written to a
-//! temporary name in its folder and renamed (or linked) into place, so
-//! processes sharing the folder never read half of one; a key that is not
-//! hex never touches the disk.
+//! `<dir>/<key>.json` (the run logs' stored prompts). Each is put in place
+//! whole (`whole_file`), so processes sharing the folder never read half of
+//! one; a key that is not hex never touches the disk.
 
-use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// A file created in `dir` under a name no other process, nor an earlier
-/// run killed, has taken: `name` of a random tail (a pid alone repeats: a
-/// container's process is pid 1 each time), tried again on a clash. The
-/// name last tried, and the file or why not.
-pub fn create_fresh(dir: &Path, name: impl Fn(u32) -> String) -> (PathBuf, io::Result<File>) {
-    let mut tries = 0;
-    loop {
-        let path = dir.join(name(fastrand::u32(..)));
-        match File::options().write(true).create_new(true).open(&path) {
-            Err(error) if error.kind() == io::ErrorKind::AlreadyExists && tries < 8 => tries += 1,
-            created => return (path, created),
-        }
-    }
-}
-
-/// When a file's bytes reach the disk: before it is named (`Synced`), or
-/// at a sync of its whole file system that the caller makes before relying
-/// on the file (`LeftToCaller`: a run's group commit, `sink::log_commit`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Durability {
-    Synced,
-    LeftToCaller,
-}
+use crate::whole_file::{Durability, Staged};
 
 #[derive(Debug, Clone)]
 pub struct KeyedFiles {
@@ -83,7 +56,9 @@ impl KeyedFiles {
 
     /// Stores `bytes` under `key`, whole or not at all, synced.
     pub fn write(&self, key: &str, bytes: &[u8]) -> io::Result<()> {
-        self.replace(key, bytes)
+        let path = self.key_path(key)?;
+        self.staged(&path, bytes)?
+            .replace(&path, Durability::Synced)
     }
 
     /// `write` on the blocking pool: for a caller on a runtime's thread,
@@ -97,34 +72,27 @@ impl KeyedFiles {
 
     /// Stores `bytes` under `key` unless the same bytes are there already:
     /// for content-addressed entries, where the same key means the same
-    /// bytes. Writers racing for one key each write their own temporary
-    /// (created exclusively) and link it into place; the first link wins
-    /// and the others find the file there. A reader sees the whole file or
-    /// none. Where the filesystem has no hard links, a rename puts it in
-    /// place, synced whatever `durability` says, as it may replace a file
-    /// another writer synced.
+    /// bytes. Writers racing for one key each stage their own temporary and
+    /// put it in place only where nothing is; the first wins and the others
+    /// find the file there. A reader sees the whole file or none.
     ///
-    /// A file found under the key (before writing, or linked there first by
+    /// A file found under the key (before writing, or put there first by
     /// another writer) is read and compared, not trusted: one written
-    /// `Durability::LeftToCaller` by a process whose sync never came (a
-    /// power loss) may be torn. One that differs is replaced by a synced
-    /// file renamed over it. With `Durability::Synced` a file found with
-    /// the same bytes is synced too, since its writer may not have.
+    /// `Durability::Unsynced` by a process whose sync never came (a power
+    /// loss) may be torn. One that differs is replaced by a synced file
+    /// renamed over it. With `Durability::Synced` a file found with the
+    /// same bytes is synced too, since its writer may not have.
     pub fn write_once(&self, key: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
-        let path = self
-            .path(key)
-            .ok_or_else(|| io::Error::other("not a hex key"))?;
+        let path = self.key_path(key)?;
         if !path.is_file() {
-            let (path, temp) = self.write_temp(key, bytes, durability)?;
-            let placed = match std::fs::hard_link(&temp, &path) {
-                Ok(()) => Some(Ok(())),
+            match self.staged(&path, bytes)?.create(&path, durability) {
                 // Another writer's got there first: checked as any found.
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => None,
-                Err(_) => Some(rename_synced(&temp, &path, durability)),
-            };
-            let _ = std::fs::remove_file(&temp);
-            if let Some(placed) = placed {
-                return placed;
+                Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+                // A file system that can neither rename without replacing
+                // nor link: renamed over, synced, as it may replace a file
+                // another writer synced.
+                Err(_) => return self.write(key, bytes),
+                Ok(()) => return Ok(()),
             }
         }
         self.keep_or_replace(key, &path, bytes, durability)
@@ -144,97 +112,39 @@ impl KeyedFiles {
         let file = match std::fs::File::open(path) {
             Ok(file) => file,
             // Removed since it was found: written again.
-            Err(error) if error.kind() == io::ErrorKind::NotFound => {
-                return self.replace(key, bytes);
-            }
+            Err(error) if error.kind() == io::ErrorKind::NotFound => return self.write(key, bytes),
             Err(error) => return Err(error),
         };
         let mut found = Vec::with_capacity(bytes.len());
         // One byte over, so that a longer file is not read as equal.
         file.take(bytes.len() as u64 + 1).read_to_end(&mut found)?;
         if found != bytes {
-            return self.replace(key, bytes);
+            return self.write(key, bytes);
         }
         match durability {
             Durability::Synced => sync_found(path),
-            Durability::LeftToCaller => Ok(()),
+            Durability::Unsynced => Ok(()),
         }
     }
 
-    /// `bytes`, synced, renamed over whatever is under `key`.
-    fn replace(&self, key: &str, bytes: &[u8]) -> io::Result<()> {
-        let (path, temp) = self.write_temp(key, bytes, Durability::Synced)?;
-        std::fs::rename(&temp, &path).inspect_err(|_| {
-            let _ = std::fs::remove_file(&temp);
-        })
+    fn key_path(&self, key: &str) -> io::Result<PathBuf> {
+        self.path(key)
+            .ok_or_else(|| io::Error::other("not a hex key"))
     }
 
-    /// `bytes` in a fresh temporary beside `key`'s file, synced unless the
-    /// caller will: the file's path and the temporary's. A failure removes
-    /// the temporary.
-    fn write_temp(
-        &self,
-        key: &str,
-        bytes: &[u8],
-        durability: Durability,
-    ) -> io::Result<(PathBuf, PathBuf)> {
-        let path = self
-            .path(key)
-            .ok_or_else(|| io::Error::other("not a hex key"))?;
+    /// `bytes` in a temporary beside `path`, its folder made when it is
+    /// missing (a system call saved for every file but a folder's first).
+    fn staged(&self, path: &Path, bytes: &[u8]) -> io::Result<Staged> {
         let folder = path.parent().unwrap_or(&self.dir);
-        // Created exclusively: a temporary is only ever this writer's. One
-        // left by a crashed process of the same id is passed over. The
-        // folder is made only when it is missing (a system call saved for
-        // every file but a folder's first).
-        let mut attempts = 0;
-        let (temp, mut file) = loop {
-            let temp = folder.join(format!(
-                ".{key}.{}.{}.tmp",
-                std::process::id(),
-                TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-            ));
-            let create = || {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&temp)
-            };
-            let created = match create() {
-                Err(error) if error.kind() == io::ErrorKind::NotFound && attempts == 0 => {
-                    std::fs::create_dir_all(folder)?;
-                    create()
-                }
-                created => created,
-            };
-            match created {
-                Ok(file) => break (temp, file),
-                Err(error) if error.kind() == io::ErrorKind::AlreadyExists && attempts < 16 => {
-                    attempts += 1;
-                }
-                Err(error) => return Err(error),
+        let write = |out: &mut dyn Write| out.write_all(bytes);
+        match Staged::write_in(folder, write) {
+            Err(error) if error.kind() == io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(folder)?;
+                Staged::write_in(folder, write)
             }
-        };
-        let synced = |file: &mut std::fs::File| match durability {
-            Durability::Synced => file.sync_all(),
-            Durability::LeftToCaller => Ok(()),
-        };
-        match file.write_all(bytes).and_then(|()| synced(&mut file)) {
-            Ok(()) => Ok((path, temp)),
-            Err(error) => {
-                let _ = std::fs::remove_file(&temp);
-                Err(error)
-            }
+            staged => staged,
         }
     }
-}
-
-/// `temp` renamed to `path`, synced first if it was not: a rename may
-/// replace a file another writer synced.
-fn rename_synced(temp: &Path, path: &Path, durability: Durability) -> io::Result<()> {
-    if durability == Durability::LeftToCaller {
-        sync_found(temp)?;
-    }
-    std::fs::rename(temp, path)
 }
 
 /// Syncs a file another writer put in place. Read-only is enough to sync
@@ -274,7 +184,7 @@ mod tests {
         let key = "cd".repeat(32);
         let path = files.path(&key).unwrap();
         let inode = |path: &Path| std::fs::metadata(path).unwrap().ino();
-        for durability in [Durability::Synced, Durability::LeftToCaller] {
+        for durability in [Durability::Synced, Durability::Unsynced] {
             files
                 .write_once(&key, b"{\"whole\":1}", durability)
                 .unwrap();
@@ -317,7 +227,7 @@ mod tests {
             let files = KeyedFiles::flat(dir.path());
             let key = "ef".repeat(32);
             std::fs::write(files.path(&key).unwrap(), &found).unwrap();
-            let durability = if synced { Durability::Synced } else { Durability::LeftToCaller };
+            let durability = if synced { Durability::Synced } else { Durability::Unsynced };
             files.write_once(&key, &bytes, durability).unwrap();
             proptest::prop_assert_eq!(std::fs::read(files.path(&key).unwrap()).unwrap(), bytes);
         }

@@ -32,4 +32,5 @@ pub mod table;
 pub mod telemetry;
 pub mod text;
 pub mod tools;
+pub mod whole_file;
 pub mod worker;

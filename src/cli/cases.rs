@@ -11,6 +11,7 @@ use promptlab::cases::techniques::Technique;
 use promptlab::cases::{InjectOptions, parse_techniques, plan_cases};
 use promptlab::claims::ClaimStore;
 use promptlab::claims::model::Claim;
+use promptlab::whole_file::{Durability, Staged};
 
 use super::error::{CliError, Exit};
 
@@ -130,24 +131,20 @@ fn write_all(out_dir: &Path, files: &[GeneratedFile]) -> Result<(), CliError> {
             )));
         }
     }
-    let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
-    let written = files.iter().try_for_each(|file| {
-        let path = out_dir.join(&file.path);
-        staged.push((stage(&path, &file.text)?, path));
-        Ok(())
-    });
-    let renamed = written.and_then(|()| {
-        staged.iter().try_for_each(|(temporary, path)| {
-            std::fs::rename(temporary, path)
-                .map_err(|e| CliError::failed(format!("cannot write `{}`: {e}", path.display())))
+    // Every file staged before any is put in place; a staged file not put
+    // in place is removed when dropped.
+    let staged = files
+        .iter()
+        .map(|file| {
+            let path = out_dir.join(&file.path);
+            Ok((stage(&path, &file.text)?, path))
         })
-    });
-    if renamed.is_err() {
-        for (temporary, _) in &staged {
-            let _ = std::fs::remove_file(temporary);
-        }
-    }
-    renamed
+        .collect::<Result<Vec<_>, CliError>>()?;
+    staged.into_iter().try_for_each(|(staged, path)| {
+        staged
+            .replace(&path, Durability::Unsynced)
+            .map_err(|e| CliError::failed(format!("cannot write `{}`: {e}", path.display())))
+    })
 }
 
 /// The output folder, or the links that lead to it, is a folder or not
@@ -174,7 +171,7 @@ fn check_folder(out_dir: &Path) -> Result<(), CliError> {
 
 /// `text` in a new temporary beside `path` (its folder made if need be),
 /// staged by the report files' one rule (`report_file::stage`).
-fn stage(path: &Path, text: &str) -> Result<PathBuf, CliError> {
+fn stage(path: &Path, text: &str) -> Result<Staged, CliError> {
     let parent = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)
         .map_err(|e| CliError::failed(format!("cannot create `{}`: {e}", parent.display())))?;

@@ -53,16 +53,14 @@ pub fn runs_folder_writable(runs_dir: &Path) -> Result<(), CliError> {
     if !existing.is_dir() {
         return Err(refused(format!("`{}` is not a folder", existing.display())));
     }
-    // Named afresh: another process's probe, or one a killed run left, is
-    // never in the way.
-    let pid = std::process::id();
-    let name = |tail: u32| format!(".promptlab-write-check-{pid}-{tail:08x}");
-    match promptlab::keyed_files::create_fresh(existing, name) {
-        (probe, Ok(_)) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
-        (_, Err(error)) => Err(refused(format!(
+    // Named afresh, and removed as it is dropped: another process's probe,
+    // or one a killed run left, is never in the way.
+    match tempfile::Builder::new()
+        .prefix(".promptlab-write-check-")
+        .tempfile_in(existing)
+    {
+        Ok(_) => Ok(()),
+        Err(error) => Err(refused(format!(
             "`{}` does not take new files: {error}",
             existing.display()
         ))),

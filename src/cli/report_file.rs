@@ -13,6 +13,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use promptlab::input::{OwnStream, special_kind};
+use promptlab::whole_file::{Durability, Staged, folder_of};
 
 /// How many links are followed to a missing file before giving up, as the
 /// kernel's own limit for a path.
@@ -125,53 +126,34 @@ fn link_target(path: &Path) -> Result<PathBuf, String> {
     Err(format!("more than {MAX_LINKS} symbolic links"))
 }
 
-/// Written into a temporary beside `file`, then renamed over it; the
-/// temporary is removed when anything fails.
+/// Written into a temporary beside `file`, then renamed over it. Not
+/// synced: a report is made again by running the command again.
 fn write_beside(
     file: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
 ) -> Result<(), String> {
-    let temporary = stage(file, write)?;
-    std::fs::rename(&temporary, file).map_err(|error| {
-        let _ = std::fs::remove_file(&temporary);
-        error.to_string()
-    })
+    stage(file, write)?
+        .replace(file, Durability::Unsynced)
+        .map_err(|error| error.to_string())
 }
 
-/// `file`'s next contents, written by `write` into a new temporary beside
-/// it (a name no other process has taken), with the old file's permissions
-/// where there is one: a private report stays private. The temporary's
-/// path, for the caller to rename over `file`; removed when anything fails.
+/// `file`'s next contents, written by `write` into a temporary beside it
+/// (`whole_file`), with the old file's permissions where there is one: a
+/// private report stays private. Removed unless it is put in place.
 pub fn stage(
     file: &Path,
     write: impl FnOnce(&mut dyn Write) -> Result<(), String>,
-) -> Result<PathBuf, String> {
-    let dir = file
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = file
-        .file_name()
-        .map_or("report".into(), |n| n.to_string_lossy());
-    let (temporary, created) =
-        promptlab::keyed_files::create_fresh(dir, |tail| format!(".{name}.tmp-{tail:08x}"));
-    let kept = std::fs::metadata(file).map(|meta| meta.permissions());
-    let created = created.and_then(|new| match kept {
-        Ok(permissions) => new.set_permissions(permissions).map(|()| new),
-        Err(_) => Ok(new),
+) -> Result<Staged, String> {
+    let staged = Staged::write_in(folder_of(file), |out| {
+        write(out).map_err(std::io::Error::other)
     });
-    let written = created.map_err(|error| error.to_string()).and_then(|file| {
-        let mut out = std::io::BufWriter::new(file);
-        write(&mut out)?;
-        out.flush().map_err(|error| error.to_string())
-    });
-    match written {
-        Ok(()) => Ok(temporary),
-        Err(error) => {
-            let _ = std::fs::remove_file(&temporary);
-            Err(error)
-        }
+    let staged = staged.map_err(|error| error.to_string())?;
+    if let Ok(meta) = std::fs::metadata(file) {
+        staged
+            .set_permissions(meta.permissions())
+            .map_err(|error| error.to_string())?;
     }
+    Ok(staged)
 }
 
 /// Written into this process's own stdout or stderr through its handle,

@@ -16,7 +16,7 @@ pub type TurnWalk<'a> =
 
 /// The file `EvalRunFile` serialises to, its two lists written from `turns`.
 pub(super) fn write_file(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     run: &EvalRunFile,
     turns: &mut TurnWalk,
 ) -> std::io::Result<()> {
@@ -49,7 +49,7 @@ pub(super) fn write_file(
 
 /// A JSON list of the turn ids `keep` takes.
 fn list(
-    out: &mut impl Write,
+    out: &mut dyn Write,
     turns: &mut TurnWalk,
     mut keep: impl FnMut(bool) -> bool,
 ) -> std::io::Result<()> {

@@ -15,6 +15,7 @@ pub use super::eval_file::TurnWalk;
 use super::rows::note_eval_run;
 use super::sync::{EVALS_FOLDER, SyncReport, set_stamp};
 use super::{IndexError, RunIndex, in_transaction};
+use crate::whole_file::Durability;
 
 /// The largest summary file read (a million turn ids fit).
 const MAX_SUMMARY_BYTES: u64 = 64 * 1024 * 1024;
@@ -80,16 +81,9 @@ pub fn record_eval_run(
     let dir = runs_dir.join(EVALS_FOLDER);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join(run.file_name());
-    let (pid, name) = (std::process::id(), run.file_name());
-    let (temporary, created) =
-        crate::keyed_files::create_fresh(&dir, |tail| format!(".{name}.tmp-{pid}-{tail:08x}"));
-    let mut out = std::io::BufWriter::new(created?);
-    super::eval_file::write_file(&mut out, run, turns)
-        .and_then(|()| out.into_inner().map_err(|e| e.into_error())?.sync_all())
-        .and_then(|()| std::fs::rename(&temporary, &path))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&temporary);
-        })?;
+    crate::whole_file::replace(&path, Durability::Synced, |out| {
+        super::eval_file::write_file(out, run, turns)
+    })?;
     if let Some(handle) = super::writer_for(runs_dir) {
         let db = handle.lock();
         let mut failed = None;

@@ -8,14 +8,14 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Write;
+
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 
 use super::overrides::{OverrideError, OverrideSet, parse_override_file};
 use crate::document::DocumentFormat;
+use crate::whole_file::{Durability, Staged};
 
 /// The longest file name taken, without its `.yaml`.
 pub const MAX_NAME_CHARS: usize = 64;
@@ -143,13 +143,11 @@ pub fn render_override_file(prompts: &BTreeMap<String, String>) -> Result<String
     Ok(yaml)
 }
 
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `yaml` as `dir/NAME.yaml`, whole or not at all: a new temp file
-/// (created exclusively, so a planted link is never followed), synced,
-/// then linked in place — refused when the name exists unless `replace`,
-/// in which case it is renamed over it (replacing a link, not writing
-/// through it). Creates `dir` when missing.
+/// Writes `yaml` as `dir/NAME.yaml`, whole or not at all, synced
+/// (`whole_file`: a temporary created exclusively, so a planted link is
+/// never followed) — refused when the name exists unless `replace`, in
+/// which case it is renamed over it (replacing a link, not writing through
+/// it). Creates `dir` when missing.
 pub fn save_override_file(
     dir: &Path,
     name: &OverrideFileName,
@@ -162,31 +160,12 @@ pub fn save_override_file(
         move |source| SaveError::Io { path, source }
     };
     std::fs::create_dir_all(dir).map_err(io_error(dir))?;
-    let temp = dir.join(format!(
-        ".{}.{}.{}.tmp",
-        name,
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temp)
-        .and_then(|mut file| {
-            file.write_all(yaml.as_bytes())?;
-            file.sync_all()
-        });
-    if let Err(source) = written {
-        let _ = std::fs::remove_file(&temp);
-        return Err(io_error(&temp)(source));
-    }
-    let placed = if replace {
-        std::fs::rename(&temp, &target)
-    } else {
-        // A hard link fails when the name exists: no check-then-write race.
-        std::fs::hard_link(&temp, &target)
+    let staged =
+        Staged::write_in(dir, |out| out.write_all(yaml.as_bytes())).map_err(io_error(dir))?;
+    let placed = match replace {
+        true => staged.replace(&target, Durability::Synced),
+        false => staged.create(&target, Durability::Synced),
     };
-    let _ = std::fs::remove_file(&temp);
     match placed {
         Ok(()) => Ok(target),
         Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {

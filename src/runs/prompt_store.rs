@@ -24,9 +24,10 @@ use serde::Serialize;
 use super::record::PromptRecord;
 use crate::chat::PreparedTurn;
 use crate::chat::system::PromptBlock;
-use crate::keyed_files::{Durability, KeyedFiles};
+use crate::keyed_files::KeyedFiles;
 use crate::memo::Bounded;
 use crate::tools::ToolDeclaration;
+use crate::whole_file::Durability;
 
 /// The folder of stored prompts in a runs folder; never a prompt
 /// fingerprint (`default` or 12 hex), so no scanner takes it for one.
@@ -206,7 +207,7 @@ impl NewPrompt {
             settled.await;
         }
         let claim = Claim(Arc::clone(&self.slot));
-        if self.durability == Durability::LeftToCaller && on_one_thread() {
+        if self.durability == Durability::Unsynced && on_one_thread() {
             let written = self.write();
             drop(claim);
             return written;
@@ -360,7 +361,7 @@ impl Slot {
     fn on_disk(&self, durability: Durability) -> bool {
         let durable = match durability {
             Durability::Synced => self.synced.load(Ordering::Acquire),
-            Durability::LeftToCaller => true,
+            Durability::Unsynced => true,
         };
         self.written.load(Ordering::Acquire) && durable && self.path.is_file()
     }
@@ -624,7 +625,7 @@ mod tests {
     /// blocking thread each: one writes, the others wait for that write.
     #[test]
     fn turns_staging_a_prompt_together_write_it_once_off_thread() {
-        for durability in [Durability::Synced, Durability::LeftToCaller] {
+        for durability in [Durability::Synced, Durability::Unsynced] {
             eight_turns_write_once(durability);
         }
     }
@@ -752,7 +753,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn a_failed_write_fails_every_waiting_turn_without_a_hang() {
-        for durability in [Durability::Synced, Durability::LeftToCaller] {
+        for durability in [Durability::Synced, Durability::Unsynced] {
             let runs = tempfile::tempdir().unwrap();
             // `prompts` is a file: no prompt can be written under it.
             std::fs::write(prompts_dir(runs.path()), "not a folder").unwrap();
@@ -795,7 +796,7 @@ mod tests {
     /// One turn's new prompt whose file its log's group will sync.
     fn one_left_to_the_group(runs_dir: &Path, label: &str) -> NewPrompt {
         let record = record_with_tools(label);
-        let staged = staged_as(Durability::LeftToCaller, 1, runs_dir, &record);
+        let staged = staged_as(Durability::Unsynced, 1, runs_dir, &record);
         staged.into_iter().next().unwrap()
     }
 
@@ -907,11 +908,11 @@ mod tests {
         let runs = tempfile::tempdir().unwrap();
         let record = record_with_tools("left to the group");
         let stage = |durability| stage_as_a_turn(runs.path(), &record, durability);
-        let StagedPrompt::New(prompt) = stage(Durability::LeftToCaller) else {
+        let StagedPrompt::New(prompt) = stage(Durability::Unsynced) else {
             panic!("a new prompt is to be written");
         };
         let key = prompt.write().unwrap();
-        assert!(matches!(stage(Durability::LeftToCaller), StagedPrompt::Stored(k) if k == key));
+        assert!(matches!(stage(Durability::Unsynced), StagedPrompt::Stored(k) if k == key));
         let StagedPrompt::New(unsynced) = stage(Durability::Synced) else {
             panic!("a prompt left to a group's sync was taken as synced");
         };
@@ -919,7 +920,7 @@ mod tests {
         assert!(matches!(stage(Durability::Synced), StagedPrompt::Stored(k) if k == key));
 
         let whole = std::fs::read(stored_file(runs.path(), &key)).unwrap();
-        for durability in [Durability::LeftToCaller, Durability::Synced] {
+        for durability in [Durability::Unsynced, Durability::Synced] {
             let other = tempfile::tempdir().unwrap();
             let path = prompts_dir(other.path()).join(format!("{key}.json"));
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -1,11 +1,11 @@
 //! Verdicts given to a recorded turn after it ran (`eval --rescore`), kept
 //! beside its run log in `<log stem>.verdict.json`. The run log itself —
 //! the model's events and the verdict of the run — is never rewritten; a
-//! re-score replaces the previous one whole (temporary file, then rename).
+//! re-score replaces the previous one whole (`whole_file`).
 //! `eval --report`, `eval --resume` and `compare` read the re-score when
 //! there is one for the same turn.
 
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::record::RecordedVerdict;
 use super::store::RunLog;
 use crate::judge::RubricVerdict;
+use crate::whole_file::Durability;
 
 /// The most a re-score file may hold.
 const MAX_RESCORE_BYTES: u64 = 16 * 1024 * 1024;
@@ -69,17 +70,13 @@ pub fn write_rescore(log: &Path, record: &RescoreRecord) -> io::Result<PathBuf> 
     let path = rescore_path(log);
     let mut text = serde_json::to_string_pretty(record).map_err(io::Error::other)?;
     text.push('\n');
-    let temporary = path.with_extension(format!("json.tmp-{}", std::process::id()));
-    // `create_new` (O_EXCL) never follows a link planted at the temporary
-    // name, and the rename replaces a link at the final name, not its target.
-    let written = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&temporary)
-        .and_then(|mut file| file.write_all(text.as_bytes()))
-        .and_then(|()| std::fs::rename(&temporary, &path));
+    // Not synced, as before: a re-score lost to a power loss is made again
+    // by running `eval --rescore` again. A link at its name is replaced,
+    // never written through (`whole_file`).
+    let written = crate::whole_file::replace(&path, Durability::Unsynced, |out| {
+        out.write_all(text.as_bytes())
+    });
     if let Err(error) = written {
-        let _ = std::fs::remove_file(&temporary);
         // A folder that takes no more names says so (`full_folder`).
         return Err(super::full_folder::explain(error, &path));
     }

@@ -25,13 +25,13 @@ use crate::chat::event::Usage;
 use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
-use crate::keyed_files::Durability;
 use crate::runs::naming::log_paths;
 use crate::runs::prompt_store::{NewPrompt, PromptParts, StagedPrompt, stage_prompt};
 use crate::runs::record::{
     ClaimRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord, RunStatus,
     SCHEMA_VERSION,
 };
+use crate::whole_file::Durability;
 
 pub struct RunRecorder {
     runs_dir: PathBuf,
@@ -427,7 +427,7 @@ impl RunRecorder {
     /// group syncs each log instead (not Linux), prompt files sync alone.
     fn prompt_durability(&self) -> Durability {
         if self.member.is_some() && cfg!(target_os = "linux") {
-            Durability::LeftToCaller
+            Durability::Unsynced
         } else {
             Durability::Synced
         }

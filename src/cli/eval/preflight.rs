@@ -49,15 +49,13 @@ pub fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
             dir.display()
         )));
     }
-    // A name of its own, created new: never a file or link already there.
-    let (probe, created) = promptlab::keyed_files::create_fresh(dir, |tail| {
-        format!(".promptlab-write-check-{tail:08x}")
-    });
-    match created {
-        Ok(_) => {
-            let _ = std::fs::remove_file(&probe);
-            Ok(())
-        }
+    // A name of its own, created new (never a file or link already there),
+    // and removed as it is dropped.
+    match tempfile::Builder::new()
+        .prefix(".promptlab-write-check-")
+        .tempfile_in(dir)
+    {
+        Ok(_) => Ok(()),
         Err(error) => Err(CliError::usage(format!(
             "{flag} `{}`: cannot write in `{}`: {error}",
             path.display(),

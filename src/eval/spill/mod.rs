@@ -297,20 +297,20 @@ impl ResultStore {
     }
 }
 
-/// A fresh spill file in `dir`, named by the pid and a random tail: a file
-/// a killed run left (a container gives its process the same pid each
-/// time) is never in the way.
+/// A fresh spill file in `dir`, named by the pid and a random tail
+/// (`tempfile`'s): a file a killed run left (a container gives its process
+/// the same pid each time) is never in the way.
 fn create_in(dir: &Path, id: &str) -> Result<(PathBuf, File), SpillError> {
     remove_left_behind(dir);
-    let pid = std::process::id();
-    let name = |tail: u32| format!(".eval-spill.{id}.{pid}-{tail:08x}");
+    let prefix = format!(".eval-spill.{id}.{}-", std::process::id());
     let mut tries = 0;
     loop {
-        let (path, created) = crate::keyed_files::create_fresh(dir, name);
-        let file = created.map_err(|error| SpillError {
-            path: path.display().to_string(),
-            problem: SpillProblem::Create(error.to_string()),
-        })?;
+        let created = tempfile::Builder::new().prefix(&prefix).tempfile_in(dir);
+        let (file, path) = (created.and_then(|temp| temp.keep().map_err(|kept| kept.error)))
+            .map_err(|error| SpillError {
+                path: dir.join(format!("{prefix}…")).display().to_string(),
+                problem: SpillProblem::Create(error.to_string()),
+            })?;
         // Locked at once (waiting out another eval's clean-up that is
         // trying it), then checked to be still the file under the name:
         // one that clean-up removed in between is made again.
