@@ -173,6 +173,9 @@ pub fn record_eval_run(
             runs_dir.display()
         );
     }
+    // The index's one catch-up at the eval's end, its logs and summary
+    // file read in; a failure leaves them to the next reader.
+    let _ = promptlab::index::RunIndex::catch_up(runs_dir);
 }
 
 const LIST_HEADER: [&str; 9] = [

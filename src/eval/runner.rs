@@ -149,10 +149,6 @@ pub async fn run_turns(
     while let Some(joined) = tasks.join_next().await {
         joined_result(joined, store);
     }
-    // The run index has every committed log's row before the run ends.
-    if let Some(group) = &group {
-        group.settled().await;
-    }
 }
 
 /// A finished turn task's result, into the store. A turn that panicked

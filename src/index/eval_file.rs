@@ -70,7 +70,7 @@ fn list(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::evals::upsert_streamed;
+    use crate::index::evals::upsert;
     use rusqlite::Connection;
 
     fn run_file(turn_ids: Vec<String>, from_logs: Vec<String>) -> EvalRunFile {
@@ -91,7 +91,8 @@ mod tests {
     }
 
     /// The streamed file is byte for byte the whole one serde writes, with
-    /// and without turns taken from logs; its rows mark the borrowed ones.
+    /// and without turns taken from logs; the rows read from it mark the
+    /// borrowed ones.
     #[test]
     fn a_summary_file_written_from_a_walk_of_its_turns_is_the_whole_one() {
         let turns = [("t-1", false), ("t-\"2\"", true), ("t-3", false)];
@@ -112,12 +113,14 @@ mod tests {
             let mut expected = serde_json::to_vec(&whole).unwrap();
             expected.push(b'\n');
             assert_eq!(
-                String::from_utf8(streamed).unwrap(),
+                String::from_utf8(streamed.clone()).unwrap(),
                 String::from_utf8(expected).unwrap()
             );
+            // Read back as the index reads a summary file.
+            let read: EvalRunFile = serde_json::from_slice(&streamed).unwrap();
             let db = Connection::open_in_memory().unwrap();
             crate::index::schema::create(&db).unwrap();
-            assert!(upsert_streamed(&db, "f.json", &head, &mut walk).is_ok());
+            assert!(upsert(&db, "f.json", &read).is_ok());
             let rows: Vec<(String, bool)> = db
                 .prepare("SELECT turn_id, borrowed FROM eval_run_turns ORDER BY turn_id")
                 .unwrap()

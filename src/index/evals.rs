@@ -70,9 +70,9 @@ impl EvalRunFile {
 }
 
 /// Writes the summary of `run` (its `turn_ids` and `from_logs` left empty:
-/// they come from `turns`) into `runs_dir/evals/` (temporary file, then
-/// rename: a reader never sees half of one) and adds it to the index. The
-/// file reads back as the same `EvalRunFile` with the lists filled in.
+/// they come from `turns`) into `runs_dir/evals/`, whole (`whole_file`),
+/// for the index to read as it catches up. The file reads back as the same
+/// `EvalRunFile` with the lists filled in.
 pub fn record_eval_run(
     runs_dir: &Path,
     run: &EvalRunFile,
@@ -84,74 +84,14 @@ pub fn record_eval_run(
     crate::whole_file::replace(&path, Durability::Synced, |out| {
         super::eval_file::write_file(out, run, turns)
     })?;
-    if let Some(handle) = super::writer_for(runs_dir) {
-        let db = handle.lock();
-        let mut failed = None;
-        let _ = in_transaction(&db, |db| {
-            let rows = upsert_streamed(db, &run.file_name(), run, turns);
-            if let Err(Streamed::Walk(error)) = &rows {
-                failed = Some(error.to_string());
-            }
-            rows.map_err(Streamed::into_sql)
-        });
-        if let Some(error) = failed {
-            return Err(std::io::Error::other(error));
-        }
-    }
     Ok(path)
-}
-
-/// Why the streamed rows were not added.
-pub(super) enum Streamed {
-    Sql(rusqlite::Error),
-    Walk(std::io::Error),
-}
-
-impl Streamed {
-    fn into_sql(self) -> rusqlite::Error {
-        match self {
-            Streamed::Sql(error) => error,
-            Streamed::Walk(_) => rusqlite::Error::ExecuteReturnedResults,
-        }
-    }
-}
-
-/// `upsert`, its members from `turns`.
-pub(super) fn upsert_streamed(
-    db: &Connection,
-    file: &str,
-    run: &EvalRunFile,
-    turns: &mut TurnWalk,
-) -> Result<(), Streamed> {
-    let mut count = 0usize;
-    turns(&mut |_, _| {
-        count += 1;
-        Ok(())
-    })
-    .map_err(Streamed::Walk)?;
-    upsert_head(db, file, run, count).map_err(Streamed::Sql)?;
-    let mut member = db.prepare_cached(MEMBER_SQL).map_err(Streamed::Sql)?;
-    let mut sql = None;
-    turns(&mut |turn, borrowed| {
-        if sql.is_none()
-            && let Err(error) = member.execute(params![run.eval_run, turn, borrowed])
-        {
-            sql = Some(error);
-        }
-        Ok(())
-    })
-    .map_err(Streamed::Walk)?;
-    match sql {
-        Some(error) => Err(Streamed::Sql(error)),
-        None => Ok(()),
-    }
 }
 
 const MEMBER_SQL: &str =
     "INSERT OR REPLACE INTO eval_run_turns (eval_run, turn_id, borrowed) VALUES (?1, ?2, ?3)";
 
 /// Adds one summary file's rows, replacing those it had.
-fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()> {
+pub(super) fn upsert(db: &Connection, file: &str, run: &EvalRunFile) -> rusqlite::Result<()> {
     upsert_head(db, file, run, run.turn_ids.len())?;
     let mut member = db.prepare_cached(MEMBER_SQL)?;
     let borrowed: HashSet<&String> = run.from_logs.iter().collect();

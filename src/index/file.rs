@@ -61,8 +61,8 @@ pub fn linked(runs_dir: &Path) -> Option<IndexError> {
         })
 }
 
-/// Whether the file at `path` is promptlab's index, by its header (what a
-/// writer asks before it adds rows: a reader settles anything else).
+/// Whether the file at `path` is promptlab's index, by its header (what an
+/// eval's catch-up asks: only a reader settles anything else).
 pub fn is_ours(path: &Path) -> bool {
     matches!(look(path), Ok(Found::Ours))
 }
@@ -115,18 +115,6 @@ pub fn open_settled(runs_dir: &Path) -> Result<(Connection, Vec<String>), IndexE
             Ok((db, notes))
         }
     }
-}
-
-/// The index of `runs_dir` for a writer adding rows: only promptlab's own,
-/// of this version, as it stands; `None` for anything a reader must settle
-/// first (and say so), which the writer leaves alone.
-pub fn open_for_rows(runs_dir: &Path) -> Option<Connection> {
-    let path = runs_dir.join(INDEX_FILE);
-    if linked(runs_dir).is_some() || !is_ours(&path) {
-        return None;
-    }
-    let db = connect(&path).ok()?;
-    matches!(check(&db), Ok(Check::Current)).then_some(db)
 }
 
 /// The header of the file at `path`, read without following a link or

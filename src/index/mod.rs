@@ -1,12 +1,13 @@
 //! The run index, `<runs dir>/index.sqlite`: one row per run log, one per
 //! eval run, so that history is a query rather than a scan
 //! (`docs/run-logs.md` documents the tables). The files stay the truth: the
-//! index is a cache that every writer keeps current as it records
-//! (`note_logs`), that a reader brings up to date when a folder changed since
-//! it was last read (a copied shard folder), and that is rebuilt whole when
-//! it is of another schema version or unreadable. A folder that cannot be
-//! written, a folder given as an argument, or `PROMPTLAB_INDEX=off` is
-//! scanned into an index in memory, so every query has one implementation.
+//! index is a cache with one way of being kept current — a reader brings
+//! it up to date when a folder changed since it was last read (a copied
+//! shard folder, an eval's new logs), and an eval catches it up once at its
+//! end (`RunIndex::catch_up`) — rebuilt whole when it is of another schema
+//! version or unreadable. A folder that cannot be written, a folder given
+//! as an argument, or `PROMPTLAB_INDEX=off` is scanned into an index in
+//! memory, so every query has one implementation.
 
 mod eval_file;
 pub mod evals;
@@ -19,12 +20,9 @@ pub mod sync;
 
 use parking_lot::{Mutex, MutexGuard};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use rusqlite::Connection;
-
-use crate::runs::store::RunSummary;
 
 /// The index's file name in a runs folder (`**/index.sqlite*` is git-ignored).
 pub const INDEX_FILE: &str = "index.sqlite";
@@ -175,6 +173,20 @@ impl RunIndex {
         }
     }
 
+    /// Brings the runs folder's index up to date at the end of an eval
+    /// (SPEC §9): where one is kept — promptlab's own, by its header, not
+    /// turned off, in a folder this process may write — so that `evals`
+    /// and `runs list` answer at once. A runs folder nobody has queried is
+    /// left as plain files (the first reader builds its index), and a
+    /// failure here leaves the rows to that reader.
+    pub fn catch_up(runs_dir: &Path) -> Result<(), IndexError> {
+        let kept = file::is_ours(&runs_dir.join(INDEX_FILE));
+        if index_off() || !kept || !writable(runs_dir) {
+            return Ok(());
+        }
+        Self::open_kept(runs_dir).map(drop)
+    }
+
     /// The runs folder's own index file, opened and brought up to date.
     fn open_kept(runs_dir: &Path) -> Result<Opened, IndexError> {
         let (db, mut notes) = file::open_settled(runs_dir)?;
@@ -292,77 +304,4 @@ fn in_transaction<T>(
             Err(error)
         }
     }
-}
-
-/// The writers' handles, one per runs folder and process, so that every recorded turn adds its row without
-/// each writer opening its own connection.
-type Writers = Mutex<Vec<(PathBuf, Arc<Mutex<Connection>>)>>;
-
-fn writer_for(runs_dir: &Path) -> Option<Arc<Mutex<Connection>>> {
-    static WRITERS: OnceLock<Writers> = OnceLock::new();
-    let writers = WRITERS.get_or_init(Writers::default);
-    let mut writers = writers.lock();
-    if let Some((_, handle)) = writers.iter().find(|(dir, _)| dir == runs_dir) {
-        return Some(handle.clone());
-    }
-    // Not remembered while there is none, so a long `serve` starts keeping
-    // one once made.
-    if !keeps_index(runs_dir) {
-        return None;
-    }
-    let db = file::open_for_rows(runs_dir)?;
-    let handle = Arc::new(Mutex::new(db));
-    writers.push((runs_dir.to_path_buf(), handle.clone()));
-    Some(handle)
-}
-
-/// A log just committed, for its row: as it reads (`RunSummary`, made
-/// from the records its recorder has just written), or only where it is,
-/// to be read back (its recorder did not keep its records: the runs folder
-/// had no index at its group's first log there).
-pub enum CommittedLog {
-    Read(Box<RunSummary>),
-    At(PathBuf),
-}
-
-/// Whether `runs_dir` keeps a run index that writers add rows to: one that
-/// exists and is promptlab's (the first reader builds one: a runs folder
-/// nobody queries is left as plain files; a reader settles anything else
-/// at its name), is not turned off, in a folder they can write. Asked by
-/// the file's header, without opening it (which may wait for another
-/// process's lock): what a recorder asks before it keeps a log's records
-/// for its row.
-pub fn keeps_index(runs_dir: &Path) -> bool {
-    !index_off() && file::is_ours(&runs_dir.join(INDEX_FILE)) && writable(runs_dir)
-}
-
-/// Adds the rows of logs just completed in `runs_dir` (the recorder's and
-/// the group commit's hook; safe from any thread), as they read once
-/// committed (`CommittedLog`), in one transaction: SQLite's own sync once
-/// for a group, not per log. A log that cannot be indexed now is found by
-/// the next reader, whose folder check sees it changed.
-pub fn note_logs(runs_dir: &Path, logs: &[CommittedLog]) {
-    let Some(handle) = writer_for(runs_dir) else {
-        return;
-    };
-    let row = |summary: &RunSummary| rows::TurnRow::of(&summary.view(), runs_dir);
-    let rows: Vec<rows::TurnRow> = (logs.iter())
-        .filter_map(|log| match log {
-            CommittedLog::Read(summary) => Some(row(summary)),
-            CommittedLog::At(path) => crate::runs::store::summarize(path).ok().map(|s| row(&s)),
-        })
-        .collect();
-    if rows.is_empty() {
-        return;
-    }
-    let db = handle.lock();
-    let _ = in_transaction(&db, |db| {
-        for row in &rows {
-            row.upsert(db)?;
-            let partial = format!("{}{}", row.path, crate::runs::naming::PARTIAL_SUFFIX);
-            // Cached: prepared once, not for every log.
-            (db.prepare_cached("DELETE FROM turns WHERE path = ?1")?).execute([&partial])?;
-        }
-        Ok(())
-    });
 }

@@ -28,9 +28,6 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot};
 
-use crate::index::CommittedLog;
-use crate::runs::store::RunSummary;
-
 /// A group is synced once it holds this many logs...
 pub const GROUP_LOGS: usize = 256;
 
@@ -49,8 +46,6 @@ pub struct WrittenLog {
     pub(super) runs_dir: PathBuf,
     pub(super) partial_path: PathBuf,
     pub(super) final_path: PathBuf,
-    /// The log as it reads once committed, for its row in the run index.
-    pub(super) summary: Box<RunSummary>,
 }
 
 impl WrittenLog {
@@ -61,15 +56,15 @@ impl WrittenLog {
 
     /// Syncs this log alone and gives it its final name: for a turn that
     /// is not part of a group (chat, serve, `eval --format ndjson`).
-    pub(super) fn complete_alone(self) -> io::Result<(PathBuf, Box<RunSummary>)> {
+    pub(super) fn complete_alone(self) -> io::Result<PathBuf> {
         self.file.sync_all()?;
         rename_log(&self.partial_path, &self.final_path)?;
-        Ok((self.final_path, self.summary))
+        Ok(self.final_path)
     }
 }
 
-/// A queued log: its paths (and its records, for the run index) — its file
-/// is closed when it is queued, so that the waiting turns hold no open files.
+/// A queued log: its paths — its file is closed when it is queued, so that
+/// the waiting turns hold no open files.
 struct Queued {
     log: LogPaths,
     done: oneshot::Sender<io::Result<PathBuf>>,
@@ -79,8 +74,6 @@ struct LogPaths {
     runs_dir: PathBuf,
     partial_path: PathBuf,
     final_path: PathBuf,
-    /// For its row in the run index, if its runs folder keeps one.
-    summary: Option<Box<RunSummary>>,
 }
 
 /// The logs waiting for the next sync. Shared by an eval run's turns.
@@ -96,10 +89,6 @@ pub struct GroupCommit {
     members: AtomicUsize,
     /// No turn will join any more (`close`).
     closed: AtomicBool,
-    /// Whether each runs folder of its logs keeps a run index, as it was
-    /// at the folder's first log (`index::keeps_index`): a waiting log
-    /// holds its records for its row only then.
-    rows_kept: Mutex<Vec<(PathBuf, bool)>>,
 }
 
 /// A turn that may still queue a log for its group: it queues it with
@@ -141,7 +130,6 @@ impl GroupCommit {
             limits: (logs, wait),
             members: AtomicUsize::new(0),
             closed: AtomicBool::new(false),
-            rows_kept: Mutex::new(Vec::new()),
         })
     }
 
@@ -173,28 +161,14 @@ impl GroupCommit {
         }
     }
 
-    /// `index::keeps_index` for `runs_dir`, asked once per folder.
-    fn keeps_rows(&self, runs_dir: &Path) -> bool {
-        let mut known = self.rows_kept.lock();
-        if let Some((_, keeps)) = known.iter().find(|(dir, _)| dir == runs_dir) {
-            return *keeps;
-        }
-        let keeps = crate::index::keeps_index(runs_dir);
-        known.push((runs_dir.to_path_buf(), keeps));
-        keeps
-    }
-
     async fn commit(self: &Arc<Self>, log: WrittenLog, member: GroupMember) -> io::Result<PathBuf> {
         let WrittenLog {
             file,
             runs_dir,
             partial_path,
             final_path,
-            summary,
         } = log;
         drop(file);
-        // Dropped here, on the turn's thread, when nothing will read it.
-        let summary = self.keeps_rows(&runs_dir).then_some(summary);
         let Ok(_waiting) = self.waiting.acquire().await else {
             return Err(io::Error::other("the log's group commit was closed"));
         };
@@ -205,7 +179,6 @@ impl GroupCommit {
                 runs_dir,
                 partial_path,
                 final_path,
-                summary,
             };
             queue.push(Queued { log, done });
             queue.len()
@@ -223,13 +196,6 @@ impl GroupCommit {
         committed
             .await
             .unwrap_or_else(|_| Err(io::Error::other("the log's group commit was dropped")))
-    }
-
-    /// Once the run index has the rows of every log committed so far: a
-    /// group's rows are noted after its waiters are told, still holding
-    /// the sync lock.
-    pub async fn settled(&self) {
-        drop(self.syncing.lock().await);
     }
 
     /// After `delay`, syncs and renames what is queued once the sync before
@@ -250,23 +216,14 @@ impl GroupCommit {
             // Told from here, on the runtime: a waiter woken from the
             // blocking pool's thread costs the runtime a wake-up each (a
             // system call a turn), one woken here costs nothing.
-            for (done, result) in committed.outcomes {
+            for (done, result) in committed {
                 let _ = done.send(result);
             }
-            // Then the run index (#30) gets the rows, one transaction a
-            // group, the next group's sync still waiting for it; one it
-            // misses is found by the next reader's folder check.
-            let _ = tokio::task::spawn_blocking(move || {
-                for (runs_dir, logs) in &committed.noted {
-                    crate::index::note_logs(runs_dir, logs);
-                }
-                drop(file_systems);
-            })
-            .await;
+            drop(file_systems);
         });
     }
 
-    fn flush(&self, mut file_systems: SyncingGuard) -> (SyncingGuard, Committed) {
+    fn flush(&self, mut file_systems: SyncingGuard) -> (SyncingGuard, Outcomes) {
         // Taken only now: what queued while the last group was synced
         // joins this one.
         let group = std::mem::take(&mut *self.queue.lock());
@@ -277,47 +234,30 @@ impl GroupCommit {
 
 type SyncingGuard = tokio::sync::OwnedMutexGuard<FileSystems>;
 
-/// What a group's commit did: what to tell each waiter, and the logs
-/// renamed, by runs folder, for the run index.
-#[derive(Default)]
-struct Committed {
-    outcomes: Vec<(oneshot::Sender<io::Result<PathBuf>>, io::Result<PathBuf>)>,
-    /// The committed logs by runs folder, for the run index.
-    noted: Vec<(PathBuf, Vec<CommittedLog>)>,
-}
+/// What to tell each waiter of a group.
+type Outcomes = Vec<(oneshot::Sender<io::Result<PathBuf>>, io::Result<PathBuf>)>;
 
 /// Syncs the group's logs, then renames each. A failed sync fails the
 /// whole group: no name is given to a log that may not be on disk (and a
 /// failed `syncfs`, every later group too: `FileSystems::failed`).
-fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Committed {
+fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Outcomes {
     if group.is_empty() {
-        return Committed::default();
+        return Vec::new();
     }
     let synced = file_systems.sync(&group);
     let mut outcomes = Vec::with_capacity(group.len());
-    let mut noted: Vec<(PathBuf, Vec<CommittedLog>)> = Vec::new();
     for Queued { log, done } in group {
         let renamed = match &synced {
             Ok(()) => rename_log(&log.partial_path, &log.final_path),
             Err(error) => Err(io::Error::new(error.kind(), error.to_string())),
         };
         let result = match renamed {
-            Ok(()) => {
-                let committed = match log.summary {
-                    Some(summary) => CommittedLog::Read(summary),
-                    None => CommittedLog::At(log.final_path.clone()),
-                };
-                match noted.iter_mut().find(|(dir, _)| *dir == log.runs_dir) {
-                    Some((_, logs)) => logs.push(committed),
-                    None => noted.push((log.runs_dir, vec![committed])),
-                }
-                Ok(log.final_path)
-            }
+            Ok(()) => Ok(log.final_path),
             Err(error) => Err(not_committed(&log.partial_path, error)),
         };
         outcomes.push((done, result));
     }
-    Committed { outcomes, noted }
+    outcomes
 }
 
 /// Gives a log its final name; a folder that takes no more names is named
@@ -457,28 +397,8 @@ mod tests {
         WrittenLog {
             file: File::open(&partial_path).unwrap(),
             runs_dir: runs_dir.to_path_buf(),
-            summary: Box::new(summary_of(&final_path)),
             final_path,
             partial_path,
-        }
-    }
-
-    /// A summary for `path` (these tests' logs are not real ones): a real
-    /// log's header, and no footer.
-    fn summary_of(path: &Path) -> RunSummary {
-        let log = include_str!(
-            "../../tests/data/old-runlog/20261201T140313.494Z-37789fc2-67d8-4956-8785-e5b2234112a3.ndjson"
-        );
-        let first = log.lines().next().unwrap();
-        let crate::runs::record::RunRecord::Header(header) = serde_json::from_str(first).unwrap()
-        else {
-            panic!("the first line is a header");
-        };
-        RunSummary {
-            path: path.to_path_buf(),
-            partial: false,
-            header: *header,
-            footer: None,
         }
     }
 
@@ -503,7 +423,6 @@ mod tests {
                 runs_dir: log.runs_dir,
                 partial_path: log.partial_path,
                 final_path: log.final_path,
-                summary: Some(log.summary),
             },
             done: oneshot::channel().0,
         };

@@ -18,7 +18,6 @@ use crate::chat::service::PreparedTurn;
 use crate::cost::Cost;
 use crate::runs::full_folder;
 use crate::runs::record::{ClaimRecord, RunFooter, RunHeader, RunStatus};
-use crate::runs::store::RunSummary;
 
 /// A turn's log file being written, and what its footer will say.
 pub(super) struct OpenLog {
@@ -95,20 +94,11 @@ impl OpenLog {
         }
         self.write(&FooterLine { footer: &footer })?;
         let file = self.out.into_inner().map_err(|error| error.into_error())?;
-        // What the log reads as once it has its final name: the records
-        // just written, for the run index's row (`index::note_logs`).
-        let summary = RunSummary {
-            path: self.final_path.clone(),
-            partial: false,
-            header: *self.header,
-            footer: Some(footer),
-        };
         Ok(WrittenLog {
             file,
             runs_dir: self.runs_dir,
             partial_path: self.partial_path,
             final_path: self.final_path,
-            summary: Box::new(summary),
         })
     }
 

@@ -293,16 +293,13 @@ impl RunRecorder {
             return Ok(None);
         };
         let partial_path = log.partial_path.clone();
-        let (path, summary) = log
+        let path = log
             .written(footer)
             .and_then(WrittenLog::complete_alone)
             .map_err(|error| {
                 let _ = std::fs::remove_file(&partial_path);
                 removed(&partial_path, error)
             })?;
-        // The run index (#30) gets the log's row; a failure there only
-        // leaves the row to the next reader's folder check.
-        crate::index::note_logs(&self.runs_dir, &[crate::index::CommittedLog::Read(summary)]);
         Ok(Some(path))
     }
 

@@ -67,7 +67,7 @@ fn json(command: &mut Command, args: &[&str]) -> Value {
 fn history(dir: &Path) -> (PathBuf, Value, Value) {
     let runs = dir.join("runs");
     std::fs::create_dir(&runs).unwrap();
-    // An index from the start, so that the writers keep it.
+    // An index from the start, so that each eval catches it up.
     json(&mut in_runs(&runs), &["runs", "list", "--json"]);
     let first = eval(&runs, &suite(dir, "I could not find it."), "ev-abcdef0001");
     let second = eval(
@@ -506,12 +506,11 @@ fn eval_tables(runs: &Path) -> Vec<Vec<rusqlite::types::Value>> {
     rows
 }
 
-/// The rows the recorder adds as each log is committed (alone, as for
-/// `--format ndjson`, or with its group) are made from the records it has
-/// just written, not from the file read back: they are the very rows a
-/// scan of the logs makes when the index is built afresh from the files.
+/// The rows each eval's catch-up adds at its end (its logs committed
+/// alone, as for `--format ndjson`, or in groups) are the very rows a scan
+/// of the logs makes when the index is built afresh from the files.
 #[test]
-fn the_rows_noted_as_logs_are_committed_are_those_a_scan_of_the_files_makes() {
+fn the_rows_an_eval_catches_up_are_those_a_scan_of_the_files_makes() {
     let dir = tempfile::tempdir().unwrap();
     let (runs, _, _) = history(dir.path());
     let grouped = run_command(
@@ -554,7 +553,7 @@ fn gemini_answer(prompt: u64, output: u64) -> Responder {
 
 /// The same for turns over HTTP with a priced model, each with its cost (a
 /// sum of decimal rates: not exact in binary), tokens and latency: the rows
-/// noted as the eval's groups commit are those a scan of the files makes.
+/// caught up at the eval's end are those a scan of the files makes.
 #[test]
 fn the_rows_of_priced_turns_over_http_are_those_a_scan_makes_too() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,76 +1,49 @@
-//! The run index has a row for every log an eval committed by the time
-//! `run_turns` returns: logs synced and renamed in groups are noted in the
-//! index after their turns are told (`sink::log_commit`), and the run
-//! waits for the last group's note (`GroupCommit::settled`). Read straight
-//! from the SQLite file while the runtime is still up, no reader having
-//! caught up.
+//! The run index has a row for every log an eval wrote, and the eval run's
+//! own, by the time `eval` exits: the eval catches the index up once at its
+//! end (SPEC §9). Read straight from the SQLite file, no reader having
+//! caught up since.
 
 use crate::support;
 
-use std::sync::Arc;
+use support::{index_rows, promptlab, run_command, write};
 
-use promptlab::eval::{Feed, ProviderChoice, RunSettings, Selection};
-use promptlab::prompts::PromptRegistry;
-use promptlab::provider::{
-    CallSummary, ModelEvent, ModelProvider, ModelRequest, ModelStream, ProviderKind,
-};
-use support::plans;
-use tokio_util::sync::CancellationToken;
-
-/// A model that answers at once.
-struct AtOnce;
-
-impl ModelProvider for AtOnce {
-    fn kind(&self) -> ProviderKind {
-        ProviderKind::Script
-    }
-
-    fn stream_turn(&self, _: ModelRequest, _: CancellationToken) -> ModelStream {
-        Box::pin(async_stream::stream! {
-            yield Ok(ModelEvent::TextDelta("The excess is 250.".into()));
-            yield Ok(ModelEvent::Done(CallSummary::default()));
-        })
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_committed_log_has_its_row_when_the_run_returns() {
+#[test]
+fn every_log_has_its_row_when_the_eval_exits() {
     let dir = tempfile::tempdir().unwrap();
-    let runs_dir = dir.path().join("runs");
-    std::fs::create_dir(&runs_dir).unwrap();
-    // The first reader builds the index; writers keep one that exists.
-    promptlab::index::RunIndex::open(&runs_dir).unwrap();
-    let yaml = "name: settled\nrepeats: 150\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\n\
-                cases:\n  - name: a\n    message: What is the excess?\n";
-    let plan = Arc::new(plans::plan_of(dir.path(), yaml, Selection::default()));
-    let settings = Arc::new(RunSettings {
-        registry: PromptRegistry::embedded(),
-        judge: None,
-        budget: None,
-        model_cache: None,
-        store: plans::claims(),
-        runs_dir: runs_dir.clone(),
-        concurrency: 16,
-        today: chrono::NaiveDate::from_ymd_opt(2026, 11, 30).unwrap(),
-        provider: ProviderChoice::Shared(Arc::new(AtOnce)),
-        // No events asked for: the logs are committed in groups.
-        feed: Feed::new(false),
-        tracing: None,
-        prices: promptlab::cost::PriceTable::shipped(),
-    });
-    let (sender, mut receiver) = tokio::sync::mpsc::channel(promptlab::eval::runner::FEED_CAPACITY);
-    let reading = tokio::spawn(async move { while receiver.recv().await.is_some() {} });
-    let spill = plans::run_into_spill(dir.path(), &plan, settings, sender).await;
-    let db = rusqlite::Connection::open(runs_dir.join("index.sqlite")).unwrap();
-    let rows: i64 = db
-        .query_row(
-            "SELECT count(*) FROM turns WHERE status = 'done'",
-            [],
-            |row| row.get(0),
-        )
-        .unwrap();
-    let logs = support::run_logs_under(&runs_dir).len();
-    assert_eq!((spill.len(), logs), (300, 300));
-    assert_eq!(rows, 300, "every log's row, none left to a reader");
-    reading.await.unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    // The first reader builds the index; an eval keeps one that exists.
+    let built = run_command(
+        promptlab()
+            .arg("--runs-dir")
+            .arg(&runs)
+            .args(["runs", "list"]),
+    );
+    assert_eq!(built.code, 0, "{}", built.stderr);
+    write(
+        dir.path(),
+        "answer.yaml",
+        "turns:\n  - text: The excess is 250.\n",
+    );
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: settled\nrepeats: 150\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\n\
+         cases:\n  - name: a\n    message: What is the excess?\n    script: answer.yaml\n",
+    );
+    let ran = run_command(
+        promptlab()
+            .arg("--runs-dir")
+            .arg(&runs)
+            .args(["eval", "--provider", "script", "-q", "-j", "16"])
+            .args(["--eval-run", "ev-0000000abc"])
+            .arg(&suite),
+    );
+    assert_eq!(ran.code, 0, "{}", ran.stderr);
+    let logs = support::run_logs_under(&runs).len();
+    let rows = index_rows(&runs, "SELECT path FROM turns WHERE status = 'done'");
+    let eval_runs = index_rows(&runs, "SELECT id FROM eval_runs");
+    assert_eq!(logs, 300);
+    assert_eq!(rows.len(), 300, "every log's row, none left to a reader");
+    assert_eq!(eval_runs.len(), 1, "and the eval run's");
 }

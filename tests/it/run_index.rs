@@ -1,5 +1,5 @@
 //! The run index (`<runs dir>/index.sqlite`, #30) against real SQLite
-//! files: it answers `runs list` exactly as a scan does, writers keep it
+//! files: it answers `runs list` exactly as a scan does, evals catch it up
 //! current (two evals at once into one folder), readers pick up a copied
 //! shard folder, a read-only folder or a folder argument is scanned and said
 //! once, and an index of another version or a damaged one is rebuilt, never
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::{index_rows, promptlab, run_command, run_logs_under, write};
+use support::{promptlab, run_command, run_logs_under, write};
 
 /// 2 claims × 2 cases: `excess` passes, `amount` fails.
 fn suite(dir: &Path) -> PathBuf {
@@ -689,29 +689,4 @@ fn an_unreadable_log_is_named_on_every_listing_not_only_the_first() {
             "{stderr}"
         );
     }
-}
-
-/// A log committed in a group whose eval started before the folder had an
-/// index (its recorder kept no records for the row) is read back for its
-/// row: the row a scan of the folder makes.
-#[test]
-fn a_log_noted_by_its_path_gets_the_row_a_scan_makes() {
-    use promptlab::index::{CommittedLog, note_logs};
-    let dir = tempfile::tempdir().unwrap();
-    let runs = dir.path().join("runs");
-    std::fs::create_dir_all(runs.join("default")).unwrap();
-    list(&mut in_runs(&runs), &[]);
-    let name = "20261201T140313.494Z-37789fc2-67d8-4956-8785-e5b2234112a3.ndjson";
-    let log = runs.join("default").join(name);
-    let old = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/old-runlog");
-    std::fs::copy(old.join(name), &log).unwrap();
-    let rows = |runs: &Path| index_rows(runs, "SELECT * FROM turns");
-    note_logs(&runs, &[CommittedLog::At(log)]);
-    let noted = rows(&runs);
-    assert_eq!(noted.len(), 1, "{noted:?}");
-    for file in ["index.sqlite", "index.sqlite-wal", "index.sqlite-shm"] {
-        let _ = std::fs::remove_file(runs.join(file));
-    }
-    list(&mut in_runs(&runs), &[]);
-    assert_eq!(rows(&runs), noted);
 }

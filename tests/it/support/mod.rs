@@ -215,7 +215,7 @@ pub fn scripted_chat(extra: &[&str]) -> Run {
 }
 
 /// Every row `sql` selects from `runs`' index, each as its columns' values:
-/// for comparing what writers noted with what a scan of the files builds.
+/// for comparing what an eval caught up with what a scan of the files builds.
 pub fn index_rows(runs: &Path, sql: &str) -> Vec<Vec<rusqlite::types::Value>> {
     let db = rusqlite::Connection::open_with_flags(
         runs.join("index.sqlite"),
