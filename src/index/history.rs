@@ -1,8 +1,9 @@
 //! Eval runs as the index answers them (`evals list|show|trend`, `GET
-//! /api/evals`): per variant, pass rates by the tally's rules
-//! (`runs::tally`: passed / judged, errors apart) and nearest-rank latency
-//! percentiles over the turns that finished uncached, each from exact SQL
-//! over the run's own turns — never estimates — and its failures.
+//! /api/evals`): SQL selects a run's own turns, whose rows store each
+//! turn's numbers; per variant they are folded by the one tally
+//! (`runs::tally`: pass rates over the judged turns, errors apart, exact
+//! nearest-rank latency percentiles over the turns that finished
+//! uncached) — never estimates; and its failures.
 
 use std::path::PathBuf;
 
@@ -11,6 +12,10 @@ use rusqlite::OptionalExtension;
 use serde::Serialize;
 
 use super::{IndexError, RunIndex};
+use crate::cost::Cost;
+use crate::event::Usage;
+use crate::runs::record::Outcome;
+use crate::runs::tally::{TallyBuilder, TurnNumbers};
 
 /// One eval run as `evals list` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -112,31 +117,14 @@ m AS (
 }
 const MEMBERS: &str = members!();
 
-/// Per variant: turns, judged, passed, failed, errors (the tally's rules),
-/// cost (null when any is unknown), the calls without reported usage, and
-/// the nearest-rank 50th and 95th
-/// latency percentiles — rank ⌈p·n/100⌉, in integers — over the turns that
-/// finished without a cache hit: one pass over the members, those timed
-/// ranked first.
-const VARIANTS: &str = concat!(
+/// Each member's numbers, as its row stores them (`rows::TurnRow`: the
+/// one view's `TurnNumbers`) and its cost, by variant: what the tally folds.
+const MEMBER_NUMBERS: &str = concat!(
     members!(),
-    ",
-timed AS (
-    SELECT coalesce(variant, '') AS variant, verdict, errored, cost_usd, latency_ms, usage_unreported,
-        (errored = 0 AND cached = 0 AND latency_ms IS NOT NULL) AS timed
-    FROM m
-),
-ranked AS (
-    SELECT *, row_number() OVER (PARTITION BY variant ORDER BY timed DESC, latency_ms) AS rank,
-        sum(timed) OVER (PARTITION BY variant) AS n
-    FROM timed
-)
-SELECT variant, count(*), count(verdict), total(verdict = 'pass'), total(verdict = 'fail'),
-    total(errored), CASE WHEN count(cost_usd) = count(*) THEN total(cost_usd) END,
-    max(CASE WHEN timed AND rank = max(1, (50 * n + 99) / 100) THEN latency_ms END),
-    max(CASE WHEN timed AND rank = max(1, (95 * n + 99) / 100) THEN latency_ms END),
-    total(usage_unreported)
-FROM ranked GROUP BY variant ORDER BY variant"
+    "
+SELECT coalesce(variant, ''), verdict, errored, input_tokens, output_tokens, cache_read_tokens,
+    usage_unreported, latency_ms, cached, cost_usd
+FROM m ORDER BY 1"
 );
 
 impl RunIndex {
@@ -216,38 +204,47 @@ impl RunIndex {
     }
 
     /// An eval run's numbers per variant, by name, and their cost (absent
-    /// when any turn's is unknown): one query over its turns.
+    /// when any turn's is unknown): its members' rows, each variant's
+    /// folded by the one tally (`runs::tally`), its costs summed by the one
+    /// cost rule (`cost::Cost`).
     pub fn variants(&self, id: &str) -> Result<Vec<(VariantNumbers, Option<f64>)>, IndexError> {
         let db = self.lock();
-        let mut statement = db.prepare_cached(VARIANTS).map_err(|e| self.error(e))?;
-        let rows = statement
-            .query_map([id], |row| {
-                let count = |i| row.get::<_, f64>(i).map(|n| n as usize);
-                let (judged, passed) = (count(2)?, count(3)?);
-                let ms = |i| {
-                    row.get::<_, Option<i64>>(i)
-                        .map(|v| v.and_then(|ms| u64::try_from(ms).ok()))
-                };
-                Ok((
-                    VariantNumbers {
-                        variant: row.get(0)?,
-                        turns: count(1)?,
-                        judged,
-                        passed,
-                        failed: count(4)?,
-                        errors: count(5)?,
-                        pass_rate: (judged > 0).then(|| passed as f64 / judged as f64),
-                        latency_p50_ms: ms(7)?,
-                        latency_p95_ms: ms(8)?,
-                        usage_unreported: row
-                            .get::<_, f64>(9)
-                            .map(|n| u32::try_from(n as u64).unwrap_or(u32::MAX))?,
-                    },
-                    row.get(6)?,
-                ))
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>());
-        rows.map_err(|e| self.error(e))
+        let mut statement = db
+            .prepare_cached(MEMBER_NUMBERS)
+            .map_err(|e| self.error(e))?;
+        let mut rows = statement.query([id]).map_err(|e| self.error(e))?;
+        let mut counted: Vec<(String, TallyBuilder, Cost)> = Vec::new();
+        while let Some(row) = rows.next().map_err(|e| self.error(e))? {
+            let (variant, numbers, cost) = member_numbers(row).map_err(|e| self.error(e))?;
+            match counted.last_mut() {
+                Some((last, tally, sum)) if *last == variant => {
+                    tally.add(numbers);
+                    *sum = *sum + cost;
+                }
+                _ => {
+                    let mut tally = TallyBuilder::default();
+                    tally.add(numbers);
+                    counted.push((variant, tally, cost));
+                }
+            }
+        }
+        let numbers = counted.into_iter().map(|(variant, tally, cost)| {
+            let tally = tally.finish();
+            let numbers = VariantNumbers {
+                variant,
+                turns: tally.turns,
+                judged: tally.judged,
+                passed: tally.passed,
+                failed: tally.failed,
+                errors: tally.errors,
+                pass_rate: tally.pass_rate,
+                latency_p50_ms: tally.latency_p50_ms,
+                latency_p95_ms: tally.latency_p95_ms,
+                usage_unreported: tally.usage.usage_unreported,
+            };
+            (numbers, cost.usd())
+        });
+        Ok(numbers.collect())
     }
 
     /// The turns of an eval run that did not pass, in place order.
@@ -306,6 +303,38 @@ impl RunIndex {
         let found = summaries(&db, id).map_err(|e| self.error(e))?;
         Ok(found.into_iter().map(|s| s.summary).collect())
     }
+}
+
+/// A member row of `MEMBER_NUMBERS`: its variant, its numbers as the
+/// tally takes them, and its cost.
+fn member_numbers(row: &rusqlite::Row<'_>) -> rusqlite::Result<(String, TurnNumbers, Cost)> {
+    let count = |at| {
+        row.get::<_, Option<i64>>(at)
+            .map(|n| n.and_then(|n| u64::try_from(n).ok()))
+    };
+    let outcome = match row.get::<_, Option<String>>(1)?.as_deref() {
+        Some("pass") => Some(Outcome::Pass),
+        Some("fail") => Some(Outcome::Fail),
+        Some(_) => Some(Outcome::Error),
+        None => None,
+    };
+    let numbers = TurnNumbers {
+        outcome,
+        errored: row.get(2)?,
+        usage: Usage {
+            input_tokens: count(3)?,
+            output_tokens: count(4)?,
+            cache_read_tokens: count(5)?,
+            usage_unreported: row.get(6)?,
+        },
+        latency_ms: count(7)?,
+        cached: row.get(8)?,
+    };
+    Ok((
+        row.get(0)?,
+        numbers,
+        Cost::from(row.get::<_, Option<f64>>(9)?),
+    ))
 }
 
 struct SummaryRow {
