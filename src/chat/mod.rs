@@ -2,17 +2,14 @@
 //! events.
 
 pub mod block_context;
-pub mod brief_memo;
 pub mod context;
 pub mod decide;
 pub mod history;
 pub mod prompt_diff;
-pub mod prompt_memo;
 pub mod prompt_report;
 pub mod request;
 pub mod service;
 pub mod system;
-pub mod system_memo;
 pub mod turn_loop;
 pub mod wire;
 

@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::decide::MAX_ROUNDS;
 use super::event::ChatEvent;
 use super::request::{ChatRequest, ClaimInput, Locale, ThinkingLevel};
-use super::system::{AssembledPrompt, prompt_settings};
+use super::system::{AssembledPrompt, assemble_prompt, prompt_settings};
 use super::turn_loop::{AfterCall, CallEnd, TurnLoop};
 use crate::claims::{ClaimError, ClaimStore, LoadedClaim};
 use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
@@ -111,10 +111,8 @@ pub struct PreparedTurn {
     /// Each model call's output cap: 8,000, or the model's lower
     /// `maxOutputTokens` (SPEC §1.5).
     pub max_output_tokens: u32,
-    /// One for every turn assembled from the same inputs (`prompt_memo`).
-    pub prompt: Arc<AssembledPrompt>,
-    /// `prompt.system_text()`, joined once for the digest and every call,
-    /// and one `Arc` for every turn with the same text (`system_memo`).
+    pub prompt: AssembledPrompt,
+    /// `prompt.system_text()`, joined once for the digest and every call.
     #[serde(skip)]
     pub system_text: Arc<str>,
     pub system_sha256: String,
@@ -289,12 +287,8 @@ fn prepare(
             })?,
     };
     let settings = prompt_settings(&request.prompt, ctx.registry, &claim.claim)?;
-    let brief = super::brief_memo::claim_brief(&claim, request.today);
-    let super::prompt_memo::Assembled {
-        prompt,
-        system_text,
-        system_sha256,
-    } = super::prompt_memo::assembled(ctx.registry, &settings, &brief);
+    let prompt = assemble_prompt(&settings, &claim.claim, request.today);
+    let system_text: Arc<str> = prompt.system_text().into();
     let tools = crate::tools::offered_tools(request.prompt.screen_actions);
     let thinking_level = asked_thinking_level(
         settings
@@ -331,7 +325,7 @@ fn prepare(
         },
         thinking_note: fitted.note,
         max_output_tokens: models.output_cap(&request.model, super::decide::MAX_OUTPUT_TOKENS),
-        system_sha256: system_sha256.to_string(),
+        system_sha256: crate::digest::sha256_hex(system_text.as_bytes()),
         system_text,
         tools_sha256: tools.sha256.clone(),
         prompt,

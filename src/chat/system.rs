@@ -129,19 +129,12 @@ pub fn prompt_settings<'a>(
     })
 }
 
+/// The turn's system prompt, a function of its settings, its claim and
+/// the date the brief gives as today.
 pub fn assemble_prompt(
     settings: &PromptSettings<'_>,
     claim: &Claim,
     today: NaiveDate,
-) -> AssembledPrompt {
-    assemble_prompt_with_brief(settings, build_claim_brief(claim, today))
-}
-
-/// `assemble_prompt` with the claim's brief already built (a turn's comes
-/// from `brief_memo::claim_brief`).
-pub(super) fn assemble_prompt_with_brief(
-    settings: &PromptSettings<'_>,
-    brief: String,
 ) -> AssembledPrompt {
     let mut blocks = Vec::with_capacity(7);
     let prompt = |id: &str| resolve_prompt(id, settings);
@@ -159,7 +152,7 @@ pub(super) fn assemble_prompt_with_brief(
     blocks.push(PromptBlock {
         id: CLAIM_BRIEF.to_string(),
         source: BlockSource::Built,
-        text: brief,
+        text: build_claim_brief(claim, today),
     });
     match settings.capability {
         Some(capability) => {

@@ -6,7 +6,6 @@
 
 pub mod build;
 pub mod cache;
-pub mod encoded;
 mod error;
 pub mod gemini;
 mod kind;

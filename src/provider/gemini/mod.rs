@@ -19,10 +19,8 @@ pub mod schema;
 mod usage;
 pub mod wire;
 
-use parking_lot::Mutex;
 use std::sync::Arc;
 
-use crate::memo::Bounded;
 use crate::models::ModelTable;
 use std::time::Duration;
 
@@ -94,10 +92,6 @@ pub struct GeminiProvider {
     transport: Transport,
     /// Secrets too short to redact, named for one warning.
     unredactable: Vec<String>,
-    /// What every call of a prompt version sends alike, encoded once.
-    encoded: super::encoded::Encoded,
-    /// Each model's endpoint, parsed once.
-    urls: Mutex<Bounded<String, reqwest::Url>>,
 }
 
 impl GeminiProvider {
@@ -122,8 +116,6 @@ impl GeminiProvider {
             config,
             transport,
             unredactable,
-            encoded: super::encoded::Encoded::default(),
-            urls: Mutex::new(Bounded::new(64, 64 * 1024)),
         })
     }
 
@@ -132,24 +124,14 @@ impl GeminiProvider {
         &self.unredactable
     }
 
-    /// The model's endpoint, checked and parsed at its first call.
+    /// The model's endpoint, checked and parsed.
     fn url(&self, model: &str) -> Result<reqwest::Url, ProviderError> {
-        let mut urls = self.urls.lock();
-        if let Some(url) = urls.get(model) {
-            return Ok(url.clone());
-        }
-        let url = reqwest::Url::parse(&self.endpoint(model)?).map_err(|error| {
+        reqwest::Url::parse(&self.endpoint(model)?).map_err(|error| {
             ProviderError::of(
                 ErrorKind::Invalid,
                 format!("GEMINI_BASE_URL is not a URL: {error}"),
             )
-        })?;
-        urls.insert(
-            model.to_string(),
-            url.clone(),
-            model.len() + url.as_str().len(),
-        );
-        Ok(url)
+        })
     }
 
     fn endpoint(&self, model: &str) -> Result<String, ProviderError> {
@@ -222,9 +204,8 @@ impl GeminiProvider {
     /// Everything one call sends, checked before anything is.
     fn prepare(&self, request: &ModelRequest) -> Result<Call, ProviderError> {
         let url = self.url(&request.model)?;
-        let body = build_request(request, &self.config.models, &self.encoded)
-            .and_then(|body| body.to_json())
-            .map_err(|error| {
+        let body =
+            serde_json::to_vec(&build_request(request, &self.config.models)).map_err(|error| {
                 ProviderError::of(
                     ErrorKind::Invalid,
                     format!("could not encode the request: {error}"),

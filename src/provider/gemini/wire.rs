@@ -2,67 +2,24 @@
 //! we receive (`GenerateContentRequest` / `GenerateContentResponse`, v1beta).
 //! Every response field is optional, as proto3 JSON omits empty values.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
-use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
 
 use crate::models::{GeminiThinking, ModelTable};
-use crate::provider::encoded::Encoded;
 use crate::provider::{AiMessage, ModelRequest, ToolResultMessage};
-use crate::tools::ToolDeclaration;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct GenerateContentRequest {
+pub struct GenerateContentRequest<'a> {
     pub contents: Vec<Content>,
-    /// `{"parts": [{"text": …}]}`, encoded once per shared system text.
-    pub system_instruction: Arc<RawValue>,
-    /// `[{"functionDeclarations": […]}]`, encoded once per shared tool list;
-    /// left out when there are no tools: Gemini refuses a JSON reply
+    pub system_instruction: SystemInstruction<'a>,
+    /// Left out when there are no tools: Gemini refuses a JSON reply
     /// (`responseMimeType`) together with function calling.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Arc<RawValue>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_config: Option<ToolConfig>,
     pub generation_config: GenerationConfig,
-}
-
-impl GenerateContentRequest {
-    /// The request's JSON, in a buffer sized at once for the system
-    /// instruction and tools (~8 KB, already encoded) and 1 KB more: a
-    /// first call's body is not grown, and copied, four or five times (a
-    /// long conversation's still grows past it).
-    pub fn to_json(&self) -> serde_json::Result<Vec<u8>> {
-        let encoded = self.system_instruction.get().len()
-            + self.tools.as_ref().map_or(0, |tools| tools.get().len());
-        let mut bytes = Vec::with_capacity(encoded + 1024);
-        serde_json::to_writer(&mut bytes, self)?;
-        Ok(bytes)
-    }
-}
-
-/// `{"parts": [{"text": …}]}`.
-fn system_instruction(text: &str) -> serde_json::Result<Box<RawValue>> {
-    to_raw_value(&SystemInstruction {
-        parts: [TextPart { text }],
-    })
-}
-
-/// `[{"functionDeclarations": […]}]`.
-fn tools_json(tools: &[ToolDeclaration]) -> serde_json::Result<Box<RawValue>> {
-    let function_declarations = tools
-        .iter()
-        .map(|tool| FunctionDeclaration {
-            name: &tool.name,
-            description: &tool.description,
-            parameters_json_schema: &tool.parameters,
-        })
-        .collect();
-    to_raw_value(&[Tool {
-        function_declarations,
-    }])
 }
 
 #[derive(Debug, Serialize)]
@@ -76,28 +33,28 @@ pub struct Content {
 /// The system prompt, borrowed from the request: it is most of the body,
 /// and is only serialised.
 #[derive(Debug, Serialize)]
-struct SystemInstruction<'a> {
+pub struct SystemInstruction<'a> {
     pub parts: [TextPart<'a>; 1],
 }
 
 #[derive(Debug, Serialize)]
-struct TextPart<'a> {
-    text: &'a str,
+pub struct TextPart<'a> {
+    pub text: &'a str,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Tool<'a> {
-    function_declarations: Vec<FunctionDeclaration<'a>>,
+pub struct Tool<'a> {
+    pub function_declarations: Vec<FunctionDeclaration<'a>>,
 }
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-struct FunctionDeclaration<'a> {
-    name: &'a str,
-    description: &'a str,
+pub struct FunctionDeclaration<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
     /// Plain JSON Schema (`parametersJsonSchema`), as our declarations are.
-    parameters_json_schema: &'a Value,
+    pub parameters_json_schema: &'a Value,
 }
 
 #[derive(Debug, Serialize)]
@@ -137,18 +94,28 @@ pub enum ThinkingConfig {
 /// Maps our request to Gemini's: system prompt, history with the model's own
 /// parts replayed from provider_state, tools in the loop's order, thinking
 /// as `table` says the model takes it (the level is already fitted).
-pub fn build_request(
-    request: &ModelRequest,
+pub fn build_request<'a>(
+    request: &'a ModelRequest,
     table: &ModelTable,
-    encoded: &Encoded,
-) -> serde_json::Result<GenerateContentRequest> {
+) -> GenerateContentRequest<'a> {
     let has_tools = !request.tools.is_empty();
-    Ok(GenerateContentRequest {
+    let tools = request.tools.iter().map(|tool| FunctionDeclaration {
+        name: &tool.name,
+        description: &tool.description,
+        parameters_json_schema: &tool.parameters,
+    });
+    GenerateContentRequest {
         contents: request.messages.iter().map(content_for).collect(),
-        system_instruction: encoded.system(&request.system, system_instruction)?,
+        system_instruction: SystemInstruction {
+            parts: [TextPart {
+                text: &request.system,
+            }],
+        },
         tools: match has_tools {
-            true => Some(encoded.tools(&request.tools, tools_json)?),
-            false => None,
+            true => vec![Tool {
+                function_declarations: tools.collect(),
+            }],
+            false => Vec::new(),
         },
         tool_config: has_tools.then_some(ToolConfig {
             function_calling_config: FunctionCallingConfig { mode: "AUTO" },
@@ -168,7 +135,7 @@ pub fn build_request(
                 .as_ref()
                 .map(super::schema::to_gemini),
         },
-    })
+    }
 }
 
 fn content_for(message: &AiMessage) -> Content {
@@ -334,10 +301,7 @@ mod tests {
             max_output_tokens: 100,
             response_schema: schema,
         };
-        serde_json::to_value(
-            build_request(&request, &ModelTable::shipped(), &Encoded::default()).unwrap(),
-        )
-        .unwrap()
+        serde_json::to_value(build_request(&request, &ModelTable::shipped())).unwrap()
     }
 
     #[test]
@@ -367,91 +331,6 @@ mod tests {
         );
     }
 
-    /// The memo's encodings are the ones a fresh `Encoded` makes, for the
-    /// same shared text and tools and for others that come after them.
-    #[test]
-    fn encoded_once_is_encoded_the_same() {
-        let encoded = Encoded::default();
-        let tools = crate::tools::offered_tools(true).declarations.clone();
-        let body = |system: &Arc<str>, tools: &Arc<[ToolDeclaration]>, encoded: &Encoded| {
-            let request = ModelRequest {
-                model: "m".into(),
-                system: Arc::clone(system),
-                messages: vec![],
-                tools: Arc::clone(tools),
-                thinking_level: ThinkingLevel::Low,
-                max_output_tokens: 100,
-                response_schema: None,
-            };
-            serde_json::to_string(
-                &build_request(&request, &ModelTable::shipped(), encoded).unwrap(),
-            )
-            .unwrap()
-        };
-        let none: Arc<[ToolDeclaration]> = Vec::new().into();
-        for n in 0..40 {
-            let system: Arc<str> = format!("You are \"{n}\"\n\tthe assistant \u{1}.").into();
-            for tools in [&tools, &none, &tools] {
-                let fresh = body(&system, tools, &Encoded::default());
-                assert_eq!(body(&system, tools, &encoded), fresh);
-                assert_eq!(body(&system, tools, &encoded), fresh);
-                let parsed: Value = serde_json::from_str(&fresh).unwrap();
-                assert_eq!(parsed["systemInstruction"]["parts"][0]["text"], *system);
-            }
-        }
-    }
-
-    /// The body as it was encoded before the memo (the system text and the
-    /// tools borrowed and serialised in place, commit 7a0ba07): encoding
-    /// them once changed no byte sent.
-    #[test]
-    fn pre_encoded_parts_send_the_bytes_serialising_them_in_place_did() {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct InPlace<'a> {
-            contents: Vec<Content>,
-            system_instruction: SystemInstruction<'a>,
-            #[serde(skip_serializing_if = "Vec::is_empty")]
-            tools: Vec<Tool<'a>>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            tool_config: Option<ToolConfig>,
-            generation_config: GenerationConfig,
-        }
-        for request in crate::provider::encoded::sample_requests("gemini-3.1-flash-lite") {
-            let (system, tools) = (&request.system, &request.tools);
-            let table = ModelTable::shipped();
-            let encoded = Encoded::default();
-            let sent =
-                serde_json::to_vec(&build_request(&request, &table, &encoded).unwrap()).unwrap();
-            let built = build_request(&request, &table, &encoded).unwrap();
-            let in_place = InPlace {
-                contents: built.contents,
-                system_instruction: SystemInstruction {
-                    parts: [TextPart { text: system }],
-                },
-                tools: (!tools.is_empty())
-                    .then(|| Tool {
-                        function_declarations: tools
-                            .iter()
-                            .map(|tool| FunctionDeclaration {
-                                name: &tool.name,
-                                description: &tool.description,
-                                parameters_json_schema: &tool.parameters,
-                            })
-                            .collect(),
-                    })
-                    .into_iter()
-                    .collect(),
-                tool_config: built.tool_config,
-                generation_config: built.generation_config,
-            };
-            assert_eq!(
-                String::from_utf8(sent).unwrap(),
-                serde_json::to_string(&in_place).unwrap()
-            );
-        }
-    }
-
     #[test]
     fn each_model_gets_the_thinking_control_it_takes() {
         let table = crate::models::ModelTable::embedded();
@@ -465,7 +344,7 @@ mod tests {
                 max_output_tokens: 100,
                 response_schema: None,
             };
-            serde_json::to_value(build_request(&request, &table, &Encoded::default()).unwrap())
+            serde_json::to_value(build_request(&request, &table))
                 .unwrap()["generationConfig"]["thinkingConfig"]
                 .clone()
         };

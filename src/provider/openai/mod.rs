@@ -122,8 +122,6 @@ pub struct OpenAiProvider {
     url: Result<reqwest::Url, ProviderError>,
     /// Secrets too short to redact, named for one warning.
     unredactable: Vec<String>,
-    /// What every call of a prompt version sends alike, encoded once.
-    encoded: super::encoded::Encoded,
 }
 
 impl OpenAiProvider {
@@ -155,7 +153,6 @@ impl OpenAiProvider {
             transport,
             url,
             unredactable,
-            encoded: super::encoded::Encoded::default(),
         })
     }
 
@@ -192,14 +189,14 @@ impl OpenAiProvider {
         self.check_ready()?;
         check_model(&request.model)?;
         let url = self.url.clone()?;
-        let body = wire::build_request(request, &self.config.models, &self.encoded)
-            .and_then(|body| serde_json::to_vec(&body))
-            .map_err(|error| {
+        let body = serde_json::to_vec(&wire::build_request(request, &self.config.models)).map_err(
+            |error| {
                 ProviderError::of(
                     ErrorKind::Invalid,
                     format!("could not encode the request: {error}"),
                 )
-            })?;
+            },
+        )?;
         Ok(Call {
             transport: self.transport.clone(),
             protocol: Arc::new(OpenAiAnswers),

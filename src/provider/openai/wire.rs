@@ -5,29 +5,23 @@
 //! the model table names, `reasoning_effort` only for a model listed with
 //! levels, and a judge's reply schema as `response_format` (strict).
 
-use std::sync::Arc;
-
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
-use serde_json::value::{RawValue, to_raw_value};
 use serde_json::{Map, Value, json};
 
 use crate::models::{ModelTable, TokenField};
-use crate::provider::encoded::Encoded;
 use crate::provider::{AiMessage, ModelRequest, ToolCall, ToolResultMessage};
-use crate::tools::ToolDeclaration;
 
 /// The name `response_format.json_schema` carries (letters, digits, `_`, `-`).
 pub const REPLY_SCHEMA_NAME: &str = "promptlab_reply";
 
 #[derive(Debug, Serialize)]
-pub struct ChatCompletionRequest {
+pub struct ChatCompletionRequest<'a> {
     pub model: String,
-    pub messages: Messages,
-    /// The functions, encoded once per shared tool list; left out when
-    /// there are none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Arc<RawValue>>,
+    pub messages: Messages<'a>,
+    /// The functions; left out when there are none.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<Tool<'a>>,
     pub stream: bool,
     pub stream_options: StreamOptions,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -40,15 +34,22 @@ pub struct ChatCompletionRequest {
     pub response_format: Option<Value>,
 }
 
-/// The system message (encoded once per shared text), then the
-/// conversation: one JSON array.
+/// The system message, borrowed from the request (most of the body), then
+/// the conversation: one JSON array.
 #[derive(Debug)]
-pub struct Messages {
-    system: Arc<RawValue>,
+pub struct Messages<'a> {
+    system: SystemMessage<'a>,
     conversation: Vec<Value>,
 }
 
-impl Serialize for Messages {
+/// `{"role": "system", "content": …}`.
+#[derive(Debug, Serialize)]
+struct SystemMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+impl Serialize for Messages<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut messages = serializer.serialize_seq(Some(1 + self.conversation.len()))?;
         messages.serialize_element(&self.system)?;
@@ -66,17 +67,19 @@ pub struct StreamOptions {
 
 /// Maps our request to Chat Completions, with `table` saying how the model
 /// takes its output cap and its reasoning level.
-pub fn build_request(
-    request: &ModelRequest,
+pub fn build_request<'a>(
+    request: &'a ModelRequest,
     table: &ModelTable,
-    encoded: &Encoded,
-) -> serde_json::Result<ChatCompletionRequest> {
+) -> ChatCompletionRequest<'a> {
     let mut conversation = Vec::with_capacity(request.messages.len());
     for message in &request.messages {
         push_message(&mut conversation, message);
     }
     let messages = Messages {
-        system: encoded.system(&request.system, system_message)?,
+        system: SystemMessage {
+            role: "system",
+            content: &request.system,
+        },
         conversation,
     };
     let cap = Some(request.max_output_tokens);
@@ -84,14 +87,18 @@ pub fn build_request(
         TokenField::MaxCompletionTokens => (cap, None),
         TokenField::MaxTokens => (None, cap),
     };
-    let tools = match request.tools.is_empty() {
-        true => None,
-        false => Some(encoded.tools(&request.tools, functions)?),
-    };
-    Ok(ChatCompletionRequest {
+    let tools = request.tools.iter().map(|tool| Tool {
+        r#type: "function",
+        function: Function {
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.parameters,
+        },
+    });
+    ChatCompletionRequest {
         model: request.model.clone(),
         messages,
-        tools,
+        tools: tools.collect(),
         stream: true,
         stream_options: StreamOptions {
             include_usage: true,
@@ -111,47 +118,21 @@ pub fn build_request(
                 },
             })
         }),
-    })
+    }
 }
 
-/// `{"role": "system", "content": …}`.
-fn system_message(text: &str) -> serde_json::Result<Box<RawValue>> {
-    #[derive(Serialize)]
-    struct SystemMessage<'a> {
-        role: &'static str,
-        content: &'a str,
-    }
-    to_raw_value(&SystemMessage {
-        role: "system",
-        content: text,
-    })
+/// A tool as a Chat Completions function, in the loop's order.
+#[derive(Debug, Serialize)]
+pub struct Tool<'a> {
+    r#type: &'static str,
+    function: Function<'a>,
 }
 
-/// The tools as Chat Completions functions, in the loop's order.
-fn functions(tools: &[ToolDeclaration]) -> serde_json::Result<Box<RawValue>> {
-    #[derive(Serialize)]
-    struct Tool<'a> {
-        r#type: &'static str,
-        function: Function<'a>,
-    }
-    #[derive(Serialize)]
-    struct Function<'a> {
-        name: &'a str,
-        description: &'a str,
-        parameters: &'a Value,
-    }
-    let tools: Vec<Tool> = tools
-        .iter()
-        .map(|tool| Tool {
-            r#type: "function",
-            function: Function {
-                name: &tool.name,
-                description: &tool.description,
-                parameters: &tool.parameters,
-            },
-        })
-        .collect();
-    to_raw_value(&tools)
+#[derive(Debug, Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 fn push_message(messages: &mut Vec<Value>, message: &AiMessage) {
@@ -240,18 +221,37 @@ pub fn provider_state(message: Value) -> Value {
 mod tests {
     use super::*;
 
-    /// The body as it was built before the system message and tools were
-    /// encoded once (`json!` values serialised in place, commit 7a0ba07):
-    /// no byte sent changed.
+    /// Requests whose system text needs escaping (quotes, a control
+    /// character, a backslash, non-ASCII), with every tool and with none.
+    fn sample_requests() -> Vec<ModelRequest> {
+        let system: std::sync::Arc<str> =
+            "Claim \"CLM-1\":\n\t£1,200 — <b>\u{7}</b> \\ {{x}}".into();
+        let all = crate::tools::offered_tools(true).declarations.clone();
+        [all, Vec::new().into()]
+            .into_iter()
+            .map(|tools| ModelRequest {
+                model: "gpt-5-mini".into(),
+                system: std::sync::Arc::clone(&system),
+                messages: vec![AiMessage::User {
+                    text: "What is the excess?".into(),
+                }],
+                tools,
+                thinking_level: crate::prompts::thinking::ThinkingLevel::Low,
+                max_output_tokens: 100,
+                response_schema: None,
+            })
+            .collect()
+    }
+
+    /// The typed request sends the bytes the `json!` values serialised in
+    /// place did (commit 7a0ba07): the system message first, then the
+    /// conversation, and the tools as functions.
     #[test]
-    fn pre_encoded_parts_send_the_bytes_serialising_them_in_place_did() {
-        for request in crate::provider::encoded::sample_requests("gpt-5-mini") {
+    fn the_typed_request_sends_the_bytes_the_json_values_did() {
+        for request in sample_requests() {
             let tools = &request.tools;
             let table = ModelTable::shipped();
-            let sent = serde_json::to_string(
-                &build_request(&request, &table, &Encoded::default()).unwrap(),
-            )
-            .unwrap();
+            let sent = serde_json::to_string(&build_request(&request, &table)).unwrap();
             let mut in_place: Value = serde_json::from_str(&sent).unwrap();
             in_place["messages"] = json!([
                 {"role": "system", "content": request.system},
