@@ -70,45 +70,39 @@ impl KeyedFiles {
             .unwrap_or_else(|joined| Err(io::Error::other(joined)))
     }
 
-    /// Stores `bytes` under `key` unless the same bytes are there already:
-    /// for content-addressed entries, where the same key means the same
-    /// bytes. Writers racing for one key each stage their own temporary and
-    /// put it in place only where nothing is; the first wins and the others
-    /// find the file there. A reader sees the whole file or none.
+    /// Stores `bytes` under `key`, synced, unless the same bytes are there
+    /// already: for content-addressed entries, where the same key means
+    /// the same bytes. Writers racing for one key each stage their own
+    /// temporary and put it in place only where nothing is; the first wins
+    /// and the others find the file there. A reader sees the whole file or
+    /// none.
     ///
     /// A file found under the key (before writing, or put there first by
-    /// another writer) is read and compared, not trusted: one written
-    /// `Durability::Unsynced` by a process whose sync never came (a power
-    /// loss) may be torn. One that differs is replaced by a synced file
-    /// renamed over it. With `Durability::Synced` a file found with the
-    /// same bytes is synced too, since its writer may not have.
-    pub fn write_once(&self, key: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
+    /// another writer) is read and compared, not trusted: one an older
+    /// promptlab wrote for a group sync that never came (a power loss) may
+    /// be torn. One that differs is replaced by a synced file renamed over
+    /// it; one with the same bytes was synced by the writer that put it
+    /// there.
+    pub fn write_once(&self, key: &str, bytes: &[u8]) -> io::Result<()> {
         let path = self.key_path(key)?;
         if !path.is_file() {
-            match self.staged(&path, bytes)?.create(&path, durability) {
+            match self.staged(&path, bytes)?.create(&path, Durability::Synced) {
                 // Another writer's got there first: checked as any found.
                 Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
                 // A file system that can neither rename without replacing
-                // nor link: renamed over, synced, as it may replace a file
-                // another writer synced.
+                // nor link: renamed over.
                 Err(_) => return self.write(key, bytes),
                 Ok(()) => return Ok(()),
             }
         }
-        self.keep_or_replace(key, &path, bytes, durability)
+        self.keep_or_replace(key, &path, bytes)
     }
 
-    /// A file found at `path`, `key`'s: kept if it holds `bytes` (and
-    /// synced, if asked), else replaced by a synced one. A file that cannot
-    /// be read is an error, not a difference, so that no file is replaced
-    /// for want of reading it.
-    fn keep_or_replace(
-        &self,
-        key: &str,
-        path: &Path,
-        bytes: &[u8],
-        durability: Durability,
-    ) -> io::Result<()> {
+    /// A file found at `path`, `key`'s: kept if it holds `bytes`, else
+    /// replaced by a synced one. A file that cannot be read is an error,
+    /// not a difference, so that no file is replaced for want of reading
+    /// it.
+    fn keep_or_replace(&self, key: &str, path: &Path, bytes: &[u8]) -> io::Result<()> {
         let file = match std::fs::File::open(path) {
             Ok(file) => file,
             // Removed since it was found: written again.
@@ -118,12 +112,9 @@ impl KeyedFiles {
         let mut found = Vec::with_capacity(bytes.len());
         // One byte over, so that a longer file is not read as equal.
         file.take(bytes.len() as u64 + 1).read_to_end(&mut found)?;
-        if found != bytes {
-            return self.write(key, bytes);
-        }
-        match durability {
-            Durability::Synced => sync_found(path),
-            Durability::Unsynced => Ok(()),
+        match found == bytes {
+            true => Ok(()),
+            false => self.write(key, bytes),
         }
     }
 
@@ -145,16 +136,6 @@ impl KeyedFiles {
             staged => staged,
         }
     }
-}
-
-/// Syncs a file another writer put in place. Read-only is enough to sync
-/// on Unix; elsewhere (Windows) a sync needs write access.
-fn sync_found(path: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    let file = std::fs::File::open(path)?;
-    #[cfg(not(unix))]
-    let file = std::fs::OpenOptions::new().write(true).open(path)?;
-    file.sync_all()
 }
 
 #[cfg(test)]
@@ -184,31 +165,23 @@ mod tests {
         let key = "cd".repeat(32);
         let path = files.path(&key).unwrap();
         let inode = |path: &Path| std::fs::metadata(path).unwrap().ino();
-        for durability in [Durability::Synced, Durability::Unsynced] {
-            files
-                .write_once(&key, b"{\"whole\":1}", durability)
-                .unwrap();
-            let first = inode(&path);
-            files
-                .write_once(&key, b"{\"whole\":1}", durability)
-                .unwrap();
-            assert_eq!(inode(&path), first, "the same bytes are left in place");
-            // What a power loss before the sync can leave: a prefix, or the
-            // length with none of the bytes; and a longer file.
-            for found in [
-                &b"{\"who"[..],
-                &[0; 11][..],
-                &b"{\"whole\":1}\n"[..],
-                &b""[..],
-            ] {
-                std::fs::write(&path, found).unwrap();
-                files
-                    .write_once(&key, b"{\"whole\":1}", durability)
-                    .unwrap();
-                assert_eq!(std::fs::read(&path).unwrap(), b"{\"whole\":1}", "{found:?}");
-            }
-            std::fs::remove_file(&path).unwrap();
+        files.write_once(&key, b"{\"whole\":1}").unwrap();
+        let first = inode(&path);
+        files.write_once(&key, b"{\"whole\":1}").unwrap();
+        assert_eq!(inode(&path), first, "the same bytes are left in place");
+        // What a power loss before the sync can leave: a prefix, or the
+        // length with none of the bytes; and a longer file.
+        for found in [
+            &b"{\"who"[..],
+            &[0; 11][..],
+            &b"{\"whole\":1}\n"[..],
+            &b""[..],
+        ] {
+            std::fs::write(&path, found).unwrap();
+            files.write_once(&key, b"{\"whole\":1}").unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), b"{\"whole\":1}", "{found:?}");
         }
+        std::fs::remove_file(&path).unwrap();
         let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
         assert!(left.is_empty(), "no temporary is left: {left:?}");
     }
@@ -221,14 +194,12 @@ mod tests {
         fn whatever_is_found_write_once_leaves_its_own_bytes(
             found in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
             bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..64),
-            synced in proptest::prelude::any::<bool>(),
         ) {
             let dir = tempfile::tempdir().unwrap();
             let files = KeyedFiles::flat(dir.path());
             let key = "ef".repeat(32);
             std::fs::write(files.path(&key).unwrap(), &found).unwrap();
-            let durability = if synced { Durability::Synced } else { Durability::Unsynced };
-            files.write_once(&key, &bytes, durability).unwrap();
+            files.write_once(&key, &bytes).unwrap();
             proptest::prop_assert_eq!(std::fs::read(files.path(&key).unwrap()).unwrap(), bytes);
         }
     }

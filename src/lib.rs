@@ -19,7 +19,6 @@ pub mod input;
 pub mod judge;
 pub mod keyed_files;
 pub mod markdown;
-pub mod memo;
 pub mod models;
 pub mod prompts;
 pub mod provider;

@@ -15,7 +15,7 @@ use crate::chat::event::{ChatEvent, Usage};
 use crate::prompts::PromptRegistry;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::store::RunLogError;
-use crate::runs::{RunLog, read_run_log};
+use crate::runs::{RunLog, RunLogReader};
 
 use super::sides::{Resolved, resolve_spec};
 
@@ -375,9 +375,9 @@ fn read_wanted(
     filter: &RunFilter,
     unreadable: &mut Vec<UnreadableLog>,
 ) -> Vec<(RunEntry, Option<String>)> {
-    let mut found = Vec::new();
+    let (mut found, mut reader) = (Vec::new(), RunLogReader::default());
     for file in paths {
-        let log = match read_run_log(&file) {
+        let log = match reader.read(&file) {
             Ok(log) => log,
             Err(error) => {
                 unreadable.push(UnreadableLog {

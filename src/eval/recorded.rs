@@ -10,7 +10,7 @@ use super::matrix::TurnSpec;
 use super::plan::{EvalPlan, TurnKey};
 use super::runner::TurnResult;
 use super::spill::ResultStore;
-use crate::runs::{RunLogError, RunStatus, read_run_log, read_run_log_checked, scan_runs};
+use crate::runs::{RunLogError, RunLogReader, RunStatus, scan_runs};
 
 /// The newest finished run log of each turn of `suite` under `dirs`;
 /// with `done_only`, only turns that ended in `done`.
@@ -103,12 +103,12 @@ pub fn resume(
     let mut warnings: Vec<String> = (recorded.unreadable.iter())
         .map(|error| format!("resume: {error}; not counted as done"))
         .collect();
-    let mut done = std::collections::HashSet::new();
+    let (mut done, mut reader) = (std::collections::HashSet::new(), RunLogReader::default());
     for spec in plan.selected() {
         let Some(path) = recorded.found.get(&plan.key(&spec)) else {
             continue;
         };
-        match read_run_log_checked(path) {
+        match reader.read_checked(path) {
             Ok(log) => {
                 done.insert(spec.index);
                 store.push(TurnResult {
@@ -137,9 +137,10 @@ pub fn merge_recorded(
     store: &mut ResultStore,
 ) -> std::io::Result<(usize, Vec<RunLogError>)> {
     let recorded = index_recorded_counted(dirs, plan, false)?;
+    let mut reader = RunLogReader::default();
     for spec in plan.selected() {
         store.push(match recorded.found.get(&plan.key(&spec)) {
-            Some(path) => result_from_log(plan, &spec, path),
+            Some(path) => result_from_log(plan, &spec, path, &mut reader),
             None => missing_result(&spec),
         });
     }
@@ -164,8 +165,13 @@ fn judged_from_log(
 }
 
 /// A turn's result from its recorded run log.
-pub fn result_from_log(plan: &EvalPlan, spec: &TurnSpec, path: &Path) -> TurnResult {
-    let result = match read_run_log(path) {
+fn result_from_log(
+    plan: &EvalPlan,
+    spec: &TurnSpec,
+    path: &Path,
+    reader: &mut RunLogReader,
+) -> TurnResult {
+    let result = match reader.read(path) {
         Ok(log) => judged_from_log(plan, spec, &log, path),
         Err(error) => {
             let observation = Observation {

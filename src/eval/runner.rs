@@ -20,7 +20,7 @@ use super::feed::{Watch, tell};
 use super::matrix::TurnSpec;
 use super::plan::EvalPlan;
 pub use super::recorded::{
-    index_recorded, index_recorded_counted, merge_recorded, missing_result, result_from_log, resume,
+    index_recorded, index_recorded_counted, merge_recorded, missing_result, resume,
 };
 pub use super::run_settings::{ProviderChoice, RunSettings};
 use super::spill::ResultStore;

@@ -7,7 +7,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use crate::runs::read_run_log;
+use crate::runs::RunLogReader;
 use crate::runs::store::{RunLogError, RunLogListing, list_run_logs};
 use crate::runs::view::{TurnKey, TurnPlace};
 
@@ -126,8 +126,10 @@ fn read_all(paths: Vec<PathBuf>) -> (Vec<ReportTurn>, Unreadable) {
             .chunks(chunk)
             .map(|part| {
                 scope.spawn(move || {
-                    let mut shared = SharedText::default();
-                    part.iter().map(|p| read_one(p, &mut shared)).collect()
+                    let (mut reader, mut shared) = (RunLogReader::default(), SharedText::default());
+                    (part.iter())
+                        .map(|p| read_one(p, &mut reader, &mut shared))
+                        .collect()
                 })
             })
             .collect();
@@ -153,8 +155,12 @@ fn read_all(paths: Vec<PathBuf>) -> (Vec<ReportTurn>, Unreadable) {
     (turns, unreadable)
 }
 
-fn read_one(path: &Path, shared: &mut SharedText) -> Result<ReportTurn, (PathBuf, String)> {
-    match read_run_log(path) {
+fn read_one(
+    path: &Path,
+    reader: &mut RunLogReader,
+    shared: &mut SharedText,
+) -> Result<ReportTurn, (PathBuf, String)> {
+    match reader.read(path) {
         Ok(log) => Ok(ReportTurn::from_log(&log, shared)),
         Err(error) => Err((path.to_path_buf(), error.to_string())),
     }

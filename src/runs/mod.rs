@@ -16,5 +16,6 @@ pub mod view;
 
 pub use record::{RunFooter, RunHeader, RunLabels, RunRecord, RunStatus};
 pub use store::{
-    RunLog, RunLogError, RunSummary, find_run, read_run_log, read_run_log_checked, scan_runs,
+    RunLog, RunLogError, RunLogReader, RunSummary, find_run, read_run_log, read_run_log_checked,
+    scan_runs,
 };

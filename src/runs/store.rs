@@ -10,6 +10,7 @@ use crate::chat::event::ChatEvent;
 use crate::chat::service::ModelCallRecord;
 
 use super::naming::{finished_name, is_partial, is_run_log, turn_id_of};
+use super::prompt_store::StoredPrompts;
 use super::record::{PromptRecord, RunFooter, RunHeader, RunRecord};
 
 /// The longest header or footer line read: the input cap. A header holds
@@ -350,7 +351,7 @@ fn trim_trailing_blank(bytes: &[u8]) -> &[u8] {
 
 /// Reads a whole run log. A partial log reads as far as it goes.
 pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
-    read_log(path, false)
+    RunLogReader::default().read(path)
 }
 
 /// Reads a whole run log, refusing it if any line is unreadable (corrupt
@@ -358,10 +359,30 @@ pub fn read_run_log(path: &Path) -> Result<RunLog, RunLogError> {
 /// callers that must not trust a damaged log, such as `eval --resume`
 /// deciding whether a turn is done.
 pub fn read_run_log_checked(path: &Path) -> Result<RunLog, RunLogError> {
-    read_log(path, true)
+    RunLogReader::default().read_checked(path)
 }
 
-fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
+/// A reader of many logs: the stored prompts they name are read once each
+/// (a report of 10,000 logs of a few prompt versions reads a few prompt
+/// files), and shared between the logs that name them.
+#[derive(Default)]
+pub struct RunLogReader {
+    prompts: StoredPrompts,
+}
+
+impl RunLogReader {
+    /// `read_run_log`.
+    pub fn read(&mut self, path: &Path) -> Result<RunLog, RunLogError> {
+        read_log(path, false, &mut self.prompts)
+    }
+
+    /// `read_run_log_checked`.
+    pub fn read_checked(&mut self, path: &Path) -> Result<RunLog, RunLogError> {
+        read_log(path, true, &mut self.prompts)
+    }
+}
+
+fn read_log(path: &Path, strict: bool, prompts: &mut StoredPrompts) -> Result<RunLog, RunLogError> {
     let read_error = |source| RunLogError::Read {
         path: path.display().to_string(),
         source,
@@ -405,7 +426,7 @@ fn read_log(path: &Path, strict: bool) -> Result<RunLog, RunLogError> {
     let header = header.ok_or_else(|| invalid(path, 1, "no header record"))?;
     let mut prompt_missing = None;
     if let (None, Some(key)) = (&prompt, &header.prompt_sha256) {
-        match super::prompt_store::load_prompt(path, key) {
+        match prompts.load(path, key) {
             Ok(stored) => prompt = Some(stored),
             Err(why) => prompt_missing = Some(why.to_string()),
         }

@@ -43,7 +43,6 @@ pub const MAX_WAITING: usize = 2 * GROUP_LOGS;
 #[derive(Debug)]
 pub struct WrittenLog {
     pub(super) file: File,
-    pub(super) runs_dir: PathBuf,
     pub(super) partial_path: PathBuf,
     pub(super) final_path: PathBuf,
 }
@@ -71,7 +70,6 @@ struct Queued {
 }
 
 struct LogPaths {
-    runs_dir: PathBuf,
     partial_path: PathBuf,
     final_path: PathBuf,
 }
@@ -164,7 +162,6 @@ impl GroupCommit {
     async fn commit(self: &Arc<Self>, log: WrittenLog, member: GroupMember) -> io::Result<PathBuf> {
         let WrittenLog {
             file,
-            runs_dir,
             partial_path,
             final_path,
         } = log;
@@ -176,7 +173,6 @@ impl GroupCommit {
         let queued = {
             let mut queue = self.queue.lock();
             let log = LogPaths {
-                runs_dir,
                 partial_path,
                 final_path,
             };
@@ -238,8 +234,7 @@ type SyncingGuard = tokio::sync::OwnedMutexGuard<FileSystems>;
 type Outcomes = Vec<(oneshot::Sender<io::Result<PathBuf>>, io::Result<PathBuf>)>;
 
 /// Syncs the group's logs, then renames each. A failed sync fails the
-/// whole group: no name is given to a log that may not be on disk (and a
-/// failed `syncfs`, every later group too: `FileSystems::failed`).
+/// whole group: no name is given to a log that may not be on disk.
 fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Outcomes {
     if group.is_empty() {
         return Vec::new();
@@ -289,32 +284,14 @@ fn not_committed(partial_path: &Path, error: io::Error) -> io::Error {
 struct FileSystems {
     #[cfg(target_os = "linux")]
     open: Vec<(u64, File)>,
-    /// A `syncfs` that failed: every later group fails with it. The
-    /// prompt files the run's logs name are synced by these syncs, once
-    /// each: one whose write-back failed is not written again (this
-    /// process takes it as stored), and a later `syncfs` would not report
-    /// that failure a second time.
-    #[cfg(target_os = "linux")]
-    failed: Option<String>,
 }
 
 impl FileSystems {
-    /// One `syncfs` of each file system holding the group's logs and their
-    /// runs folders' prompt files (Linux): every log's data is then on
-    /// disk, and every prompt file a header names — which a group's turns
-    /// write for this sync instead of syncing each
-    /// (`RunRecorder::prompt_durability`). Elsewhere, an `fsync` of each
-    /// log (and the turns sync their prompt files).
+    /// One `syncfs` of each file system holding the group's logs (Linux):
+    /// every log's data is then on disk. Elsewhere, an `fsync` of each log.
     #[cfg(target_os = "linux")]
     fn sync(&mut self, group: &[Queued]) -> io::Result<()> {
-        if let Some(failed) = &self.failed {
-            return Err(io::Error::other(format!(
-                "an earlier sync of this run's logs failed ({failed}), so the prompt files \
-                 they name may not be on disk"
-            )));
-        }
         let mut seen: Vec<(PathBuf, u64)> = Vec::new();
-        let mut runs_dirs: Vec<&Path> = Vec::new();
         let mut devices: Vec<u64> = Vec::new();
         for queued in group {
             let log = &queued.log;
@@ -325,25 +302,10 @@ impl FileSystems {
             if !devices.contains(&device) {
                 devices.push(device);
             }
-            if runs_dirs.contains(&log.runs_dir.as_path()) {
-                continue;
-            }
-            runs_dirs.push(&log.runs_dir);
-            // Not there when no turn got as far as its prompt.
-            let prompts = crate::runs::prompt_store::prompts_dir(&log.runs_dir);
-            match self.device_of(&prompts, &prompts, &mut seen) {
-                Ok(device) if !devices.contains(&device) => devices.push(device),
-                Ok(_) => {}
-                Err(error) if error.kind() == io::ErrorKind::NotFound => {}
-                Err(error) => return Err(error),
-            }
         }
         for (device, file) in &self.open {
-            if devices.contains(device)
-                && let Err(error) = rustix::fs::syncfs(file)
-            {
-                self.failed = Some(error.to_string());
-                return Err(error.into());
+            if devices.contains(device) {
+                rustix::fs::syncfs(file)?;
             }
         }
         Ok(())
@@ -396,41 +358,9 @@ mod tests {
         let final_path = folder.join(format!("{name}.ndjson"));
         WrittenLog {
             file: File::open(&partial_path).unwrap(),
-            runs_dir: runs_dir.to_path_buf(),
             final_path,
             partial_path,
         }
-    }
-
-    /// A group's sync covers the prompt files its logs name, wherever
-    /// `prompts/` is: here a link to another file system (`/dev/shm`, where
-    /// it is one), which the sync then holds a file open on and syncs.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn a_groups_sync_covers_the_file_system_of_its_prompt_files() {
-        use std::os::unix::fs::MetadataExt;
-        let device = |path: &Path| std::fs::metadata(path).unwrap().dev();
-        let dir = tempfile::tempdir().unwrap();
-        let elsewhere = match tempfile::tempdir_in("/dev/shm") {
-            Ok(elsewhere) if device(elsewhere.path()) != device(dir.path()) => elsewhere,
-            _ => return eprintln!("skipped: /dev/shm is not another file system here"),
-        };
-        let prompts = crate::runs::prompt_store::prompts_dir(dir.path());
-        std::os::unix::fs::symlink(elsewhere.path(), prompts).unwrap();
-        let log = written(dir.path(), "one");
-        let queued = Queued {
-            log: LogPaths {
-                runs_dir: log.runs_dir,
-                partial_path: log.partial_path,
-                final_path: log.final_path,
-            },
-            done: oneshot::channel().0,
-        };
-        let mut file_systems = FileSystems::default();
-        file_systems.sync(std::slice::from_ref(&queued)).unwrap();
-        let open: Vec<u64> = file_systems.open.iter().map(|(open, _)| *open).collect();
-        assert!(open.contains(&device(dir.path())), "the logs' file system");
-        assert!(open.contains(&device(elsewhere.path())), "the prompts' one");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

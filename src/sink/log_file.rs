@@ -21,7 +21,6 @@ use crate::runs::record::{ClaimRecord, RunFooter, RunHeader, RunStatus};
 
 /// A turn's log file being written, and what its footer will say.
 pub(super) struct OpenLog {
-    pub(super) runs_dir: PathBuf,
     pub(super) partial_path: PathBuf,
     pub(super) final_path: PathBuf,
     pub(super) out: BufWriter<File>,
@@ -96,7 +95,6 @@ impl OpenLog {
         let file = self.out.into_inner().map_err(|error| error.into_error())?;
         Ok(WrittenLog {
             file,
-            runs_dir: self.runs_dir,
             partial_path: self.partial_path,
             final_path: self.final_path,
         })

@@ -26,12 +26,11 @@ use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
-use crate::runs::prompt_store::{NewPrompt, PromptParts, StagedPrompt, stage_prompt};
+use crate::runs::prompt_store::{PromptParts, StagedPrompt, stage_prompt};
 use crate::runs::record::{
     ClaimRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord, RunStatus,
     SCHEMA_VERSION,
 };
-use crate::whole_file::Durability;
 
 pub struct RunRecorder {
     runs_dir: PathBuf,
@@ -51,10 +50,9 @@ pub struct RunRecorder {
     /// Why writing the log out failed when its turn waited: the next
     /// record, or the footer, fails with it (`idle`).
     idle_failure: Option<io::Error>,
-    /// A new prompt the header names, whose file is still to be written
-    /// (synced, or left to the log's group: `prompt_durability`) before
-    /// the header is (`wait`, or the next record).
-    unstored: Option<NewPrompt>,
+    /// The prompt the header names, whose file is still to be stored
+    /// before the header is written (`wait`, or the next record).
+    unstored: Option<StagedPrompt>,
 }
 
 impl RunRecorder {
@@ -325,7 +323,6 @@ impl RunRecorder {
             log_paths(&self.runs_dir, &start.fingerprint, turn_id, started_at);
         let file = create_log_file(&partial_path)?;
         Ok(OpenLog {
-            runs_dir: self.runs_dir.clone(),
             partial_path,
             final_path,
             out: BufWriter::new(file),
@@ -370,8 +367,8 @@ impl RunRecorder {
         })
     }
 
-    /// Writes the new prompt the header names, then the header, here: for
-    /// a caller that records without `wait`. The turn's clock does not
+    /// Stores the prompt the header names, then writes the header, here:
+    /// for a caller that records without `wait`. The turn's clock does not
     /// count the prompt's sync, as it does not count the log's own.
     fn store_unstored_prompt(&mut self) -> io::Result<()> {
         let Some(prompt) = self.unstored.take() else {
@@ -388,46 +385,20 @@ impl RunRecorder {
         log.write_header()
     }
 
-    /// Fills the header in from the prepared turn and writes it once the
-    /// prompt it names is stored (once per prompt), so that no log names a
-    /// prompt that is not there: a new one is written in `wait` (off this
-    /// thread, unless its log's group will sync it on a runtime of one
-    /// thread), and synced there or by the log's group
-    /// (`prompt_durability`). The turn's clock counts none of it, as it
-    /// does not count the log's own writes.
+    /// Fills the header in from the prepared turn, naming its prompt, and
+    /// leaves the prompt to be stored before the header is written
+    /// (`wait`, off the turn's thread; or the next record), so that no log
+    /// names a prompt that is not there. The turn's clock counts none of
+    /// it, as it does not count the log's own writes.
     fn record_prepared(&mut self, prepared: &crate::chat::PreparedTurn) -> io::Result<()> {
-        let storing = Instant::now();
-        let parts = PromptParts::of_turn(prepared);
-        let staged = stage_prompt(&self.runs_dir, &parts, self.prompt_durability())?;
+        let staging = Instant::now();
+        let prompt = stage_prompt(&self.runs_dir, &PromptParts::of_turn(prepared))?;
         let log = self.open_log()?;
-        log.clock += storing.elapsed();
+        log.clock += staging.elapsed();
         log.header.fill_from(prepared);
-        match staged {
-            StagedPrompt::Stored(key) => {
-                log.header.prompt_sha256 = Some(key);
-                log.write_header()
-            }
-            StagedPrompt::New(prompt) => {
-                log.header.prompt_sha256 = Some(prompt.key().to_string());
-                self.unstored = Some(prompt);
-                Ok(())
-            }
-        }
-    }
-
-    /// A log synced alone needs its prompt file synced before it is named
-    /// complete; a group's logs are named complete only after a `syncfs` of
-    /// the file systems holding them and their prompt files
-    /// (`log_commit`), which syncs a new prompt file with them — one
-    /// `fsync` and journal commit fewer for each prompt version (~13% of an
-    /// eval's CPU on a journaled ext4, BENCHMARKS.md, issue #31). Where the
-    /// group syncs each log instead (not Linux), prompt files sync alone.
-    fn prompt_durability(&self) -> Durability {
-        if self.member.is_some() && cfg!(target_os = "linux") {
-            Durability::Unsynced
-        } else {
-            Durability::Synced
-        }
+        log.header.prompt_sha256 = Some(prompt.key().to_string());
+        self.unstored = Some(prompt);
+        Ok(())
     }
 
     fn open_log(&mut self) -> io::Result<&mut OpenLog> {
@@ -446,17 +417,15 @@ impl TurnSink for RunRecorder {
         self.record(output)
     }
 
-    /// A new prompt's file is written by one turn of its prompt version
-    /// while the others wait for it: synced, on the blocking pool, not on
-    /// the thread running the turn (which may run every turn of an eval);
-    /// or, when the log's group will sync it and the runtime has one
-    /// thread (`eval`'s), here, as the write is then page-cache work
-    /// (`NewPrompt::write_from_runtime`).
+    /// The prompt the header names is stored on the blocking pool (it may
+    /// sync a new file), not on the thread running the turn, which may run
+    /// every turn of an eval; then the header is written.
     fn wait(&mut self) -> Option<futures_util::future::BoxFuture<'_, io::Result<()>>> {
         let prompt = self.unstored.take()?;
         Some(Box::pin(async move {
             let storing = Instant::now();
-            let written = prompt.write_from_runtime().await;
+            let written = tokio::task::spawn_blocking(move || prompt.write()).await;
+            let written = written.unwrap_or_else(|joined| Err(io::Error::other(joined)));
             let result = written.and_then(|_| self.header_after_prompt(storing.elapsed()));
             self.kept_or_removed(result)
         }))
