@@ -1,7 +1,7 @@
 // The file-system floor of one run log per turn, with nothing else: create
 // <name>.partial exclusively, write a ~2 KB log in WRITES writes (default 3:
 // the header, the model call, the footer), close; every 256 logs one syncfs,
-// then each renamed to its final name — what `sink::log_commit` does for an
+// then each renamed to its final name — what `eval::log_commit` does for an
 // eval's logs (BENCHMARKS.md, issue #31). Prints nothing: run it under
 // `perf stat -e task-clock` or benches/rusage.c.
 //   gcc -O2 -o /tmp/log_floor benches/log_floor.c

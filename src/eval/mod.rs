@@ -8,6 +8,7 @@ pub mod feed;
 pub mod fold;
 pub mod judging;
 pub mod junit;
+pub mod log_commit;
 pub mod matrix;
 pub mod plan;
 pub mod recorded;

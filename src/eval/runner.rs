@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::expect::{Observation, Outcome, Verdict, last_user_message};
 pub use super::feed::{EvalMessage, FEED_CAPACITY, Feed};
 use super::feed::{Watch, tell};
+use super::log_commit::{GroupCommit, GroupMember};
 use super::matrix::TurnSpec;
 use super::plan::EvalPlan;
 pub use super::recorded::{
@@ -28,7 +29,7 @@ use super::turn_end::{Committing, hand_on, lost_log, record_verdict};
 use crate::chat::service::TurnContext;
 use crate::provider::cache::CachingProvider;
 use crate::sink::driver::{TurnSink, drive, ready_or_idle};
-use crate::sink::run_log::{GroupCommit, GroupMember, RunRecorder};
+use crate::sink::run_log::RunRecorder;
 use crate::telemetry::TurnLabels;
 use crate::worker::TurnRunner;
 
@@ -204,11 +205,7 @@ async fn run_one(
     };
     let request = plan.request(spec, settings.today);
     let mut trace = start_trace(settings, &runner, &request);
-    let recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_deref());
-    let mut recorder = match member {
-        Some(member) => recorder.in_group(member),
-        None => recorder,
-    };
+    let mut recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_deref());
     let mut watch = Watch::new(
         spec,
         last_user_message(&request.messages),
@@ -240,6 +237,7 @@ async fn run_one(
         ),
         None => {
             let judge = settings.judge.as_deref();
+            let recorder = (recorder, member);
             record_verdict(plan, spec, observation, recorder, judge, &cancel, messages).await
         }
     };

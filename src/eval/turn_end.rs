@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::expect::{Observation, Outcome, Verdict};
 use super::feed::{EvalMessage, tell};
 use super::judging::judge_rubric;
+use super::log_commit::GroupMember;
 use super::matrix::TurnSpec;
 use super::plan::EvalPlan;
 use super::run_settings::RunSettings;
@@ -23,7 +24,7 @@ use crate::judge::Judge;
 use crate::runs::RunStatus;
 use crate::runs::record::RecordedVerdict;
 use crate::sink::driver::{TurnSink, ready_or_idle};
-use crate::sink::run_log::{GroupMember, RunRecorder, WrittenLog};
+use crate::sink::run_log::{RunRecorder, WrittenLog};
 
 /// A judged turn's last steps: its spend, room in the feed for what it has
 /// left to say, its slot given up, its log's group commit, its `Finished`.
@@ -71,7 +72,7 @@ pub(super) async fn record_verdict(
     plan: &EvalPlan,
     spec: &TurnSpec,
     mut observation: Observation,
-    mut recorder: RunRecorder,
+    (mut recorder, member): (RunRecorder, Option<GroupMember>),
     judge: Option<&Judge>,
     cancel: &CancellationToken,
     messages: &Sender<EvalMessage>,
@@ -113,7 +114,7 @@ pub(super) async fn record_verdict(
         failures: verdict.failures.clone(),
         rubric: verdict.rubric.clone(),
     });
-    let (finished, committing) = finish_log(recorder, footer).await;
+    let (finished, committing) = finish_log(recorder, member, footer).await;
     let result = match finished {
         Ok(Some(path)) => TurnResult {
             run_log: Some(path),
@@ -155,9 +156,10 @@ fn judge_notices(
 /// completed alone is synced and renamed off the runtime's threads.
 async fn finish_log(
     mut recorder: RunRecorder,
+    member: Option<GroupMember>,
     footer: crate::runs::record::RunFooter,
 ) -> (std::io::Result<Option<PathBuf>>, Option<Committing>) {
-    let Some(member) = recorder.take_group() else {
+    let Some(member) = member else {
         // What the log holds is written out before the turn waits for the
         // blocking pool (nothing, unless it is batched).
         recorder.idle();

@@ -11,6 +11,13 @@ use chrono::{DateTime, Utc};
 /// The suffix of a run log still being written (or abandoned).
 pub const PARTIAL_SUFFIX: &str = ".partial";
 
+/// Gives a complete log its final name; a folder that takes no more names
+/// is named as the cause (`full_folder`).
+pub fn give_final_name(partial_path: &Path, final_path: &Path) -> std::io::Result<()> {
+    std::fs::rename(partial_path, final_path)
+        .map_err(|error| super::full_folder::explain(error, final_path))
+}
+
 /// Where a turn's log goes: its final path, and the `.partial` path it is
 /// written at until complete.
 pub fn log_paths(

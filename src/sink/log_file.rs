@@ -5,14 +5,14 @@
 //! (`RunRecorder::idle`); the header written out
 //! at once, when the turn's prompt is stored (`run_log::RunRecorder` keeps
 //! it back until then); the footer written before the file is handed on
-//! to be synced and renamed (`log_commit::WrittenLog`).
+//! to be synced and renamed (`WrittenLog`): alone, or by the eval
+//! runner's group commit (`eval::log_commit`).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use super::log_commit::WrittenLog;
 use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::service::PreparedTurn;
 use crate::cost::Cost;
@@ -82,6 +82,35 @@ impl RunHeader {
         self.brand = Some(prepared.brand.clone());
         self.system_sha256 = Some(prepared.system_sha256.clone());
         self.tools_sha256 = Some(prepared.tools_sha256.clone());
+    }
+}
+
+/// A log whose footer is written, still `.partial` and not yet synced
+/// (`RunRecorder::finish_written`).
+#[derive(Debug)]
+pub struct WrittenLog {
+    file: File,
+    partial_path: PathBuf,
+    final_path: PathBuf,
+}
+
+impl WrittenLog {
+    /// The name the log gets once it is complete.
+    pub fn final_path(&self) -> &Path {
+        &self.final_path
+    }
+
+    /// Syncs this log alone and gives it its final name.
+    pub fn complete_alone(self) -> io::Result<PathBuf> {
+        self.file.sync_all()?;
+        crate::runs::naming::give_final_name(&self.partial_path, &self.final_path)?;
+        Ok(self.final_path)
+    }
+
+    /// Closes the file, for a completion that syncs it with others: its
+    /// `.partial` path and the name it gets once synced.
+    pub fn into_paths(self) -> (PathBuf, PathBuf) {
+        (self.partial_path, self.final_path)
     }
 }
 

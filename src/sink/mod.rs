@@ -3,7 +3,6 @@
 //! its printer.
 
 pub mod driver;
-pub mod log_commit;
 mod log_file;
 pub mod pretty;
 pub mod run_log;

@@ -3,8 +3,9 @@
 //! The file is created under `<runs dir>/<fingerprint>/` with a `.partial`
 //! suffix, flushed after every record (or, `batched`, whenever the turn
 //! waits: `idle`), and renamed to its final name only
-//! after the footer is written and synced (alone, or with other eval
-//! turns' logs by `log_commit`) — so a killed process leaves a
+//! after the footer is written and synced (alone: `finish_with`; or handed
+//! on written, `finish_written`, for the eval runner to sync with other
+//! turns' logs) — so a killed process leaves a
 //! file that is clearly partial, never one posing as complete. Names carry
 //! the start time and the full turn id and are created with `create_new`,
 //! so two turns never write the same file. No API key is ever part of any
@@ -19,7 +20,7 @@ use std::sync::Arc;
 use chrono::Utc;
 
 use super::driver::{SinkRole, TurnSink};
-pub use super::log_commit::{GroupCommit, GroupMember, WrittenLog};
+pub use super::log_file::WrittenLog;
 use super::log_file::{ModelCallLine, OpenLog, create_log_file};
 use crate::chat::event::Usage;
 use crate::chat::request::{ChatRequest, ClaimInput};
@@ -44,8 +45,6 @@ pub struct RunRecorder {
     trace: Option<crate::runs::record::TraceRef>,
     /// Flush when the turn waits and at the footer only (`batched`).
     batched: bool,
-    /// Synced and renamed with other turns' logs (`in_group`).
-    member: Option<GroupMember>,
     log: Option<OpenLog>,
     /// Why writing the log out failed when its turn waited: the next
     /// record, or the footer, fails with it (`idle`).
@@ -84,7 +83,6 @@ impl RunRecorder {
             replay_of: None,
             trace: None,
             batched: false,
-            member: None,
             log: None,
             idle_failure: None,
             unstored: None,
@@ -105,21 +103,6 @@ impl RunRecorder {
     pub fn batched(mut self) -> RunRecorder {
         self.batched = true;
         self
-    }
-
-    /// Synced and renamed by `group` along with other turns' logs
-    /// (`sink::log_commit`): for an eval's turns, whose results can wait
-    /// for their group. The caller finishes with `finish_written` and
-    /// `GroupMember::commit`; a recorder dropped unfinished leaves the group.
-    pub fn in_group(mut self, member: GroupMember) -> RunRecorder {
-        self.member = Some(member);
-        self
-    }
-
-    /// The turn's place in the group that commits this log, if any
-    /// (`in_group`), taken to commit it with.
-    pub fn take_group(&mut self) -> Option<GroupMember> {
-        self.member.take()
     }
 
     /// Records the turn as a replay of the recorded turn `turn_id`
@@ -302,7 +285,7 @@ impl RunRecorder {
     }
 
     /// Writes `footer` and hands the log on still `.partial` and unsynced,
-    /// for a `GroupCommit` to sync and rename along with others. A failure
+    /// for its caller to complete (`WrittenLog`). A failure
     /// on the way removes the `.partial` file.
     pub fn finish_written(mut self, footer: RunFooter) -> io::Result<Option<WrittenLog>> {
         let pending = self.write_pending();

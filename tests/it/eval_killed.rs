@@ -101,7 +101,7 @@ fn a_killed_eval_leaves_the_text_streamed_before_its_turn_last_waited() {
     assert_eq!(streamed.first(), Some(&"one "), "{streamed:?}");
 }
 
-/// Finished logs are synced and renamed in groups (`sink::log_commit`):
+/// Finished logs are synced and renamed in groups (`eval::log_commit`):
 /// killed at any moment, a run leaves complete names only on logs with
 /// their footer, every other log `.partial` (some complete but not yet
 /// committed), and `--resume` runs exactly the turns without a complete

@@ -28,6 +28,9 @@ use std::time::Duration;
 
 use tokio::sync::{Semaphore, oneshot};
 
+use crate::runs::naming::give_final_name;
+use crate::sink::run_log::WrittenLog;
+
 /// A group is synced once it holds this many logs...
 pub const GROUP_LOGS: usize = 256;
 
@@ -37,30 +40,6 @@ pub const GROUP_WAIT: Duration = Duration::from_millis(100);
 /// The most finished turns waiting for a commit (the group being synced
 /// and the next one gathering): what a kill can leave to run again.
 pub const MAX_WAITING: usize = 2 * GROUP_LOGS;
-
-/// A log whose footer is written, still `.partial` and not yet synced
-/// (`RunRecorder::finish_written`).
-#[derive(Debug)]
-pub struct WrittenLog {
-    pub(super) file: File,
-    pub(super) partial_path: PathBuf,
-    pub(super) final_path: PathBuf,
-}
-
-impl WrittenLog {
-    /// The name the log gets once it is committed.
-    pub fn final_path(&self) -> &Path {
-        &self.final_path
-    }
-
-    /// Syncs this log alone and gives it its final name: for a turn that
-    /// is not part of a group (chat, serve, `eval --format ndjson`).
-    pub(super) fn complete_alone(self) -> io::Result<PathBuf> {
-        self.file.sync_all()?;
-        rename_log(&self.partial_path, &self.final_path)?;
-        Ok(self.final_path)
-    }
-}
 
 /// A queued log: its paths — its file is closed when it is queued, so that
 /// the waiting turns hold no open files.
@@ -101,6 +80,16 @@ impl GroupMember {
     /// path, or why not (the log is then removed, as a failed write's is).
     /// Must be called on a Tokio runtime, whose blocking pool does the sync.
     pub async fn commit(self, log: WrittenLog) -> io::Result<PathBuf> {
+        // Closed now, so that the waiting turns hold no open files.
+        let (partial_path, final_path) = log.into_paths();
+        self.commit_paths(LogPaths {
+            partial_path,
+            final_path,
+        })
+        .await
+    }
+
+    async fn commit_paths(self, log: LogPaths) -> io::Result<PathBuf> {
         let group = Arc::clone(&self.group);
         group.commit(log, self).await
     }
@@ -159,23 +148,13 @@ impl GroupCommit {
         }
     }
 
-    async fn commit(self: &Arc<Self>, log: WrittenLog, member: GroupMember) -> io::Result<PathBuf> {
-        let WrittenLog {
-            file,
-            partial_path,
-            final_path,
-        } = log;
-        drop(file);
+    async fn commit(self: &Arc<Self>, log: LogPaths, member: GroupMember) -> io::Result<PathBuf> {
         let Ok(_waiting) = self.waiting.acquire().await else {
             return Err(io::Error::other("the log's group commit was closed"));
         };
         let (done, committed) = oneshot::channel();
         let queued = {
             let mut queue = self.queue.lock();
-            let log = LogPaths {
-                partial_path,
-                final_path,
-            };
             queue.push(Queued { log, done });
             queue.len()
         };
@@ -243,7 +222,7 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Outcomes 
     let mut outcomes = Vec::with_capacity(group.len());
     for Queued { log, done } in group {
         let renamed = match &synced {
-            Ok(()) => rename_log(&log.partial_path, &log.final_path),
+            Ok(()) => give_final_name(&log.partial_path, &log.final_path),
             Err(error) => Err(io::Error::new(error.kind(), error.to_string())),
         };
         let result = match renamed {
@@ -253,13 +232,6 @@ fn commit_group(group: Vec<Queued>, file_systems: &mut FileSystems) -> Outcomes 
         outcomes.push((done, result));
     }
     outcomes
-}
-
-/// Gives a log its final name; a folder that takes no more names is named
-/// as the cause (`full_folder`).
-fn rename_log(partial_path: &Path, final_path: &Path) -> io::Result<()> {
-    std::fs::rename(partial_path, final_path)
-        .map_err(|error| crate::runs::full_folder::explain(error, final_path))
 }
 
 /// The error of a log that could not be committed, whose `.partial` is
@@ -349,15 +321,14 @@ impl FileSystems {
 mod tests {
     use super::*;
 
-    /// A finished log as `RunRecorder::finish_written` leaves it.
-    fn written(runs_dir: &Path, name: &str) -> WrittenLog {
+    /// A finished log as `RunRecorder::finish_written` leaves it, closed.
+    fn written(runs_dir: &Path, name: &str) -> LogPaths {
         let folder = runs_dir.join("default");
         std::fs::create_dir_all(&folder).unwrap();
         let partial_path = folder.join(format!("{name}.ndjson.partial"));
         std::fs::write(&partial_path, format!("{{\"log\":\"{name}\"}}\n")).unwrap();
         let final_path = folder.join(format!("{name}.ndjson"));
-        WrittenLog {
-            file: File::open(&partial_path).unwrap(),
+        LogPaths {
             final_path,
             partial_path,
         }
@@ -371,7 +342,7 @@ mod tests {
         let turns: Vec<_> = (0..GROUP_LOGS + 3)
             .map(|n| {
                 let (member, log) = (group.join(), written(dir.path(), &n.to_string()));
-                tokio::spawn(member.commit(log))
+                tokio::spawn(member.commit_paths(log))
             })
             .collect();
         for (n, turn) in turns.into_iter().enumerate() {
@@ -410,7 +381,7 @@ mod tests {
         let waiting: Vec<_> = (0..39)
             .map(|n| {
                 let (member, log) = (group.join(), written(dir.path(), &n.to_string()));
-                tokio::spawn(member.commit(log))
+                tokio::spawn(member.commit_paths(log))
             })
             .collect();
         while group.queue.lock().len() < 39 {
@@ -418,7 +389,7 @@ mod tests {
         }
         assert_eq!(open_files_under(dir.path()), 0, "with 39 waiting");
         // The 40th fills the group; every one is committed.
-        let last = group.join().commit(written(dir.path(), "39")).await;
+        let last = group.join().commit_paths(written(dir.path(), "39")).await;
         assert!(last.unwrap().exists());
         for turn in waiting {
             assert!(turn.await.unwrap().unwrap().exists());
@@ -439,7 +410,7 @@ mod tests {
         let mut turns: Vec<Turn> = (0..12)
             .map(|n| {
                 let (member, log) = (group.join(), written(dir.path(), &n.to_string()));
-                Box::pin(member.commit(log)) as Turn
+                Box::pin(member.commit_paths(log)) as Turn
             })
             .collect();
         // Each turn is polled once, in order, on this task: every one that
@@ -471,7 +442,10 @@ mod tests {
         let partial = log.partial_path.clone();
         log.final_path = dir.path().join("gone/lost.ndjson");
         let kept = written(dir.path(), "kept");
-        let (lost, kept) = tokio::join!(group.join().commit(log), group.join().commit(kept));
+        let (lost, kept) = tokio::join!(
+            group.join().commit_paths(log),
+            group.join().commit_paths(kept)
+        );
         let error = lost.unwrap_err().to_string();
         assert!(error.contains("which was removed"), "{error}");
         assert!(error.contains("lost.ndjson.partial"), "{error}");
@@ -507,14 +481,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let group = GroupCommit::with_limits(256, Duration::from_secs(3600));
         let (first, second) = (group.join(), group.join());
-        let mut first = tokio::spawn(first.commit(written(dir.path(), "1")));
+        let mut first = tokio::spawn(first.commit_paths(written(dir.path(), "1")));
         while group.queue.lock().is_empty() {
             tokio::task::yield_now().await;
         }
         group.close();
         // One member has not queued yet: nothing is synced.
         assert!(still_waiting(&mut first).await);
-        let second = tokio::spawn(second.commit(written(dir.path(), "2")));
+        let second = tokio::spawn(second.commit_paths(written(dir.path(), "2")));
         assert!(committed_at_once(second).await.exists());
         assert!(committed_at_once(first).await.exists());
     }
@@ -530,7 +504,7 @@ mod tests {
         for (n, member) in members.into_iter().enumerate() {
             match n % 2 {
                 0 => turns.push(tokio::spawn(
-                    member.commit(written(dir.path(), &n.to_string())),
+                    member.commit_paths(written(dir.path(), &n.to_string())),
                 )),
                 _ => drop(member),
             }
@@ -551,7 +525,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let group = GroupCommit::with_limits(256, Duration::from_secs(3600));
         let starting = group.join();
-        let mut turn = tokio::spawn(group.join().commit(written(dir.path(), "1")));
+        let mut turn = tokio::spawn(group.join().commit_paths(written(dir.path(), "1")));
         while group.queue.lock().is_empty() {
             tokio::task::yield_now().await;
         }
