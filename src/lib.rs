@@ -14,6 +14,7 @@ pub mod digest;
 pub mod document;
 pub mod eval;
 pub mod event;
+pub mod exit;
 pub mod index;
 pub mod input;
 pub mod judge;

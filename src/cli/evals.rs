@@ -129,55 +129,6 @@ pub fn resolve_eval_run(index: &RunIndex, spec: &str) -> Result<String, CliError
     }
 }
 
-/// Keeps an ended eval run in the runs folder's history: its summary file
-/// (`evals/<id>.json`) and index rows. Not where the runs folder does not
-/// exist (a merge of shard folders elsewhere); a failure is warned about,
-/// since the eval's own outputs are already written.
-pub fn record_eval_run(
-    runs_dir: &Path,
-    summary: &promptlab::eval::report::SummaryRecord,
-    started_at: DateTime<Utc>,
-    turns: &mut promptlab::index::evals::TurnWalk,
-) {
-    if !runs_dir.is_dir() {
-        return;
-    }
-    let file = promptlab::index::evals::EvalRunFile {
-        eval_run: summary.eval_run.clone(),
-        run_kind: match summary.run_kind {
-            promptlab::eval::run_id::EvalRunKind::Run => "run",
-            promptlab::eval::run_id::EvalRunKind::Merge => "merge",
-            promptlab::eval::run_id::EvalRunKind::Rescore => "rescore",
-        }
-        .to_string(),
-        suite: summary.suite.clone(),
-        shard: summary.shard.clone(),
-        started_at,
-        ended_at: Utc::now(),
-        planned: summary.planned,
-        cancelled: summary.cancelled,
-        exit: summary.exit,
-        // Written from `turns`, never listed here.
-        turn_ids: Vec::new(),
-        from_logs: Vec::new(),
-        // As printed: tagged like every NDJSON record.
-        summary: serde_json::to_value(promptlab::eval::report::EvalRecord::Summary(
-            summary.clone(),
-        ))
-        .unwrap_or_default(),
-    };
-    if let Err(error) = promptlab::index::evals::record_eval_run(runs_dir, &file, turns) {
-        promptlab::text::eprintln_or_drop!(
-            "warning: eval run {} not kept in {}'s history: {error}",
-            file.eval_run,
-            runs_dir.display()
-        );
-    }
-    // The index's one catch-up at the eval's end, its logs and summary
-    // file read in; a failure leaves them to the next reader.
-    let _ = promptlab::index::RunIndex::catch_up(runs_dir);
-}
-
 const LIST_HEADER: [&str; 9] = [
     "eval run",
     "kind",

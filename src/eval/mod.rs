@@ -10,6 +10,7 @@ pub mod judging;
 pub mod junit;
 pub mod log_commit;
 pub mod matrix;
+pub mod outcome;
 pub mod plan;
 pub mod recorded;
 pub mod report;

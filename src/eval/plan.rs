@@ -57,6 +57,21 @@ pub struct EvalPlan {
 }
 
 impl EvalPlan {
+    /// One line per ignored override and per unknown placeholder, by variant:
+    /// what `--strict` refuses, and what the NDJSON summary's `warnings` keep.
+    pub fn override_warnings(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for variant in &self.matrix.variants {
+            for ignored in &variant.ignored {
+                problems.push(format!("variant `{}`: {ignored}", variant.name));
+            }
+            for unknown in &variant.unknown_placeholders {
+                problems.push(format!("variant `{}`: {unknown}", variant.name));
+            }
+        }
+        problems
+    }
+
     pub fn new(suite: LoadedSuite, matrix: Matrix, selection: Selection) -> EvalPlan {
         let defaults = &suite.suite.defaults;
         let case_settings = suite

@@ -5,7 +5,7 @@ use promptlab::eval::EvalPlan;
 use promptlab::eval::report::TurnsFromRun;
 use promptlab::eval::run_id::EvalRunKind;
 
-use super::mode::EvalMode;
+use promptlab::eval::outcome::EvalMode;
 
 /// `eval run ev-0123456789 (merge) · 12 turns from ev-aaaaaaaaaa, 3 from logs without an id`
 /// `from_runs`: the turns read from logs, by the run that recorded them.

@@ -7,12 +7,12 @@ use std::fmt::Write as _;
 use promptlab::eval::report::turn_label;
 use promptlab::markdown::{CELL_CHARS, code, code_in_table, inline};
 
-use super::summary::EvalEnd;
 use super::summary_table::{judging_lines, model_text, seconds};
 use crate::cli::error::Exit;
+use promptlab::eval::outcome::EvalOutcome;
 
 /// The summary as Markdown, for `$GITHUB_STEP_SUMMARY` or a merge request.
-pub fn markdown(outcome: &EvalEnd, show_failures: usize) -> String {
+pub fn markdown(outcome: &EvalOutcome, show_failures: usize) -> String {
     let plan = outcome.plan;
     let mut md = String::new();
     let mark = if outcome.exit == Exit::Success {

@@ -7,7 +7,6 @@ mod by_tag;
 mod eval_run;
 mod list;
 mod markdown;
-mod mode;
 mod preflight;
 mod progress;
 mod rescore;
@@ -42,7 +41,7 @@ use super::context::{parse_today, today_or_local};
 use super::error::{CliError, Exit};
 use super::judge::{JudgeArgs, SuiteJudge};
 use super::model::ModelArgs;
-use mode::EvalMode;
+use promptlab::eval::outcome::EvalMode;
 use settings::EvalSettings;
 use watch::TurnSnapshot;
 
@@ -223,59 +222,106 @@ fn run_once(
     }
     preflight::check_overrides(settings, &plan)?;
     preflight::check_forced_levels(&plan, &settings.tables.models)?;
-    if *mode == EvalMode::List {
-        list::print_list(&plan, settings.output.format)?;
-        return Ok((Exit::Success, Vec::new()));
-    }
     if mode.runs_turns() {
         check_log_folders(&plan, runs_dir)?;
     }
-    let finish = |plan: &EvalPlan, spill: &mut ResultStore, stop, budget: Option<&Budget>| {
-        // Only `--watch` compares runs: no label per turn otherwise.
-        let snapshot = match settings.mode == EvalMode::Watch {
-            true => watch::snapshot(plan, spill)?,
-            false => Vec::new(),
-        };
-        let when_and_where = (started_at, runs_dir);
-        summary::finish(settings, mode, plan, spill, stop, when_and_where, budget)
-            .map(|exit| (exit, snapshot))
+    let Some(ran) = run_mode(settings, mode, plan, (store, stores), tracing)? else {
+        return Ok((Exit::Success, Vec::new()));
     };
+    let (plan, mut spill, stop, budget, unreadable) = ran;
+    // Only `--watch` compares runs: no label per turn otherwise.
+    let snapshot = match settings.mode == EvalMode::Watch {
+        true => watch::snapshot(&plan, &mut spill)?,
+        false => Vec::new(),
+    };
+    let when_and_where = (started_at, runs_dir);
+    let budget = budget.as_deref();
+    let exit = summary::finish(
+        settings,
+        mode,
+        &plan,
+        &mut spill,
+        stop,
+        when_and_where,
+        budget,
+    )?;
+    for error in &unreadable {
+        let error = promptlab::text::printable(&error.to_string());
+        promptlab::text::eprintln_or_drop!("error: --report: {error}");
+    }
+    // An unreadable log may be some turn's newest: its verdict, read from
+    // an older log or none, cannot be vouched for.
+    let exit = match unreadable.is_empty() {
+        true => exit,
+        false => Exit::Failure,
+    };
+    Ok((exit, snapshot))
+}
+
+/// What a mode leaves for the summary: the plan, the spill with every
+/// turn's result, the exit a signal asked for, the budget, and the logs a
+/// merge could not read. `--list` leaves nothing.
+type Ran = (
+    Arc<EvalPlan>,
+    ResultStore,
+    Option<Exit>,
+    Option<Arc<Budget>>,
+    Vec<promptlab::runs::RunLogError>,
+);
+
+/// Runs the invocation's one mode.
+fn run_mode(
+    settings: &EvalSettings,
+    mode: &EvalMode,
+    plan: EvalPlan,
+    (store, stores): (&ClaimStore, &StoreArgs),
+    tracing: Option<&Tracing>,
+) -> Result<Option<Ran>, CliError> {
+    let runs_dir = stores.runs_dir.as_path();
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
     // turns or re-scoring them asks the judge.
-    let judge = if plan.has_rubric() && !matches!(mode, EvalMode::Merge(_)) {
-        Some(Arc::new(build_judge(settings, &plan, &stores.cache_dir)?))
-    } else {
-        None
+    let judge = |plan: &EvalPlan| match plan.has_rubric() {
+        true => build_judge(settings, plan, &stores.cache_dir).map(|judge| Some(Arc::new(judge))),
+        false => Ok(None),
     };
-    if let EvalMode::Rescore(dirs) = mode {
-        let mut spill = new_spill(runs_dir, &plan)?;
-        let judge = judge.as_deref();
-        let stop = rescore::run(settings, &plan, dirs, (judge, tracing), &mut spill)?;
-        return finish(&plan, &mut spill, stop, None);
-    }
-    if let EvalMode::Merge(dirs) = mode {
-        // Folders given as arguments are read by scanning (docs/run-logs.md).
-        let mut spill = new_spill(runs_dir, &plan)?;
-        let (scanned, unreadable) = merge_recorded(&plan, dirs, &mut spill)?;
-        promptlab::text::eprintln_or_drop!("{}", promptlab::index::scan_note(scanned));
-        let (exit, snapshot) = finish(&plan, &mut spill, None, None)?;
-        for error in &unreadable {
-            let error = promptlab::text::printable(&error.to_string());
-            promptlab::text::eprintln_or_drop!("error: --report: {error}");
+    let ran = match mode {
+        EvalMode::List => {
+            list::print_list(&plan, settings.output.format)?;
+            return Ok(None);
         }
-        // An unreadable log may be some turn's newest: its verdict, read
-        // from an older log or none, cannot be vouched for.
-        let exit = if unreadable.is_empty() {
-            exit
-        } else {
-            Exit::Failure
-        };
-        return Ok((exit, snapshot));
-    }
-    let resume = matches!(mode, EvalMode::Run { resume: true });
-    let ran = run_remaining(settings, resume, (store, stores), plan, (judge, tracing))?;
-    let (plan, mut spill, stop, budget) = ran;
-    finish(&plan, &mut spill, stop, budget.as_deref())
+        EvalMode::Rescore(dirs) => {
+            let judge = judge(&plan)?;
+            let mut spill = new_spill(runs_dir, &plan)?;
+            let stop = rescore::run(
+                settings,
+                &plan,
+                dirs,
+                (judge.as_deref(), tracing),
+                &mut spill,
+            )?;
+            (Arc::new(plan), spill, stop, None, Vec::new())
+        }
+        EvalMode::Merge(dirs) => {
+            // Folders given as arguments are read by scanning (docs/run-logs.md).
+            let mut spill = new_spill(runs_dir, &plan)?;
+            let (scanned, unreadable) = merge_recorded(&plan, dirs, &mut spill)?;
+            promptlab::text::eprintln_or_drop!("{}", promptlab::index::scan_note(scanned));
+            (Arc::new(plan), spill, None, None, unreadable)
+        }
+        EvalMode::Run { resume } => {
+            let judge = judge(&plan)?;
+            let (plan, spill, stop, budget) =
+                run_remaining(settings, *resume, (store, stores), plan, (judge, tracing))?;
+            (plan, spill, stop, budget, Vec::new())
+        }
+        EvalMode::Watch => {
+            let judge = judge(&plan)?;
+            let (plan, spill, stop, budget) =
+                run_remaining(settings, false, (store, stores), plan, (judge, tracing))?;
+            (plan, spill, stop, budget, Vec::new())
+        }
+    };
+    Ok(Some(ran))
 }
 
 /// The folders the logs and prompts go in: one that cannot take a log (a
@@ -304,9 +350,8 @@ fn new_spill(runs_dir: &Path, plan: &EvalPlan) -> Result<ResultStore, CliError> 
 }
 
 /// What `run_remaining` leaves: the plan, the spill with every turn's
-/// result (resumed ones too), the exit a signal asked for, and the budget
-/// if it was reached.
-type Ran = (
+/// result (resumed ones too), the exit a signal asked for, and the budget.
+type Remaining = (
     Arc<EvalPlan>,
     ResultStore,
     Option<Exit>,
@@ -321,7 +366,7 @@ fn run_remaining(
     (store, stores): (&ClaimStore, &StoreArgs),
     mut plan: EvalPlan,
     (judge, tracing): (Option<Arc<promptlab::judge::Judge>>, Option<&Tracing>),
-) -> Result<Ran, CliError> {
+) -> Result<Remaining, CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(settings, &plan)?;
     preflight::say_thinking_notes(

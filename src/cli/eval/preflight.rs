@@ -67,7 +67,7 @@ pub fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
 /// Unusable overrides, or applied ones with a placeholder no brand fills, in
 /// any variant: a warning each, or exit 2 with `--strict`.
 pub fn check_overrides(settings: &EvalSettings, plan: &EvalPlan) -> Result<(), CliError> {
-    let problems = override_warnings(plan);
+    let problems = plan.override_warnings();
     if problems.is_empty() {
         return Ok(());
     }
@@ -84,21 +84,6 @@ pub fn check_overrides(settings: &EvalSettings, plan: &EvalPlan) -> Result<(), C
         );
     }
     Ok(())
-}
-
-/// One line per ignored override and per unknown placeholder, by variant:
-/// what `--strict` refuses, and what the NDJSON summary's `warnings` keep.
-pub fn override_warnings(plan: &EvalPlan) -> Vec<String> {
-    let mut problems = Vec::new();
-    for variant in &plan.matrix.variants {
-        for ignored in &variant.ignored {
-            problems.push(format!("variant `{}`: {ignored}", variant.name));
-        }
-        for unknown in &variant.unknown_placeholders {
-            problems.push(format!("variant `{}`: {unknown}", variant.name));
-        }
-    }
-    problems
 }
 
 /// Where the suite's turns get their model answers: a variant's own

@@ -12,7 +12,6 @@ use promptlab::eval::Shard;
 use promptlab::eval::run_id::parse_eval_run_id;
 
 use super::by_tag::ByGroup;
-use super::mode::EvalMode;
 use super::preflight::writable;
 use super::{EvalArgs, EvalFormat};
 use crate::cli::Tables;
@@ -20,6 +19,7 @@ use crate::cli::error::CliError;
 use crate::cli::judge::JudgeArgs;
 use crate::cli::model::{ModelArgs, ProviderKind};
 use crate::cli::report_file::same_file;
+use promptlab::eval::outcome::EvalMode;
 
 /// One `eval` invocation, as its flags asked for it.
 #[derive(Debug)]

@@ -13,17 +13,15 @@ use promptlab::cost::format_usd;
 use promptlab::eval::budget::Budget;
 use promptlab::eval::fold::{Folded, folds};
 use promptlab::eval::junit::{JunitContext, JunitError, write_junit};
-use promptlab::eval::report::{
-    BudgetRecord, CaseRecord, EvalRecord, SummaryRecord, TurnRecord, shard_line, turn_label,
-};
+use promptlab::eval::outcome::{EvalOutcome, ExitRule};
+use promptlab::eval::report::{CaseRecord, EvalRecord, TurnRecord, shard_line, turn_label};
 use promptlab::eval::spill::{ResultStore, SpillError};
-use promptlab::eval::totals::{RunTotals, checked, gather};
+use promptlab::eval::totals::{RunTotals, checked};
 use promptlab::eval::{EvalPlan, Outcome};
 use promptlab::sink::{Style, printable};
 use promptlab::table::terminal_width;
 
 use super::EvalFormat;
-use super::mode::EvalMode;
 use super::progress::write_record;
 use super::settings::EvalSettings;
 use super::summary_table::{judging_lines, summary_table};
@@ -31,16 +29,12 @@ use crate::cli::error::{CliError, Exit};
 use crate::cli::model::ProviderKind;
 use crate::cli::output::write_hidden;
 use crate::cli::report_file::{write_whole, write_whole_with};
+use promptlab::eval::outcome::EvalMode;
 
-/// Everything the summary says, computed once.
+/// What the summary says: the eval's outcome, and the report files that
+/// could not be written (each fails the run).
 pub struct EvalEnd<'a> {
-    pub plan: &'a EvalPlan,
-    pub totals: RunTotals,
-    stop: Option<Exit>,
-    /// `--max-cost`, when it was given.
-    budget: Option<&'a Budget>,
-    pub exit: Exit,
-    /// A report file that could not be written.
+    pub outcome: EvalOutcome<'a>,
     write_errors: Vec<String>,
 }
 
@@ -63,52 +57,41 @@ pub fn finish(
     (started_at, runs_dir): (DateTime<Utc>, &std::path::Path),
     budget: Option<&Budget>,
 ) -> Result<Exit, CliError> {
+    let rule = ExitRule {
+        pass_threshold: settings.pass_threshold,
+        min_pass_rate: settings.min_pass_rate,
+    };
     let shown = settings.output.show_failures;
-    let totals = gather(plan, store, settings.pass_threshold, shown).map_err(unreadable)?;
-    let mut exit = exit_code(settings, &totals, stop);
-    if budget.is_some_and(Budget::reached) && exit == Exit::Success {
-        // Turns that did not run were not judged: the run cannot pass.
-        exit = Exit::Failure;
-    }
-    let mut outcome = EvalEnd {
-        plan,
-        budget,
-        exit,
-        totals,
-        stop,
+    let outcome = EvalOutcome::of(plan, store, (rule, shown), stop, budget).map_err(unreadable)?;
+    let mut end = EvalEnd {
+        outcome,
         write_errors: Vec::new(),
     };
-    outcome.write_reports(settings, started_at, store)?;
+    end.write_reports(settings, started_at, store)?;
     let printed = match settings.output.format {
         EvalFormat::Ndjson => {
-            let printed = print_ndjson((mode, settings.pass_threshold), &outcome, store);
-            if every_turn_scripted(settings, &outcome.totals) && !settings.output.quiet {
+            let printed = print_ndjson((mode, settings.pass_threshold), &end.outcome, store);
+            if every_turn_scripted(settings, &end.outcome.totals) && !settings.output.quiet {
                 promptlab::text::eprintln_or_drop!("warning: {SCRIPTED_WARNING}");
             }
             printed
         }
-        EvalFormat::Pretty => print_pretty(settings, mode, &outcome),
+        EvalFormat::Pretty => print_pretty(settings, mode, &end),
     };
     // A reader gone before the summary (`| head`) does not end the run: its
     // verdict and its record in the index still stand.
     crate::cli::error::unless_stdout_closed(printed)?;
-    for error in &outcome.write_errors {
+    for error in &end.write_errors {
         promptlab::text::eprintln_or_drop!("error: {}", printable(error));
     }
-    // The eval run's summary file and index rows (#30, `evals list`), its
-    // turn ids read from the spill as they are written: only the ids,
-    // `gather` having held every record to the plan.
-    let mut turns = |each: &mut dyn FnMut(&str, bool) -> std::io::Result<()>| {
-        let order = store.in_matrix_order().map_err(std::io::Error::other)?;
-        order.turn_ids(each)
-    };
-    crate::cli::evals::record_eval_run(
-        runs_dir,
-        &summary_record(mode, &outcome),
-        started_at,
-        &mut turns,
-    );
-    Ok(outcome.exit)
+    if let Err(error) = end.outcome.record(mode, (started_at, runs_dir), store) {
+        promptlab::text::eprintln_or_drop!(
+            "warning: eval run {} not kept in {}'s history: {error}",
+            plan.eval_run,
+            runs_dir.display()
+        );
+    }
+    Ok(end.outcome.exit)
 }
 
 /// Said when no turn of the eval reached a model.
@@ -122,30 +105,7 @@ fn every_turn_scripted(settings: &EvalSettings, totals: &RunTotals) -> bool {
     settings.model.provider == ProviderKind::Script && totals.turns > 0 && totals.from_logs == 0
 }
 
-/// Ctrl-C or SIGTERM first; then 1 for a lost log or a report not written;
-/// then any case whose repeats did not reach its threshold (by default:
-/// any turn that did not pass) — or, with `--min-pass-rate`, a variant below it.
-fn exit_code(settings: &EvalSettings, totals: &RunTotals, stop: Option<Exit>) -> Exit {
-    if let Some(stop) = stop {
-        return stop;
-    }
-    let below = match settings.min_pass_rate {
-        Some(rate) => (totals.summaries.iter()).any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
-        None => !totals.every_case_passed,
-    };
-    if below || !totals.logs_lost.is_empty() {
-        Exit::Failure
-    } else {
-        Exit::Success
-    }
-}
-
 impl EvalEnd<'_> {
-    /// `--max-cost`, when it held turns back.
-    fn budget_reached(&self) -> Option<&Budget> {
-        self.budget.filter(|budget| budget.reached())
-    }
-
     /// `--junit` and `--markdown-summary`, each written whole or not at
     /// all; the JUnit streamed from the spill into its file.
     fn write_reports(
@@ -157,18 +117,19 @@ impl EvalEnd<'_> {
         if let Some(path) = &settings.output.junit {
             let context = JunitContext {
                 started_at,
-                not_run_reason: if self.budget_reached().is_some() {
+                not_run_reason: if self.outcome.budget_reached().is_some() {
                     "budget reached"
                 } else {
                     "cancelled"
                 },
                 shard: self
+                    .outcome
                     .plan
                     .selection
                     .shard
                     .map(|s| format!("{}/{}", s.index, s.count)),
             };
-            let (plan, counts) = (self.plan, &self.totals.junit);
+            let (plan, counts) = (self.outcome.plan, &self.outcome.totals.junit);
             let folds = folds(plan, settings.pass_threshold, store).map_err(unreadable)?;
             let mut spilled = None;
             let written = write_whole_with(path, |out| {
@@ -188,7 +149,7 @@ impl EvalEnd<'_> {
             self.report_written("JUnit", path, written);
         }
         if let Some(path) = &settings.output.markdown_summary {
-            let markdown = super::markdown::markdown(self, settings.output.show_failures);
+            let markdown = super::markdown::markdown(&self.outcome, settings.output.show_failures);
             self.report_written("Markdown summary", path, write_whole(path, &markdown));
         }
         Ok(())
@@ -200,22 +161,20 @@ impl EvalEnd<'_> {
                 "failed to write the {what} `{}`: {error}",
                 path.display()
             ));
-            if self.exit == Exit::Success {
-                self.exit = Exit::Failure;
-            }
+            self.outcome.failed();
         }
     }
 
     /// `12 turns: 10 passed, 1 failed, 1 errored`, and what else must be said.
     fn tail(&self, settings: &EvalSettings) -> String {
-        let totals = &self.totals;
+        let (outcome, totals) = (&self.outcome, &self.outcome.totals);
         let mut tail = format!(
             "{} turns: {} passed, {} failed, {} errored",
             totals.turns, totals.passed, totals.failed, totals.errored
         );
-        if let Some(shard) = self.plan.selection.shard {
-            let whole = self.plan.unsharded_count();
-            let selected = self.plan.selected().count();
+        if let Some(shard) = outcome.plan.selection.shard {
+            let whole = outcome.plan.unsharded_count();
+            let selected = outcome.plan.selected().count();
             tail = format!("{} · {tail}", shard_line(shard, selected, whole));
         }
         if !totals.logs_lost.is_empty() {
@@ -225,7 +184,7 @@ impl EvalEnd<'_> {
                 totals.logs_lost.len()
             );
         }
-        if let Some(stop) = self.stop {
+        if let Some(stop) = outcome.stop {
             let what = if stop == Exit::Terminated {
                 "terminated"
             } else {
@@ -238,14 +197,18 @@ impl EvalEnd<'_> {
                 totals.turns + totals.not_run
             );
         }
-        if let Some(calls) = self.budget.map(Budget::unenforced_calls).filter(|n| *n > 0) {
+        if let Some(calls) = outcome
+            .budget
+            .map(Budget::unenforced_calls)
+            .filter(|n| *n > 0)
+        {
             let noun = if calls == 1 { "call" } else { "calls" };
             let _ = write!(
                 tail,
                 " · the budget cannot be enforced for {calls} {noun} (usage not reported by the server)"
             );
         }
-        if let Some(budget) = self.budget_reached() {
+        if let Some(budget) = outcome.budget_reached() {
             let _ = write!(
                 tail,
                 " · budget of {} reached ({} spent): {} of {} turns not run",
@@ -271,7 +234,7 @@ impl EvalEnd<'_> {
 /// the summary; `pass_threshold`: `--pass-threshold`, for the folds.
 fn print_ndjson(
     (mode, pass_threshold): (&EvalMode, f64),
-    outcome: &EvalEnd,
+    outcome: &EvalOutcome,
     store: &mut ResultStore,
 ) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
@@ -291,47 +254,12 @@ fn print_ndjson(
             write_record(&mut out, &EvalRecord::Case(CaseRecord::of(plan, &fold)))?;
         }
     }
-    write_record(
-        &mut out,
-        &EvalRecord::Summary(summary_record(mode, outcome)),
-    )?;
+    write_record(&mut out, &EvalRecord::Summary(outcome.summary_record(mode)))?;
     Ok(())
 }
 
-/// The NDJSON `summary` record (also kept in the runs folder's history).
-fn summary_record(mode: &EvalMode, outcome: &EvalEnd) -> SummaryRecord {
-    let plan = outcome.plan;
-    SummaryRecord {
-        suite: plan.suite.name.clone(),
-        eval_run: plan.eval_run.clone(),
-        run_kind: mode.run_kind(),
-        from_runs: outcome.totals.from_runs.clone(),
-        shard: plan
-            .selection
-            .shard
-            .map(|s| format!("{}/{}", s.index, s.count)),
-        turns: outcome.totals.turns,
-        planned: outcome.totals.turns + outcome.totals.not_run,
-        not_run: outcome.totals.not_run,
-        logs_lost: outcome.totals.logs_lost.len(),
-        cancelled: outcome.stop.is_some(),
-        budget_reached: outcome.budget_reached().map(|b| BudgetRecord {
-            limit_usd: b.limit_usd(),
-            spent_usd: b.spent_usd(),
-        }),
-        budget_unenforced_calls: outcome.budget.map_or(0, Budget::unenforced_calls),
-        variants: outcome.totals.summaries.clone(),
-        tags: outcome.totals.tags.clone(),
-        warnings: super::preflight::override_warnings(plan),
-        exit: outcome.exit.number(),
-    }
-}
-
-fn print_pretty(
-    settings: &EvalSettings,
-    mode: &EvalMode,
-    outcome: &EvalEnd,
-) -> Result<(), CliError> {
+fn print_pretty(settings: &EvalSettings, mode: &EvalMode, end: &EvalEnd) -> Result<(), CliError> {
+    let outcome = &end.outcome;
     let style = Style::for_stdout();
     let mut out = std::io::stdout().lock();
     let plan = outcome.plan;
@@ -378,7 +306,7 @@ fn print_pretty(
         let warning = format!("\nwarning: {SCRIPTED_WARNING}");
         writeln!(out, "{}", style.yellow(&warning))?;
     }
-    let tail = outcome.tail(settings);
+    let tail = end.tail(settings);
     let tail = if outcome.exit == Exit::Success {
         style.green(&tail)
     } else {

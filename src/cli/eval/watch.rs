@@ -24,12 +24,12 @@ use promptlab::eval::totals::checked;
 use promptlab::eval::{EvalPlan, Outcome};
 use promptlab::judge::JudgeSpend;
 
-use super::mode::EvalMode;
 use super::settings::{CacheChoice, EvalSettings};
 use super::summary::unreadable;
 use super::{plan, run_once};
 use crate::cli::StoreArgs;
 use crate::cli::error::{CliError, Exit};
+use promptlab::eval::outcome::EvalMode;
 
 /// How long the files must be quiet before a run starts.
 const DEBOUNCE: Duration = Duration::from_millis(300);
