@@ -131,7 +131,7 @@ impl JudgeArgs {
                     limits,
                     ..GeminiConfig::from_env()
                 };
-                if config.api_key.is_none() {
+                if config.endpoint.api_key.is_none() {
                     return Err(CliError::usage(
                         "GEMINI_API_KEY is not set: the judge (--judge-provider gemini) needs it \
                          (export GEMINI_API_KEY=…); to judge offline, use --judge-provider script \

@@ -6,6 +6,7 @@
 
 pub mod build;
 pub mod cache;
+pub mod endpoint;
 mod error;
 pub mod gemini;
 mod kind;

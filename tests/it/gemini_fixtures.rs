@@ -236,8 +236,10 @@ const FIXTURES: &[Expected] = &[
 
 pub fn provider(base_url: &str) -> GeminiProvider {
     GeminiProvider::new(GeminiConfig {
-        api_key: Some("test-key".into()),
-        base_url: base_url.to_string(),
+        endpoint: promptlab::provider::endpoint::Endpoint::new(
+            base_url.to_string(),
+            Some("test-key".into()),
+        ),
         http: promptlab::provider::transport::HttpSettings {
             idle_timeout: Duration::from_secs(5),
             backoff: Duration::from_millis(10),

@@ -17,8 +17,10 @@ use tokio_util::sync::CancellationToken;
 
 fn config(base_url: &str) -> GeminiConfig {
     GeminiConfig {
-        api_key: Some("test-key".into()),
-        base_url: base_url.to_string(),
+        endpoint: promptlab::provider::endpoint::Endpoint::new(
+            base_url.to_string(),
+            Some("test-key".into()),
+        ),
         http: promptlab::provider::transport::HttpSettings {
             idle_timeout: Duration::from_secs(5),
             backoff: Duration::from_millis(10),

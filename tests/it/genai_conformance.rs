@@ -52,8 +52,10 @@ fn sdk() -> Option<(PathBuf, PathBuf)> {
 
 fn provider(base_url: &str) -> GeminiProvider {
     GeminiProvider::new(GeminiConfig {
-        api_key: Some("promptlab-fake-key".into()),
-        base_url: base_url.to_string(),
+        endpoint: promptlab::provider::endpoint::Endpoint::new(
+            base_url.to_string(),
+            Some("promptlab-fake-key".into()),
+        ),
         http: promptlab::provider::transport::HttpSettings {
             max_attempts: 1,
             idle_timeout: Duration::from_secs(20),

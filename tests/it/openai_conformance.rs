@@ -38,8 +38,10 @@ fn sdk() -> Option<(PathBuf, PathBuf)> {
 
 fn provider(base_url: &str, models: ModelTable) -> OpenAiProvider {
     OpenAiProvider::new(OpenAiConfig {
-        api_key: Some("promptlab-fake-key".into()),
-        base_url: format!("{base_url}/v1"),
+        endpoint: promptlab::provider::endpoint::Endpoint::new(
+            format!("{base_url}/v1"),
+            Some("promptlab-fake-key".into()),
+        ),
         http: promptlab::provider::transport::HttpSettings {
             max_attempts: 1,
             idle_timeout: Duration::from_secs(20),

@@ -333,9 +333,13 @@ async fn a_redirect_is_not_followed_so_the_key_goes_nowhere_else() {
 #[tokio::test]
 async fn a_server_that_needs_no_key_gets_no_authorization_header() {
     let server = TestServer::start(vec![Box::new(|_| Reply::stream(text_reply("hi")))]);
+    let config = config(&server.base_url);
     let provider = OpenAiProvider::new(OpenAiConfig {
-        api_key: None,
-        ..config(&server.base_url)
+        endpoint: promptlab::provider::endpoint::Endpoint {
+            api_key: None,
+            ..config.endpoint.clone()
+        },
+        ..config
     })
     .unwrap();
     assert_eq!(call(&provider, request(ask())).await.text, "hi");

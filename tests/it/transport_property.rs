@@ -216,8 +216,10 @@ async fn a_key_gemini_echoes_split_at_any_offset_is_never_given_out() {
             support::http_server::Reply::stream(body.clone())
         })]);
         let provider = GeminiProvider::new(GeminiConfig {
-            api_key: Some(GEMINI_KEY.into()),
-            base_url: server.base_url.clone(),
+            endpoint: promptlab::provider::endpoint::Endpoint::new(
+                server.base_url.clone(),
+                Some(GEMINI_KEY.into()),
+            ),
             ..GeminiConfig::default()
         })
         .unwrap();

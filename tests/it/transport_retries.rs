@@ -43,8 +43,10 @@ fn serve_at(address: SocketAddr, responders: Vec<Responder>) -> TestServer {
 
 fn gemini(base_url: &str) -> GeminiProvider {
     GeminiProvider::new(GeminiConfig {
-        api_key: Some("test-key-0123456789".into()),
-        base_url: base_url.to_string(),
+        endpoint: promptlab::provider::endpoint::Endpoint::new(
+            base_url.to_string(),
+            Some("test-key-0123456789".into()),
+        ),
         http: promptlab::provider::transport::HttpSettings {
             idle_timeout: Duration::from_secs(5),
             backoff: Duration::from_millis(200),

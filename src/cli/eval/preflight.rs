@@ -120,7 +120,7 @@ pub fn provider_choice(
 fn run_choice(settings: &EvalSettings, plan: &EvalPlan) -> Result<ProviderChoice, CliError> {
     match settings.model.provider {
         ProviderKind::Gemini => {
-            if GeminiConfig::from_env().api_key.is_none() {
+            if GeminiConfig::from_env().endpoint.api_key.is_none() {
                 return Err(CliError::usage(
                     "GEMINI_API_KEY is not set: --provider gemini needs it (export GEMINI_API_KEY=…); \
                      to run offline, use --provider script --script FILE (or a `script` on each case)",
@@ -230,7 +230,7 @@ pub fn warn_unmeasured_budget(
     judge: Option<&promptlab::judge::Judge>,
 ) {
     use promptlab::provider::openai::{DEFAULT_BASE_URL, OpenAiConfig};
-    let from_env = OpenAiConfig::from_env().base_url;
+    let from_env = OpenAiConfig::from_env().endpoint.base_url;
     let mut servers: Vec<String> = Vec::new();
     for variant in &plan.matrix.variants {
         let provider = variant.model.provider.unwrap_or(settings.model.provider);

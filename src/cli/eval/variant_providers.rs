@@ -11,6 +11,7 @@ use promptlab::eval::plan::EvalPlan;
 use promptlab::provider::ModelProvider;
 use promptlab::provider::ProviderKind;
 use promptlab::provider::build::ProviderSpec;
+use promptlab::provider::endpoint::Endpoint;
 use promptlab::provider::gemini::GeminiConfig;
 use promptlab::provider::openai::OpenAiConfig;
 use promptlab::provider::transport::HttpSettings;
@@ -41,11 +42,11 @@ pub fn build(
                 ProviderSpec::OpenAi(OpenAiConfig {
                     http,
                     limits: model.limits(),
-                    base_url: variant
-                        .model
-                        .base_url
-                        .clone()
-                        .unwrap_or(from_env.base_url.clone()),
+                    endpoint: Endpoint {
+                        base_url: (variant.model.base_url.clone())
+                            .unwrap_or(from_env.endpoint.base_url.clone()),
+                        ..from_env.endpoint.clone()
+                    },
                     ..from_env
                 })
             }

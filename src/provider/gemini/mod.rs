@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 use self::accumulate::CallAccumulator;
 use self::errors::{is_retryable, parse_error_body};
 use self::wire::build_request;
+use super::endpoint::Endpoint;
 use super::transport::HttpSettings;
 use super::transport::call::{Call, call_stream};
 use super::transport::{CallLimits, Failure, Peer, Protocol, Secret, Transport};
@@ -42,8 +43,7 @@ pub const NO_KEY_MESSAGE: &str = "GEMINI_API_KEY is not configured on the API.";
 
 #[derive(Clone)]
 pub struct GeminiConfig {
-    pub api_key: Option<String>,
-    pub base_url: String,
+    pub endpoint: Endpoint,
     /// Timeouts and retries.
     pub http: HttpSettings,
     /// The most text, body and time one call may take (`--max-call-time`).
@@ -55,8 +55,7 @@ pub struct GeminiConfig {
 impl std::fmt::Debug for GeminiConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GeminiConfig")
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("base_url", &self.base_url)
+            .field("endpoint", &self.endpoint)
             .field("http", &self.http)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
@@ -66,8 +65,7 @@ impl std::fmt::Debug for GeminiConfig {
 impl Default for GeminiConfig {
     fn default() -> GeminiConfig {
         GeminiConfig {
-            api_key: None,
-            base_url: DEFAULT_BASE_URL.to_string(),
+            endpoint: Endpoint::new(DEFAULT_BASE_URL, None),
             http: HttpSettings::default(),
             limits: CallLimits::default(),
             models: ModelTable::shipped(),
@@ -80,8 +78,10 @@ impl GeminiConfig {
     pub fn from_env() -> GeminiConfig {
         let non_empty = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         GeminiConfig {
-            api_key: non_empty("GEMINI_API_KEY"),
-            base_url: non_empty("GEMINI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+            endpoint: Endpoint::new(
+                non_empty("GEMINI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+                non_empty("GEMINI_API_KEY"),
+            ),
             ..GeminiConfig::default()
         }
     }
@@ -96,17 +96,17 @@ pub struct GeminiProvider {
 
 impl GeminiProvider {
     pub fn new(config: GeminiConfig) -> Result<GeminiProvider, ProviderError> {
-        let in_url = reqwest::Url::parse(config.base_url.trim())
+        let in_url = reqwest::Url::parse(config.endpoint.base_url.trim())
             .map(|url| super::transport::redact::url_secrets(&url, "GEMINI_BASE_URL"))
             .unwrap_or_default();
-        let key = config.api_key.iter().map(|key| Secret {
+        let key = config.endpoint.api_key.iter().map(|key| Secret {
             name: "GEMINI_API_KEY",
             value: key,
         });
         let url = in_url.iter().map(|(name, value)| Secret { name, value });
         let peer = Peer {
             name: WHO,
-            shown: super::transport::shown_url(&config.base_url),
+            shown: config.endpoint.to_string(),
             redirect_name: WHO.to_string(),
         };
         let (transport, unredactable) =
@@ -148,12 +148,17 @@ impl GeminiProvider {
         }
         Ok(format!(
             "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
-            self.config.base_url.trim_end_matches('/')
+            self.config.endpoint.base_url.trim_end_matches('/')
         ))
     }
 
     fn headers(&self) -> Result<HeaderMap, ProviderError> {
-        let key = self.config.api_key.as_deref().ok_or_else(not_ready)?;
+        let key = self
+            .config
+            .endpoint
+            .api_key
+            .as_deref()
+            .ok_or_else(not_ready)?;
         let mut value = HeaderValue::from_str(key.trim()).map_err(|_| {
             ProviderError::of(
                 ErrorKind::Invalid,
@@ -183,12 +188,12 @@ impl ModelProvider for GeminiProvider {
     /// The endpoint too (without credentials or query): a mock's or a
     /// proxy's answers are never served as Google's.
     fn identity(&self) -> String {
-        let endpoint = super::transport::endpoint_identity(&self.config.base_url);
+        let endpoint = super::transport::endpoint_identity(&self.config.endpoint.base_url);
         format!("gemini@{endpoint}")
     }
 
     fn check_ready(&self) -> Result<(), ProviderError> {
-        match &self.config.api_key {
+        match &self.config.endpoint.api_key {
             Some(_) => Ok(()),
             None => Err(not_ready()),
         }
@@ -325,10 +330,22 @@ mod tests {
     #[test]
     fn the_key_is_redacted_from_debug_output() {
         let config = GeminiConfig {
-            api_key: Some("sk-sentinel".into()),
+            endpoint: Endpoint::new(DEFAULT_BASE_URL, Some("sk-sentinel".into())),
             ..GeminiConfig::default()
         };
         assert!(!format!("{config:?}").contains("sk-sentinel"));
+        let in_url = Endpoint::new("https://u:url-sentinel@example.com/?key=q-sentinel", None);
+        let shown = format!(
+            "{:?}",
+            GeminiConfig {
+                endpoint: in_url,
+                ..GeminiConfig::default()
+            }
+        );
+        assert!(
+            !shown.contains("url-sentinel") && !shown.contains("q-sentinel"),
+            "{shown}"
+        );
         let provider = GeminiProvider::new(config).unwrap();
         assert!(
             !provider
@@ -343,8 +360,7 @@ mod tests {
     #[test]
     fn a_base_url_that_is_not_a_url_is_said_to_be_one_before_anything_is_sent() {
         let config = GeminiConfig {
-            api_key: Some("sk-sentinel-0123456789".into()),
-            base_url: "http://[::1".into(),
+            endpoint: Endpoint::new("http://[::1", Some("sk-sentinel-0123456789".into())),
             ..GeminiConfig::default()
         };
         let provider = GeminiProvider::new(config).unwrap();

@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 
 use self::decode::ChunkDecoder;
 use self::errors::{is_retryable, parse_error_body};
+use super::endpoint::Endpoint;
 use super::transport::HttpSettings;
 use super::transport::call::{Call, call_stream};
 use super::transport::{CallLimits, Failure, Peer, Protocol, Secret, Transport};
@@ -37,10 +38,9 @@ pub const NO_KEY_MESSAGE: &str = "OPENAI_API_KEY is not set: api.openai.com need
 
 #[derive(Clone)]
 pub struct OpenAiConfig {
-    pub api_key: Option<String>,
-    /// Up to and including the API's version segment: `…/v1`.
-    pub base_url: String,
-    /// Where `api_key` came from, for messages (`OPENAI_API_KEY`).
+    /// Its base URL up to and including the API's version segment: `…/v1`.
+    pub endpoint: Endpoint,
+    /// Where the key came from, for messages (`OPENAI_API_KEY`).
     pub key_name: &'static str,
     /// Timeouts and retries.
     pub http: HttpSettings,
@@ -53,8 +53,7 @@ pub struct OpenAiConfig {
 impl std::fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiConfig")
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("base_url", &super::transport::shown_url(&self.base_url))
+            .field("endpoint", &self.endpoint)
             .field("http", &self.http)
             .field("limits", &self.limits)
             .finish_non_exhaustive()
@@ -64,8 +63,7 @@ impl std::fmt::Debug for OpenAiConfig {
 impl Default for OpenAiConfig {
     fn default() -> OpenAiConfig {
         OpenAiConfig {
-            api_key: None,
-            base_url: DEFAULT_BASE_URL.to_string(),
+            endpoint: Endpoint::new(DEFAULT_BASE_URL, None),
             key_name: "OPENAI_API_KEY",
             http: HttpSettings::default(),
             limits: CallLimits::default(),
@@ -82,8 +80,10 @@ impl OpenAiConfig {
     /// Key from `OPENAI_API_KEY`, base URL from `OPENAI_BASE_URL`.
     pub fn from_env() -> OpenAiConfig {
         OpenAiConfig {
-            api_key: non_empty("OPENAI_API_KEY"),
-            base_url: non_empty("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+            endpoint: Endpoint::new(
+                non_empty("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_string()),
+                non_empty("OPENAI_API_KEY"),
+            ),
             ..OpenAiConfig::default()
         }
     }
@@ -96,17 +96,17 @@ impl OpenAiConfig {
             None => (non_empty("OPENAI_API_KEY"), "OPENAI_API_KEY"),
         };
         let from_env = OpenAiConfig::from_env();
+        let base_url = base_url.map_or(from_env.endpoint.base_url.clone(), str::to_string);
         OpenAiConfig {
-            api_key,
+            endpoint: Endpoint::new(base_url, api_key),
             key_name,
-            base_url: base_url.map_or(from_env.base_url.clone(), str::to_string),
             ..from_env
         }
     }
 
     /// Whether the server is OpenAI's own, which always needs a key.
     fn is_openai(&self) -> bool {
-        reqwest::Url::parse(self.base_url.trim())
+        reqwest::Url::parse(self.endpoint.base_url.trim())
             .ok()
             .and_then(|url| {
                 url.host_str()
@@ -126,10 +126,10 @@ pub struct OpenAiProvider {
 
 impl OpenAiProvider {
     pub fn new(config: OpenAiConfig) -> Result<OpenAiProvider, ProviderError> {
-        let in_url = reqwest::Url::parse(config.base_url.trim())
+        let in_url = reqwest::Url::parse(config.endpoint.base_url.trim())
             .map(|url| super::transport::redact::url_secrets(&url, "OPENAI_BASE_URL"))
             .unwrap_or_default();
-        let key = config.api_key.iter().map(|key| Secret {
+        let key = config.endpoint.api_key.iter().map(|key| Secret {
             name: config.key_name,
             value: key,
         });
@@ -141,13 +141,13 @@ impl OpenAiProvider {
         };
         let peer = Peer {
             name: who,
-            shown: super::transport::shown_url(&config.base_url),
-            redirect_name: format!("{who} at {}", super::transport::shown_url(&config.base_url)),
+            shown: config.endpoint.to_string(),
+            redirect_name: format!("{who} at {}", config.endpoint),
         };
         let (transport, unredactable) =
             Transport::connect(&config.http, key.chain(url), peer, false)
                 .map_err(|error| ProviderError::of(ErrorKind::Invalid, error.to_string()))?;
-        let url = endpoint(&config.base_url);
+        let url = endpoint(&config.endpoint.base_url);
         Ok(OpenAiProvider {
             config,
             transport,
@@ -167,7 +167,7 @@ impl OpenAiProvider {
             reqwest::header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if let Some(key) = self.config.api_key.as_deref() {
+        if let Some(key) = self.config.endpoint.api_key.as_deref() {
             let mut value =
                 HeaderValue::from_str(&format!("Bearer {}", key.trim())).map_err(|_| {
                     ProviderError::of(
@@ -261,12 +261,12 @@ impl ModelProvider for OpenAiProvider {
     /// The endpoint too (without credentials or query): answers of one
     /// server are never served as another's from the model-call cache.
     fn identity(&self) -> String {
-        let endpoint = super::transport::endpoint_identity(self.config.base_url.trim());
+        let endpoint = super::transport::endpoint_identity(self.config.endpoint.base_url.trim());
         format!("openai@{endpoint}")
     }
 
     fn check_ready(&self) -> Result<(), ProviderError> {
-        if self.config.api_key.is_none() && self.config.is_openai() {
+        if self.config.endpoint.api_key.is_none() && self.config.is_openai() {
             return Err(ProviderError::of(ErrorKind::NotReady, NO_KEY_MESSAGE));
         }
         Ok(())
@@ -355,7 +355,7 @@ mod tests {
     #[test]
     fn base_urls_are_checked_and_the_key_never_shows() {
         let config = OpenAiConfig {
-            api_key: Some("sk-sentinel-0123456789".into()),
+            endpoint: Endpoint::new(DEFAULT_BASE_URL, Some("sk-sentinel-0123456789".into())),
             ..OpenAiConfig::default()
         };
         assert!(!format!("{config:?}").contains("sk-sentinel"));
@@ -377,7 +377,7 @@ mod tests {
         let openai = OpenAiProvider::new(OpenAiConfig::default()).unwrap();
         assert_eq!(openai.check_ready().unwrap_err().kind, ErrorKind::NotReady);
         let local = OpenAiProvider::new(OpenAiConfig {
-            base_url: "http://127.0.0.1:8000/v1".into(),
+            endpoint: Endpoint::new("http://127.0.0.1:8000/v1", None),
             ..OpenAiConfig::default()
         })
         .unwrap();

@@ -136,8 +136,10 @@ pub const KEY: &str = "sk-test-openai-0123456789abcdef";
 
 pub fn config(base_url: &str) -> OpenAiConfig {
     OpenAiConfig {
-        api_key: Some(KEY.into()),
-        base_url: format!("{base_url}/v1"),
+        endpoint: promptlab::provider::endpoint::Endpoint::new(
+            format!("{base_url}/v1"),
+            Some(KEY.into()),
+        ),
         http: promptlab::provider::transport::HttpSettings {
             idle_timeout: Duration::from_secs(5),
             backoff: Duration::from_millis(10),
