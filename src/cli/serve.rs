@@ -139,7 +139,9 @@ pub fn run(
         promptlab::serve::serve(listener, router, state.shutdown.clone(), limits).await?;
         Ok::<(), CliError>(())
     })?;
-    // Turns run on blocking threads; wait for them to finish their logs.
+    // Each turn is a task, dropped here at its next await; the blocking
+    // pool's work in hand (a run log being synced and named, a prompt
+    // being stored) gets up to 10 s to finish.
     runtime.shutdown_timeout(std::time::Duration::from_secs(10));
     telemetry.finish();
     Ok(Exit::Success)
