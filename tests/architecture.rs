@@ -307,3 +307,84 @@ fn the_checker_measures_a_function() {
         ]
     );
 }
+
+/// `(name, file)` of each bound constant `text` (the file `file`, under
+/// `src/`) defines: `MAX_*`, `*_LIMIT`, `*_TIMEOUT`, outside its tests.
+fn bound_constants(file: &str, text: &str) -> Vec<(String, String)> {
+    let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+    let mut found = Vec::new();
+    for line in code.lines() {
+        let Some((_, rest)) = line.split_once("const ") else {
+            continue;
+        };
+        let name: String = (rest.chars())
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        let bound =
+            name.starts_with("MAX_") || name.ends_with("_LIMIT") || name.ends_with("_TIMEOUT");
+        if bound && rest[name.len()..].starts_with(':') {
+            found.push((name, file.to_string()));
+        }
+    }
+    found
+}
+
+/// `(name, file)` of each row of `docs/limits.md`'s tables.
+fn listed_bounds(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .filter(|line| line.starts_with("| `"))
+        .map(|line| {
+            let cells: Vec<&str> = line
+                .split('|')
+                .map(|cell| cell.trim().trim_matches('`'))
+                .collect();
+            (cells[1].to_string(), cells[2].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn every_bound_is_listed_with_why_in_one_place() {
+    let listing = std::fs::read_to_string(repo().join("docs/limits.md")).unwrap();
+    let listed = listed_bounds(&listing);
+    assert!(listed.len() > 50, "docs/limits.md was not read: {listed:?}");
+    let mut files = Vec::new();
+    rust_files(&repo().join("src"), &mut files);
+    let mut problems = Vec::new();
+    for path in &files {
+        let file = path
+            .strip_prefix(repo().join("src"))
+            .unwrap()
+            .to_str()
+            .unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        for bound in bound_constants(file, &text) {
+            if !listed.contains(&bound) {
+                problems.push(format!(
+                    "src/{}: `{}` has no row in docs/limits.md",
+                    bound.1, bound.0
+                ));
+            }
+        }
+    }
+    for (name, file) in &listed {
+        let text = std::fs::read_to_string(repo().join("src").join(file)).unwrap_or_default();
+        if !text.contains(&format!("const {name}:")) {
+            problems.push(format!(
+                "docs/limits.md: `{name}` is not defined in src/{file}"
+            ));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_bound_checker_sees_a_constant_and_a_row() {
+    let text = "/// Why.\npub const MAX_THINGS: usize = 3;\nconst OTHER: u8 = 1;\n#[cfg(test)]\nconst MAX_X: u8 = 1;";
+    assert_eq!(
+        bound_constants("a.rs", text),
+        [("MAX_THINGS".to_string(), "a.rs".to_string())]
+    );
+    let row = "| `MAX_THINGS` | `a.rs` | 3 | why |";
+    assert_eq!(listed_bounds(row), bound_constants("a.rs", text));
+}
