@@ -28,6 +28,7 @@ use super::spill::ResultStore;
 use super::turn_end::{Committing, hand_on, lost_log, record_verdict};
 use crate::chat::service::TurnContext;
 use crate::provider::cache::CachingProvider;
+use crate::runs::prompt_store::StoredPromptNames;
 use crate::sink::driver::{TurnSink, drive, ready_or_idle};
 use crate::sink::run_log::RunRecorder;
 use crate::telemetry::TurnLabels;
@@ -114,6 +115,8 @@ pub async fn run_turns(
     // Nobody reads a turn's events as they happen unless the feed carries
     // them: the logs can then be synced and renamed in groups.
     let group = (!settings.feed.events).then(GroupCommit::new);
+    // The prompts the run's turns have stored, each written by the first.
+    let prompts = Arc::new(StoredPromptNames::default());
     let slots = Arc::new(Semaphore::new(settings.concurrency.max(1)));
     let mut tasks = JoinSet::new();
     for spec in order {
@@ -131,12 +134,13 @@ pub async fn run_turns(
         }
         let (plan, settings) = (Arc::clone(&plan), Arc::clone(&settings));
         let (cancel, messages) = (cancel.clone(), messages.clone());
+        let prompts = Arc::clone(&prompts);
         // Joined here, before the loop can end and close the group.
         let member = group.as_ref().map(GroupCommit::join);
         tasks.spawn(async move {
             // Boxed: a turn's state is freed once it is judged, not kept
             // for as long as the task waits for its group commit.
-            let ending = (cancel, member);
+            let ending = (cancel, member, prompts);
             let turn = Box::pin(run_one(&plan, &settings, &spec, ending, &messages));
             let (result, committing) = turn.await;
             hand_on(&plan, &settings, slot, (result, committing), &messages).await
@@ -164,6 +168,14 @@ fn joined_result(joined: Result<TurnResult, tokio::task::JoinError>, store: &mut
     }
 }
 
+/// A turn's token, its place in its log's group commit, and the prompts
+/// its eval's turns have stored.
+type TurnEnding = (
+    CancellationToken,
+    Option<GroupMember>,
+    Arc<StoredPromptNames>,
+);
+
 /// Runs and judges one turn: its result, and its log's place in a group
 /// commit when it has one (the result's log is named only once that
 /// commit is done).
@@ -171,7 +183,7 @@ async fn run_one(
     plan: &EvalPlan,
     settings: &RunSettings,
     spec: &TurnSpec,
-    (cancel, member): (CancellationToken, Option<GroupMember>),
+    (cancel, member, prompts): TurnEnding,
     messages: &Sender<EvalMessage>,
 ) -> (TurnResult, Option<Committing>) {
     let runner = match &settings.provider {
@@ -205,7 +217,8 @@ async fn run_one(
     };
     let request = plan.request(spec, settings.today);
     let mut trace = start_trace(settings, &runner, &request);
-    let mut recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_deref());
+    let recorder = recorder_for(plan, settings, spec, (&runner, &request), trace.as_deref());
+    let mut recorder = recorder.sharing_prompts(prompts);
     let mut watch = Watch::new(
         spec,
         last_user_message(&request.messages),

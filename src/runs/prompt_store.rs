@@ -19,7 +19,7 @@
 //! not at hand. A reader of many logs keeps the prompts it has read
 //! (`StoredPrompts`), so each file is read once.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -119,6 +119,28 @@ impl StagedPrompt {
                 io::Error::new(error.kind(), said)
             })?;
         Ok(self.key)
+    }
+}
+
+/// The prompts one eval run's turns have stored, by name (the SHA-256 of
+/// their bytes, never an address): built by the eval runner and handed to
+/// each turn's recorder (`RunRecorder::sharing_prompts`), so that a turn
+/// whose prompt an earlier turn stored finds its file with a `stat`
+/// instead of reading it back on the blocking pool. `chat`, `serve` and
+/// `replay` record one turn each and pass none.
+#[derive(Debug, Default)]
+pub struct StoredPromptNames(parking_lot::Mutex<HashSet<String>>);
+
+impl StoredPromptNames {
+    /// Whether `prompt` was stored by this run and its file is still there.
+    pub fn has(&self, prompt: &StagedPrompt) -> bool {
+        self.0.lock().contains(&prompt.key)
+            && (prompt.files.path(&prompt.key)).is_some_and(|path| path.is_file())
+    }
+
+    /// `key`'s prompt is stored.
+    pub fn add(&self, key: String) {
+        self.0.lock().insert(key);
     }
 }
 

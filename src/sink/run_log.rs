@@ -27,7 +27,7 @@ use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{TurnOutput, TurnStart};
 use crate::cost::{Cost, PriceTable};
 use crate::runs::naming::log_paths;
-use crate::runs::prompt_store::{PromptParts, StagedPrompt, stage_prompt};
+use crate::runs::prompt_store::{PromptParts, StagedPrompt, StoredPromptNames, stage_prompt};
 use crate::runs::record::{
     ClaimRecord, RequestRecord, RunFooter, RunHeader, RunLabels, RunRecord, RunStatus,
     SCHEMA_VERSION,
@@ -52,6 +52,8 @@ pub struct RunRecorder {
     /// The prompt the header names, whose file is still to be stored
     /// before the header is written (`wait`, or the next record).
     unstored: Option<StagedPrompt>,
+    /// The prompts the other turns of its eval stored (`sharing_prompts`).
+    stored: Option<Arc<StoredPromptNames>>,
 }
 
 impl RunRecorder {
@@ -86,6 +88,7 @@ impl RunRecorder {
             log: None,
             idle_failure: None,
             unstored: None,
+            stored: None,
         }
     }
 
@@ -102,6 +105,13 @@ impl RunRecorder {
     /// rename, so a complete name never holds a torn log.
     pub fn batched(mut self) -> RunRecorder {
         self.batched = true;
+        self
+    }
+
+    /// Shares `stored` with the other turns of an eval: a prompt one of
+    /// them stored is not written again while its file is there.
+    pub fn sharing_prompts(mut self, stored: Arc<StoredPromptNames>) -> RunRecorder {
+        self.stored = Some(stored);
         self
     }
 
@@ -358,8 +368,15 @@ impl RunRecorder {
             return Ok(());
         };
         let storing = Instant::now();
-        prompt.write()?;
+        let key = prompt.write()?;
+        self.note_stored(key);
         self.header_after_prompt(storing.elapsed())
+    }
+
+    fn note_stored(&self, key: String) {
+        if let Some(stored) = &self.stored {
+            stored.add(key);
+        }
     }
 
     fn header_after_prompt(&mut self, storing: std::time::Duration) -> io::Result<()> {
@@ -376,10 +393,17 @@ impl RunRecorder {
     fn record_prepared(&mut self, prepared: &crate::chat::PreparedTurn) -> io::Result<()> {
         let staging = Instant::now();
         let prompt = stage_prompt(&self.runs_dir, &PromptParts::of_turn(prepared))?;
+        let stored = self
+            .stored
+            .as_ref()
+            .is_some_and(|stored| stored.has(&prompt));
         let log = self.open_log()?;
         log.clock += staging.elapsed();
         log.header.fill_from(prepared);
         log.header.prompt_sha256 = Some(prompt.key().to_string());
+        if stored {
+            return log.write_header();
+        }
         self.unstored = Some(prompt);
         Ok(())
     }
@@ -409,7 +433,10 @@ impl TurnSink for RunRecorder {
             let storing = Instant::now();
             let written = tokio::task::spawn_blocking(move || prompt.write()).await;
             let written = written.unwrap_or_else(|joined| Err(io::Error::other(joined)));
-            let result = written.and_then(|_| self.header_after_prompt(storing.elapsed()));
+            let result = written.and_then(|key| {
+                self.note_stored(key);
+                self.header_after_prompt(storing.elapsed())
+            });
             self.kept_or_removed(result)
         }))
     }
