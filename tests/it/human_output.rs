@@ -107,11 +107,13 @@ fn an_eval_summary_and_runs_list() {
         assert_tables_fit(&eval.stdout, columns);
         snapshot(&format!("eval_summary_{columns}"), &eval.stdout);
     }
-    // The listing factors out what all rows share, the time included: the
-    // turns' start times are moved into one second, in the order they ran,
-    // so that its layout does not depend on whether the two turns ran
-    // across a second's boundary.
+    // The listing factors out what all rows share, the time and latency
+    // included: the turns' start times are moved into one second, in the
+    // order they ran, and their durations made one, so that its layout does
+    // not depend on whether the two turns ran across a second's boundary or
+    // took different tenths of a second on a loaded machine.
     let started = regex::Regex::new(r#""startedAt":"([^"]*)""#).unwrap();
+    let took = regex::Regex::new(r#""totalMs":[0-9]+"#).unwrap();
     let mut logs: Vec<(
         chrono::DateTime<chrono::FixedOffset>,
         std::path::PathBuf,
@@ -127,7 +129,9 @@ fn an_eval_summary_and_runs_list() {
     logs.sort();
     for (n, (_, log, text)) in logs.iter().enumerate() {
         let pinned = format!(r#""startedAt":"2026-11-30T12:00:00.{n}00000000Z""#);
-        std::fs::write(log, started.replace_all(text, pinned.as_str()).as_bytes()).unwrap();
+        let text = started.replace_all(text, pinned.as_str());
+        let text = took.replace_all(&text, r#""totalMs":20"#);
+        std::fs::write(log, text.as_bytes()).unwrap();
     }
     for columns in [80, 120] {
         let list = run_command(
