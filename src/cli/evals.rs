@@ -256,6 +256,9 @@ fn show(index: &RunIndex, args: &ShowArgs) -> Result<Exit, CliError> {
         writeln!(out, "{note}: its cost is unknown")?;
     }
     write_variants(&mut out, &run.variants)?;
+    for line in limit_lines(&shown.summaries) {
+        writeln!(out, "{}", printable(&line))?;
+    }
     if run.numbers_from == "summary" {
         let why = "numbers from its summary file: it counted turns that have no run log \
                    in this folder (lost during the run, removed since, or merged from \
@@ -283,6 +286,47 @@ fn show(index: &RunIndex, args: &ShowArgs) -> Result<Exit, CliError> {
         writeln!(out, "    {}", style.dim(&printable(&path)))?;
     }
     Ok(Exit::Success)
+}
+
+/// What the servers' limits did to the run (SPEC §14), from its summary
+/// records: the spent quota that stopped it, and each rate-limited model's
+/// 429s, waits and live limit over time.
+fn limit_lines(summaries: &[serde_json::Value]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for summary in summaries {
+        if let Some(quota) = summary["quotaSpent"].as_str() {
+            lines.push(format!(
+                "quota spent: {}",
+                promptlab::text::one_line(quota, 300)
+            ));
+        }
+        let limits = summary["rateLimits"].as_array().into_iter().flatten();
+        for model in limits {
+            let Ok(limits) =
+                serde_json::from_value::<promptlab::provider::transport::RateLimits>(model.clone())
+            else {
+                continue;
+            };
+            const SHOWN: usize = 20;
+            let mut changes: Vec<String> = (limits.history.iter().take(SHOWN))
+                .map(|c| format!("{} at {:.1} s", c.limit, c.at_ms as f64 / 1000.0))
+                .collect();
+            if limits.history.len() > SHOWN {
+                changes.push(format!("… {} more", limits.history.len() - SHOWN));
+            }
+            lines.push(format!(
+                "rate limits: {}: {} × 429 in {} episodes, {:.1} s waited, {:.1} s queued; calls at once {} then {}",
+                limits.model,
+                limits.rate_limited,
+                limits.episodes,
+                limits.waited_ms as f64 / 1000.0,
+                limits.queued_ms as f64 / 1000.0,
+                limits.ceiling,
+                if changes.is_empty() { "unchanged".to_string() } else { changes.join(", ") }
+            ));
+        }
+    }
+    lines
 }
 
 fn write_variants(out: &mut impl Write, variants: &[VariantNumbers]) -> Result<(), CliError> {

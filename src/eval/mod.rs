@@ -30,5 +30,7 @@ mod turn_end;
 pub use expect::{Observation, Outcome, Verdict, judge};
 pub use matrix::{MAX_PLANNED_TURNS, Matrix, Shard, TurnSpec, build_matrix};
 pub use plan::{EvalPlan, Selection, TurnKey};
-pub use runner::{EvalMessage, Feed, ProviderChoice, RunSettings, TurnResult, run_turns};
+pub use runner::{
+    EvalMessage, Feed, ProviderChoice, RunLimits, RunSettings, TurnResult, run_turns,
+};
 pub use suite::{LoadedSuite, Suite, SuiteError};

@@ -12,9 +12,11 @@ use super::budget::Budget;
 use super::plan::EvalPlan;
 use super::report::{BudgetRecord, EvalRecord, SummaryRecord};
 use super::run_id::EvalRunKind;
+use super::run_settings::RunLimits;
 use super::spill::{ResultStore, SpillError};
 use super::totals::{RunTotals, gather};
 use crate::exit::Exit;
+use crate::provider::transport::RateLimits;
 
 /// What one `eval` invocation does (decided from its flags): every part
 /// of `eval` asks for the mode instead of reading `--list`, `--report`,
@@ -79,6 +81,10 @@ pub struct EvalOutcome<'a> {
     pub stop: Option<Exit>,
     /// `--max-cost`, when it was given.
     pub budget: Option<&'a Budget>,
+    /// The spent quota that stopped turns from starting (SPEC §14).
+    pub quota_spent: Option<String>,
+    /// What each model that met a rate limit or a quota went through.
+    pub rate_limits: Vec<RateLimits>,
     /// The exit rule's result; a renderer that fails to write a report
     /// makes it a failure (`failed`).
     pub exit: Exit,
@@ -92,17 +98,37 @@ impl<'a> EvalOutcome<'a> {
         store: &mut ResultStore,
         (rule, shown): (ExitRule, usize),
         stop: Option<Exit>,
-        budget: Option<&'a Budget>,
+        limits: &'a RunLimits,
     ) -> Result<EvalOutcome<'a>, SpillError> {
         let totals = gather(plan, store, rule.pass_threshold, shown)?;
-        let exit = exit_rule(rule, &totals, stop, budget);
+        let budget = limits.budget.as_deref();
+        let quota_spent = limits.quota_spent();
+        let mut exit = exit_rule(rule, &totals, stop, budget);
+        // A spent quota is never a pass: turns it met errored, the rest did
+        // not run.
+        if quota_spent.is_some() && exit == Exit::Success {
+            exit = Exit::Failure;
+        }
         Ok(EvalOutcome {
             plan,
             totals,
             stop,
             budget,
+            quota_spent,
+            rate_limits: limits.rate_limits(),
             exit,
         })
+    }
+
+    /// Why the turns that did not run did not: for JUnit's `skipped`.
+    pub fn not_run_reason(&self) -> &'static str {
+        if self.quota_spent.is_some() {
+            "quota spent"
+        } else if self.budget_reached().is_some() {
+            "budget reached"
+        } else {
+            "cancelled"
+        }
     }
 
     /// A run that passed fails after all (a report it owed not written).
@@ -139,6 +165,8 @@ impl<'a> EvalOutcome<'a> {
                 spent_usd: b.spent_usd(),
             }),
             budget_unenforced_calls: self.budget.map_or(0, Budget::unenforced_calls),
+            quota_spent: self.quota_spent.clone(),
+            rate_limits: self.rate_limits.clone(),
             variants: totals.summaries.clone(),
             tags: totals.tags.clone(),
             warnings: plan.override_warnings(),

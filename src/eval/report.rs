@@ -289,6 +289,15 @@ pub struct SummaryRecord {
     /// having reported no usage; absent when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub budget_unenforced_calls: u32,
+    /// A quota a server said is spent (SPEC §14): no turn started after it;
+    /// the message names it. Absent when none was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota_spent: Option<String>,
+    /// Per model that met a 429 or a quota: the 429s, the episodes, the
+    /// time waited and queued, and the live limit's history. Absent when
+    /// none did.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rate_limits: Vec<crate::provider::transport::RateLimits>,
     pub variants: Vec<VariantSummary>,
     /// Pass rates per case tag and variant (absent when no case has a tag).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -17,6 +17,7 @@ use crate::judge::Judge;
 use crate::prompts::PromptRegistry;
 use crate::provider::cache::ModelCache;
 use crate::provider::script::ScriptProvider;
+use crate::provider::transport::{RateLimits, Throttle};
 use crate::provider::{ModelProvider, ProviderKind};
 use crate::runs::read_run_log;
 use crate::worker::WorkerClient;
@@ -96,6 +97,21 @@ impl ProviderChoice {
         self.kind().name()
     }
 
+    /// The throttles of the servers its providers call (SPEC §14).
+    pub fn throttles(&self) -> Vec<Arc<Throttle>> {
+        match self {
+            ProviderChoice::Shared(provider) => provider.throttle().into_iter().collect(),
+            ProviderChoice::PerVariant { run, variants } => {
+                let mut throttles = run.throttles();
+                throttles.extend(variants.values().filter_map(|p| p.throttle()));
+                throttles
+            }
+            ProviderChoice::Script { .. }
+            | ProviderChoice::Replay { .. }
+            | ProviderChoice::Worker(_) => Vec::new(),
+        }
+    }
+
     /// Which provider answers the turns.
     pub fn kind(&self) -> ProviderKind {
         match self {
@@ -112,8 +128,8 @@ pub struct RunSettings {
     pub registry: &'static PromptRegistry,
     /// The judge of rubric criteria, when the suite has any.
     pub judge: Option<Arc<Judge>>,
-    /// `--max-cost`: no turn starts once the spend reaches it.
-    pub budget: Option<Arc<Budget>>,
+    /// What stops turns from starting: `--max-cost`, a spent quota.
+    pub limits: RunLimits,
     /// `--cache`: model calls answered from here when unchanged.
     pub model_cache: Option<ModelCache>,
     pub store: ClaimStore,
@@ -127,4 +143,48 @@ pub struct RunSettings {
     pub tracing: Option<crate::telemetry::Tracing>,
     /// What the run logs price calls by (`--prices` over the shipped table).
     pub prices: Arc<crate::cost::PriceTable>,
+}
+
+/// What stops an eval from starting turns, besides a signal: `--max-cost`'s
+/// budget, and a quota one of its servers says is spent (SPEC §14: turns in
+/// flight finish, the rest are not run). The throttles also keep the rate
+/// limits the eval run's record shows.
+#[derive(Clone, Default)]
+pub struct RunLimits {
+    pub budget: Option<Arc<Budget>>,
+    /// The model's and the judge's servers', each once.
+    pub throttles: Vec<Arc<Throttle>>,
+}
+
+impl RunLimits {
+    pub fn new(budget: Option<Arc<Budget>>, throttles: Vec<Arc<Throttle>>) -> RunLimits {
+        let mut unique: Vec<Arc<Throttle>> = Vec::new();
+        for throttle in throttles {
+            if !unique.iter().any(|seen| Arc::ptr_eq(seen, &throttle)) {
+                unique.push(throttle);
+            }
+        }
+        RunLimits {
+            budget,
+            throttles: unique,
+        }
+    }
+
+    /// Whether a new turn may start.
+    pub fn allows_start(&self) -> bool {
+        self.budget.as_ref().is_none_or(|b| b.allows_start()) && self.quota_spent().is_none()
+    }
+
+    /// The first spent quota a server answered, as its error said it.
+    pub fn quota_spent(&self) -> Option<String> {
+        self.throttles.iter().find_map(|throttle| throttle.spent())
+    }
+
+    /// What each model that met a rate limit or a quota went through.
+    pub fn rate_limits(&self) -> Vec<RateLimits> {
+        self.throttles
+            .iter()
+            .flat_map(|throttle| throttle.reports())
+            .collect()
+    }
 }

@@ -23,7 +23,7 @@ use super::plan::EvalPlan;
 pub use super::recorded::{
     index_recorded, index_recorded_counted, merge_recorded, missing_result, resume,
 };
-pub use super::run_settings::{ProviderChoice, RunSettings};
+pub use super::run_settings::{ProviderChoice, RunLimits, RunSettings};
 use super::spill::ResultStore;
 use super::turn_end::{Committing, hand_on, lost_log, record_verdict};
 use crate::chat::service::TurnContext;
@@ -98,7 +98,8 @@ impl TurnResult {
 /// awaited, so no turn's wait stalls the others; each finished turn goes
 /// to `store` (the run's spill:
 /// nothing of it stays in memory here) in the order turns finish. Once
-/// `cancel` fires (or the budget is spent) no turn starts.
+/// `cancel` fires (or the budget or a quota is spent: `RunLimits`) no turn
+/// starts.
 pub async fn run_turns(
     plan: Arc<EvalPlan>,
     settings: Arc<RunSettings>,
@@ -107,7 +108,8 @@ pub async fn run_turns(
     store: &mut ResultStore,
 ) {
     // With a budget, variants take turns, so a stop leaves none with no runs.
-    let order: Box<dyn Iterator<Item = TurnSpec> + Send + '_> = if settings.budget.is_some() {
+    let order: Box<dyn Iterator<Item = TurnSpec> + Send + '_> = if settings.limits.budget.is_some()
+    {
         Box::new(plan.to_run_round_robin())
     } else {
         Box::new(plan.to_run())
@@ -129,7 +131,7 @@ pub async fn run_turns(
         while let Some(joined) = tasks.try_join_next() {
             joined_result(joined, store);
         }
-        if cancel.is_cancelled() || settings.budget.as_ref().is_some_and(|b| !b.allows_start()) {
+        if cancel.is_cancelled() || !settings.limits.allows_start() {
             break;
         }
         let (plan, settings) = (Arc::clone(&plan), Arc::clone(&settings));

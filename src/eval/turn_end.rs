@@ -35,7 +35,7 @@ pub(super) async fn hand_on(
     (result, committing): (TurnResult, Option<Committing>),
     messages: &Sender<EvalMessage>,
 ) -> TurnResult {
-    if let Some(budget) = &settings.budget {
+    if let Some(budget) = &settings.limits.budget {
         budget.spend(&result);
     }
     let result = result.kept();

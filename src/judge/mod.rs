@@ -240,6 +240,11 @@ pub struct Judge {
 }
 
 impl Judge {
+    /// Its model's throttle, when it calls a server.
+    pub fn throttle(&self) -> Option<Arc<crate::provider::transport::Throttle>> {
+        self.model.throttle()
+    }
+
     pub fn new(
         model: Arc<dyn JudgeModel>,
         settings: JudgeSettings,

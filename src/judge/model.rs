@@ -113,6 +113,11 @@ pub trait JudgeModel: Send + Sync {
         query: &'a JudgeQuery,
         cancel: CancellationToken,
     ) -> BoxFuture<'a, Result<RawReply, ProviderError>>;
+
+    /// Its server's throttle (SPEC §14), when it calls one.
+    fn throttle(&self) -> Option<std::sync::Arc<crate::provider::transport::Throttle>> {
+        None
+    }
 }
 
 /// A judge answered by a model provider: one call, no tools, a JSON reply
@@ -120,6 +125,10 @@ pub trait JudgeModel: Send + Sync {
 pub struct ProviderJudge(pub Arc<dyn ModelProvider>);
 
 impl JudgeModel for ProviderJudge {
+    fn throttle(&self) -> Option<std::sync::Arc<crate::provider::transport::Throttle>> {
+        self.0.throttle()
+    }
+
     fn kind(&self) -> crate::provider::ProviderKind {
         self.0.kind()
     }

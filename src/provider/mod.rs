@@ -187,4 +187,10 @@ pub trait ModelProvider: Send + Sync {
     fn models(&self) -> std::sync::Arc<crate::models::ModelTable> {
         crate::models::ModelTable::shipped()
     }
+
+    /// How many calls go to each of its server's models at once, learnt
+    /// from 429s (SPEC §14); none for a provider that calls no server.
+    fn throttle(&self) -> Option<std::sync::Arc<transport::Throttle>> {
+        None
+    }
 }

@@ -77,7 +77,7 @@ fn settings(dir: &std::path::Path, provider: Counting, jobs: usize, events: bool
     RunSettings {
         registry: PromptRegistry::embedded(),
         judge: None,
-        budget: None,
+        limits: promptlab::eval::RunLimits::default(),
         model_cache: None,
         store: plans::claims(),
         runs_dir: dir.join("runs"),

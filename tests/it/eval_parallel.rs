@@ -73,7 +73,7 @@ async fn two_turns_with_a_blocking_step_overlap() {
     let settings = RunSettings {
         registry: PromptRegistry::embedded(),
         judge: None,
-        budget: None,
+        limits: promptlab::eval::RunLimits::default(),
         model_cache: None,
         store: plans::claims(),
         runs_dir: dir.path().join("runs"),

@@ -32,7 +32,7 @@ use promptlab::eval::matrix::ModelSettings;
 use promptlab::eval::runner::{merge_recorded, resume};
 use promptlab::eval::spill::ResultStore;
 use promptlab::eval::suite::Variant;
-use promptlab::eval::{EvalPlan, LoadedSuite, Selection, Shard, build_matrix};
+use promptlab::eval::{EvalPlan, LoadedSuite, RunLimits, Selection, Shard, build_matrix};
 use promptlab::prompts::PromptRegistry;
 use promptlab::provider::cache::ModelCache;
 
@@ -228,14 +228,13 @@ fn run_once(
     let Some(ran) = run_mode(settings, mode, plan, (store, stores), tracing)? else {
         return Ok((Exit::Success, Vec::new()));
     };
-    let (plan, mut spill, stop, budget, unreadable) = ran;
+    let (plan, mut spill, stop, limits, unreadable) = ran;
     // Only `--watch` compares runs: no label per turn otherwise.
     let snapshot = match settings.mode == EvalMode::Watch {
         true => watch::snapshot(&plan, &mut spill)?,
         false => Vec::new(),
     };
     let when_and_where = (started_at, runs_dir);
-    let budget = budget.as_deref();
     let exit = summary::finish(
         settings,
         mode,
@@ -243,7 +242,7 @@ fn run_once(
         &mut spill,
         stop,
         when_and_where,
-        budget,
+        &limits,
     )?;
     for error in &unreadable {
         let error = promptlab::text::printable(&error.to_string());
@@ -265,7 +264,7 @@ type Ran = (
     Arc<EvalPlan>,
     ResultStore,
     Option<Exit>,
-    Option<Arc<Budget>>,
+    RunLimits,
     Vec<promptlab::runs::RunLogError>,
 );
 
@@ -299,26 +298,38 @@ fn run_mode(
                 (judge.as_deref(), tracing),
                 &mut spill,
             )?;
-            (Arc::new(plan), spill, stop, None, Vec::new())
+            (
+                Arc::new(plan),
+                spill,
+                stop,
+                RunLimits::default(),
+                Vec::new(),
+            )
         }
         EvalMode::Merge(dirs) => {
             // Folders given as arguments are read by scanning (docs/run-logs.md).
             let mut spill = new_spill(runs_dir, &plan)?;
             let (scanned, unreadable) = merge_recorded(&plan, dirs, &mut spill)?;
             promptlab::text::eprintln_or_drop!("{}", promptlab::index::scan_note(scanned));
-            (Arc::new(plan), spill, None, None, unreadable)
+            (
+                Arc::new(plan),
+                spill,
+                None,
+                RunLimits::default(),
+                unreadable,
+            )
         }
         EvalMode::Run { resume } => {
             let judge = judge(&plan)?;
-            let (plan, spill, stop, budget) =
+            let (plan, spill, stop, limits) =
                 run_remaining(settings, *resume, (store, stores), plan, (judge, tracing))?;
-            (plan, spill, stop, budget, Vec::new())
+            (plan, spill, stop, limits, Vec::new())
         }
         EvalMode::Watch => {
             let judge = judge(&plan)?;
-            let (plan, spill, stop, budget) =
+            let (plan, spill, stop, limits) =
                 run_remaining(settings, false, (store, stores), plan, (judge, tracing))?;
-            (plan, spill, stop, budget, Vec::new())
+            (plan, spill, stop, limits, Vec::new())
         }
     };
     Ok(Some(ran))
@@ -351,12 +362,7 @@ fn new_spill(runs_dir: &Path, plan: &EvalPlan) -> Result<ResultStore, CliError> 
 
 /// What `run_remaining` leaves: the plan, the spill with every turn's
 /// result (resumed ones too), the exit a signal asked for, and the budget.
-type Remaining = (
-    Arc<EvalPlan>,
-    ResultStore,
-    Option<Exit>,
-    Option<Arc<Budget>>,
-);
+type Remaining = (Arc<EvalPlan>, ResultStore, Option<Exit>, RunLimits);
 
 /// Runs the plan's turns (those `--resume` finds done are read back, not
 /// run again) under `--max-cost` and `-j`, into a spill of their own.
@@ -391,10 +397,17 @@ fn run_remaining(
         let remaining = plan.selected().count() - done;
         promptlab::text::eprintln_or_drop!("resume: {done} turns already done, {remaining} to run");
     }
+    // Each server's throttle, the judge's too: a spent quota stops new
+    // turns, and the eval run's record keeps their rate limits.
+    let throttles = provider
+        .throttles()
+        .into_iter()
+        .chain(judge.as_ref().and_then(|judge| judge.throttle()));
+    let limits = RunLimits::new(budget, throttles.collect());
     let run_settings = Arc::new(promptlab::eval::RunSettings {
         registry: PromptRegistry::embedded(),
         judge,
-        budget: budget.clone(),
+        limits: limits.clone(),
         model_cache: (settings.cache.uses_cache(plan.suite.suite.cache))
             .then(|| ModelCache::new(stores.cache_dir.join("model"))),
         store: store.clone(),
@@ -409,7 +422,7 @@ fn run_remaining(
     });
     let plan = Arc::new(plan);
     let stop = progress::run_with_progress(settings, &plan, &run_settings, &mut spill)?;
-    Ok((plan, spill, stop, budget))
+    Ok((plan, spill, stop, limits))
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a

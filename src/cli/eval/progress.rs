@@ -85,6 +85,8 @@ struct Feedback<'a> {
     tally: Tally,
     /// Turns run at once (`-j`), for the ETA.
     jobs: usize,
+    /// The servers' throttles: a live limit under `-j` is shown.
+    throttles: Vec<Arc<promptlab::provider::transport::Throttle>>,
 }
 
 /// Runs the plan's remaining turns into `spill` (which holds the resumed
@@ -109,7 +111,15 @@ pub fn run_with_progress(
         stdout_closed: false,
         tally: Tally::default(),
         jobs: run_settings.concurrency,
+        throttles: run_settings.limits.throttles.clone(),
     };
+    if !settings.output.quiet {
+        // Once per rate-limit episode, not per 429 (SPEC §14).
+        for throttle in &feedback.throttles {
+            let bar = feedback.bar.clone();
+            throttle.announce_to(Arc::new(move |line| say(&bar, line)));
+        }
+    }
     let (stop, feedback) = run_and_show(feedback, plan, run_settings, spill)?;
     if let Some(bar) = &feedback.bar {
         bar.finish_and_clear();
@@ -271,13 +281,27 @@ impl Feedback<'_> {
             let place = TurnPlace::of(self.plan, spec);
             write_record(out, &EvalRecord::Notice { place, notice })?;
         }
-        if self.quiet {
+        // A 429's retries are said once per episode, by the throttle.
+        if self.quiet || notice.rate_limited {
             return Ok(());
         }
         let line =
             promptlab::text::printable(&format!("{}: {notice}", spec_label(self.plan, spec)));
         say(&self.bar, line);
         Ok(())
+    }
+
+    /// ` · concurrency 9/32 · rate-limited` while a server's live limit is
+    /// under the ceiling; nothing otherwise.
+    fn throttled(&self) -> String {
+        let lowest = self.throttles.iter().filter_map(|t| t.lowest());
+        match lowest.min_by_key(|live| live.limit) {
+            Some(live) => format!(
+                " · concurrency {}/{} · rate-limited",
+                live.limit, live.ceiling
+            ),
+            None => String::new(),
+        }
     }
 
     fn finished(&mut self, result: &TurnResult, out: &mut impl Write) -> std::io::Result<()> {
@@ -302,18 +326,20 @@ impl Feedback<'_> {
                 bar.set_position(self.finished as u64);
                 let remaining = self.total.saturating_sub(self.finished);
                 bar.set_message(format!(
-                    "{} · {}",
+                    "{}{} · {}",
                     self.tally.line(remaining, self.jobs),
+                    self.throttled(),
                     line()
                 ));
             }
             None if !self.ndjson && !self.quiet => say(
                 &self.bar,
                 format!(
-                    "[{:>width$}/{}] {}",
+                    "[{:>width$}/{}] {}{}",
                     self.finished,
                     self.total,
                     line(),
+                    self.throttled(),
                     width = self.total.to_string().len()
                 ),
             ),

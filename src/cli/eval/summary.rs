@@ -17,7 +17,7 @@ use promptlab::eval::outcome::{EvalOutcome, ExitRule};
 use promptlab::eval::report::{CaseRecord, EvalRecord, TurnRecord, shard_line, turn_label};
 use promptlab::eval::spill::{ResultStore, SpillError};
 use promptlab::eval::totals::{RunTotals, checked};
-use promptlab::eval::{EvalPlan, Outcome};
+use promptlab::eval::{EvalPlan, Outcome, RunLimits};
 use promptlab::sink::{Style, printable};
 use promptlab::table::terminal_width;
 
@@ -55,14 +55,14 @@ pub fn finish(
     store: &mut ResultStore,
     stop: Option<Exit>,
     (started_at, runs_dir): (DateTime<Utc>, &std::path::Path),
-    budget: Option<&Budget>,
+    limits: &RunLimits,
 ) -> Result<Exit, CliError> {
     let rule = ExitRule {
         pass_threshold: settings.pass_threshold,
         min_pass_rate: settings.min_pass_rate,
     };
     let shown = settings.output.show_failures;
-    let outcome = EvalOutcome::of(plan, store, (rule, shown), stop, budget).map_err(unreadable)?;
+    let outcome = EvalOutcome::of(plan, store, (rule, shown), stop, limits).map_err(unreadable)?;
     let mut end = EvalEnd {
         outcome,
         write_errors: Vec::new(),
@@ -117,11 +117,7 @@ impl EvalEnd<'_> {
         if let Some(path) = &settings.output.junit {
             let context = JunitContext {
                 started_at,
-                not_run_reason: if self.outcome.budget_reached().is_some() {
-                    "budget reached"
-                } else {
-                    "cancelled"
-                },
+                not_run_reason: self.outcome.not_run_reason(),
                 shard: self
                     .outcome
                     .plan
@@ -217,6 +213,18 @@ impl EvalEnd<'_> {
                 totals.not_run,
                 totals.turns + totals.not_run
             );
+        }
+        if let Some(quota) = &outcome.quota_spent {
+            let _ = write!(
+                tail,
+                " · a quota is spent ({}): {} of {} turns not run; run the same command with --resume once it resets",
+                promptlab::text::one_line(quota, 300),
+                totals.not_run,
+                totals.turns + totals.not_run
+            );
+        }
+        for limits in &outcome.rate_limits {
+            let _ = write!(tail, " · {}", rate_limit_line(limits));
         }
         if let Some(rate) = settings.min_pass_rate {
             let _ = write!(tail, " · minimum pass rate {:.1}%", rate * 100.0);
@@ -314,4 +322,26 @@ fn print_pretty(settings: &EvalSettings, mode: &EvalMode, end: &EvalEnd) -> Resu
     };
     writeln!(out, "\n{tail}")?;
     Ok(())
+}
+
+/// `gemini-3.1-flash-lite: 80 × 429 in 6 episodes, 95.2 s waited, 12.0 s
+/// queued; calls at once 32 → 25 → 20 → 21`.
+fn rate_limit_line(limits: &promptlab::provider::transport::RateLimits) -> String {
+    let mut steps = vec![limits.ceiling.to_string()];
+    steps.extend(limits.history.iter().map(|change| change.limit.to_string()));
+    steps.dedup();
+    const SHOWN: usize = 12;
+    if steps.len() > SHOWN {
+        let last = steps.len() - 1;
+        steps = [&steps[..SHOWN - 1], &["…".to_string(), steps[last].clone()]].concat();
+    }
+    format!(
+        "{}: {} × 429 in {} episodes, {:.1} s waited, {:.1} s queued; calls at once {}",
+        limits.model,
+        limits.rate_limited,
+        limits.episodes,
+        limits.waited_ms as f64 / 1000.0,
+        limits.queued_ms as f64 / 1000.0,
+        steps.join(" → ")
+    )
 }

@@ -177,6 +177,10 @@ impl GeminiProvider {
 }
 
 impl ModelProvider for GeminiProvider {
+    fn throttle(&self) -> Option<std::sync::Arc<crate::provider::transport::Throttle>> {
+        Some(std::sync::Arc::clone(&self.transport.throttle))
+    }
+
     fn kind(&self) -> crate::provider::ProviderKind {
         crate::provider::ProviderKind::Gemini
     }

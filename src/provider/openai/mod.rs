@@ -250,6 +250,10 @@ fn check_model(model: &str) -> Result<(), ProviderError> {
 }
 
 impl ModelProvider for OpenAiProvider {
+    fn throttle(&self) -> Option<std::sync::Arc<crate::provider::transport::Throttle>> {
+        Some(std::sync::Arc::clone(&self.transport.throttle))
+    }
+
     fn kind(&self) -> ProviderKind {
         ProviderKind::OpenAi
     }

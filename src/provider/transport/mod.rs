@@ -30,7 +30,7 @@ pub use bounds::{CallBudget, CallLimits};
 pub use client::{client, endpoint_identity, error_chain, redirect_message, shown, shown_url};
 pub use redact::{Redactor, Secret};
 pub use retry::{Decision, Failure, RetryNotice, RetryPolicy, Tries, backoff_delay, retry_after};
-pub use throttle::{Lane, RateLimits, Slot, Throttle};
+pub use throttle::{Announcer, Lane, RateLimits, Slot, Throttle};
 
 use std::future::Future;
 use std::sync::Arc;
@@ -421,7 +421,7 @@ pub fn tell_lane(lane: &Lane, failure: &Failure) {
         }
         ErrorKind::Status { code, .. } if code >= 500 => lane.faltered(),
         ErrorKind::Stalled | ErrorKind::TimedOut => lane.faltered(),
-        ErrorKind::Quota { .. } => lane.quota(),
+        ErrorKind::Quota { .. } => lane.quota(&failure.error.message),
         _ => {}
     }
 }

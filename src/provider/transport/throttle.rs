@@ -71,12 +71,33 @@ pub struct RateLimits {
     pub history: Vec<LimitChange>,
 }
 
+/// Told of each rate-limit episode's start, once per episode: the line to
+/// say (`gemini-3.1-flash-lite: rate-limited (429); 32 → 25 calls at once`).
+pub type Announcer = Arc<dyn Fn(String) + Send + Sync>;
+
 /// The lanes of one transport, one per model, made on first use.
-#[derive(Debug)]
 pub struct Throttle {
     ceiling: usize,
     born: Instant,
     lanes: Mutex<HashMap<String, Arc<Lane>>>,
+    shared: Arc<Shared>,
+}
+
+/// What a throttle's lanes share: the first spent quota's message, and who
+/// is told of episodes (set once by the command that shows them).
+#[derive(Default)]
+struct Shared {
+    spent: Mutex<Option<String>>,
+    announcer: std::sync::OnceLock<Announcer>,
+}
+
+impl std::fmt::Debug for Throttle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Throttle")
+            .field("ceiling", &self.ceiling)
+            .field("lanes", &lock(&self.lanes).len())
+            .finish()
+    }
 }
 
 impl Throttle {
@@ -86,7 +107,27 @@ impl Throttle {
             ceiling: ceiling.max(1),
             born: Instant::now(),
             lanes: Mutex::new(HashMap::new()),
+            shared: Arc::new(Shared::default()),
         }
+    }
+
+    /// Says each episode's start to `announcer` (the first one set stays).
+    pub fn announce_to(&self, announcer: Announcer) {
+        let _ = self.shared.announcer.set(announcer);
+    }
+
+    /// The first spent quota a lane met, as its error said it.
+    pub fn spent(&self) -> Option<String> {
+        lock(&self.shared.spent).clone()
+    }
+
+    /// The most throttled lane's live limit, when one is below the ceiling.
+    pub fn lowest(&self) -> Option<Live> {
+        lock(&self.lanes)
+            .values()
+            .map(|lane| lane.live())
+            .filter(|live| live.limit < live.ceiling)
+            .min_by_key(|live| live.limit)
     }
 
     /// The lane of `model`.
@@ -95,7 +136,12 @@ impl Throttle {
         if let Some(lane) = lanes.get(model) {
             return Arc::clone(lane);
         }
-        let lane = Arc::new(Lane::new(model, self.ceiling, self.born));
+        let lane = Arc::new(Lane::new(
+            model,
+            self.ceiling,
+            self.born,
+            Arc::clone(&self.shared),
+        ));
         lanes.insert(model.to_string(), Arc::clone(&lane));
         lane
     }
@@ -113,13 +159,22 @@ impl Throttle {
 }
 
 /// One (endpoint, model)'s live limit and its slots.
-#[derive(Debug)]
 pub struct Lane {
     model: String,
     ceiling: usize,
     born: Instant,
     state: Mutex<LaneState>,
     freed: tokio::sync::Notify,
+    shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Lane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lane")
+            .field("model", &self.model)
+            .field("live", &self.live())
+            .finish()
+    }
 }
 
 #[derive(Debug)]
@@ -159,8 +214,9 @@ impl Drop for Slot {
 }
 
 impl Lane {
-    fn new(model: &str, ceiling: usize, born: Instant) -> Lane {
+    fn new(model: &str, ceiling: usize, born: Instant, shared: Arc<Shared>) -> Lane {
         Lane {
+            shared,
             model: model.to_string(),
             ceiling,
             born,
@@ -228,9 +284,17 @@ impl Lane {
         }
         state.episode_until = Some(now + cooldown);
         state.report.episodes += 1;
-        let cut = (state.limit * 4 / 5).clamp(1, state.limit.saturating_sub(1).max(1));
+        let was = state.limit;
+        let cut = (was * 4 / 5).clamp(1, was.saturating_sub(1).max(1));
         state.limit = cut;
         self.record(&mut state, now, LimitReason::RateLimit);
+        drop(state);
+        if let Some(announce) = self.shared.announcer.get() {
+            announce(format!(
+                "{}: rate-limited (429); {was} → {cut} calls at once (of {})",
+                self.model, self.ceiling
+            ));
+        }
         Some(cut)
     }
 
@@ -241,8 +305,10 @@ impl Lane {
         state.quiet_since = state.quiet_since.max(now);
     }
 
-    /// A spent quota, recorded once.
-    pub fn quota(&self) {
+    /// A spent quota (`message`: its error), recorded once; the throttle
+    /// keeps the first for whoever stops starting calls.
+    pub fn quota(&self, message: &str) {
+        lock(&self.shared.spent).get_or_insert_with(|| message.to_string());
         let mut state = lock(&self.state);
         let now = Instant::now();
         let said = state
@@ -345,6 +411,28 @@ mod tests {
             limits(&lane),
             [(25, LimitReason::RateLimit), (20, LimitReason::RateLimit)]
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn each_episode_is_announced_once() {
+        let throttle = Throttle::new(10);
+        let said = Arc::new(Mutex::new(Vec::new()));
+        let into = Arc::clone(&said);
+        throttle.announce_to(Arc::new(move |line| into.lock().unwrap().push(line)));
+        let lane = throttle.lane("m");
+        for _ in 0..5 {
+            lane.rate_limited(None);
+        }
+        tokio::time::advance(MIN_EPISODE).await;
+        lane.rate_limited(None);
+        assert_eq!(
+            *said.lock().unwrap(),
+            [
+                "m: rate-limited (429); 10 → 8 calls at once (of 10)",
+                "m: rate-limited (429); 8 → 6 calls at once (of 10)"
+            ]
+        );
+        assert_eq!(throttle.lowest().map(|live| live.limit), Some(6));
     }
 
     #[tokio::test(start_paused = true)]
@@ -465,13 +553,14 @@ mod tests {
     async fn a_quota_is_recorded_once_and_lanes_are_per_model() {
         let throttle = Throttle::new(4);
         let lane = throttle.lane("a");
-        lane.quota();
-        lane.quota();
+        lane.quota("spent");
+        lane.quota("spent again");
         throttle.lane("b");
         let reports = throttle.reports();
         assert_eq!(reports.len(), 1, "a lane with nothing to say is left out");
         assert_eq!(reports[0].model, "a");
         assert_eq!(limits(&lane), [(4, LimitReason::Quota)]);
+        assert_eq!(throttle.spent().as_deref(), Some("spent"), "the first kept");
         assert!(Arc::ptr_eq(&lane, &throttle.lane("a")));
     }
 }
