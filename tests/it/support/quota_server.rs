@@ -43,6 +43,10 @@ pub struct Counts {
     pub quota_refused: AtomicU64,
     pub in_flight: AtomicU64,
     pub max_in_flight: AtomicU64,
+    /// When the last request came, and the first quota refusal went, in
+    /// ms after the server started (0: none yet).
+    pub last_answer_ms: AtomicU64,
+    pub first_quota_ms: AtomicU64,
 }
 
 /// A token bucket: `rate` a second, holding at most `burst`.
@@ -99,6 +103,7 @@ impl Buckets {
 
 #[derive(Clone)]
 struct Stand {
+    started: Instant,
     limits: Limits,
     buckets: Arc<Mutex<Buckets>>,
     counts: Arc<Counts>,
@@ -126,6 +131,7 @@ impl QuotaServer {
         let base_url = format!("http://{}", listener.local_addr().unwrap());
         let counts = Arc::new(Counts::default());
         let stand = Stand {
+            started: Instant::now(),
             limits,
             buckets: Arc::new(Mutex::new(Buckets {
                 second: Bucket::new(limits.per_second, limits.per_second.max(1.0)),
@@ -199,20 +205,28 @@ async fn gemini(State(stand): State<Stand>) -> Response {
 async fn count(State(stand): State<Stand>) -> String {
     let c = &stand.counts;
     format!(
-        "answered {} rate_limited {} quota_refused {} max_in_flight {}\n",
+        "answered {} rate_limited {} quota_refused {} max_in_flight {} first_quota_ms {} last_request_ms {}\n",
         c.answered.load(Ordering::SeqCst),
         c.rate_limited.load(Ordering::SeqCst),
         c.quota_refused.load(Ordering::SeqCst),
         c.max_in_flight.load(Ordering::SeqCst),
+        c.first_quota_ms.load(Ordering::SeqCst),
+        c.last_answer_ms.load(Ordering::SeqCst),
     )
 }
 
 async fn answer(stand: Stand, dialect: Dialect) -> Response {
     let counts = &stand.counts;
+    let now_ms = (stand.started.elapsed().as_millis() as u64).max(1);
+    counts.last_answer_ms.store(now_ms, Ordering::SeqCst);
     if let Some(per_day) = stand.limits.per_day
         && counts.answered.load(Ordering::SeqCst) >= per_day
     {
         counts.quota_refused.fetch_add(1, Ordering::SeqCst);
+        let _ =
+            counts
+                .first_quota_ms
+                .compare_exchange(0, now_ms, Ordering::SeqCst, Ordering::SeqCst);
         return refused(dialect, true);
     }
     let room = stand.buckets.lock().unwrap().take();
