@@ -107,8 +107,25 @@ impl fmt::Display for Locale {
     }
 }
 
-/// The model used when neither `--model` nor `PROMPTLAB_MODEL` names one.
+/// The Gemini model used when neither `--model` nor `PROMPTLAB_MODEL` names one.
 pub const DEFAULT_MODEL: &str = "gemini-3.1-flash-lite";
+
+/// The model a turn asks for when none is named: `openai_model`
+/// (`OPENAI_MODEL`) for an OpenAI-compatible server, whose names differ from
+/// server to server so that no default fits them all (`None`: the caller
+/// must ask for one); [`DEFAULT_MODEL`] for every other provider.
+pub fn default_model(
+    provider: crate::provider::ProviderKind,
+    openai_model: Option<&str>,
+) -> Option<String> {
+    match provider {
+        crate::provider::ProviderKind::OpenAi => openai_model
+            .map(str::trim)
+            .filter(|name| !name.is_empty())
+            .map(str::to_string),
+        _ => Some(DEFAULT_MODEL.to_string()),
+    }
+}
 
 /// What shapes the system prompt, apart from the claim itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]

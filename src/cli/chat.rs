@@ -103,6 +103,8 @@ pub fn run(
     }
     let format = args.format.unwrap_or_else(default_format);
     let cache = args.cache.then_some(stores.cache_dir.as_path());
+    // Before the provider: a missing model is the first thing to fix.
+    let model = args.model.model_name()?;
     let (runner, replay) = args
         .model
         .turn_runner(registry, store, cache, &stores.tables)?;
@@ -122,7 +124,7 @@ pub fn run(
         provider_name: runner.provider_name(),
         claim,
         prompt: loaded.options,
-        model: args.model.model.clone(),
+        model,
         thinking_level: args.model.thinking_level,
         today: today_or_local(args.today),
         format,

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use clap::Args;
 
 use promptlab::chat::ThinkingLevel;
-use promptlab::chat::request::DEFAULT_MODEL;
 use std::time::Duration;
 
 use promptlab::provider::ModelProvider;
@@ -43,9 +42,10 @@ fn provider_kinds() -> impl clap::builder::TypedValueParser<Value = ProviderKind
 
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// The model the turn asks for.
-    #[arg(long, value_name = "NAME", env = "PROMPTLAB_MODEL", default_value = DEFAULT_MODEL)]
-    pub model: String,
+    /// The model the turn asks for [default: gemini-3.1-flash-lite; with
+    /// --provider openai, OPENAI_MODEL, else none].
+    #[arg(long, value_name = "NAME", env = "PROMPTLAB_MODEL")]
+    pub model: Option<String>,
     /// Thinking level when the quick action sets none: minimal, low, medium or high.
     #[arg(
         long,
@@ -143,6 +143,24 @@ impl From<Arc<dyn ModelProvider>> for BuiltProvider {
 }
 
 impl ModelArgs {
+    /// The model the turn asks for: `--model`, else the provider's default
+    /// (`OPENAI_MODEL` for `--provider openai`); exit 2 when there is none.
+    pub fn model_name(&self) -> Result<String, CliError> {
+        if let Some(model) = self.model.as_deref().filter(|m| !m.trim().is_empty()) {
+            return Ok(model.to_string());
+        }
+        let openai_model = std::env::var("OPENAI_MODEL").ok();
+        promptlab::chat::request::default_model(self.provider, openai_model.as_deref()).ok_or_else(
+            || {
+                CliError::usage(format!(
+                    "--provider {} needs --model NAME (or OPENAI_MODEL): an OpenAI-compatible \
+                     server has no default model",
+                    self.provider.name()
+                ))
+            },
+        )
+    }
+
     /// The provider these flags choose.
     pub fn build_provider(&self, tables: &Tables) -> Result<BuiltProvider, CliError> {
         let mut replay = None;

@@ -85,6 +85,7 @@ pub fn run(
     let registry = PromptRegistry::embedded();
     // `--max-concurrent` is each model's ceiling of calls at once (SPEC §14).
     args.model.max_concurrency = Some(usize::from(args.max_concurrent));
+    let default_model = args.model.model_name()?;
     let mut built = args.model.build_provider(&stores.tables)?;
     built.provider = super::model::with_cache(built.provider, args.cache, &stores.cache_dir);
     let ctx = TurnContext {
@@ -93,7 +94,7 @@ pub fn run(
         provider: built.provider.clone(),
     };
     let defaults = RequestDefaults {
-        model: args.model.model.clone(),
+        model: default_model,
         thinking_level: args.model.thinking_level,
         today: args.today,
     };

@@ -127,6 +127,8 @@ fn a_bad_base_url_is_refused_naming_the_variable() {
                 "chat",
                 "--provider",
                 "openai",
+                "--model",
+                "gpt-5-mini",
                 "--claim-id",
                 "CLM-HH-0001",
                 "--no-record",
@@ -151,6 +153,8 @@ fn openai_itself_needs_a_key() {
         "chat",
         "--provider",
         "openai",
+        "--model",
+        "gpt-5-mini",
         "--claim-id",
         "CLM-HH-0001",
         "--no-record",
@@ -407,4 +411,45 @@ fn an_answer_cut_at_its_limit_without_usage_is_unreported_not_zero() {
         "{footer}"
     );
     assert!(footer.get("costUsd").is_none(), "unknown, not $0: {footer}");
+}
+
+/// `chat --provider openai` without `--model`, its environment set by `envs`.
+fn chat_without_model(server: &TestServer, runs: &Path, envs: &[(&str, &str)]) -> Run {
+    let mut command = promptlab();
+    command
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url))
+        .env("PROMPTLAB_RUNS_DIR", runs)
+        .envs(envs.iter().copied())
+        .args(["chat", "--provider", "openai", "--claim-id", "CLM-HH-0001"])
+        .args(["--format", "ndjson", "Is it covered?"]);
+    run_command(&mut command)
+}
+
+#[test]
+fn openai_without_a_model_takes_openai_model_else_exits_2_naming_the_flag() {
+    let server = TestServer::start(vec![Box::new(|_: &RecordedRequest| {
+        Reply::stream(text_reply("Covered."))
+    })]);
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat_without_model(&server, runs.path(), &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--model") && out.stderr.contains("OPENAI_MODEL"),
+        "names the flag and the variable: {}",
+        out.stderr
+    );
+    assert!(
+        server.requests().is_empty(),
+        "nothing is sent without a model"
+    );
+
+    let out = chat_without_model(&server, runs.path(), &[("OPENAI_MODEL", "qwen3:8b")]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].json()["model"],
+        "qwen3:8b",
+        "OPENAI_MODEL is sent"
+    );
 }

@@ -493,8 +493,16 @@ fn plan(
     let mut suite = LoadedSuite::load(&settings.suite, registry)?;
     add_override_variants(&mut suite, &settings.overrides)?;
     select_variants(&mut suite, &settings.variants)?;
+    // A suite whose every variant names its model needs no default.
+    let every_variant_named =
+        !suite.suite.variants.is_empty() && suite.suite.variants.iter().all(|v| v.model.is_some());
+    let default_model = match settings.model.model_name() {
+        Ok(model) => model,
+        Err(_) if every_variant_named => String::new(),
+        Err(error) => return Err(error),
+    };
     let defaults = ModelSettings {
-        model: settings.model.model.clone(),
+        model: default_model,
         thinking_level: settings.model.thinking_level,
         forced: false,
         provider: None,
