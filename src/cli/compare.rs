@@ -60,7 +60,7 @@ pub struct CompareArgs {
     /// The baseline, by one precedence rule: an existing path (a folder of run logs, or an
     /// override file or folder, compared by its fingerprint in --runs-dir); an eval run
     /// (`ev-…`, a unique prefix is enough); `last` or `last~N` (the newest eval run of
-    /// --suite, or N before it); a prompt fingerprint — whole, or a unique prefix of 6 hex
+    /// --suite, by default the newest run's suite, or N before it); a prompt fingerprint — whole, or a unique prefix of 6 hex
     /// characters or more of one recorded in --runs-dir. An argument that could be two of
     /// these is an error (`./NAME` is the path). `@VARIANT` after it takes one variant
     /// (`runs/models@lite-low`).
@@ -134,9 +134,9 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     };
     let a = load_set(&args.a, runs_dir, &filter, registry)?;
     let b = load_set(&args.b, runs_dir, &filter, registry)?;
-    let mut notes: Vec<&String> = a.notes.iter().chain(&b.notes).collect();
-    notes.dedup();
-    for note in notes {
+    // Both sides may say the same (the index scanned, the suite chosen): once.
+    let mut said = std::collections::BTreeSet::new();
+    for note in a.notes.iter().chain(&b.notes).filter(|n| said.insert(*n)) {
         promptlab::text::eprintln_or_drop!("{}", promptlab::sink::printable(note));
     }
     let criterion = criterion(&args)?;

@@ -51,11 +51,15 @@ pub struct ListArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  promptlab evals show ev-3f9a0c12b4\n  promptlab evals show ev-3f9a --json | jq '.failures'"
+    after_help = "Examples:\n  promptlab evals show ev-3f9a0c12b4\n  promptlab evals show last~1\n  promptlab evals show ev-3f9a --json | jq '.failures'"
 )]
 pub struct ShowArgs {
-    /// The eval run: `ev-` and its id, or a unique prefix of it.
+    /// The eval run: `ev-` and its id, or a unique prefix of it; or `last`
+    /// or `last~N` (the newest eval run of --suite, or N before it).
     pub id: String,
+    /// The suite `last`/`last~N` count in [default: the newest eval run's].
+    #[arg(long, value_name = "NAME")]
+    pub suite: Option<String>,
     /// Print as JSON: the run, its summary records and its failures.
     #[arg(long)]
     pub json: bool,
@@ -63,12 +67,12 @@ pub struct ShowArgs {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  promptlab evals trend --suite smoke\n  promptlab evals trend --suite regression --last 50 --json"
+    after_help = "Examples:\n  promptlab evals trend\n  promptlab evals trend --suite regression --last 50 --json"
 )]
 pub struct TrendArgs {
-    /// The suite.
+    /// The suite [default: the newest eval run's].
     #[arg(long, value_name = "NAME")]
-    pub suite: String,
+    pub suite: Option<String>,
     /// The newest N eval runs of it.
     #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
     pub last: u32,
@@ -127,6 +131,52 @@ pub fn resolve_eval_run(index: &RunIndex, spec: &str) -> Result<String, CliError
             ids.join(", ")
         ))),
     }
+}
+
+/// `--suite`, else the newest eval run's suite, said on stderr (`None`: no
+/// eval run is recorded).
+pub fn suite_or_latest(index: &RunIndex, suite: Option<&str>) -> Result<Option<String>, CliError> {
+    if let Some(suite) = suite {
+        return Ok(Some(suite.to_string()));
+    }
+    let latest = index.latest_suite().map_err(CliError::failed)?;
+    if let Some(suite) = &latest {
+        let note = promptlab::compare::sides::latest_suite_note(suite);
+        promptlab::text::eprintln_or_drop!("{}", printable(&note));
+    }
+    Ok(latest)
+}
+
+/// The eval run `evals show` names: `last`/`last~N` of `--suite` (else of
+/// the newest run's suite), or an id or a unique prefix of one.
+fn shown_eval_run(index: &RunIndex, args: &ShowArgs) -> Result<String, CliError> {
+    use promptlab::runs::version::{Side, side_kinds};
+    let back = side_kinds(&args.id)
+        .into_iter()
+        .find_map(|kind| match kind {
+            Side::Last(back) => Some(back),
+            _ => None,
+        });
+    let Some(back) = back else {
+        return resolve_eval_run(index, &args.id);
+    };
+    let no_run = || {
+        CliError::usage(format!(
+            "no eval run is recorded in `{}` (see `promptlab evals list`)",
+            index.root().display()
+        ))
+    };
+    let suite = suite_or_latest(index, args.suite.as_deref())?.ok_or_else(no_run)?;
+    let runs = index.eval_runs_of(&suite).map_err(CliError::failed)?;
+    runs.get(back as usize).cloned().ok_or_else(|| {
+        CliError::usage(format!(
+            "`{}`: suite {} has {} eval runs recorded in `{}`",
+            args.id,
+            printable(&suite),
+            runs.len(),
+            index.root().display()
+        ))
+    })
 }
 
 const LIST_HEADER: [&str; 9] = [
@@ -223,7 +273,7 @@ pub fn local_time(time: DateTime<Utc>) -> String {
 }
 
 fn show(index: &RunIndex, args: &ShowArgs) -> Result<Exit, CliError> {
-    let id = resolve_eval_run(index, &args.id)?;
+    let id = shown_eval_run(index, args)?;
     let shown = index
         .detail(&id)
         .map_err(CliError::failed)?

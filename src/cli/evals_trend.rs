@@ -1,4 +1,4 @@
-//! `promptlab evals trend --suite NAME`: each variant's pass rate across
+//! `promptlab evals trend [--suite NAME]`: each variant's pass rate across
 //! the suite's newest eval runs, oldest first, as a terminal sparkline (and
 //! JSON), from the run index.
 
@@ -13,8 +13,16 @@ use super::evals::{TrendArgs, local_time, rate};
 use super::output::write_json;
 
 pub fn trend(index: &RunIndex, args: &TrendArgs) -> Result<Exit, CliError> {
+    let Some(suite) = super::evals::suite_or_latest(index, args.suite.as_deref())? else {
+        writeln!(
+            std::io::stdout().lock(),
+            "no eval runs recorded in `{}`",
+            index.root().display()
+        )?;
+        return Ok(Exit::Success);
+    };
     let mut runs = index
-        .eval_runs(Some(&args.suite), None, args.last as usize)
+        .eval_runs(Some(&suite), None, args.last as usize)
         .map_err(CliError::failed)?;
     runs.reverse();
     let mut names: Vec<String> = runs
@@ -43,7 +51,7 @@ pub fn trend(index: &RunIndex, args: &TrendArgs) -> Result<Exit, CliError> {
         })
         .collect();
     let trend = Trend {
-        suite: args.suite.clone(),
+        suite,
         runs: runs
             .iter()
             .map(|run| TrendRun {

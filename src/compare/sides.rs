@@ -57,23 +57,7 @@ pub fn resolve_spec(
                 ))),
             }
         }),
-        Side::Last(back) => {
-            let Some(suite) = filter.suite.clone() else {
-                return Err(CompareError::EvalRun(format!(
-                    "`{spec}` names an eval run of a suite: give --suite NAME"
-                )));
-            };
-            eval_run_side(runs_dir, |index| {
-                let runs = index.eval_runs_of(&suite)?;
-                runs.get(back as usize).cloned().ok_or_else(|| {
-                    CompareError::EvalRun(format!(
-                        "`{spec}`: suite {suite} has {} eval runs recorded in `{}`",
-                        runs.len(),
-                        runs_dir.display()
-                    ))
-                })
-            })
-        }
+        Side::Last(back) => last_run_side(spec, back, runs_dir, filter),
         Side::Path(_) | Side::Fingerprint(_) => {
             // Override files and fingerprints (runs::version's rule).
             let fingerprint = fingerprint_for(spec, runs_dir, registry)?
@@ -91,6 +75,53 @@ pub fn resolve_spec(
             })
         }
     }
+}
+
+/// `last` / `last~N`: the newest eval run of `--suite`, else of the newest
+/// eval run's suite (said in a note), or the one N before it.
+fn last_run_side(
+    spec: &str,
+    back: u32,
+    runs_dir: &Path,
+    filter: &RunFilter,
+) -> Result<Resolved, CompareError> {
+    let mut chosen = None;
+    let mut resolved = eval_run_side(runs_dir, |index| {
+        let suite = match filter.suite.clone() {
+            Some(suite) => suite,
+            None => {
+                let suite = index.latest_suite()?.ok_or_else(|| {
+                    CompareError::EvalRun(format!(
+                        "`{spec}`: no eval run is recorded in `{}`",
+                        runs_dir.display()
+                    ))
+                })?;
+                chosen = Some(suite.clone());
+                suite
+            }
+        };
+        let runs = index.eval_runs_of(&suite)?;
+        runs.get(back as usize).cloned().ok_or_else(|| {
+            CompareError::EvalRun(format!(
+                "`{spec}`: suite {suite} has {} eval runs recorded in `{}`",
+                runs.len(),
+                runs_dir.display()
+            ))
+        })
+    })?;
+    if let Some(suite) = chosen {
+        resolved.notes.push(latest_suite_note(&suite));
+    }
+    Ok(resolved)
+}
+
+/// Said when `last`/`last~N` or `evals trend` take the newest eval run's
+/// suite because no `--suite` names one.
+pub fn latest_suite_note(suite: &str) -> String {
+    format!(
+        "suite {}: the newest eval run's (--suite NAME for another)",
+        crate::text::quote(suite)
+    )
 }
 
 /// An eval run's turns, exactly: `pick` names the run from the index (or

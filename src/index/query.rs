@@ -96,6 +96,19 @@ impl RunIndex {
         )
     }
 
+    /// The suite of the newest eval run: what `last`, `last~N` and `evals
+    /// trend` mean when no `--suite` is given (`None`: no eval run yet).
+    pub fn latest_suite(&self) -> Result<Option<String>, IndexError> {
+        let db = self.lock();
+        db.query_row(
+            "SELECT suite FROM eval_runs ORDER BY started_ns DESC, id DESC LIMIT 1",
+            [],
+            |row| row.get(0),
+        )
+        .optional()
+        .map_err(|e| self.error(e))
+    }
+
     pub(super) fn strings(
         &self,
         sql: &str,

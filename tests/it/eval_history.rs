@@ -174,8 +174,8 @@ fn bad_eval_run_names_are_precise_errors() {
             "error: `ev-abcdef` matches 2 eval runs: ev-abcdef0001, ev-abcdef0002; give more of it\n",
         ),
         (
-            &["compare", "last~1", "last"],
-            "error: `last~1` names an eval run of a suite: give --suite NAME\n",
+            &["evals", "show", "last~2"],
+            "error: `last~2`: suite ids has 2 eval runs recorded in",
         ),
         (
             &["compare", "last~5", "last", "--suite", "ids"],
@@ -238,6 +238,62 @@ fn compare_pairs_exactly_the_turns_of_two_eval_runs_named_by_id_or_last() {
     assert_eq!(
         out.stderr,
         "error: `last` could name an existing path or `last~N` (an eval run of --suite); write `./last` for the path\n"
+    );
+}
+
+#[test]
+fn last_and_trend_take_the_newest_run_s_suite_when_no_suite_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let (runs, _, _) = history(dir.path());
+    let said = "suite ids: the newest eval run's (--suite NAME for another)\n";
+    for (spec, wanted) in [("last", "ev-abcdef0002"), ("last~1", "ev-abcdef0001")] {
+        let out = run_command(in_runs(&runs).args(["evals", "show", spec, "--json"]));
+        assert_eq!(out.code, 0, "{spec}: {}", out.stderr);
+        let shown: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(shown["run"]["id"], wanted, "{spec}");
+        assert_eq!(out.stderr, said, "{spec}: the suite is named");
+    }
+    let out = run_command(in_runs(&runs).args(["evals", "trend", "--json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let trend: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(trend["suite"], "ids");
+    assert_eq!(trend["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(out.stderr, said);
+
+    let out = run_command(in_runs(&runs).args(["compare", "last~1", "last", "--format", "json"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let report: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(report["pairs"].as_array().unwrap().len(), 8);
+    assert_eq!(
+        report["a"]["source"]
+            .as_str()
+            .map(|a| a.starts_with("eval run ev-abcdef0001 ")),
+        Some(true)
+    );
+    assert_eq!(
+        out.stderr.matches("suite ids: the newest").count(),
+        1,
+        "said once: {}",
+        out.stderr
+    );
+
+    // An explicit --suite is taken as given, and not said.
+    let out = run_command(in_runs(&runs).args(["evals", "show", "last", "--suite", "other"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("suite other has 0 eval runs"),
+        "{}",
+        out.stderr
+    );
+    // A folder without eval runs has no `last`.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = run_command(in_runs(&empty).args(["evals", "show", "last"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no eval run is recorded"),
+        "{}",
+        out.stderr
     );
 }
 
