@@ -176,3 +176,43 @@ fn the_check_sees_raw_html_and_split_rows() {
     let text = rendered["text"].as_str().unwrap();
     assert!(!text.contains("pipe"), "the pipe split the cell: {text}");
 }
+
+#[test]
+fn the_tag_table_counts_a_tag_s_errored_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "ok.yaml",
+        "turns:\n  - text: The excess is £350.\n",
+    );
+    write(dir.path(), "broken.yaml", "turns:\n  - error: overloaded\n");
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: tagged\nrepeats: 2\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\ncases:\n\
+         \x20 - {name: fine, tags: [steady], message: What is the excess?, script: ok.yaml, expect: {answerContains: £350}}\n\
+         \x20 - {name: down, tags: [flaky], message: What is the excess?, script: broken.yaml, expect: {answerContains: £350}}\n",
+    );
+    let summary = dir.path().join("summary.md");
+    eval(
+        dir.path(),
+        &suite,
+        "runs",
+        &["--markdown-summary", summary.to_str().unwrap()],
+    );
+    let markdown = std::fs::read_to_string(&summary).unwrap();
+    assert!(
+        markdown.contains(
+            "| tag | variant | passed | errors | pass rate (95% CI) |\n|---|---|---|---|---|\n"
+        ),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| `flaky` | default | 0/0 | 4 | 0.0% (0–49%) |\n"),
+        "the 4 errored turns are counted, not a bare 0/0:\n{markdown}"
+    );
+    assert!(
+        markdown.contains("| `steady` | default | 4/4 | 0 | 100.0% ("),
+        "{markdown}"
+    );
+}

@@ -56,8 +56,9 @@ pub fn tag_markdown(tags: &[TagSummary]) -> String {
     if tags.is_empty() {
         return String::new();
     }
-    let mut md =
-        String::from("\n| tag | variant | passed | pass rate (95% CI) |\n|---|---|---|---|\n");
+    let mut md = String::from(
+        "\n| tag | variant | passed | errors | pass rate (95% CI) |\n|---|---|---|---|---|\n",
+    );
     for tag in tags {
         let rate = match (tag.pass_rate, tag.pass_rate_interval) {
             (Some(rate), Some((low, high))) => format!(
@@ -69,12 +70,15 @@ pub fn tag_markdown(tags: &[TagSummary]) -> String {
             (Some(rate), None) => format!("{:.1}%", rate * 100.0),
             _ => "–".to_string(),
         };
+        // Errored turns are judged neither way: without their count, a tag
+        // whose every turn errored would read `0/0` and look untested.
         md.push_str(&format!(
-            "| {} | {} | {}/{} | {rate} |\n",
+            "| {} | {} | {}/{} | {} | {rate} |\n",
             code_in_table(&tag.tag, CELL_CHARS),
             inline(&tag.variant, CELL_CHARS),
             tag.passed,
-            tag.passed + tag.failed
+            tag.passed + tag.failed,
+            tag.errors
         ));
     }
     md
