@@ -177,6 +177,7 @@ fn make_eval_logs(dir: &std::path::Path, count: usize) {
             case: format!("case-{:02}", place % 20),
             sample: 1,
             eval_run: Some(eval_run.clone()),
+            tags: Vec::new(),
         });
         header.claim.as_mut().unwrap().id = format!("CLM-BENCH-{:04}", place / 20);
         let mut footer = template.footer.clone().unwrap();

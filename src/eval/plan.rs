@@ -242,6 +242,7 @@ impl EvalPlan {
             case: self.suite.suite.cases[spec.case].name.clone(),
             sample: spec.sample,
             eval_run: Some(self.eval_run.clone()),
+            tags: self.suite.suite.cases[spec.case].tags.clone(),
         }
     }
 

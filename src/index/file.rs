@@ -245,6 +245,7 @@ fn connect(path: &Path) -> rusqlite::Result<Connection> {
     let db = Connection::open_with_flags(path, flags)?;
     db.busy_timeout(BUSY_TIMEOUT)?;
     db.execute_batch("PRAGMA synchronous = NORMAL")?;
+    super::schema::leave_keys_unenforced(&db)?;
     Ok(db)
 }
 

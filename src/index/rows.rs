@@ -47,6 +47,9 @@ pub struct TurnRow {
     pub rescored: bool,
     /// A replay's: the turn it replayed (it has no suite or eval run).
     pub replay_of: Option<String>,
+    /// The case's tags as a JSON array (`["grounding"]`), which Datasette
+    /// and sqlite-utils read as JSON; null for a turn without tags.
+    pub tags: Option<String>,
 }
 
 impl TurnRow {
@@ -92,6 +95,11 @@ impl TurnRow {
             eval_run: header.labels.as_ref().and_then(|l| l.eval_run.clone()),
             rescored,
             replay_of: view.replay_of().map(str::to_string),
+            tags: header
+                .labels
+                .as_ref()
+                .filter(|l| !l.tags.is_empty())
+                .and_then(|l| serde_json::to_string(&l.tags).ok()),
         }
     }
 
@@ -102,9 +110,9 @@ impl TurnRow {
             "INSERT OR REPLACE INTO turns (path, folder, turn_id, started_at, started_ns, claim, fingerprint,
              variant, model, provider, status, suite, \"case\", sample, verdict, failures, errored,
              input_tokens, output_tokens, cache_read_tokens, usage_unreported, thinking_tokens,
-             cost_usd, latency_ms, cached, eval_run, rescored, replay_of)
+             cost_usd, latency_ms, cached, eval_run, rescored, replay_of, tags)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-             ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28)",
+             ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
         )?
         .execute(params![
             self.path,
@@ -135,6 +143,7 @@ impl TurnRow {
             self.eval_run,
             self.rescored,
             self.replay_of,
+            self.tags,
         ])?;
         if let (Some(eval_run), Some(suite)) = (&self.eval_run, &self.suite) {
             let ended = self.started_ns.saturating_add(

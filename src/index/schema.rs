@@ -7,10 +7,11 @@ use rusqlite::Connection;
 
 use super::file::APPLICATION_ID;
 
-/// Bumped once whenever a table changes; an index of another version is
-/// rebuilt. Version 1 kept it in a `schema_version` table, and had no
-/// application id.
-pub const SCHEMA_VERSION: i64 = 2;
+/// Bumped once whenever a table or view changes; an index of another
+/// version is rebuilt. Version 1 kept it in a `schema_version` table, and
+/// had no application id; version 3 added `turns.tags`, the foreign keys and
+/// the views.
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// The tables of an index of schema 1, sorted: how one is known without
 /// an application id.
@@ -53,9 +54,10 @@ CREATE TABLE turns (
     cost_usd REAL,
     latency_ms INTEGER,
     cached INTEGER NOT NULL,
-    eval_run TEXT,
+    eval_run TEXT REFERENCES eval_runs (id),
     rescored INTEGER NOT NULL,
-    replay_of TEXT
+    replay_of TEXT,
+    tags TEXT
 );
 CREATE INDEX turns_by_start ON turns (started_ns DESC, path);
 CREATE INDEX turns_by_verdict ON turns (verdict, started_ns DESC);
@@ -77,7 +79,7 @@ CREATE TABLE eval_runs (
 CREATE INDEX eval_runs_by_start ON eval_runs (suite, started_ns DESC);
 CREATE TABLE eval_summaries (
     file TEXT PRIMARY KEY,
-    eval_run TEXT NOT NULL,
+    eval_run TEXT NOT NULL REFERENCES eval_runs (id),
     kind TEXT NOT NULL,
     shard TEXT,
     planned INTEGER NOT NULL,
@@ -90,7 +92,7 @@ CREATE TABLE eval_summaries (
 );
 CREATE INDEX eval_summaries_by_run ON eval_summaries (eval_run);
 CREATE TABLE eval_run_turns (
-    eval_run TEXT NOT NULL,
+    eval_run TEXT NOT NULL REFERENCES eval_runs (id),
     turn_id TEXT NOT NULL,
     borrowed INTEGER NOT NULL,
     PRIMARY KEY (eval_run, turn_id)
@@ -99,11 +101,71 @@ CREATE TABLE folders (
     name TEXT PRIMARY KEY,
     stamp TEXT NOT NULL
 );
+CREATE VIEW eval_run_members AS
+SELECT t.eval_run AS eval_run, t.path AS path FROM turns t
+    WHERE t.eval_run IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM eval_run_turns e WHERE e.eval_run = t.eval_run)
+UNION ALL
+SELECT e.eval_run, t.path FROM eval_run_turns e JOIN turns t ON t.turn_id = e.turn_id
+    WHERE t.path = (SELECT min(path) FROM turns u WHERE u.turn_id = e.turn_id);
+CREATE VIEW eval_run_overview AS
+SELECT r.id AS eval_run,
+    r.suite AS suite,
+    strftime('%Y-%m-%dT%H:%M:%S', r.started_ns / 1000000000, 'unixepoch')
+        || printf('.%03dZ', r.started_ns % 1000000000 / 1000000) AS started_at,
+    strftime('%Y-%m-%dT%H:%M:%S', r.ended_ns / 1000000000, 'unixepoch')
+        || printf('.%03dZ', r.ended_ns % 1000000000 / 1000000) AS ended_at,
+    count(t.path) AS turns,
+    count(CASE WHEN t.verdict = 'pass' THEN 1 END) AS passed,
+    count(CASE WHEN t.verdict = 'fail' THEN 1 END) AS failed,
+    count(CASE WHEN t.verdict = 'error' THEN 1 END) AS errored,
+    round(1.0 * count(CASE WHEN t.verdict = 'pass' THEN 1 END)
+        / nullif(count(CASE WHEN t.verdict IN ('pass', 'fail') THEN 1 END), 0), 4) AS pass_rate,
+    sum(t.cost_usd) AS known_cost_usd,
+    count(t.path) - count(t.cost_usd) AS turns_cost_unknown
+FROM eval_runs r
+LEFT JOIN eval_run_members m ON m.eval_run = r.id
+LEFT JOIN turns t ON t.path = m.path
+GROUP BY r.id;
+CREATE VIEW turn_overview AS
+SELECT t.turn_id AS turn_id,
+    strftime('%Y-%m-%dT%H:%M:%S', t.started_ns / 1000000000, 'unixepoch')
+        || printf('.%03dZ', t.started_ns % 1000000000 / 1000000) AS started_at,
+    t.eval_run AS eval_run,
+    t.suite AS suite,
+    t.\"case\" AS \"case\",
+    t.claim AS claim,
+    t.variant AS variant,
+    t.sample AS sample,
+    t.model AS model,
+    t.provider AS provider,
+    t.fingerprint AS fingerprint,
+    t.status AS status,
+    t.verdict AS verdict,
+    t.failures AS failures,
+    t.tags AS tags,
+    t.cost_usd AS cost_usd,
+    t.latency_ms AS latency_ms,
+    t.input_tokens AS input_tokens,
+    t.output_tokens AS output_tokens,
+    t.path AS path
+FROM turns t;
 ";
 
+/// Turns off the enforcing of foreign keys on a connection (the bundled
+/// SQLite enforces them by default). The tables declare their keys for
+/// readers (Datasette links them, sqlite-utils lists them), but the index is
+/// caught up in any order — a summary's members may be listed before their
+/// logs are read, and rows of removed logs go — so a key may dangle for a
+/// while, and a cache must never refuse a row for it.
+pub fn leave_keys_unenforced(db: &Connection) -> rusqlite::Result<()> {
+    db.execute_batch("PRAGMA foreign_keys = OFF")
+}
+
 /// Makes the tables in an empty database, and marks it as promptlab's
-/// index of this version.
+/// index of this version; its connection leaves the keys unenforced.
 pub fn create(db: &Connection) -> rusqlite::Result<()> {
+    leave_keys_unenforced(db)?;
     db.execute_batch(&format!(
         "PRAGMA application_id = {APPLICATION_ID}; PRAGMA user_version = {SCHEMA_VERSION};"
     ))?;

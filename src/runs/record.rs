@@ -207,6 +207,10 @@ pub struct RunLabels {
     /// schema 1, written before eval runs had ids.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eval_run: Option<String>,
+    /// The case's tags, as the suite gives them: recorded so that the run
+    /// index can break verdicts down by tag without the suite at hand.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
 }
 
 /// A turn's assembled prompt: the inline `prompt` record of logs of schema

@@ -127,7 +127,7 @@ fn the_index_answers_runs_list_exactly_as_a_scan_and_opens_in_sqlite3() {
         run_logs_under(&runs).len()
     );
     assert_eq!(count(&db, "SELECT count(*) FROM eval_runs"), 2);
-    assert_eq!(count(&db, "PRAGMA user_version"), 2);
+    assert_eq!(count(&db, "PRAGMA user_version"), 3);
     assert_eq!(count(&db, "PRAGMA application_id"), 0x706c_6162);
     // SQLite's own shell reads the history: the reference nobody here wrote.
     let Ok(shell) = Command::new("sqlite3")
@@ -366,18 +366,18 @@ fn an_index_of_another_version_or_with_other_tables_is_rebuilt_with_a_note() {
     let (before, _) = list(&mut in_runs(&runs), &[]);
     let index = runs.join("index.sqlite");
     db(&runs)
-        .execute_batch("PRAGMA user_version = 3; DELETE FROM turns WHERE verdict = 'fail';")
+        .execute_batch("PRAGMA user_version = 4; DELETE FROM turns WHERE verdict = 'fail';")
         .unwrap();
     let (after, stderr) = list(&mut in_runs(&runs), &[]);
     assert_eq!(after, before, "{stderr}");
     assert_eq!(
         stderr,
         format!(
-            "`{}` was made by a newer promptlab (index schema 3; this one keeps 2): rebuilt from the run logs\n",
+            "`{}` was made by a newer promptlab (index schema 4; this one keeps 3): rebuilt from the run logs\n",
             index.display()
         )
     );
-    assert_eq!(count(&db(&runs), "PRAGMA user_version"), 2);
+    assert_eq!(count(&db(&runs), "PRAGMA user_version"), 3);
     for damage in [
         "ALTER TABLE turns DROP COLUMN rescored",
         "CREATE TABLE extra (x INTEGER)",
@@ -689,4 +689,139 @@ fn an_unreadable_log_is_named_on_every_listing_not_only_the_first() {
             "{stderr}"
         );
     }
+}
+
+/// `sqlite3 -readonly -json` over the runs folder's index: the rows `sql`
+/// gives, or `None` (skipped) without SQLite's shell outside CI.
+fn sqlite3_json(runs: &Path, sql: &str) -> Option<Vec<Value>> {
+    let Ok(shell) = Command::new("sqlite3")
+        .args(["-readonly", "-json"])
+        .arg(runs.join("index.sqlite"))
+        .arg(sql)
+        .output()
+    else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "CI must install sqlite3 (.ci/run)"
+        );
+        eprintln!("skipped the sqlite3 check: no sqlite3 (apt-get install sqlite3)");
+        return None;
+    };
+    assert!(
+        shell.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&shell.stderr)
+    );
+    let text = String::from_utf8(shell.stdout).unwrap();
+    // The shell prints nothing at all for no rows.
+    Some(if text.trim().is_empty() {
+        Vec::new()
+    } else {
+        serde_json::from_str(&text).unwrap()
+    })
+}
+
+#[test]
+fn the_views_give_eval_runs_and_turns_with_iso_times_verdicts_and_tags() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    write(
+        dir.path(),
+        "ok.yaml",
+        "turns:\n  - text: The excess is £350.\n",
+    );
+    write(
+        dir.path(),
+        "wrong.yaml",
+        "turns:\n  - text: I could not find it.\n",
+    );
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: ids\nclaims: {ids: [CLM-HH-0001, CLM-MTR-0002]}\ndefaults: {today: 2026-11-30}\ncases:\n\
+         \x20 - {name: excess, tags: [grounding], message: What is the excess?, script: ok.yaml, expect: {answerContains: excess}}\n\
+         \x20 - {name: amount, tags: [grounding, money], message: How much?, script: wrong.yaml, expect: {answerContains: £350}}\n",
+    );
+    eval(&runs, &suite, &["--eval-run", "ev-0000000001"]);
+    list(&mut in_runs(&runs), &[]);
+
+    let Some(runs_view) = sqlite3_json(&runs, "SELECT * FROM eval_run_overview") else {
+        return;
+    };
+    assert_eq!(runs_view.len(), 1, "{runs_view:?}");
+    let run = &runs_view[0];
+    for (column, wanted) in [
+        ("eval_run", serde_json::json!("ev-0000000001")),
+        ("suite", serde_json::json!("ids")),
+        ("turns", serde_json::json!(4)),
+        ("passed", serde_json::json!(2)),
+        ("failed", serde_json::json!(2)),
+        ("errored", serde_json::json!(0)),
+        ("pass_rate", serde_json::json!(0.5)),
+        ("known_cost_usd", serde_json::json!(0.0)),
+        ("turns_cost_unknown", serde_json::json!(0)),
+    ] {
+        assert_eq!(run[column], wanted, "{column}: {run}");
+    }
+    let iso = |text: &Value| {
+        let text = text.as_str().unwrap_or_default();
+        chrono::DateTime::parse_from_rfc3339(text).is_ok()
+            && text.len() == 24
+            && text.ends_with('Z')
+    };
+    assert!(iso(&run["started_at"]) && iso(&run["ended_at"]), "{run}");
+
+    let turns = sqlite3_json(
+        &runs,
+        "SELECT path, started_at, verdict, tags, \"case\" FROM turn_overview ORDER BY path",
+    )
+    .unwrap();
+    assert_eq!(turns.len(), 4);
+    for turn in &turns {
+        let log =
+            promptlab::runs::read_run_log(&runs.join(turn["path"].as_str().unwrap())).unwrap();
+        let started = log
+            .header
+            .started_at
+            .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+            .to_string();
+        assert_eq!(
+            turn["started_at"],
+            started.as_str(),
+            "the log's time to the millisecond"
+        );
+        let (verdict, tags) = match turn["case"].as_str().unwrap() {
+            "excess" => ("pass", r#"["grounding"]"#),
+            _ => ("fail", r#"["grounding","money"]"#),
+        };
+        assert_eq!(turn["verdict"], verdict, "{turn}");
+        assert_eq!(turn["tags"], tags, "{turn}");
+    }
+
+    let keys = sqlite3_json(
+        &runs,
+        "SELECT t.name AS child, k.\"from\" AS column_name, k.\"table\" AS parent, k.\"to\" AS key \
+         FROM sqlite_master t, pragma_foreign_key_list(t.name) k WHERE t.type = 'table' ORDER BY 1, 2",
+    )
+    .unwrap();
+    let keys: Vec<String> = keys
+        .iter()
+        .map(|k| {
+            format!(
+                "{}.{} → {}.{}",
+                k["child"], k["column_name"], k["parent"], k["key"]
+            )
+            .replace('"', "")
+        })
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "eval_run_turns.eval_run → eval_runs.id",
+            "eval_summaries.eval_run → eval_runs.id",
+            "turns.eval_run → eval_runs.id",
+        ]
+    );
+    let broken = sqlite3_json(&runs, "PRAGMA foreign_key_check").unwrap();
+    assert!(broken.is_empty(), "every declared key holds: {broken:?}");
 }
