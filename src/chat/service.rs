@@ -299,7 +299,7 @@ fn prepare(
     );
     // The table the provider sends by: its levels are what it can send.
     let models = ctx.provider.models();
-    let openai = ctx.provider.kind() == crate::provider::ProviderKind::OpenAi;
+    let openai = ctx.provider.fits_thinking_as() == crate::provider::ProviderKind::OpenAi;
     let fitted = if openai {
         models.fit_effort(&request.model, thinking_level)
     } else {

@@ -193,4 +193,10 @@ pub trait ModelProvider: Send + Sync {
     fn throttle(&self) -> Option<std::sync::Arc<transport::Throttle>> {
         None
     }
+
+    /// Whose rules fit the turn's thinking level: its own, or — for a
+    /// replay — those of the provider that recorded the turn.
+    fn fits_thinking_as(&self) -> ProviderKind {
+        self.kind()
+    }
 }

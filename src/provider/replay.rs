@@ -51,6 +51,8 @@ pub struct ReplayProvider {
     divergences: Arc<Mutex<Vec<Divergence>>>,
     /// The table the replayed turn fits its level by.
     models: Arc<ModelTable>,
+    /// The provider that recorded the turn, whose rules fit its level.
+    recorded_by: Option<crate::provider::ProviderKind>,
 }
 
 impl ReplayProvider {
@@ -63,7 +65,15 @@ impl ReplayProvider {
             next_call: AtomicUsize::new(0),
             divergences: Arc::new(Mutex::new(Vec::new())),
             models: ModelTable::shipped(),
+            recorded_by: None,
         }
+    }
+
+    /// Fits the turn's level as `kind` (the recording's provider) does: an
+    /// OpenAI turn's model is looked up for its effort, not its Gemini level.
+    pub fn recorded_by(mut self, kind: crate::provider::ProviderKind) -> ReplayProvider {
+        self.recorded_by = Some(kind);
+        self
     }
 
     /// Fits the turn's level by `models` (`--models`) instead of the shipped table.
@@ -108,6 +118,11 @@ impl ModelProvider for ReplayProvider {
 
     fn models(&self) -> Arc<ModelTable> {
         Arc::clone(&self.models)
+    }
+
+    fn fits_thinking_as(&self) -> crate::provider::ProviderKind {
+        self.recorded_by
+            .unwrap_or(crate::provider::ProviderKind::Replay)
     }
 
     fn stream_turn(&self, request: ModelRequest, _cancel: CancellationToken) -> ModelStream {

@@ -142,8 +142,12 @@ fn describe(event: &ChatEvent) -> String {
 
 /// A replay provider that plays back `log`'s model calls.
 pub fn replay_provider(log: &RunLog) -> ReplayProvider {
-    ReplayProvider::new(recorded_calls(log), log.path.display().to_string())
-        .with_turn_id(log.header.turn_id.clone())
+    let provider = ReplayProvider::new(recorded_calls(log), log.path.display().to_string())
+        .with_turn_id(log.header.turn_id.clone());
+    match log.header.provider.parse() {
+        Ok(kind) => provider.recorded_by(kind),
+        Err(_) => provider,
+    }
 }
 
 /// Pairs each model-call trace with the text deltas streamed before it, so

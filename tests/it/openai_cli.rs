@@ -453,3 +453,35 @@ fn openai_without_a_model_takes_openai_model_else_exits_2_naming_the_flag() {
         "OPENAI_MODEL is sent"
     );
 }
+
+#[test]
+fn a_replay_of_an_openai_turn_fits_its_level_by_the_openai_rules() {
+    let server = TestServer::start(tool_round());
+    let runs = tempfile::tempdir().unwrap();
+    let out = chat(&server, runs.path(), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let recorded = only_log(runs.path());
+    let out = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", runs.path())
+            .arg("replay")
+            .arg(&recorded),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("models/gemini.yaml") && !out.stderr.contains("thinkingLevel"),
+        "an OpenAI turn is not looked up in the Gemini table: {}",
+        out.stderr
+    );
+    let replays: Vec<_> = support::files_under(runs.path())
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "ndjson") && *p != recorded)
+        .collect();
+    assert_eq!(replays.len(), 1, "{replays:?}");
+    let replay = read_run_log(&replays[0]).unwrap();
+    assert_eq!(
+        replay.header.thinking_sent,
+        Some(promptlab::models::ThinkingControl::None),
+        "no effort was sent to the recorded model, and the replay says so"
+    );
+}
