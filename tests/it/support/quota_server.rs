@@ -112,6 +112,8 @@ struct Stand {
 #[derive(Clone, Copy, PartialEq)]
 enum Dialect {
     OpenAi,
+    /// OpenAI's, not streamed.
+    OpenAiWhole,
     Gemini,
 }
 
@@ -194,8 +196,16 @@ impl Drop for QuotaServer {
     }
 }
 
-async fn openai(State(stand): State<Stand>) -> Response {
-    answer(stand, Dialect::OpenAi).await
+async fn openai(State(stand): State<Stand>, body: axum::body::Bytes) -> Response {
+    // Clients that do not stream (OpenAI's Python SDK as inspect_ai calls
+    // it, promptfoo) get one JSON completion.
+    let streams = serde_json::from_slice::<serde_json::Value>(&body)
+        .is_ok_and(|request| request["stream"] == true);
+    let dialect = match streams {
+        true => Dialect::OpenAi,
+        false => Dialect::OpenAiWhole,
+    };
+    answer(stand, dialect).await
 }
 
 async fn gemini(State(stand): State<Stand>) -> Response {
@@ -250,23 +260,28 @@ async fn answer(stand: Stand, dialect: Dialect) -> Response {
             r#"data: {"candidates":[{"content":{"role":"model","parts":[{"text":"The excess is recorded in the policy section."}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":900,"candidatesTokenCount":12,"totalTokenCount":912},"modelVersion":"stand-in"}"#,
             "\r\n\r\n"
         ),
+        Dialect::OpenAiWhole => {
+            let whole = r#"{"id":"q","object":"chat.completion","created":0,"model":"stand-in","choices":[{"index":0,"message":{"role":"assistant","content":"The excess is recorded in the policy section."},"finish_reason":"stop"}],"usage":{"prompt_tokens":900,"completion_tokens":12,"total_tokens":912}}"#;
+            return ([(header::CONTENT_TYPE, "application/json")], whole).into_response();
+        }
     };
     ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
 }
 
 /// The provider's own 429: a rate (with `Retry-After: 1`), or a spent quota.
 fn refused(dialect: Dialect, quota: bool) -> Response {
-    let body = match (dialect, quota) {
-        (Dialect::OpenAi, false) => {
+    let openai = matches!(dialect, Dialect::OpenAi | Dialect::OpenAiWhole);
+    let body = match (openai, quota) {
+        (true, false) => {
             r#"{"error":{"message":"Rate limit reached for requests. Please try again in 1s.","type":"requests","param":null,"code":"rate_limit_exceeded"}}"#
         }
-        (Dialect::OpenAi, true) => {
+        (true, true) => {
             r#"{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#
         }
-        (Dialect::Gemini, false) => {
+        (false, false) => {
             r#"{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_requests","quotaId":"GenerateRequestsPerMinutePerProjectPerModel"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1s"}]}}"#
         }
-        (Dialect::Gemini, true) => {
+        (false, true) => {
             r#"{"error":{"code":429,"message":"You exceeded your current quota, please check your plan and billing details.","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]}]}}"#
         }
     };
