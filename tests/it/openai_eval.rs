@@ -617,3 +617,51 @@ fn an_eval_on_a_server_that_reports_no_usage_says_so_everywhere_and_keeps_no_bud
         );
     }
 }
+
+/// A variant's row names the thinking level only where one was sent: an
+/// OpenAI-compatible model the model table gives no reasoning levels is
+/// sent none (`stand-in`), one that takes them is sent its level
+/// (`gpt-5-mini · low`), in the pretty summary and the Markdown summary.
+#[test]
+fn a_variant_row_names_a_level_only_where_one_was_sent() {
+    use support::quota_server::{Limits, QuotaServer};
+    let server = QuotaServer::start(
+        0,
+        Limits {
+            latency: std::time::Duration::from_millis(1),
+            per_second: 1000.0,
+            per_minute: None,
+            per_day: None,
+        },
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: levels\nclaims: {ids: [CLM-HH-0001]}\ndefaults: {today: 2026-11-30}\n\
+         variants:\n  - name: plain\n  - name: reasoning\n    model: gpt-5-mini\n    prompts: {system.base: 'Be brief, {{assistant}}.'}\n\
+         cases:\n  - {name: excess, message: What is the excess?, expect: {answerContains: excess}}\n",
+    );
+    let markdown = dir.path().join("summary.md");
+    let mut command = promptlab();
+    command
+        .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.base_url))
+        .env("COLUMNS", "200")
+        .arg("eval")
+        .arg(&suite)
+        .args(["--provider", "openai", "--model", "stand-in", "--no-cache"])
+        .arg("--markdown-summary")
+        .arg(&markdown);
+    let out = run_command(&mut command);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let markdown = std::fs::read_to_string(&markdown).unwrap();
+    for text in [&out.stdout, &markdown] {
+        assert!(text.contains("gpt-5-mini · low"), "{text}");
+        assert!(text.contains("stand-in"), "{text}");
+        assert!(
+            !text.contains("stand-in · low"),
+            "no level was sent to it: {text}"
+        );
+    }
+}

@@ -7,12 +7,12 @@ use std::fmt::Write as _;
 use promptlab::eval::report::turn_label;
 use promptlab::markdown::{CELL_CHARS, code, code_in_table, inline};
 
-use super::summary_table::{judging_lines, model_text, seconds};
+use super::summary_table::{LevelSent, judging_lines, model_text, seconds};
 use crate::cli::error::Exit;
 use promptlab::eval::outcome::EvalOutcome;
 
 /// The summary as Markdown, for `$GITHUB_STEP_SUMMARY` or a merge request.
-pub fn markdown(outcome: &EvalOutcome, show_failures: usize) -> String {
+pub fn markdown(outcome: &EvalOutcome, sent: &LevelSent, show_failures: usize) -> String {
     let plan = outcome.plan;
     let mut md = String::new();
     let mark = if outcome.exit == Exit::Success {
@@ -38,7 +38,7 @@ pub fn markdown(outcome: &EvalOutcome, show_failures: usize) -> String {
             "| {} | {} | {} | {} | {} | {} | {} | {:.1}%{interval} | {} | {} / {} |",
             md_cell(&s.variant),
             code_in_table(&s.fingerprint, CELL_CHARS),
-            md_cell(&model_text(s)),
+            md_cell(&model_text(s, sent.of(s))),
             s.turns,
             s.passed,
             s.failed,

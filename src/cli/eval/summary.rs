@@ -24,7 +24,7 @@ use promptlab::table::terminal_width;
 use super::EvalFormat;
 use super::progress::write_record;
 use super::settings::EvalSettings;
-use super::summary_table::{judging_lines, summary_table};
+use super::summary_table::{LevelSent, judging_lines, summary_table};
 use crate::cli::error::{CliError, Exit};
 use crate::cli::model::ProviderKind;
 use crate::cli::output::write_hidden;
@@ -145,7 +145,9 @@ impl EvalEnd<'_> {
             self.report_written("JUnit", path, written);
         }
         if let Some(path) = &settings.output.markdown_summary {
-            let markdown = super::markdown::markdown(&self.outcome, settings.output.show_failures);
+            let sent = level_sent(settings);
+            let markdown =
+                super::markdown::markdown(&self.outcome, &sent, settings.output.show_failures);
             self.report_written("Markdown summary", path, write_whole(path, &markdown));
         }
         Ok(())
@@ -272,7 +274,7 @@ fn print_pretty(settings: &EvalSettings, mode: &EvalMode, end: &EvalEnd) -> Resu
     let mut out = std::io::stdout().lock();
     let plan = outcome.plan;
     let totals = &outcome.totals;
-    let fitted = summary_table(&totals.summaries, terminal_width());
+    let fitted = summary_table(&totals.summaries, &level_sent(settings), terminal_width());
     let title = format!(
         "Suite {} · {}",
         plan.suite.name,
@@ -344,4 +346,12 @@ fn rate_limit_line(limits: &promptlab::provider::transport::RateLimits) -> Strin
         limits.queued_ms as f64 / 1000.0,
         steps.join(" → ")
     )
+}
+
+/// What tells whether a variant's level reached its model.
+fn level_sent(settings: &EvalSettings) -> LevelSent<'_> {
+    LevelSent {
+        run_provider: settings.model.provider,
+        models: &settings.tables.models,
+    }
 }

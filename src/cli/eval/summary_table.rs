@@ -6,6 +6,8 @@
 use promptlab::cost::Cost;
 use promptlab::eval::EvalPlan;
 use promptlab::eval::report::VariantSummary;
+use promptlab::models::ModelTable;
+use promptlab::provider::ProviderKind;
 use promptlab::table::{Fit, Fitted, fit_table};
 
 const HEADER: [&str; 11] = [
@@ -41,12 +43,34 @@ const FITS: [Fit; 11] = [
     Fit::Drop(3),
 ];
 
-pub fn summary_table(summaries: &[VariantSummary], width: usize) -> Fitted {
-    let rows: Vec<[String; 11]> = summaries.iter().map(row).collect();
+pub fn summary_table(summaries: &[VariantSummary], sent: &LevelSent, width: usize) -> Fitted {
+    let rows: Vec<[String; 11]> = summaries.iter().map(|s| row(s, sent)).collect();
     fit_table(HEADER, FITS, &rows, width)
 }
 
-fn row(s: &VariantSummary) -> [String; 11] {
+/// Whether a variant's turns sent its thinking level: an OpenAI-compatible
+/// model the model table gives no reasoning levels is sent none, so its row
+/// names none.
+pub struct LevelSent<'a> {
+    /// The run's `--provider`, for variants that choose none.
+    pub run_provider: ProviderKind,
+    pub models: &'a ModelTable,
+}
+
+impl LevelSent<'_> {
+    pub fn of(&self, s: &VariantSummary) -> bool {
+        let provider = (s.provider.as_deref())
+            .and_then(|name| name.parse::<ProviderKind>().ok())
+            .unwrap_or(self.run_provider);
+        provider != ProviderKind::OpenAi
+            || self
+                .models
+                .reasoning_effort(&s.model, s.thinking_level)
+                .is_some()
+    }
+}
+
+fn row(s: &VariantSummary, sent: &LevelSent) -> [String; 11] {
     let not_run = if s.not_run > 0 {
         format!(" (+{} not run)", s.not_run)
     } else {
@@ -55,7 +79,7 @@ fn row(s: &VariantSummary) -> [String; 11] {
     [
         s.variant.clone(),
         s.fingerprint.clone(),
-        model_text(s),
+        model_text(s, sent.of(s)),
         format!("{}{not_run}", s.turns),
         s.passed.to_string(),
         s.failed.to_string(),
@@ -74,8 +98,9 @@ fn row(s: &VariantSummary) -> [String; 11] {
 }
 
 /// `gemini-3.1-flash-lite · low` (`· high, forced`); a variant's own
-/// provider beside its model: `llama3.1:8b (openai) · low`.
-pub fn model_text(s: &VariantSummary) -> String {
+/// provider beside its model: `llama3.1:8b (openai) · low`; no level when
+/// none was `sent`: `llama3.1:8b (openai)`.
+pub fn model_text(s: &VariantSummary, sent: bool) -> String {
     let forced = if s.force_thinking_level {
         ", forced"
     } else {
@@ -86,7 +111,10 @@ pub fn model_text(s: &VariantSummary) -> String {
         .as_ref()
         .map(|p| format!(" ({p})"))
         .unwrap_or_default();
-    format!("{}{provider} · {}{forced}", s.model, s.thinking_level)
+    match sent {
+        true => format!("{}{provider} · {}{forced}", s.model, s.thinking_level),
+        false => format!("{}{provider}", s.model),
+    }
 }
 
 pub fn seconds(ms: Option<u64>) -> String {
