@@ -10,7 +10,7 @@ pub use super::shard::Shard;
 use super::suite::{ClaimSelection, LoadedSuite, SuiteError};
 use crate::chat::request::ThinkingLevel;
 use crate::claims::{ClaimError, ClaimStore, LoadedClaim, SelectedClaims};
-use crate::prompts::overrides::{IgnoredOverride, UnknownPlaceholder};
+use crate::prompts::overrides::{IgnoredOverride, Shadowed, UnknownPlaceholder};
 use crate::prompts::{OverrideSet, PromptRegistry, fingerprint, resolve_overrides};
 
 /// A prompt version and model settings, ready to apply.
@@ -23,6 +23,9 @@ pub struct PreparedVariant {
     pub ignored: Vec<IgnoredOverride>,
     /// Applied overrides using a `{{name}}` no brand fills.
     pub unknown_placeholders: Vec<UnknownPlaceholder>,
+    /// Prompts a later override file replaced (a folder of alternatives
+    /// layered by mistake, or on purpose): said, never refused.
+    pub shadowed: Vec<Shadowed>,
     pub model: ModelSettings,
 }
 
@@ -200,6 +203,7 @@ fn prepare_variants(
             fingerprint: fingerprint(&BTreeMap::new()),
             ignored: Vec::new(),
             unknown_placeholders: Vec::new(),
+            shadowed: Vec::new(),
             model: defaults.clone(),
         }]);
     }
@@ -215,6 +219,7 @@ fn prepare_variants(
             field: format!("variants[{index}].overrides"),
             message: error.to_string(),
         })?;
+        let shadowed = set.shadowed;
         let mut overrides = set.prompts;
         overrides.extend(variant.prompts.clone());
         let resolved = resolve_overrides(&overrides, registry);
@@ -249,6 +254,7 @@ fn prepare_variants(
             fingerprint,
             ignored: resolved.ignored,
             unknown_placeholders: resolved.unknown_placeholders,
+            shadowed,
             overrides,
             model,
         });

@@ -72,6 +72,19 @@ impl EvalPlan {
         problems
     }
 
+    /// Prompts a later override file of a variant replaced an earlier
+    /// one's: said at the start, never refused (layering may be meant).
+    pub fn shadowed_overrides(&self) -> Vec<String> {
+        let variants = self.matrix.variants.iter();
+        variants
+            .flat_map(|v| {
+                v.shadowed
+                    .iter()
+                    .map(|s| format!("variant `{}`: {s}", v.name))
+            })
+            .collect()
+    }
+
     pub fn new(suite: LoadedSuite, matrix: Matrix, selection: Selection) -> EvalPlan {
         let defaults = &suite.suite.defaults;
         let case_settings = suite

@@ -418,3 +418,45 @@ fn the_shipped_suites_pass_offline() {
         assert_eq!(out.code, 0, "{suite}: {}", out.stdout);
     }
 }
+
+/// `eval --overrides DIR` (and a suite variant's folder) layers the folder's
+/// files: a prompt a later file gives again is said once at the start, and
+/// `--strict` does not refuse it (layering may be meant).
+#[test]
+fn a_variant_whose_later_file_replaces_a_prompt_is_warned_about_not_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = tempfile::tempdir().unwrap();
+    let suite = suite(dir.path(), "");
+    let folder = dir.path().join("alternatives");
+    std::fs::create_dir_all(&folder).unwrap();
+    write(
+        &folder,
+        "a-plain.yaml",
+        "prompts:\n  system.base: Be plain, {{assistant}}.\n",
+    );
+    write(
+        &folder,
+        "b-terse.yaml",
+        "prompts:\n  system.base: Be terse, {{assistant}}.\n",
+    );
+    let out = run_command(
+        eval_in(runs.path())
+            .arg(&suite)
+            .arg("--overrides")
+            .arg(&folder)
+            .args(["--strict", "--format", "ndjson"]),
+    );
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let said: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| l.contains("replaces"))
+        .collect();
+    assert_eq!(said.len(), 1, "{}", out.stderr);
+    assert!(
+        said[0].starts_with("warning: variant `alternatives`: override `system.base` from `")
+            && said[0].contains("b-terse.yaml` replaces the one from `"),
+        "{}",
+        said[0]
+    );
+}

@@ -67,6 +67,9 @@ pub fn writable(flag: &str, path: &Path) -> Result<(), CliError> {
 /// Unusable overrides, or applied ones with a placeholder no brand fills, in
 /// any variant: a warning each, or exit 2 with `--strict`.
 pub fn check_overrides(settings: &EvalSettings, plan: &EvalPlan) -> Result<(), CliError> {
+    for shadowed in plan.shadowed_overrides() {
+        promptlab::text::eprintln_or_drop!("warning: {}", promptlab::text::printable(&shadowed));
+    }
     let problems = plan.override_warnings();
     if problems.is_empty() {
         return Ok(());
