@@ -433,6 +433,16 @@ fn failures_are_capped_and_quiet_keeps_only_the_summary() {
         "{md}"
     );
     assert!(md.contains("### Failures (6)"), "{md}");
+    // Each failure line says where its run log is.
+    let failures: Vec<&str> = md.lines().filter(|l| l.starts_with("- **fail**")).collect();
+    assert_eq!(failures.len(), 2, "{md}");
+    for line in failures {
+        let log = line
+            .split_once(" (run log `")
+            .and_then(|(_, rest)| rest.strip_suffix("`)"))
+            .unwrap_or_else(|| panic!("no run log in {line}"));
+        assert!(std::path::Path::new(log).is_file(), "{line}");
+    }
 }
 
 #[test]

@@ -71,9 +71,16 @@ pub fn markdown(outcome: &EvalOutcome, sent: &LevelSent, show_failures: usize) -
     if totals.failing_count > 0 {
         let _ = writeln!(md, "\n### Failures ({})\n", totals.failing_count);
         for result in totals.failing.iter().take(show_failures) {
+            // Where to look: a CI summary is read far from the runner.
+            let log = result.run_log.as_ref().map_or(String::new(), |path| {
+                format!(
+                    " (run log {})",
+                    code(&path.display().to_string(), CELL_CHARS)
+                )
+            });
             let _ = writeln!(
                 md,
-                "- **{}** {}: {}",
+                "- **{}** {}: {}{log}",
                 result.verdict.outcome.as_str(),
                 code(&turn_label(plan, result), CELL_CHARS),
                 inline(&result.verdict.failures.join("; "), FAILURE_CHARS)
