@@ -68,32 +68,39 @@ pub fn markdown(outcome: &EvalOutcome, sent: &LevelSent, show_failures: usize) -
         }
     }
     let totals = &outcome.totals;
-    if totals.failing_count > 0 {
-        let _ = writeln!(md, "\n### Failures ({})\n", totals.failing_count);
-        for result in totals.failing.iter().take(show_failures) {
-            // Where to look: a CI summary is read far from the runner.
-            let log = result.run_log.as_ref().map_or(String::new(), |path| {
-                format!(
-                    " (run log {})",
-                    code(&path.display().to_string(), CELL_CHARS)
-                )
-            });
-            let _ = writeln!(
-                md,
-                "- **{}** {}: {}{log}",
-                result.verdict.outcome.as_str(),
-                code(&turn_label(plan, result), CELL_CHARS),
-                inline(&result.verdict.failures.join("; "), FAILURE_CHARS)
-            );
-        }
-        if totals.failing_count > show_failures {
-            let _ = writeln!(md, "- … and {} more", totals.failing_count - show_failures);
-        }
-    }
+    write_failures(&mut md, outcome, show_failures);
     for lost in &totals.logs_lost {
         let _ = writeln!(md, "\n> ❌ run log lost: {}", md_cell(lost));
     }
     md
+}
+
+/// The failing turns, at most `show_failures` of them, each with its run
+/// log: a CI summary is read far from the runner.
+fn write_failures(md: &mut String, outcome: &EvalOutcome, show_failures: usize) {
+    let (plan, totals) = (outcome.plan, &outcome.totals);
+    if totals.failing_count == 0 {
+        return;
+    }
+    let _ = writeln!(md, "\n### Failures ({})\n", totals.failing_count);
+    for result in totals.failing.iter().take(show_failures) {
+        let log = result.run_log.as_ref().map_or(String::new(), |path| {
+            format!(
+                " (run log {})",
+                code(&path.display().to_string(), CELL_CHARS)
+            )
+        });
+        let _ = writeln!(
+            md,
+            "- **{}** {}: {}{log}",
+            result.verdict.outcome.as_str(),
+            code(&turn_label(plan, result), CELL_CHARS),
+            inline(&result.verdict.failures.join("; "), FAILURE_CHARS)
+        );
+    }
+    if totals.failing_count > show_failures {
+        let _ = writeln!(md, "- … and {} more", totals.failing_count - show_failures);
+    }
 }
 
 /// How much of a turn's failures the Markdown summary shows.
