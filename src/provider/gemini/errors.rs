@@ -80,14 +80,7 @@ impl GoogleError {
     /// `GenerateRequestsPerDayPerProjectPerModel-FreeTier`) or billing.
     /// Per-minute violations are rates, and none is returned.
     pub fn spent_quota(&self) -> Option<String> {
-        self.details
-            .iter()
-            .filter(|detail| {
-                detail
-                    .get("@type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| t.ends_with("google.rpc.QuotaFailure"))
-            })
+        self.details_of("google.rpc.QuotaFailure")
             .filter_map(|detail| detail.get("violations").and_then(Value::as_array))
             .flatten()
             .find_map(|violation| {
@@ -103,16 +96,19 @@ impl GoogleError {
 
     /// `RetryInfo.retryDelay` (a protobuf Duration such as `"34.4s"`).
     pub fn retry_delay(&self) -> Option<Duration> {
-        self.details
-            .iter()
-            .filter(|detail| {
-                detail
-                    .get("@type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
-            })
+        self.details_of("google.rpc.RetryInfo")
             .find_map(|detail| detail.get("retryDelay").and_then(Value::as_str))
             .and_then(parse_duration)
+    }
+
+    /// The details of one `google.rpc` type (`@type` ends with it).
+    fn details_of<'a>(&'a self, kind: &'a str) -> impl Iterator<Item = &'a Value> + 'a {
+        self.details.iter().filter(move |detail| {
+            detail
+                .get("@type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with(kind))
+        })
     }
 }
 
