@@ -124,6 +124,23 @@ proptest! {
     }
 
     #[test]
+    fn any_rate_limit_header_is_read_without_panicking(
+        value in prop_oneof!["[0-9.hmsuµn]{0,80}", "\\PC{0,80}"],
+        name in prop_oneof![
+            Just("retry-after"),
+            Just("x-ratelimit-reset-requests"),
+            Just("x-ratelimit-reset-tokens"),
+        ],
+    ) {
+        let mut headers = reqwest::header::HeaderMap::new();
+        if let Ok(value) = reqwest::header::HeaderValue::from_str(&value) {
+            headers.insert(name, value);
+        }
+        let _ = promptlab::provider::transport::retry_after(&headers);
+        let _ = promptlab::provider::transport::retry::go_duration(&value);
+    }
+
+    #[test]
     fn any_schema_converts_without_panicking(schema in json()) {
         let converted = to_gemini(&schema);
         prop_assert!(types_upper(&converted), "{converted}");
