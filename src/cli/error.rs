@@ -167,6 +167,18 @@ pub fn unless_stdout_closed(printed: Result<(), CliError>) -> Result<(), CliErro
     }
 }
 
+impl From<promptlab::eval::session::SessionError> for CliError {
+    fn from(error: promptlab::eval::session::SessionError) -> Self {
+        use promptlab::eval::session::SessionError;
+        match error {
+            SessionError::Suite(error) => CliError::Suite(error),
+            SessionError::Usage(message) => CliError::Usage(message),
+            SessionError::Failed(message) => CliError::Failed(message),
+            SessionError::Io(error) => CliError::from(error),
+        }
+    }
+}
+
 impl From<io::Error> for CliError {
     fn from(error: io::Error) -> Self {
         if error.kind() == io::ErrorKind::BrokenPipe {

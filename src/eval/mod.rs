@@ -18,6 +18,7 @@ pub mod rescore;
 pub mod run_id;
 pub mod run_settings;
 pub mod runner;
+pub mod session;
 pub mod shapes;
 pub mod shard;
 pub mod spill;

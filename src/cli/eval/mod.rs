@@ -29,10 +29,9 @@ use clap::{Args, ValueEnum};
 use promptlab::claims::ClaimStore;
 use promptlab::eval::budget::Budget;
 use promptlab::eval::matrix::ModelSettings;
-use promptlab::eval::runner::{merge_recorded, resume};
-use promptlab::eval::spill::ResultStore;
-use promptlab::eval::suite::Variant;
-use promptlab::eval::{EvalPlan, LoadedSuite, RunLimits, Selection, Shard, build_matrix};
+use promptlab::eval::runner::resume;
+use promptlab::eval::session::{self, Ended};
+use promptlab::eval::{EvalPlan, RunLimits, Selection, Shard};
 use promptlab::prompts::PromptRegistry;
 use promptlab::provider::cache::ModelCache;
 
@@ -215,67 +214,36 @@ fn run_once(
     let runs_dir = stores.runs_dir.as_path();
     let started_at = Utc::now();
     preflight::check_store(store)?;
-    let mut plan = plan(settings, store, settings.shard)?;
-    if let Some(id) = &settings.eval_run {
-        // The shards of one CI run share the id `--eval-run` names.
-        plan.eval_run = id.clone();
-    }
+    let plan = plan(settings, store, settings.shard)?;
     preflight::check_overrides(settings, &plan)?;
     preflight::check_forced_levels(&plan, &settings.tables.models)?;
     if mode.runs_turns() {
         check_log_folders(&plan, runs_dir)?;
     }
-    let Some(ran) = run_mode(settings, mode, plan, (store, stores), tracing)? else {
+    let Some(mut ended) = run_mode(settings, mode, plan, (store, stores), tracing)? else {
         return Ok((Exit::Success, Vec::new()));
     };
-    let (plan, mut spill, stop, limits, unreadable) = ran;
     // Only `--watch` compares runs: no label per turn otherwise.
     let snapshot = match settings.mode == EvalMode::Watch {
-        true => watch::snapshot(&plan, &mut spill)?,
+        true => watch::snapshot(&ended.plan, &mut ended.spill)?,
         false => Vec::new(),
     };
-    let when_and_where = (started_at, runs_dir);
-    let exit = summary::finish(
-        settings,
-        mode,
-        &plan,
-        &mut spill,
-        stop,
-        when_and_where,
-        &limits,
-    )?;
-    for error in &unreadable {
+    let exit = summary::finish(settings, mode, &mut ended, (started_at, runs_dir))?;
+    for error in &ended.unreadable {
         let error = promptlab::text::printable(&error.to_string());
         promptlab::text::eprintln_or_drop!("error: --report: {error}");
     }
-    // An unreadable log may be some turn's newest: its verdict, read from
-    // an older log or none, cannot be vouched for.
-    let exit = match unreadable.is_empty() {
-        true => exit,
-        false => Exit::Failure,
-    };
-    Ok((exit, snapshot))
+    Ok((ended.exit(exit), snapshot))
 }
 
-/// What a mode leaves for the summary: the plan, the spill with every
-/// turn's result, the exit a signal asked for, the budget, and the logs a
-/// merge could not read. `--list` leaves nothing.
-type Ran = (
-    Arc<EvalPlan>,
-    ResultStore,
-    Option<Exit>,
-    RunLimits,
-    Vec<promptlab::runs::RunLogError>,
-);
-
-/// Runs the invocation's one mode.
+/// Runs the invocation's one mode; `--list` leaves nothing to summarise.
 fn run_mode(
     settings: &EvalSettings,
     mode: &EvalMode,
     plan: EvalPlan,
     (store, stores): (&ClaimStore, &StoreArgs),
     tracing: Option<&Tracing>,
-) -> Result<Option<Ran>, CliError> {
+) -> Result<Option<Ended>, CliError> {
     let runs_dir = stores.runs_dir.as_path();
     // Merging logs (`--report`) reads the judge's recorded verdicts; running
     // turns or re-scoring them asks the judge.
@@ -283,56 +251,48 @@ fn run_mode(
         true => build_judge(settings, plan, &stores.cache_dir).map(|judge| Some(Arc::new(judge))),
         false => Ok(None),
     };
-    let ran = match mode {
+    let ended = match mode {
         EvalMode::List => {
             list::print_list(&plan, settings.output.format)?;
             return Ok(None);
         }
         EvalMode::Rescore(dirs) => {
             let judge = judge(&plan)?;
-            let mut spill = new_spill(runs_dir, &plan)?;
-            let stop = rescore::run(
-                settings,
-                &plan,
-                dirs,
+            let jobs = usize::from(settings.jobs);
+            let rescored = session::rescore(
+                plan,
+                (runs_dir, dirs),
                 (judge.as_deref(), tracing),
-                &mut spill,
+                jobs,
+                arm_signals,
             )?;
-            (
-                Arc::new(plan),
-                spill,
-                stop,
-                RunLimits::default(),
-                Vec::new(),
-            )
+            if !settings.output.quiet {
+                rescore::say(&rescored, dirs);
+            }
+            rescored.ended
         }
         EvalMode::Merge(dirs) => {
             // Folders given as arguments are read by scanning (docs/run-logs.md).
-            let mut spill = new_spill(runs_dir, &plan)?;
-            let (scanned, unreadable) = merge_recorded(&plan, dirs, &mut spill)?;
+            let (ended, scanned) = session::merge(plan, runs_dir, dirs)?;
             promptlab::text::eprintln_or_drop!("{}", promptlab::index::scan_note(scanned));
-            (
-                Arc::new(plan),
-                spill,
-                None,
-                RunLimits::default(),
-                unreadable,
-            )
+            ended
         }
         EvalMode::Run { resume } => {
             let judge = judge(&plan)?;
-            let (plan, spill, stop, limits) =
-                run_remaining(settings, *resume, (store, stores), plan, (judge, tracing))?;
-            (plan, spill, stop, limits, Vec::new())
+            run_remaining(settings, *resume, (store, stores), plan, (judge, tracing))?
         }
         EvalMode::Watch => {
             let judge = judge(&plan)?;
-            let (plan, spill, stop, limits) =
-                run_remaining(settings, false, (store, stores), plan, (judge, tracing))?;
-            (plan, spill, stop, limits, Vec::new())
+            run_remaining(settings, false, (store, stores), plan, (judge, tracing))?
         }
     };
-    Ok(Some(ran))
+    Ok(Some(ended))
+}
+
+/// Ctrl-C and SIGTERM cancel a session's work; at its end, which came.
+fn arm_signals(cancel: tokio_util::sync::CancellationToken) -> impl Fn() -> Option<Exit> {
+    let stop = crate::cli::signals::cancel_on_signals(cancel);
+    move || stop.exit()
 }
 
 /// The folders the logs and prompts go in: one that cannot take a log (a
@@ -352,18 +312,6 @@ fn check_log_folders(plan: &EvalPlan, runs_dir: &Path) -> Result<(), CliError> {
     Ok(())
 }
 
-/// The run's spill, where every turn's result goes and the end of the run
-/// reads it back (`eval::spill`): in the runs folder, else (a merge into a
-/// folder that does not exist) the temporary folder.
-fn new_spill(runs_dir: &Path, plan: &EvalPlan) -> Result<ResultStore, CliError> {
-    ResultStore::create(runs_dir, &plan.eval_run, plan.matrix.planned)
-        .map_err(|error| CliError::Failed(error.to_string()))
-}
-
-/// What `run_remaining` leaves: the plan, the spill with every turn's
-/// result (resumed ones too), the exit a signal asked for, and the budget.
-type Remaining = (Arc<EvalPlan>, ResultStore, Option<Exit>, RunLimits);
-
 /// Runs the plan's turns (those `--resume` finds done are read back, not
 /// run again) under `--max-cost` and `-j`, into a spill of their own.
 fn run_remaining(
@@ -372,7 +320,7 @@ fn run_remaining(
     (store, stores): (&ClaimStore, &StoreArgs),
     mut plan: EvalPlan,
     (judge, tracing): (Option<Arc<promptlab::judge::Judge>>, Option<&Tracing>),
-) -> Result<Remaining, CliError> {
+) -> Result<Ended, CliError> {
     let runs_dir = stores.runs_dir.as_path();
     let provider = preflight::provider_choice(settings, &plan)?;
     preflight::say_thinking_notes(
@@ -388,7 +336,7 @@ fn run_remaining(
     }
     // The turns will run: their folder holds the spill too.
     std::fs::create_dir_all(runs_dir)?;
-    let mut spill = new_spill(runs_dir, &plan)?;
+    let mut spill = session::new_spill(runs_dir, &plan)?;
     if resume_done {
         for warning in resume(&mut plan, runs_dir, &mut spill)? {
             promptlab::text::eprintln_or_drop!("warning: {warning}");
@@ -422,7 +370,13 @@ fn run_remaining(
     });
     let plan = Arc::new(plan);
     let stop = progress::run_with_progress(settings, &plan, &run_settings, &mut spill)?;
-    Ok((plan, spill, stop, limits))
+    Ok(Ended {
+        plan,
+        spill,
+        stop,
+        limits,
+        unreadable: Vec::new(),
+    })
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a
@@ -489,16 +443,11 @@ fn plan(
     store: &ClaimStore,
     shard: Option<Shard>,
 ) -> Result<EvalPlan, CliError> {
-    let registry = PromptRegistry::embedded();
-    let mut suite = LoadedSuite::load(&settings.suite, registry)?;
-    add_override_variants(&mut suite, &settings.overrides)?;
-    select_variants(&mut suite, &settings.variants)?;
+    let suite = session::load_suite(&settings.suite, &settings.overrides, &settings.variants)?;
     // A suite whose every variant names its model needs no default.
-    let every_variant_named =
-        !suite.suite.variants.is_empty() && suite.suite.variants.iter().all(|v| v.model.is_some());
     let default_model = match settings.model.model_name() {
         Ok(model) => model,
-        Err(_) if every_variant_named => String::new(),
+        Err(_) if session::every_variant_names_its_model(&suite) => String::new(),
         Err(error) => return Err(error),
     };
     let defaults = ModelSettings {
@@ -508,103 +457,16 @@ fn plan(
         provider: None,
         base_url: None,
     };
-    let matrix = build_matrix(&suite, store, registry, &defaults)?;
-    for warning in &matrix.claim_warnings {
-        promptlab::text::eprintln_or_drop!("warning: {warning}");
-    }
     let selection = Selection {
         cases: settings.cases.clone(),
         claims: settings.claims.clone(),
         shard,
     };
-    let plan = EvalPlan::new(suite, matrix, selection);
-    plan.check_selection().map_err(CliError::usage)?;
-    if plan.unsharded_count() == 0 {
-        return Err(CliError::usage(format!(
-            "no turn of suite `{}` matches --case {} --claim {}",
-            plan.suite.name,
-            or_any(&settings.cases),
-            or_any(&settings.claims)
-        )));
+    // The shards of one CI run share the id `--eval-run` names.
+    let eval_run = settings.eval_run.clone();
+    let (plan, warnings) = session::plan(suite, store, &defaults, (selection, eval_run))?;
+    for warning in &warnings {
+        promptlab::text::eprintln_or_drop!("warning: {warning}");
     }
     Ok(plan)
-}
-
-fn or_any(patterns: &[String]) -> String {
-    if patterns.is_empty() {
-        "(any)".into()
-    } else {
-        patterns.join(", ")
-    }
-}
-
-/// `--overrides FILE`: one variant per file, named after it, next to the
-/// suite's own (the code default among them when the suite names none).
-fn add_override_variants(suite: &mut LoadedSuite, files: &[PathBuf]) -> Result<(), CliError> {
-    if files.is_empty() {
-        return Ok(());
-    }
-    let variants = &mut suite.suite.variants;
-    if variants.is_empty() {
-        variants.push(Variant::named("default"));
-    }
-    let here = std::env::current_dir()?;
-    for file in files {
-        let name = file
-            .file_stem()
-            .and_then(|s| s.to_str())
-            .filter(|name| !name.is_empty())
-            .ok_or_else(|| {
-                CliError::usage(format!("--overrides `{}`: not a file name", file.display()))
-            })?
-            .to_string();
-        if !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        {
-            return Err(CliError::usage(format!(
-                "--overrides `{}`: a variant is named after its file, and `{name}` is not a usable name (letters, digits, `-`, `_` and `.` only); rename the file",
-                file.display()
-            )));
-        }
-        if variants.iter().any(|v| v.name == name) {
-            return Err(CliError::usage(format!(
-                "--overrides `{}`: the suite already has a variant named `{name}`",
-                file.display()
-            )));
-        }
-        // Read here, so that a bad file is named as the flag's, not as a
-        // field of the suite (`variants[2].overrides`) it is not in.
-        let path = here.join(file);
-        promptlab::prompts::overrides::OverrideSet::load(std::slice::from_ref(&path))
-            .map_err(|error| CliError::usage(format!("--overrides: {error}")))?;
-        let mut variant = Variant::named(&name);
-        // Relative to where the command runs, not to the suite file.
-        variant.overrides.push(path);
-        variants.push(variant);
-    }
-    Ok(())
-}
-
-/// `--variant NAME`: keeps only the named variants.
-fn select_variants(suite: &mut LoadedSuite, names: &[String]) -> Result<(), CliError> {
-    if names.is_empty() {
-        return Ok(());
-    }
-    let variants = &mut suite.suite.variants;
-    if variants.is_empty() {
-        variants.push(Variant::named("default"));
-    }
-    for name in names {
-        if !variants.iter().any(|v| &v.name == name) {
-            let known: Vec<&str> = variants.iter().map(|v| v.name.as_str()).collect();
-            return Err(CliError::usage(format!(
-                "--variant `{name}`: suite `{}` has no such variant (it has: {})",
-                suite.name,
-                known.join(", ")
-            )));
-        }
-    }
-    variants.retain(|v| names.contains(&v.name));
-    Ok(())
 }

@@ -3,23 +3,19 @@
 //! SIGTERM stop new turns and cancel running ones; a closed stdout (`| head`)
 //! does the same.
 
-use std::io::{IsTerminal, Write};
-use std::sync::Arc;
-use std::time::Duration;
-
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use tokio_util::sync::CancellationToken;
-
 use promptlab::eval::matrix::TurnSpec;
 use promptlab::eval::report::{EvalRecord, TurnPlace, TurnRecord, spec_label, turn_label};
+use promptlab::eval::session::Progress;
 use promptlab::eval::spill::ResultStore;
-use promptlab::eval::{EvalMessage, EvalPlan, Outcome, RunSettings, TurnResult, run_turns};
+use promptlab::eval::{EvalMessage, EvalPlan, Outcome, RunSettings, TurnResult};
 use promptlab::provider::RetryNotice;
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
 
 use super::EvalFormat;
 use super::settings::EvalSettings;
 use crate::cli::error::{CliError, Exit};
-use crate::cli::signals::cancel_on_signals;
 
 /// The running count shown beside the bar: verdicts so far, and the turn
 /// times an ETA is estimated from (the most recent ones: a bound on memory
@@ -120,7 +116,8 @@ pub fn run_with_progress(
             throttle.announce_to(Arc::new(move |line| say(&bar, line)));
         }
     }
-    let (stop, feedback) = run_and_show(feedback, plan, run_settings, spill)?;
+    let arm = super::arm_signals;
+    let (stop, feedback) = promptlab::eval::session::run(plan, run_settings, spill, feedback, arm)?;
     if let Some(bar) = &feedback.bar {
         bar.finish_and_clear();
     }
@@ -131,75 +128,6 @@ pub fn run_with_progress(
         return Err(CliError::StdoutClosed { cancelled });
     }
     Ok(stop)
-}
-
-/// Runs the turns on one thread and shows their progress from another.
-///
-/// One thread runs every turn: an eval's turns wait on their model most of
-/// the time, and on a pool of workers each wake-up of a turn, of its HTTP
-/// connection or of the feed crossed threads; on one a turn costs ~25% less
-/// CPU (BENCHMARKS.md, issue #31). Nothing a turn does blocks that thread:
-/// the feed and the syncs are awaited (`eval::feed`, `TurnSink::wait`, the
-/// blocking pool), and the progress is written by a thread of its own, so
-/// a stalled terminal or pipe holds back only what would pile up.
-fn run_and_show<'a>(
-    mut feedback: Feedback<'a>,
-    plan: &Arc<EvalPlan>,
-    run_settings: &Arc<RunSettings>,
-    spill: &mut ResultStore,
-) -> Result<(Option<Exit>, Feedback<'a>), CliError> {
-    let cancel = CancellationToken::new();
-    let (sender, mut receiver) = tokio::sync::mpsc::channel(promptlab::eval::runner::FEED_CAPACITY);
-    std::thread::scope(|scope| {
-        // Built in here: a turn's panic, unwinding through `block_on`, drops
-        // the runtime's tasks — and the feed's senders they hold — before
-        // the scope waits for the thread below, which then sees the feed end.
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
-        let showing = cancel.clone();
-        let shown = scope.spawn(move || {
-            // Should this thread die, the run stops (nobody would show it)
-            // and the receiver goes with it: no turn waits on a dead feed.
-            let _stop_if_it_dies = CancelOnPanic(showing.clone());
-            let mut stdout = std::io::stdout().lock();
-            // Every sender is gone once the last turn has finished.
-            while let Some(message) = receiver.blocking_recv() {
-                feedback.show(&message, &mut stdout, &showing);
-                if !feedback.ndjson {
-                    feedback.show_batch(&mut receiver, &mut stdout, &showing);
-                }
-            }
-            feedback
-        });
-        let stop = runtime.block_on(async {
-            let stop = cancel_on_signals(cancel.clone());
-            let run = run_turns(
-                Arc::clone(plan),
-                Arc::clone(run_settings),
-                cancel.clone(),
-                sender,
-                spill,
-            );
-            run.await;
-            stop.exit()
-        });
-        match shown.join() {
-            Ok(feedback) => Ok((stop, feedback)),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
-    })
-}
-
-/// Cancels the run when dropped in a panic.
-struct CancelOnPanic(CancellationToken);
-
-impl Drop for CancelOnPanic {
-    fn drop(&mut self) {
-        if std::thread::panicking() {
-            self.0.cancel();
-        }
-    }
 }
 
 /// A line on stderr, above the bar on a terminal. Progress that cannot be
@@ -221,32 +149,23 @@ fn progress_bar(total: usize, already: usize) -> ProgressBar {
     bar
 }
 
-/// How long the progress thread lets turns' results gather before it
-/// shows them, when no events stream to stdout: woken for each result, it
-/// cost the run a wake-up of a sleeping thread a turn (futex calls fell
-/// from ~2 to ~0.7 a turn, BENCHMARKS.md, issue #31). The bar redraws at
-/// most 20 times a second anyway. The feed holds 1,024 messages, and each
-/// turn waiting for its group commit holds room for two (`hand_on`): with
-/// all 512 waiting, a finishing turn waits for room — at most this long
-/// more than it would, holding its `-j` slot.
-const GATHER: Duration = Duration::from_millis(5);
-
-impl Feedback<'_> {
-    /// What is in the feed now, then a pause (`GATHER`).
-    fn show_batch(
-        &mut self,
-        receiver: &mut tokio::sync::mpsc::Receiver<EvalMessage>,
-        out: &mut impl Write,
-        cancel: &CancellationToken,
-    ) {
-        while let Ok(message) = receiver.try_recv() {
-            self.show(&message, out, cancel);
+impl Progress for Feedback<'_> {
+    fn show(&mut self, message: &EvalMessage) -> bool {
+        let written = self.show_on(message, &mut std::io::stdout().lock());
+        if written.is_err() {
+            self.stdout_closed = true;
         }
-        std::thread::sleep(GATHER);
+        !self.stdout_closed
     }
 
-    fn show(&mut self, message: &EvalMessage, out: &mut impl Write, cancel: &CancellationToken) {
-        let written = match message {
+    fn gathers(&self) -> bool {
+        !self.ndjson
+    }
+}
+
+impl Feedback<'_> {
+    fn show_on(&mut self, message: &EvalMessage, out: &mut impl Write) -> std::io::Result<()> {
+        match message {
             EvalMessage::Event(spec, event) if self.ndjson => {
                 let record = EvalRecord::Event {
                     place: TurnPlace::of(self.plan, spec),
@@ -262,10 +181,6 @@ impl Feedback<'_> {
                 say(&self.bar, format!("warning: {warning}"));
                 Ok(())
             }
-        };
-        if written.is_err() && !self.stdout_closed {
-            self.stdout_closed = true;
-            cancel.cancel();
         }
     }
 

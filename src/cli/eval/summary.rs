@@ -10,16 +10,18 @@ use std::path::Path;
 use chrono::{DateTime, Utc};
 
 use promptlab::cost::format_usd;
+use promptlab::eval::Outcome;
 use promptlab::eval::budget::Budget;
 use promptlab::eval::fold::{Folded, folds};
 use promptlab::eval::junit::{JunitContext, JunitError, write_junit};
 use promptlab::eval::outcome::{EvalOutcome, ExitRule};
 use promptlab::eval::report::{CaseRecord, EvalRecord, TurnRecord, shard_line, turn_label};
+use promptlab::eval::session::Ended;
 use promptlab::eval::spill::{ResultStore, SpillError};
 use promptlab::eval::totals::{RunTotals, checked};
-use promptlab::eval::{EvalPlan, Outcome, RunLimits};
 use promptlab::sink::{Style, printable};
 use promptlab::table::terminal_width;
+use std::sync::Arc;
 
 use super::EvalFormat;
 use super::progress::write_record;
@@ -45,24 +47,24 @@ pub fn unreadable(error: SpillError) -> CliError {
     ))
 }
 
-/// Summary, failures, reports and the exit code, from `store` (every turn
-/// of the run); `(started_at, runs_dir)`: when the run started and the
-/// runs folder its summary is kept in.
+/// Summary, failures, reports and the exit code, from the ended run's
+/// spill (every turn of the run); `(started_at, runs_dir)`: when the run
+/// started and the runs folder its summary is kept in.
 pub fn finish(
     settings: &EvalSettings,
     mode: &EvalMode,
-    plan: &EvalPlan,
-    store: &mut ResultStore,
-    stop: Option<Exit>,
+    ended: &mut Ended,
     (started_at, runs_dir): (DateTime<Utc>, &std::path::Path),
-    limits: &RunLimits,
 ) -> Result<Exit, CliError> {
     let rule = ExitRule {
         pass_threshold: settings.pass_threshold,
         min_pass_rate: settings.min_pass_rate,
     };
     let shown = settings.output.show_failures;
-    let outcome = EvalOutcome::of(plan, store, (rule, shown), stop, limits).map_err(unreadable)?;
+    let plan = Arc::clone(&ended.plan);
+    let (limits, store) = (&ended.limits, &mut ended.spill);
+    let outcome =
+        EvalOutcome::of(&plan, store, (rule, shown), ended.stop, limits).map_err(unreadable)?;
     let mut end = EvalEnd {
         outcome,
         write_errors: Vec::new(),
