@@ -365,14 +365,13 @@ fn limit_lines(summaries: &[serde_json::Value]) -> Vec<String> {
                 changes.push(format!("… {} more", limits.history.len() - SHOWN));
             }
             lines.push(format!(
-                "rate limits: {}: {} × 429 in {} episodes, {:.1} s waited, {:.1} s queued; calls at once {} then {}",
-                limits.model,
-                limits.rate_limited,
-                limits.episodes,
-                limits.waited_ms as f64 / 1000.0,
-                limits.queued_ms as f64 / 1000.0,
+                "rate limits: {limits}; calls at once {} then {}",
                 limits.ceiling,
-                if changes.is_empty() { "unchanged".to_string() } else { changes.join(", ") }
+                if changes.is_empty() {
+                    "unchanged".to_string()
+                } else {
+                    changes.join(", ")
+                }
             ));
         }
     }

@@ -339,15 +339,7 @@ fn rate_limit_line(limits: &promptlab::provider::transport::RateLimits) -> Strin
         let last = steps.len() - 1;
         steps = [&steps[..SHOWN - 1], &["…".to_string(), steps[last].clone()]].concat();
     }
-    format!(
-        "{}: {} × 429 in {} episodes, {:.1} s waited, {:.1} s queued; calls at once {}",
-        limits.model,
-        limits.rate_limited,
-        limits.episodes,
-        limits.waited_ms as f64 / 1000.0,
-        limits.queued_ms as f64 / 1000.0,
-        steps.join(" → ")
-    )
+    format!("{limits}; calls at once {}", steps.join(" → "))
 }
 
 /// What tells whether a variant's level reached its model.

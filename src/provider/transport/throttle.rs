@@ -71,6 +71,23 @@ pub struct RateLimits {
     pub history: Vec<LimitChange>,
 }
 
+/// `gemini-3.1-flash-lite: 14 × 429 in 2 episodes, 8.2 s waited, 1.0 s
+/// queued`: what every view of a run's rate limits begins with, before its
+/// own trail of the limit's changes.
+impl std::fmt::Display for RateLimits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} × 429 in {} episodes, {:.1} s waited, {:.1} s queued",
+            self.model,
+            self.rate_limited,
+            self.episodes,
+            self.waited_ms as f64 / 1000.0,
+            self.queued_ms as f64 / 1000.0
+        )
+    }
+}
+
 /// Told of each rate-limit episode's start, once per episode: the line to
 /// say (`gemini-3.1-flash-lite: rate-limited (429); 32 → 25 calls at once`).
 pub type Announcer = Arc<dyn Fn(String) + Send + Sync>;
