@@ -3,6 +3,7 @@
 pub mod evidence;
 pub mod feedback;
 pub(crate) mod full_folder;
+pub mod labels;
 pub mod naming;
 pub mod prompt_store;
 pub mod record;

@@ -49,6 +49,7 @@ mod injection;
 mod judge_property;
 mod judging;
 mod junit;
+mod labels;
 mod markdown;
 mod model_cache;
 mod model_rules;
