@@ -49,7 +49,7 @@ pub fn wilson_interval(passed: usize, total: usize) -> Option<(f64, f64)> {
     if total == 0 {
         return None;
     }
-    let z = 1.959_963_984_540_054_f64;
+    let z = Z_95;
     let n = total as f64;
     let p = passed as f64 / n;
     let denominator = 1.0 + z * z / n;
@@ -68,6 +68,97 @@ pub fn wilson_interval(passed: usize, total: usize) -> Option<(f64, f64)> {
         (centre + half).min(1.0)
     };
     Some((low, high))
+}
+
+/// The standard normal's 97.5% quantile: the z of every 95% interval here
+/// (statsmodels' `norm.isf(0.025)`).
+pub const Z_95: f64 = 1.959_963_984_540_054;
+
+/// Two raters' verdicts on the same items, pass/fail each: `[[both pass,
+/// first pass, second fail], [first fail, second pass, both fail]]` — rows
+/// the first rater (a person), columns the second (a judge).
+pub type Agreement2x2 = [[u64; 2]; 2];
+
+/// Cohen's kappa with its asymptotic standard error and 95% interval;
+/// those two are undefined (`None`) when one rater gave every item one
+/// class (a zero marginal: the variance collapses, and statsmodels says
+/// nan).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Kappa {
+    pub kappa: f64,
+    pub std_error: Option<f64>,
+    pub interval: Option<(f64, f64)>,
+}
+
+/// Why kappa cannot be computed on a table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoKappa {
+    /// No items.
+    Empty,
+    /// Both raters gave one and the same class to every item: chance
+    /// agreement is 1 and kappa is 0 ÷ 0.
+    OneClass,
+}
+
+impl std::fmt::Display for NoKappa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            NoKappa::Empty => "no turn has both a judge verdict and a label",
+            NoKappa::OneClass => {
+                "every turn is in one class for both the labels and the judge, so agreement by \
+                 chance is 1 and kappa is undefined; label turns of the other class"
+            }
+        })
+    }
+}
+
+/// Cohen's (unweighted) kappa of a 2 × 2 table, with the asymptotic
+/// standard error and interval (z = 1.96) that statsmodels'
+/// `cohens_kappa` computes (its SAS-manual variance, not the one under
+/// kappa = 0).
+pub fn cohens_kappa(table: &Agreement2x2) -> Result<Kappa, NoKappa> {
+    let n: u64 = table.iter().flatten().sum();
+    if n == 0 {
+        return Err(NoKappa::Empty);
+    }
+    let total = n as f64;
+    let p = |i: usize, j: usize| table[i][j] as f64 / total;
+    let row = |i: usize| p(i, 0) + p(i, 1);
+    let col = |j: usize| p(0, j) + p(1, j);
+    let observed = p(0, 0) + p(1, 1);
+    let chance = row(0) * col(0) + row(1) * col(1);
+    if chance >= 1.0 {
+        return Err(NoKappa::OneClass);
+    }
+    let kappa = (observed - chance) / (1.0 - chance);
+    let on_diagonal: f64 = (0..2)
+        .map(|i| p(i, i) * (1.0 - (row(i) + col(i)) * (1.0 - kappa)).powi(2))
+        .sum();
+    let off_diagonal = (1.0 - kappa).powi(2)
+        * (p(0, 1) * (col(0) + row(1)).powi(2) + p(1, 0) * (col(1) + row(0)).powi(2));
+    let correction = (kappa - chance * (1.0 - kappa)).powi(2);
+    let variance = (on_diagonal + off_diagonal - correction) / (1.0 - chance).powi(2) / total;
+    let one_class = [row(0), row(1), col(0), col(1)].contains(&0.0);
+    // Rounding can leave a perfect table's variance a hair under zero.
+    let std_error = (!one_class).then(|| variance.max(0.0).sqrt());
+    Ok(Kappa {
+        kappa,
+        std_error,
+        interval: std_error.map(|se| (kappa - Z_95 * se, kappa + Z_95 * se)),
+    })
+}
+
+/// How many more items, in the same proportions, would bring the 95%
+/// interval's half-width under `target` (the standard error falls as the
+/// square root of the count); 0 when it is there already.
+/// `None` when the interval is undefined.
+pub fn more_items_for_half_width(kappa: &Kappa, items: u64, target: f64) -> Option<u64> {
+    let half = Z_95 * kappa.std_error?;
+    if half < target || items == 0 {
+        return Some(0);
+    }
+    let needed = (items as f64 * (half / target).powi(2)).floor() as u64 + 1;
+    Some(needed.saturating_sub(items))
 }
 
 /// McNemar's exact test: the two-sided p-value that `b` pass→fail and `c`

@@ -65,6 +65,25 @@ pub struct JudgeArgs {
     pub no_judge_cache: bool,
 }
 
+/// Who judges and with what, before any client is made: enough to name
+/// the judge (its calibration identity) without a key.
+pub struct ChosenJudge {
+    pub provider: JudgeProviderKind,
+    pub settings: JudgeSettings,
+    pub prompts: JudgePrompts,
+}
+
+impl ChosenJudge {
+    /// `gemini`, `openai` or `script`, as the judge's calls record it.
+    pub fn provider_name(&self) -> &'static str {
+        match self.provider {
+            JudgeProviderKind::Gemini => "gemini",
+            JudgeProviderKind::Openai => "openai",
+            JudgeProviderKind::Script => "script",
+        }
+    }
+}
+
 /// What a suite says about its judge (nothing, for `compare`).
 #[derive(Debug, Clone, Default)]
 pub struct SuiteJudge {
@@ -78,16 +97,10 @@ pub struct SuiteJudge {
 }
 
 impl JudgeArgs {
-    /// The judge these flags (over the suite's `judge:`) choose. Fails, as
-    /// a usage error, when it cannot work: no key, no script, bad prompts.
-    /// `limits` bound each judge call as they bound the chat model's.
-    pub fn build(
-        &self,
-        suite: &SuiteJudge,
-        cache_dir: &Path,
-        limits: CallLimits,
-        tables: &crate::cli::Tables,
-    ) -> Result<Judge, CliError> {
+    /// The provider, model, thinking level and prompts these flags (over
+    /// the suite's `judge:`) choose; bad prompts or an OpenAI judge with no
+    /// model are usage errors.
+    pub fn choose(&self, suite: &SuiteJudge) -> Result<ChosenJudge, CliError> {
         let provider = self.judge_provider.unwrap_or(match suite.provider {
             Some(ProviderKind::OpenAi) => JudgeProviderKind::Openai,
             _ => JudgeProviderKind::Gemini,
@@ -119,6 +132,28 @@ impl JudgeArgs {
                 .map(|(id, text)| (id.as_str(), text.as_str())),
         )
         .map_err(|e| CliError::usage(format!("judge prompts: {e}")))?;
+        Ok(ChosenJudge {
+            provider,
+            settings,
+            prompts,
+        })
+    }
+
+    /// The judge these flags (over the suite's `judge:`) choose. Fails, as
+    /// a usage error, when it cannot work: no key, no script, bad prompts.
+    /// `limits` bound each judge call as they bound the chat model's.
+    pub fn build(
+        &self,
+        suite: &SuiteJudge,
+        cache_dir: &Path,
+        limits: CallLimits,
+        tables: &crate::cli::Tables,
+    ) -> Result<Judge, CliError> {
+        let ChosenJudge {
+            provider,
+            settings,
+            prompts,
+        } = self.choose(suite)?;
         let model: Arc<dyn JudgeModel> = match provider {
             JudgeProviderKind::Script => {
                 let path = self.judge_script.as_ref().ok_or_else(|| {

@@ -15,6 +15,7 @@ pub mod evals_trend;
 pub mod folders;
 pub mod init;
 pub mod judge;
+pub mod judge_calibrate;
 pub mod label;
 pub mod model;
 pub mod output;
@@ -186,6 +187,9 @@ pub enum Command {
     /// Recorded run logs: list, show, and reindex (rebuild the run index).
     #[command(subcommand)]
     Runs(runs::RunsCommand),
+    /// Rubric judges: calibrate one against people's labels.
+    #[command(subcommand)]
+    Judge(judge_calibrate::JudgeCommand),
     /// Record a person's verdict on a recorded turn (for judge calibration and review).
     Label(label::LabelArgs),
     /// Re-run a recorded turn with its recorded model responses and report where it diverges.
@@ -242,6 +246,7 @@ pub fn run(mut cli: Cli) -> Result<Exit, CliError> {
         Command::Evals(command) => evals::run(command, &cli.stores.runs_dir),
         Command::Compare(args) => compare::run(args, &cli.stores),
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
+        Command::Judge(command) => judge_calibrate::run(command, &cli.stores.runs_dir),
         Command::Label(args) => label::run(args, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores),
         Command::Report(args) => report::run(args, &cli.stores.runs_dir),

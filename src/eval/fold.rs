@@ -196,7 +196,7 @@ impl Folds<'_> {
             counts.samples += 1;
             if let Some(result) = result {
                 counts.ran += 1;
-                match result.verdict.outcome {
+                match self.plan.deciding_outcome(&result.verdict) {
                     Outcome::Pass => counts.passed += 1,
                     Outcome::Fail => counts.failed += 1,
                     Outcome::Error => counts.errors += 1,

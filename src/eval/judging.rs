@@ -103,6 +103,17 @@ pub fn check_judge_section(section: &JudgeSection) -> Result<(), (String, String
             ));
         }
     }
+    if let Some(kappa) = section.min_kappa
+        && !(-1.0..=1.0).contains(&kappa)
+    {
+        return Err((
+            "judge.minKappa".into(),
+            format!("{kappa} is not a kappa: between -1 and 1"),
+        ));
+    }
+    if section.min_labels == Some(0) {
+        return Err(("judge.minLabels".into(), "must be at least 1".into()));
+    }
     judge_prompts(section)
         .map(|_| ())
         .map_err(|e| ("judge.prompts".into(), e.to_string()))

@@ -42,6 +42,8 @@ pub struct JunitContext {
     pub not_run_reason: &'static str,
     /// `I/N` when this run is one shard.
     pub shard: Option<String>,
+    /// The rubric judge's calibration line, when the suite has criteria.
+    pub judge_calibration: Option<String>,
 }
 
 /// Why the report was not written whole.
@@ -197,6 +199,9 @@ fn suite_head(plan: &EvalPlan, context: &JunitContext, index: usize, counts: Cou
     }
     if let Some(shard) = &context.shard {
         properties.push(("shard", shard.clone()));
+    }
+    if let Some(line) = &context.judge_calibration {
+        properties.push(("judge-calibration", line.clone()));
     }
     for ignored in &variant.ignored {
         properties.push(("ignored-override", ignored.to_string()));

@@ -2,6 +2,7 @@
 //! versions, judged against expectations (SPEC §7; `docs/suites.md`).
 
 pub mod budget;
+pub mod calibration;
 pub mod cases_from;
 pub mod expect;
 pub mod feed;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use super::budget::Budget;
+use super::calibration::JudgeCalibration;
 use super::plan::EvalPlan;
 use super::report::{BudgetRecord, EvalRecord, SummaryRecord};
 use super::run_id::EvalRunKind;
@@ -85,6 +86,9 @@ pub struct EvalOutcome<'a> {
     pub quota_spent: Option<String>,
     /// What each model that met a rate limit or a quota went through.
     pub rate_limits: Vec<RateLimits>,
+    /// The rubric judge's calibration at the run's start (SPEC §15); none
+    /// without rubric criteria.
+    pub judge_calibration: Option<JudgeCalibration>,
     /// The exit rule's result; a renderer that fails to write a report
     /// makes it a failure (`failed`).
     pub exit: Exit,
@@ -116,6 +120,7 @@ impl<'a> EvalOutcome<'a> {
             budget,
             quota_spent,
             rate_limits: limits.rate_limits(),
+            judge_calibration: None,
             exit,
         })
     }
@@ -170,6 +175,7 @@ impl<'a> EvalOutcome<'a> {
             variants: totals.summaries.clone(),
             tags: totals.tags.clone(),
             warnings: plan.override_warnings(),
+            judge_calibration: self.judge_calibration.clone(),
             exit: self.exit.number(),
         }
     }
@@ -235,8 +241,14 @@ fn exit_rule(
     if let Some(stop) = stop {
         return stop;
     }
+    // A turn that failed only an advisory rubric counts as passed here.
+    let deciding_rate = |(s, advisory): (&super::report::VariantSummary, &usize)| {
+        s.pass_rate + *advisory as f64 / s.turns.max(1) as f64
+    };
+    let variants = totals.summaries.iter().zip(&totals.rubric_advisory);
     let below = match rule.min_pass_rate {
-        Some(rate) => (totals.summaries.iter()).any(|s| s.turns == 0 || s.pass_rate + 1e-9 < rate),
+        Some(rate) => (variants.map(|v| (v.0.turns, deciding_rate(v))))
+            .any(|(turns, pass_rate)| turns == 0 || pass_rate + 1e-9 < rate),
         None => !totals.every_case_passed,
     };
     if below || !totals.logs_lost.is_empty() || budget.is_some_and(Budget::reached) {

@@ -54,6 +54,9 @@ pub struct EvalPlan {
     /// Each case's settings over the suite's defaults, merged once: every
     /// turn's request and verdict read them (three merges a turn before).
     case_settings: Vec<CaseSettings>,
+    /// Whether rubric expectations decide the exit code: not when the
+    /// suite asks for a calibrated judge and its judge is not (SPEC §15).
+    pub rubric_decides: bool,
 }
 
 impl EvalPlan {
@@ -100,6 +103,19 @@ impl EvalPlan {
             selection,
             done: HashSet::new(),
             eval_run: super::run_id::new_eval_run_id(),
+            rubric_decides: true,
+        }
+    }
+
+    /// The outcome that counts toward the exit code: a turn that failed
+    /// only its rubric criteria passes when the rubric does not decide.
+    pub fn deciding_outcome(&self, verdict: &super::expect::Verdict) -> super::expect::Outcome {
+        use super::expect::Outcome;
+        let only_rubric = !verdict.failures.is_empty()
+            && (verdict.failures.iter()).all(|line| line.starts_with("rubric \""));
+        match verdict.outcome {
+            Outcome::Fail if !self.rubric_decides && only_rubric => Outcome::Pass,
+            outcome => outcome,
         }
     }
 
@@ -299,6 +315,14 @@ impl EvalPlan {
     }
 
     /// Whether any selected case has rubric criteria (and so needs a judge).
+    /// Every rubric criterion of the suite's cases (what a judge's
+    /// identity covers), in case order, repeats included.
+    pub fn rubric_criteria(&self) -> Vec<String> {
+        (self.case_settings.iter())
+            .flat_map(|settings| settings.expect.rubric.0.iter().cloned())
+            .collect()
+    }
+
     pub fn has_rubric(&self) -> bool {
         self.case_settings
             .iter()

@@ -306,6 +306,11 @@ pub struct SummaryRecord {
     /// (what `--strict` refuses).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// The rubric judge's calibration (SPEC §15): status, kappa, labels,
+    /// identity, and whether its verdicts decided the exit code. Absent
+    /// without rubric criteria.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge_calibration: Option<super::calibration::JudgeCalibration>,
     pub exit: u8,
 }
 

@@ -11,6 +11,10 @@ use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 
+use super::calibration::{
+    CalibrationBar, CalibrationStatus, DEFAULT_MIN_LABELS, JudgeCalibration, JudgeIdentity,
+    judge_calibration,
+};
 use super::matrix::{ModelSettings, build_matrix};
 use super::plan::{EvalPlan, Selection};
 use super::recorded::merge_recorded;
@@ -181,6 +185,32 @@ fn select_variants(suite: &mut LoadedSuite, names: &[String]) -> Result<(), Sess
     Ok(())
 }
 
+/// The gate at an eval's start (SPEC §15): the judge's calibration under
+/// `identity`, and the plan told whether its rubric verdicts decide the
+/// exit code. `require` (`--require-calibrated-judge`) makes a judge that
+/// is not calibrated an error before any turn runs.
+pub fn gate_judge(
+    plan: &mut EvalPlan,
+    runs_dir: &Path,
+    identity: JudgeIdentity,
+    require: bool,
+) -> Result<JudgeCalibration, SessionError> {
+    let section = plan.suite.suite.judge.as_ref();
+    let bar = CalibrationBar {
+        min_kappa: section.and_then(|judge| judge.min_kappa),
+        min_labels: (section.and_then(|judge| judge.min_labels)).unwrap_or(DEFAULT_MIN_LABELS),
+    };
+    let calibration = judge_calibration(runs_dir, identity, bar);
+    if require && calibration.status != CalibrationStatus::Calibrated {
+        return Err(SessionError::Usage(format!(
+            "--require-calibrated-judge: {}",
+            calibration.line()
+        )));
+    }
+    plan.rubric_decides = calibration.decides;
+    Ok(calibration)
+}
+
 /// What a mode leaves for the end of the run: the plan, the spill with
 /// every turn's result, the exit a stop signal asked for, the limits the
 /// turns ran under, and the logs a merge could not read.
@@ -190,6 +220,8 @@ pub struct Ended {
     pub stop: Option<Exit>,
     pub limits: RunLimits,
     pub unreadable: Vec<RunLogError>,
+    /// The rubric judge's calibration, gated at the start (`gate_judge`).
+    pub judge: Option<JudgeCalibration>,
 }
 
 impl Ended {
@@ -200,6 +232,7 @@ impl Ended {
             stop,
             limits: RunLimits::default(),
             unreadable: Vec::new(),
+            judge: None,
         }
     }
 

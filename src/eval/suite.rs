@@ -65,6 +65,13 @@ pub struct JudgeSection {
     /// Judge prompt overrides (`judge.rubric`, `judge.pairwise`) → text.
     #[serde(default)]
     pub prompts: BTreeMap<String, String>,
+    /// The Cohen's kappa against people's labels a rubric judge needs
+    /// before its verdicts decide the exit code (`judge calibrate`).
+    #[serde(default)]
+    pub min_kappa: Option<f64>,
+    /// The labels that calibration must rest on (default 30).
+    #[serde(default)]
+    pub min_labels: Option<u64>,
 }
 
 /// Which claims of the store a suite (or a case) runs against.

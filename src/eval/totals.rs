@@ -49,6 +49,9 @@ pub struct RunTotals {
     pub from_runs: Vec<TurnsFromRun>,
     /// Turns read from logs (resumed, merged, re-scored).
     pub from_logs: usize,
+    /// Per variant: turns that failed only rubric criteria of a judge whose
+    /// verdicts do not decide the exit code (`EvalPlan::rubric_decides`).
+    pub rubric_advisory: Vec<usize>,
 }
 
 /// One variant's numbers while its turns are read.
@@ -187,6 +190,9 @@ pub fn gather(
     for read in folds(plan, default_share, store)? {
         match read? {
             Folded::Turn(result) => {
+                if plan.deciding_outcome(&result.verdict) != result.verdict.outcome {
+                    totals.rubric_advisory[result.spec.variant] += 1;
+                }
                 tags.add(plan, &result);
                 variants[result.spec.variant].add(&result);
                 totals.add(plan, *result, shown, &mut from_runs);
@@ -259,6 +265,7 @@ impl RunTotals {
             failing_count: 0,
             from_runs: Vec::new(),
             from_logs: 0,
+            rubric_advisory: vec![0; variants],
         }
     }
 }

@@ -6,6 +6,7 @@
 mod support;
 
 mod bad_input;
+mod calibration;
 mod cases_from;
 mod ci_recipes;
 mod claim_store;

@@ -50,7 +50,8 @@ pub fn markdown(outcome: &EvalOutcome, sent: &LevelSent, show_failures: usize) -
         );
     }
     md.push_str(&super::by_tag::tag_markdown(&outcome.totals.tags));
-    let lines = judging_lines(&outcome.totals.summaries, plan);
+    let mut lines = judging_lines(&outcome.totals.summaries, plan);
+    lines.extend(outcome.judge_calibration.as_ref().map(|c| c.line()));
     if !lines.is_empty() {
         md.push('\n');
     }

@@ -174,6 +174,10 @@ pub struct EvalArgs {
     /// Unusable overrides in a variant (unknown id, blank, too long) exit 2 instead of warning.
     #[arg(long)]
     pub strict: bool,
+    /// Exit 2 before any turn runs unless the suite's rubric judge is calibrated against
+    /// people's labels (`judge.minKappa`, `judge.minLabels`; `promptlab judge calibrate`).
+    #[arg(long)]
+    pub require_calibrated_judge: bool,
     /// The date the claim brief gives as today, unless the suite pins one.
     #[arg(long, value_name = "YYYY-MM-DD", value_parser = parse_today)]
     pub today: Option<NaiveDate>,
@@ -214,15 +218,20 @@ fn run_once(
     let runs_dir = stores.runs_dir.as_path();
     let started_at = Utc::now();
     preflight::check_store(store)?;
-    let plan = plan(settings, store, settings.shard)?;
+    let mut plan = plan(settings, store, settings.shard)?;
     preflight::check_overrides(settings, &plan)?;
     preflight::check_forced_levels(&plan, &settings.tables.models)?;
     if mode.runs_turns() {
         check_log_folders(&plan, runs_dir)?;
     }
+    let calibration = match mode != &EvalMode::List && plan.has_rubric() {
+        true => Some(gate_judge(settings, &mut plan, runs_dir)?),
+        false => None,
+    };
     let Some(mut ended) = run_mode(settings, mode, plan, (store, stores), tracing)? else {
         return Ok((Exit::Success, Vec::new()));
     };
+    ended.judge = calibration;
     // Only `--watch` compares runs: no label per turn otherwise.
     let snapshot = match settings.mode == EvalMode::Watch {
         true => watch::snapshot(&ended.plan, &mut ended.spill)?,
@@ -376,7 +385,40 @@ fn run_remaining(
         stop,
         limits,
         unreadable: Vec::new(),
+        judge: None,
     })
+}
+
+/// What the suite's `judge:` section says, for the judge flags to build on.
+fn suite_judge(plan: &EvalPlan) -> SuiteJudge {
+    let section = plan.suite.suite.judge.clone().unwrap_or_default();
+    SuiteJudge {
+        provider: section.provider,
+        base_url: section.base_url,
+        model: section.model,
+        thinking_level: section.thinking_level,
+        prompts: section.prompts,
+    }
+}
+
+/// The rubric judge's calibration at the start (SPEC §15): whether its
+/// verdicts decide the exit code, or, with --require-calibrated-judge,
+/// whether the run may start at all. Named without a client: a merge of
+/// shards needs no key.
+fn gate_judge(
+    settings: &EvalSettings,
+    plan: &mut EvalPlan,
+    runs_dir: &Path,
+) -> Result<promptlab::eval::calibration::JudgeCalibration, CliError> {
+    let chosen = settings.judge.choose(&suite_judge(plan))?;
+    let identity = promptlab::eval::calibration::JudgeIdentity::new(
+        plan,
+        chosen.provider_name(),
+        &chosen.settings,
+        &chosen.prompts,
+    );
+    let require = settings.require_calibrated_judge;
+    Ok(session::gate_judge(plan, runs_dir, identity, require)?)
 }
 
 /// The judge of the suite's rubric criteria; warns when it is also a
@@ -386,15 +428,8 @@ fn build_judge(
     plan: &EvalPlan,
     cache_dir: &Path,
 ) -> Result<promptlab::judge::Judge, CliError> {
-    let section = plan.suite.suite.judge.clone().unwrap_or_default();
     let mut judge = settings.judge.build(
-        &SuiteJudge {
-            provider: section.provider,
-            base_url: section.base_url,
-            model: section.model,
-            thinking_level: section.thinking_level,
-            prompts: section.prompts,
-        },
+        &suite_judge(plan),
         cache_dir,
         settings.model.limits(),
         &settings.tables,

@@ -52,6 +52,8 @@ pub struct EvalSettings {
     pub max_cost: Option<f64>,
     /// Unusable overrides exit 2 instead of warning.
     pub strict: bool,
+    /// `--require-calibrated-judge`.
+    pub require_calibrated_judge: bool,
     pub today: Option<NaiveDate>,
     /// What prices the run's calls and fits its levels (`--prices`, `--models`).
     pub tables: Tables,
@@ -154,6 +156,7 @@ impl EvalSettings {
             min_pass_rate: args.min_pass_rate,
             max_cost: args.max_cost,
             strict: args.strict,
+            require_calibrated_judge: args.require_calibrated_judge,
             today: args.today,
             tables,
         })

@@ -63,8 +63,9 @@ pub fn finish(
     let shown = settings.output.show_failures;
     let plan = Arc::clone(&ended.plan);
     let (limits, store) = (&ended.limits, &mut ended.spill);
-    let outcome =
+    let mut outcome =
         EvalOutcome::of(&plan, store, (rule, shown), ended.stop, limits).map_err(unreadable)?;
+    outcome.judge_calibration = ended.judge.clone();
     let mut end = EvalEnd {
         outcome,
         write_errors: Vec::new(),
@@ -126,6 +127,7 @@ impl EvalEnd<'_> {
                     .selection
                     .shard
                     .map(|s| format!("{}/{}", s.index, s.count)),
+                judge_calibration: (self.outcome.judge_calibration.as_ref()).map(|c| c.line()),
             };
             let (plan, counts) = (self.outcome.plan, &self.outcome.totals.junit);
             let folds = folds(plan, settings.pass_threshold, store).map_err(unreadable)?;
@@ -286,6 +288,13 @@ fn print_pretty(settings: &EvalSettings, mode: &EvalMode, end: &EvalEnd) -> Resu
     write_hidden(&mut out, &fitted.hidden, "--format ndjson")?;
     for line in judging_lines(&totals.summaries, plan) {
         writeln!(out, "{}", printable(&line))?;
+    }
+    if let Some(calibration) = &outcome.judge_calibration {
+        let line = printable(&calibration.line());
+        match calibration.decides {
+            true => writeln!(out, "{line}")?,
+            false => writeln!(out, "{}", style.yellow(&line))?,
+        }
     }
     if settings.output.by == Some(super::by_tag::ByGroup::Tag) {
         super::by_tag::write_by_tag(&mut out, &totals.tags)?;
