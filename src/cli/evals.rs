@@ -350,6 +350,13 @@ fn limit_lines(summaries: &[serde_json::Value]) -> Vec<String> {
                 promptlab::text::one_line(quota, 300)
             ));
         }
+        // The rubric judge's calibration as the run's start found it.
+        if let Ok(calibration) = serde_json::from_value::<
+            promptlab::eval::calibration::JudgeCalibration,
+        >(summary["judgeCalibration"].clone())
+        {
+            lines.push(calibration.line());
+        }
         let limits = summary["rateLimits"].as_array().into_iter().flatten();
         for model in limits {
             let Ok(limits) =

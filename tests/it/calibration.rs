@@ -285,6 +285,14 @@ fn an_uncalibrated_judge_does_not_decide_until_its_calibration_meets_the_bar() {
     let (code, summary, _) = eval(&runs, &edited, &judge, &[]);
     assert_eq!(summary["judgeCalibration"]["status"], "stale");
     assert_eq!(code, 0);
+    let shown = run_command(in_runs(&runs).args(["evals", "show", "last"]));
+    assert!(
+        shown
+            .stdout
+            .contains("judge judge-model stale: no calibration (needs kappa ≥ 0.50"),
+        "{}",
+        shown.stdout
+    );
     // --require-calibrated-judge: exit 2 before any turn runs.
     let logs = support::run_logs_under(&runs).len();
     let (code, _, stderr) = eval(&runs, &edited, &judge, &["--require-calibrated-judge"]);
