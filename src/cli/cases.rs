@@ -22,6 +22,9 @@ use super::error::{CliError, Exit};
 pub enum CasesCommand {
     /// Write a prompt-injection suite: derived claims with planted payloads, the suite, a README.
     Inject(InjectArgs),
+    /// Append recorded turns (named, labelled fail, or voted down) as regression cases to a
+    /// JSONL dataset a suite reads with casesFrom.
+    FromRuns(super::cases_from_runs::FromRunsArgs),
 }
 
 #[derive(Debug, Args)]
@@ -57,9 +60,10 @@ pub struct InjectArgs {
     pub with_scripts: bool,
 }
 
-pub fn run(command: CasesCommand, store: &ClaimStore) -> Result<Exit, CliError> {
+pub fn run(command: CasesCommand, store: &ClaimStore, runs_dir: &Path) -> Result<Exit, CliError> {
     match command {
         CasesCommand::Inject(args) => inject(args, store),
+        CasesCommand::FromRuns(args) => super::cases_from_runs::run(args, runs_dir),
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod cases;
+pub mod cases_from_runs;
 pub mod chat;
 pub mod claims;
 pub mod compare;
@@ -241,7 +242,7 @@ pub fn run(mut cli: Cli) -> Result<Exit, CliError> {
         Command::Chat(args) => chat::run(*args, &store, &cli.stores),
         Command::Prompts(command) => prompts::run(command, &store),
         Command::Claims(command) => claims::run(command, &store),
-        Command::Cases(command) => cases::run(command, &store),
+        Command::Cases(command) => cases::run(command, &store, &cli.stores.runs_dir),
         Command::Eval(args) => eval::run(*args, &store, &cli.stores),
         Command::Evals(command) => evals::run(command, &cli.stores.runs_dir),
         Command::Compare(args) => compare::run(args, &cli.stores),

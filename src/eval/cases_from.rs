@@ -12,8 +12,9 @@ use super::suite::Case;
 use crate::document::check_json_keys;
 
 /// The fields of a case a column may name; `expect.*` takes these.
-const CASE_FIELDS: [&str; 14] = [
+const CASE_FIELDS: [&str; 15] = [
     "name",
+    "from",
     "message",
     "history",
     "claims",

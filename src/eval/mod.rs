@@ -13,6 +13,7 @@ pub mod log_commit;
 pub mod matrix;
 pub mod outcome;
 pub mod plan;
+pub mod promote;
 pub mod recorded;
 pub mod report;
 pub mod rescore;

@@ -186,6 +186,9 @@ pub struct Case {
     /// Labels for `eval --by tag` (e.g. an injection case's technique).
     #[serde(default)]
     pub tags: Vec<String>,
+    /// The recorded turn this case was promoted from (`cases from-runs`).
+    #[serde(default)]
+    pub from: Option<String>,
     // The case's own settings, the fields of `CaseSettings` written out
     // rather than `#[serde(flatten)]`ed: serde buffers flattened content,
     // which loses the line of any error inside a case, and suite errors

@@ -8,6 +8,7 @@ mod support;
 mod bad_input;
 mod calibration;
 mod cases_from;
+mod cases_from_runs;
 mod ci_recipes;
 mod claim_store;
 mod cli_chat;
