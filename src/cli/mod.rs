@@ -27,6 +27,7 @@ pub mod prompts_list;
 pub mod replay;
 pub mod report;
 pub mod report_file;
+pub mod review;
 pub mod runs;
 pub mod runs_show;
 pub mod serve;
@@ -191,6 +192,8 @@ pub enum Command {
     /// Rubric judges: calibrate one against people's labels.
     #[command(subcommand)]
     Judge(judge_calibrate::JudgeCommand),
+    /// Label an eval run's turns in the terminal, one at a time, blind to the judge.
+    Review(review::ReviewArgs),
     /// Record a person's verdict on a recorded turn (for judge calibration and review).
     Label(label::LabelArgs),
     /// Re-run a recorded turn with its recorded model responses and report where it diverges.
@@ -248,6 +251,7 @@ pub fn run(mut cli: Cli) -> Result<Exit, CliError> {
         Command::Compare(args) => compare::run(args, &cli.stores),
         Command::Runs(command) => runs::run(command, &cli.stores.runs_dir),
         Command::Judge(command) => judge_calibrate::run(command, &cli.stores.runs_dir),
+        Command::Review(args) => review::run(args, &cli.stores.runs_dir),
         Command::Label(args) => label::run(args, &cli.stores.runs_dir),
         Command::Replay(args) => replay::run(args, &store, &cli.stores),
         Command::Report(args) => report::run(args, &cli.stores.runs_dir),

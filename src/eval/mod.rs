@@ -17,6 +17,7 @@ pub mod promote;
 pub mod recorded;
 pub mod report;
 pub mod rescore;
+pub mod review;
 pub mod run_id;
 pub mod run_settings;
 pub mod runner;

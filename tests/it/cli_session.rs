@@ -4,10 +4,11 @@
 //! ↑ and kept in a file, Ctrl-C at the prompt, Ctrl-D to leave).
 
 use crate::support;
+use support::tmux::{Tmux, have_tmux};
 
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -154,84 +155,6 @@ fn a_bad_overrides_file_or_command_is_reported_and_the_session_goes_on() {
     assert_eq!(rows[0]["messagePreview"], "Still there?");
 }
 
-/// A tmux session on its own socket, ended when dropped.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .args(["-L", &self.socket])
-            .args(args)
-            .output()
-            .expect("tmux runs");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-t", "chat"])
-    }
-
-    /// Waits until the screen shows `text` (a condition, not a guess at a
-    /// time); fails with the screen after 30 s.
-    fn wait_for(&self, text: &str) -> String {
-        self.wait_until(text, |screen| screen.contains(text))
-    }
-
-    /// Waits until `shown(screen)`; `what` names it in the failure.
-    fn wait_until(&self, what: &str, shown: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen();
-            if shown(&screen) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "waited for {what:?}; the screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Waits for the line editor's prompt on the last line: keys typed
-    /// before it has the terminal could be lost in its switch to raw mode.
-    fn wait_for_prompt(&self) -> String {
-        self.wait_until("the prompt", |screen| {
-            screen
-                .lines()
-                .rev()
-                .find(|l| !l.trim().is_empty())
-                .map(str::trim_end)
-                == Some("›")
-        })
-    }
-
-    fn keys(&self, keys: &[&str]) {
-        self.run(&[&["send-keys", "-t", "chat"][..], keys].concat());
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        self.run(&["kill-server"]);
-    }
-}
-
-/// Whether tmux is here to give the session a terminal; CI must have it.
-fn have_tmux() -> bool {
-    if Command::new("tmux").arg("-V").output().is_ok() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "CI must have tmux (.ci/run installs it)"
-    );
-    eprintln!("skipped: tmux is not installed");
-    false
-}
-
 /// `chat -i` in a tmux terminal with `history` as its history file; the
 /// exit code is written to `done` when it ends.
 fn terminal_session(dir: &Path, history: &Path, done: &Path) -> Tmux {
@@ -250,6 +173,7 @@ fn terminal_session(dir: &Path, history: &Path, done: &Path) -> Tmux {
             std::process::id(),
             done.file_name().unwrap().to_string_lossy()
         ),
+        session: "chat".into(),
     };
     tmux.run(&[
         "new-session",

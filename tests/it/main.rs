@@ -71,6 +71,7 @@ mod report;
 mod report_bench;
 mod report_browser;
 mod report_files;
+mod review;
 mod run_index;
 mod run_log_limits;
 mod run_logs;

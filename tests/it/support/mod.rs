@@ -12,6 +12,7 @@ pub mod quota_server;
 pub mod references;
 pub mod reports;
 pub mod serve;
+pub mod tmux;
 pub mod wire_compare;
 
 use std::path::{Path, PathBuf};

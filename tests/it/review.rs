@@ -1,0 +1,165 @@
+//! `promptlab review` on a real terminal (tmux): single keys label the
+//! turns, the judge's verdict stays hidden until the reviewer decides, and
+//! a queue quit half-way resumes without asking about a labelled turn again.
+
+use crate::support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use support::tmux::{Tmux, have_tmux};
+use support::{promptlab, run_command};
+
+/// The rubric suite, scripted, on one claim, into `runs`.
+fn recorded(runs: &Path) {
+    let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs).args([
+        "eval",
+        "suites/rubric.yaml",
+        "--provider",
+        "script",
+        "--claim",
+        "CLM-HH-0001",
+        "-q",
+        "--judge-provider",
+        "script",
+        "--judge-script",
+        "suites/scripts/judge.yaml",
+    ]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+/// `review` in a tmux terminal; its exit code goes to `done`.
+fn review(runs: &Path, done: &Path, name: &str) -> Tmux {
+    let command = format!(
+        "cd {root} && NO_COLOR=1 PROMPTLAB_RUNS_DIR={runs} {bin} review --reviewer ann --limit 4; echo $? > {done}",
+        root = support::repo_root().display(),
+        runs = runs.display(),
+        bin = env!("CARGO_BIN_EXE_promptlab"),
+        done = done.display(),
+    );
+    let tmux = Tmux {
+        socket: format!("promptlab-review-{}-{name}", std::process::id()),
+        session: "review".into(),
+    };
+    tmux.run(&[
+        "new-session",
+        "-d",
+        "-s",
+        "review",
+        "-x",
+        "160",
+        "-y",
+        "50",
+        &command,
+    ]);
+    tmux
+}
+
+fn ended(done: &Path, tmux: &Tmux) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let code = std::fs::read_to_string(done).unwrap_or_default();
+        if code.ends_with('\n') {
+            return code.trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "review did not end:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every label file under `runs`: (turn id, verdict).
+fn labels(runs: &Path) -> Vec<(String, String)> {
+    let mut found = Vec::new();
+    for file in support::files_under(runs) {
+        let in_labels = file
+            .parent()
+            .is_some_and(|p| p.to_string_lossy().ends_with(".labels"));
+        if in_labels && file.extension().is_some_and(|e| e == "json") {
+            let label: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            assert_eq!(label["reviewer"], "ann");
+            found.push((
+                label["turnId"].as_str().unwrap().to_string(),
+                label["verdict"].as_str().unwrap().to_string(),
+            ));
+        }
+    }
+    found
+}
+
+#[test]
+fn keys_label_blind_to_the_judge_and_a_second_session_resumes() {
+    if !have_tmux() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    recorded(&runs);
+    let done = dir.path().join("first");
+    let tmux = review(&runs, &done, "first");
+    let first = tmux.wait_for("1 of 4");
+    assert!(
+        first.contains("question: ") && first.contains("answer:"),
+        "{first}"
+    );
+    assert!(first.contains("criteria:"), "{first}");
+    let said = ["judge:", "judge pass", "judge fail"];
+    assert!(
+        said.iter().all(|verdict| !first.contains(verdict)),
+        "blind until decided:\n{first}"
+    );
+    tmux.keys(&["f"]);
+    let second = tmux.wait_for("2 of 4");
+    assert!(
+        second.contains("previous: you fail · judge pass"),
+        "{second}"
+    );
+    tmux.keys(&["s"]);
+    tmux.wait_for("3 of 4");
+    tmux.keys(&["p"]);
+    tmux.wait_for("4 of 4");
+    tmux.keys(&["q"]);
+    assert_eq!(ended(&done, &tmux), "0");
+    drop(tmux);
+    let after_first = labels(&runs);
+    assert_eq!(after_first.len(), 2);
+    let verdicts: Vec<&str> = after_first.iter().map(|(_, v)| v.as_str()).collect();
+    assert!(verdicts.contains(&"fail") && verdicts.contains(&"pass"));
+
+    // Again: the same seed, the labelled turns left out — nothing is asked
+    // twice.
+    let done = dir.path().join("second");
+    let tmux = review(&runs, &done, "second");
+    tmux.wait_for("1 of 4");
+    tmux.keys(&["p"]);
+    tmux.wait_for("2 of 4");
+    tmux.keys(&["p"]);
+    tmux.wait_for("3 of 4");
+    tmux.keys(&["q"]);
+    assert_eq!(ended(&done, &tmux), "0");
+    let all = labels(&runs);
+    let turns: BTreeSet<&String> = all.iter().map(|(turn, _)| turn).collect();
+    assert_eq!((all.len(), turns.len()), (4, 4), "{all:?}");
+}
+
+#[test]
+fn review_without_a_terminal_says_to_use_label() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", dir.path())
+            .args(["review", "--reviewer", "ann"])
+            .stdin(std::process::Stdio::null()),
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("promptlab label TURN"),
+        "{}",
+        out.stderr
+    );
+}
