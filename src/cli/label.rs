@@ -8,7 +8,9 @@ use std::path::Path;
 
 use clap::Args;
 
-use promptlab::runs::labels::{LabelRecord, LabelVerdict, MAX_LABEL_TEXT_BYTES, write_label};
+use promptlab::runs::labels::{
+    LabelRecord, LabelVerdict, MAX_LABEL_TEXT_BYTES, unjudged_criterion, write_label,
+};
 use promptlab::runs::{find_run, read_run_log_checked};
 
 use super::error::{CliError, Exit};
@@ -120,20 +122,17 @@ fn checked_criteria(
         .into_iter()
         .map(|verdict| verdict.criterion)
         .collect();
-    let mut criteria = BTreeMap::new();
-    for (criterion, verdict) in given {
-        if !judged.contains(&criterion) {
-            let known = match judged.is_empty() {
-                true => "it has no rubric criteria".to_string(),
-                false => format!("its criteria: {}", quoted(&judged)),
-            };
-            return Err(CliError::usage(format!(
-                "--criterion `{}`: turn {} was not judged on it ({known})",
-                promptlab::text::one_line(&criterion, 80),
-                log.header.turn_id
-            )));
-        }
-        criteria.insert(criterion, verdict);
+    let criteria: BTreeMap<String, LabelVerdict> = given.into_iter().collect();
+    if let Some(criterion) = unjudged_criterion(&judged, criteria.keys()) {
+        let known = match judged.is_empty() {
+            true => "it has no rubric criteria".to_string(),
+            false => format!("its criteria: {}", quoted(&judged)),
+        };
+        return Err(CliError::usage(format!(
+            "--criterion `{}`: turn {} was not judged on it ({known})",
+            promptlab::text::one_line(criterion, 80),
+            log.header.turn_id
+        )));
     }
     Ok(criteria)
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use clap::Args;
 
 use promptlab::eval::review::{
-    DEFAULT_QUEUE_LENGTH, QueuedTurn, judge_verdict, queue, running_agreement,
+    DEFAULT_QUEUE_LENGTH, QueuedTurn, queue, queued_turns, running_agreement,
 };
 use promptlab::event::ChatEvent;
 use promptlab::runs::RunLog;
@@ -70,7 +70,7 @@ pub fn run(args: ReviewArgs, runs_dir: &Path) -> Result<Exit, CliError> {
         Some(_) => return Err(CliError::usage("--reviewer: the name is empty")),
         None => super::label::default_reviewer()?,
     };
-    let (eval_run, turns) = queued_turns(&args, runs_dir)?;
+    let (eval_run, turns) = eval_run_turns(&args, runs_dir)?;
     let queue = queue(turns, &reviewer, args.seed, args.limit)?;
     if queue.turns.is_empty() {
         writeln!(
@@ -101,7 +101,10 @@ pub fn run(args: ReviewArgs, runs_dir: &Path) -> Result<Exit, CliError> {
 
 /// The eval run's finished turns (of `--variant`), each with the judge's
 /// verdict on its rubric.
-fn queued_turns(args: &ReviewArgs, runs_dir: &Path) -> Result<(String, Vec<QueuedTurn>), CliError> {
+fn eval_run_turns(
+    args: &ReviewArgs,
+    runs_dir: &Path,
+) -> Result<(String, Vec<QueuedTurn>), CliError> {
     let index = super::evals::open_index(runs_dir)?;
     let eval_run = match &args.eval_run {
         Some(spec) => super::evals::resolve_eval_run(&index, spec)?,
@@ -116,26 +119,8 @@ fn queued_turns(args: &ReviewArgs, runs_dir: &Path) -> Result<(String, Vec<Queue
             })?
         }
     };
-    let mut turns = Vec::new();
-    for path in index.member_paths(&eval_run).map_err(CliError::failed)? {
-        if promptlab::runs::naming::is_partial(&path) {
-            continue;
-        }
-        let Ok(log) = promptlab::runs::read_run_log_checked(&path) else {
-            continue;
-        };
-        let variant = log.header.labels.as_ref().map(|l| l.variant.clone());
-        if args.variant.is_some() && variant != args.variant {
-            continue;
-        }
-        let verdict = promptlab::runs::rescore::current_verdict(&log, &path);
-        turns.push(QueuedTurn {
-            turn_id: log.header.turn_id.clone(),
-            judge: judge_verdict(verdict.as_ref()),
-            path,
-            variant,
-        });
-    }
+    let members = index.member_paths(&eval_run).map_err(CliError::failed)?;
+    let turns = queued_turns(members, args.variant.as_deref());
     Ok((eval_run, turns))
 }
 

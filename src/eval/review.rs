@@ -48,6 +48,53 @@ pub struct Queue {
     pub earlier: Vec<(LabelVerdict, LabelVerdict)>,
 }
 
+/// The finished turns among `paths` (an eval run's members), of
+/// `variant` when given, each with the judge's verdict on its rubric; a
+/// log that cannot be read is left out.
+pub fn queued_turns(paths: Vec<PathBuf>, variant: Option<&str>) -> Vec<QueuedTurn> {
+    let mut turns = Vec::new();
+    for path in paths {
+        if crate::runs::naming::is_partial(&path) {
+            continue;
+        }
+        let Ok(log) = crate::runs::read_run_log_checked(&path) else {
+            continue;
+        };
+        let turn_variant = log.header.labels.as_ref().map(|l| l.variant.clone());
+        if variant.is_some_and(|wanted| turn_variant.as_deref() != Some(wanted)) {
+            continue;
+        }
+        let verdict = crate::runs::rescore::current_verdict(&log, &path);
+        turns.push(QueuedTurn {
+            turn_id: log.header.turn_id.clone(),
+            judge: judge_verdict(verdict.as_ref()),
+            path,
+            variant: turn_variant,
+        });
+    }
+    turns
+}
+
+/// `reviewer`'s current labels of `turns` beside the judge's verdicts,
+/// where both judged: what the running kappa is computed over.
+pub fn reviewer_pairs(
+    turns: &[QueuedTurn],
+    reviewer: &str,
+) -> std::io::Result<Vec<(LabelVerdict, LabelVerdict)>> {
+    let mut pairs = Vec::new();
+    for turn in turns {
+        let Some(judge) = turn.judge else { continue };
+        if std::fs::symlink_metadata(crate::runs::labels::labels_dir(&turn.path)).is_err() {
+            continue;
+        }
+        let (labels, _) = read_labels(&turn.path, &turn.turn_id)?;
+        if let Some(label) = current_by_reviewer(&labels).get(reviewer) {
+            pairs.push((label.verdict, judge));
+        }
+    }
+    Ok(pairs)
+}
+
 /// `turns` in the queue's order: shuffled with `seed` within each judge
 /// verdict (pass, fail, none), then taken from each in turn, so that the
 /// first `limit` hold as many of each as there are; the turns `reviewer`

@@ -115,6 +115,17 @@ pub fn write_label(log: &Path, record: &LabelRecord) -> io::Result<PathBuf> {
     Ok(path)
 }
 
+/// The first of `given` criteria that is not among those the turn's judge
+/// was asked about (`judged`): a label may name only those.
+pub fn unjudged_criterion<'a>(
+    judged: &[String],
+    given: impl IntoIterator<Item = &'a String>,
+) -> Option<&'a String> {
+    given
+        .into_iter()
+        .find(|criterion| !judged.contains(criterion))
+}
+
 /// A label file beside a log that could not be read as one.
 #[derive(Debug, thiserror::Error)]
 #[error("the label `{path}` cannot be read: {why}")]

@@ -23,6 +23,7 @@ pub mod listen;
 pub mod overrides;
 pub mod page;
 pub mod public;
+pub mod review;
 pub mod transcript;
 
 use std::path::PathBuf;
@@ -185,6 +186,8 @@ pub fn router(state: Arc<ServeState>, trust: Arc<Trust>) -> Router {
         .route("/api/evals", get(evals::evals))
         .route("/api/evals/{id}", get(evals::eval_run))
         .route("/api/feedback", post(api::feedback))
+        .route("/api/review", get(review::review))
+        .route("/api/labels", post(review::label))
         .route("/api/overrides", get(overrides::list).post(overrides::save))
         .route("/api/overrides/yaml", post(overrides::yaml))
         .route("/api/overrides/{file}", get(overrides::load))

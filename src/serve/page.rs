@@ -2,7 +2,8 @@
 //! (no CDN, no build step, works offline), split by concern — the HTML, the
 //! CSS, shared helpers (`lab.js`), streaming a turn (`stream.js`), the
 //! override editors and files (`editors.js`), the chat (`chat.js`), A/B
-//! (`ab.js`), runs and eval history (`history.js`), start-up (`boot.js`).
+//! (`ab.js`), runs and eval history (`history.js`), the Review view
+//! (`review.js`), start-up (`boot.js`).
 //! Served with a Content-Security-Policy allowing only this origin's
 //! scripts, styles and calls, so no injected text can run as script.
 
@@ -48,6 +49,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         "history.js",
         "text/javascript; charset=utf-8",
         include_str!("assets/history.js"),
+    ),
+    (
+        "review.js",
+        "text/javascript; charset=utf-8",
+        include_str!("assets/review.js"),
     ),
     (
         "boot.js",

@@ -104,7 +104,7 @@ pub async fn transcript(
     }
 }
 
-fn of(state: &ServeState, turn: ReportTurn, votes: Vec<FeedbackRecord>) -> Transcript {
+pub(super) fn of(state: &ServeState, turn: ReportTurn, votes: Vec<FeedbackRecord>) -> Transcript {
     Transcript {
         path: state.paths.run_path(&turn.path).display().to_string(),
         turn_id: turn.turn_id,

@@ -87,6 +87,7 @@ mod serve_browser_csrf;
 mod serve_http;
 mod serve_lab;
 mod serve_lab_api;
+mod serve_review;
 mod serve_security;
 mod serve_slow_clients;
 mod sse_property;

@@ -15,6 +15,7 @@ Lab.boot = async function () {
   Lab.$("brand").value = catalog.defaultBrand;
   Lab.buildEditors(catalog.prompts);
   Lab.setOverrides(memory.overrides || {});
+  if (memory.reviewer) Lab.$("review-reviewer").value = memory.reviewer;
   Lab.wire();
   await Promise.all([Lab.refreshFiles(), Lab.refreshRuns()]);
 };
@@ -35,6 +36,8 @@ Lab.wire = function () {
   $("load-file").addEventListener("click", Lab.loadFile);
   $("run-close").addEventListener("click", () => $("run-dialog").close());
   for (const tab of document.querySelectorAll(".tab")) tab.addEventListener("click", () => Lab.showView(tab.dataset.view));
+  $("review-start").addEventListener("click", Lab.startReview);
+  document.addEventListener("keydown", Lab.reviewKey);
 };
 
 Lab.showView = function (name) {
