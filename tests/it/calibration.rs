@@ -263,15 +263,21 @@ fn an_uncalibrated_judge_does_not_decide_until_its_calibration_meets_the_bar() {
                 .unwrap()
                 .contains("paid in full")
     }) {
-        let out = run_command(in_runs(&runs).arg("label").arg(log).args([
-            "--verdict",
-            "fail",
-            "--reviewer",
-            "ann",
-        ]));
+        let out = run_command(
+            in_runs(&runs)
+                .arg("label")
+                .arg(log)
+                .args(["--verdict", "fail", "--reviewer", "ann", "--criterion"])
+                .arg(format!("{PAYMENT}=fail")),
+        );
         assert_eq!(out.code, 0, "{}", out.stderr);
     }
     let record = calibrate(&runs);
+    // Per criterion: only the four turns labelled on it, all failed by
+    // both the people and the judge — one class everywhere, no kappa.
+    let criterion = &record["criteria"][PAYMENT];
+    assert_eq!(criterion["confusion"], serde_json::json!([[0, 0], [0, 4]]));
+    assert!(criterion["kappa"].is_null() && criterion["kappaNull"].is_string());
     // Known by construction: 4 labelled pass the judge passed, 4 labelled
     // fail it failed — over the newest run's judge (both runs share it).
     assert_eq!(record["confusion"], serde_json::json!([[4, 0], [0, 4]]));
