@@ -86,6 +86,30 @@ pub fn replace(
     Staged::write_in(folder_of(path), write)?.replace(path, durability)
 }
 
+/// A new file `name` in `dir`, written whole and synced, never replacing
+/// anything (`create`): for records kept one file each (labels,
+/// calibrations). `dir` is made if missing; a link or a file in its place
+/// is refused, never written through.
+pub fn create_record(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<std::path::PathBuf> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(error),
+    }
+    if !std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.is_dir()) {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "`{}` is not a folder of ours (a link or a file): records are never written through one",
+                dir.display()
+            ),
+        ));
+    }
+    let path = dir.join(name);
+    Staged::write_in(dir, |out| out.write_all(bytes))?.create(&path, Durability::Synced)?;
+    Ok(path)
+}
+
 /// The folder a file named by `path` is in (`.` for a bare name).
 pub fn folder_of(path: &Path) -> &Path {
     path.parent()

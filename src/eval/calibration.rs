@@ -18,7 +18,6 @@ use crate::judge::{JudgePrompts, JudgeSettings};
 use crate::runs::labels::{LabelRecord, LabelVerdict, TurnLabel};
 use crate::runs::record::{Outcome, RecordedVerdict};
 use crate::stats::{Agreement2x2, Kappa, cohens_kappa, more_items_for_half_width};
-use crate::whole_file::{Durability, Staged};
 
 /// The folder of calibration records in a runs folder.
 pub const CALIBRATIONS_FOLDER: &str = "calibrations";
@@ -419,28 +418,15 @@ pub fn calibrations_dir(runs_dir: &Path) -> PathBuf {
 /// Keeps `record` as a new file, `<UTC time>-<identity digest>.json`,
 /// never replacing one.
 pub fn store_calibration(runs_dir: &Path, record: &CalibrationRecord) -> io::Result<PathBuf> {
-    let dir = calibrations_dir(runs_dir);
-    std::fs::create_dir_all(&dir)?;
-    if !std::fs::symlink_metadata(&dir).is_ok_and(|meta| meta.is_dir()) {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "`{}` is not a folder of ours (a link or a file)",
-                dir.display()
-            ),
-        ));
-    }
+    std::fs::create_dir_all(runs_dir)?;
     let name = format!(
         "{}-{}.json",
         record.at.format("%Y%m%dT%H%M%S%.3fZ"),
         record.judge.digest()
     );
-    let path = dir.join(name);
     let mut text = serde_json::to_string_pretty(record).map_err(io::Error::other)?;
     text.push('\n');
-    Staged::write_in(&dir, |out| out.write_all(text.as_bytes()))?
-        .create(&path, Durability::Synced)?;
-    Ok(path)
+    crate::whole_file::create_record(&calibrations_dir(runs_dir), &name, text.as_bytes())
 }
 
 /// The calibrations kept in the runs folder, oldest first; files that are

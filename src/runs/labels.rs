@@ -12,8 +12,6 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::whole_file::{Durability, Staged};
-
 /// The longest note or correction kept, in bytes.
 pub const MAX_LABEL_TEXT_BYTES: usize = 16 * 1024;
 /// The largest label file read; a label is a few hundred bytes.
@@ -87,32 +85,15 @@ pub fn labels_dir(log: &Path) -> PathBuf {
 /// link at its name or the file's is never followed.
 pub fn write_label(log: &Path, record: &LabelRecord) -> io::Result<PathBuf> {
     let dir = labels_dir(log);
-    match std::fs::create_dir(&dir) {
-        Ok(()) => {}
-        Err(error) if error.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(error) => return Err(super::full_folder::explain(error, &dir)),
-    }
-    if !std::fs::symlink_metadata(&dir).is_ok_and(|meta| meta.is_dir()) {
-        return Err(io::Error::new(
-            io::ErrorKind::PermissionDenied,
-            format!(
-                "`{}` is not a folder of ours (a link or a file): labels are never written through one",
-                dir.display()
-            ),
-        ));
-    }
     let name = format!(
         "{}-{}.json",
         record.at.format("%Y%m%dT%H%M%S%.3fZ"),
         uuid::Uuid::new_v4()
     );
-    let path = dir.join(name);
     let mut text = serde_json::to_string_pretty(record).map_err(io::Error::other)?;
     text.push('\n');
-    Staged::write_in(&dir, |out| out.write_all(text.as_bytes()))
-        .and_then(|staged| staged.create(&path, Durability::Synced))
-        .map_err(|error| super::full_folder::explain(error, &path))?;
-    Ok(path)
+    crate::whole_file::create_record(&dir, &name, text.as_bytes())
+        .map_err(|error| super::full_folder::explain(error, &dir))
 }
 
 /// The first of `given` criteria that is not among those the turn's judge

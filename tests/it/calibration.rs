@@ -7,11 +7,11 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
+use support::labelled::in_runs;
 use support::references::{python_module, run_reference};
-use support::{promptlab, run_command, write};
+use support::{run_command, write};
 
 use promptlab::eval::calibration::Agreement;
 use promptlab::runs::labels::LabelVerdict;
@@ -149,12 +149,6 @@ fn kappa_its_interval_and_the_confusion_matrix_match_statsmodels_and_scikit_lear
 }
 
 const PAYMENT: &str = "does not promise payment before coverage is confirmed";
-
-fn in_runs(runs: &Path) -> Command {
-    let mut command = promptlab();
-    command.env("PROMPTLAB_RUNS_DIR", runs);
-    command
-}
 
 /// A judge that fails the payment criterion on answers with "paid", and
 /// passes everything else: its verdicts are known without our code.

@@ -6,40 +6,10 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
-use support::{promptlab, run_command, write};
-
-fn in_runs(runs: &Path) -> Command {
-    let mut command = promptlab();
-    command.env("PROMPTLAB_RUNS_DIR", runs);
-    command
-}
-
-/// The rubric suite, scripted, on one claim: its logs.
-fn recorded(runs: &Path) -> Vec<PathBuf> {
-    let out = run_command(in_runs(runs).args([
-        "eval",
-        "suites/rubric.yaml",
-        "--provider",
-        "script",
-        "--claim",
-        "CLM-HH-0001",
-        "-q",
-        "--judge-provider",
-        "script",
-        "--judge-script",
-        "suites/scripts/judge.yaml",
-    ]));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    support::run_logs_under(runs)
-}
-
-fn header(log: &Path) -> Value {
-    let text = std::fs::read_to_string(log).unwrap();
-    serde_json::from_str(text.lines().next().unwrap()).unwrap()
-}
+use support::labelled::{self, header, in_runs};
+use support::{run_command, write};
 
 fn rows(dataset: &Path) -> Vec<Value> {
     std::fs::read_to_string(dataset)
@@ -53,7 +23,7 @@ fn rows(dataset: &Path) -> Vec<Value> {
 fn the_turns_people_failed_become_cases_asking_the_same_question_of_the_same_claim() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    let logs = recorded(&runs);
+    let logs = labelled::judged_runs(&runs);
     let failed: Vec<&PathBuf> = logs.iter().take(2).collect();
     for log in &failed {
         let out = run_command(in_runs(&runs).arg("label").arg(log).args([
@@ -167,7 +137,7 @@ fn the_turns_people_failed_become_cases_asking_the_same_question_of_the_same_cla
 fn a_vote_down_promotes_and_bad_input_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    let logs = recorded(&runs);
+    let logs = labelled::judged_runs(&runs);
     let turn = header(&logs[0])["turnId"].as_str().unwrap().to_string();
     // A vote as the page records it (runs::feedback's record, one a line).
     let name = logs[0]

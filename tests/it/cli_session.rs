@@ -4,12 +4,11 @@
 //! ↑ and kept in a file, Ctrl-C at the prompt, Ctrl-D to leave).
 
 use crate::support;
-use support::tmux::{Tmux, have_tmux};
+use support::tmux::{Tmux, exit_code, have_tmux};
 
 use std::io::Write;
 use std::path::Path;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{promptlab, write};
@@ -189,24 +188,6 @@ fn terminal_session(dir: &Path, history: &Path, done: &Path) -> Tmux {
     tmux.wait_for("/help for commands");
     tmux.wait_for_prompt();
     tmux
-}
-
-/// The session's exit code, once it has ended. The shell creates the file
-/// before it writes the code into it: wait for the code, not the file.
-fn exit_code(tmux: &Tmux, done: &Path) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let code = std::fs::read_to_string(done).unwrap_or_default();
-        if code.ends_with('\n') {
-            return code.trim().to_string();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the session did not end:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// On a terminal the line editor reads the lines: ↑ recalls the last one,

@@ -5,46 +5,15 @@
 use crate::support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use support::{promptlab, run_command};
-
-const JUDGED: [&str; 4] = [
-    "--judge-provider",
-    "script",
-    "--judge-script",
-    "suites/scripts/judge.yaml",
-];
-
-fn in_runs(runs: &Path) -> Command {
-    let mut command = promptlab();
-    command.env("PROMPTLAB_RUNS_DIR", runs);
-    command
-}
-
-/// The rubric suite, scripted, one claim: its run logs.
-fn judged_runs(runs: &Path) -> Vec<PathBuf> {
-    let out = run_command(
-        in_runs(runs)
-            .args([
-                "eval",
-                "suites/rubric.yaml",
-                "--provider",
-                "script",
-                "--claim",
-                "CLM-HH-0001",
-                "-q",
-            ])
-            .args(JUDGED),
-    );
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    support::run_logs_under(runs)
-}
+use support::labelled::{self, in_runs};
+use support::run_command;
 
 fn turn_id(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap();
-    let header: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
-    header["turnId"].as_str().unwrap().to_string()
+    labelled::header(log)["turnId"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 fn labels_beside(log: &Path) -> Vec<serde_json::Value> {
@@ -67,7 +36,7 @@ fn labels_beside(log: &Path) -> Vec<serde_json::Value> {
 fn two_reviewers_labelling_one_turn_at_once_both_keep_their_label() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    let log = judged_runs(&runs)[0].clone();
+    let log = labelled::judged_runs(&runs)[0].clone();
     let id = turn_id(&log);
     let label = |reviewer: &str, verdict: &str| {
         in_runs(&runs)
@@ -122,7 +91,7 @@ fn two_reviewers_labelling_one_turn_at_once_both_keep_their_label() {
 fn the_reviewer_defaults_to_promptlab_reviewer_and_a_criterion_must_be_judged() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    let logs = judged_runs(&runs);
+    let logs = labelled::judged_runs(&runs);
     // The payment case's turns are judged on one criterion.
     let log = logs
         .iter()
@@ -169,7 +138,7 @@ fn the_reviewer_defaults_to_promptlab_reviewer_and_a_criterion_must_be_judged() 
 fn an_unknown_turn_or_a_partial_log_is_refused_and_nothing_is_written() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    let log = judged_runs(&runs)[0].clone();
+    let log = labelled::judged_runs(&runs)[0].clone();
     let id = turn_id(&log);
     let before = support::files_under(&runs);
     let out = run_command(in_runs(&runs).args(["label", "0123abcd", "--verdict", "pass"]));
@@ -205,7 +174,7 @@ fn an_unknown_turn_or_a_partial_log_is_refused_and_nothing_is_written() {
 fn a_link_at_the_labels_folder_is_never_written_through() {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    let log = judged_runs(&runs)[0].clone();
+    let log = labelled::judged_runs(&runs)[0].clone();
     let elsewhere = dir.path().join("elsewhere");
     std::fs::create_dir(&elsewhere).unwrap();
     let name = log

@@ -6,28 +6,10 @@ use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use support::tmux::{Tmux, have_tmux};
+use support::labelled;
+use support::tmux::{Tmux, exit_code, have_tmux};
 use support::{promptlab, run_command};
-
-/// The rubric suite, scripted, on one claim, into `runs`.
-fn recorded(runs: &Path) {
-    let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs).args([
-        "eval",
-        "suites/rubric.yaml",
-        "--provider",
-        "script",
-        "--claim",
-        "CLM-HH-0001",
-        "-q",
-        "--judge-provider",
-        "script",
-        "--judge-script",
-        "suites/scripts/judge.yaml",
-    ]));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-}
 
 /// `review` in a tmux terminal; its exit code goes to `done`.
 fn review(runs: &Path, done: &Path, name: &str) -> Tmux {
@@ -56,40 +38,15 @@ fn review(runs: &Path, done: &Path, name: &str) -> Tmux {
     tmux
 }
 
-fn ended(done: &Path, tmux: &Tmux) -> String {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let code = std::fs::read_to_string(done).unwrap_or_default();
-        if code.ends_with('\n') {
-            return code.trim().to_string();
-        }
-        assert!(
-            Instant::now() < deadline,
-            "review did not end:\n{}",
-            tmux.screen()
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-/// Every label file under `runs`: (turn id, verdict).
+/// Every label under `runs`, all by ann: (turn id, verdict).
 fn labels(runs: &Path) -> Vec<(String, String)> {
-    let mut found = Vec::new();
-    for file in support::files_under(runs) {
-        let in_labels = file
-            .parent()
-            .is_some_and(|p| p.to_string_lossy().ends_with(".labels"));
-        if in_labels && file.extension().is_some_and(|e| e == "json") {
-            let label: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
-            assert_eq!(label["reviewer"], "ann");
-            found.push((
-                label["turnId"].as_str().unwrap().to_string(),
-                label["verdict"].as_str().unwrap().to_string(),
-            ));
-        }
-    }
-    found
+    let labels = labelled::labels_under(runs);
+    assert!(labels.iter().all(|label| label["reviewer"] == "ann"));
+    let pair = |label: &serde_json::Value| {
+        let text = |field: &str| label[field].as_str().unwrap().to_string();
+        (text("turnId"), text("verdict"))
+    };
+    labels.iter().map(pair).collect()
 }
 
 #[test]
@@ -99,7 +56,7 @@ fn keys_label_blind_to_the_judge_and_a_second_session_resumes() {
     }
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
-    recorded(&runs);
+    labelled::judged_runs(&runs);
     let done = dir.path().join("first");
     let tmux = review(&runs, &done, "first");
     let first = tmux.wait_for("1 of 4");
@@ -124,7 +81,7 @@ fn keys_label_blind_to_the_judge_and_a_second_session_resumes() {
     tmux.keys(&["p"]);
     tmux.wait_for("4 of 4");
     tmux.keys(&["q"]);
-    assert_eq!(ended(&done, &tmux), "0");
+    assert_eq!(exit_code(&tmux, &done), "0");
     drop(tmux);
     let after_first = labels(&runs);
     assert_eq!(after_first.len(), 2);
@@ -141,7 +98,7 @@ fn keys_label_blind_to_the_judge_and_a_second_session_resumes() {
     tmux.keys(&["p"]);
     tmux.wait_for("3 of 4");
     tmux.keys(&["q"]);
-    assert_eq!(ended(&done, &tmux), "0");
+    assert_eq!(exit_code(&tmux, &done), "0");
     let all = labels(&runs);
     let turns: BTreeSet<&String> = all.iter().map(|(turn, _)| turn).collect();
     assert_eq!((all.len(), turns.len()), (4, 4), "{all:?}");

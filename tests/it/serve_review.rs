@@ -5,48 +5,15 @@
 
 use crate::support;
 
-use std::path::Path;
 use std::time::Duration;
 
 use serde_json::Value;
 use support::browser::Browser;
+use support::labelled;
+use support::repo_root;
 use support::serve::Server;
-use support::{promptlab, repo_root, run_command};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// The rubric suite, scripted, on one claim, into the server's runs folder.
-fn recorded(runs: &Path) {
-    let out = run_command(promptlab().env("PROMPTLAB_RUNS_DIR", runs).args([
-        "eval",
-        "suites/rubric.yaml",
-        "--provider",
-        "script",
-        "--claim",
-        "CLM-HH-0001",
-        "-q",
-        "--judge-provider",
-        "script",
-        "--judge-script",
-        "suites/scripts/judge.yaml",
-    ]));
-    assert_eq!(out.code, 0, "{}", out.stderr);
-}
-
-/// Every label under `runs`, oldest first.
-fn labels(runs: &Path) -> Vec<Value> {
-    let mut found: Vec<Value> = support::files_under(runs)
-        .into_iter()
-        .filter(|file| {
-            file.parent()
-                .is_some_and(|p| p.to_string_lossy().ends_with(".labels"))
-                && file.extension().is_some_and(|e| e == "json")
-        })
-        .map(|file| serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap())
-        .collect();
-    found.sort_by_key(|label| label["at"].as_str().unwrap().to_string());
-    found
-}
 
 fn text_of(browser: &mut Browser, selector: &str) -> String {
     let found = browser.eval(&format!(
@@ -58,7 +25,7 @@ fn text_of(browser: &mut Browser, selector: &str) -> String {
 #[test]
 fn the_review_view_labels_with_keys_and_shows_the_judge_only_after_deciding() {
     let server = Server::start(&repo_root().join("tests/data/scripts/excess.yaml"), &[]);
-    recorded(&server.runs);
+    labelled::judged_runs(&server.runs);
     let mut browser = Browser::launch(1400, 1000);
     browser.open_url(&server.url, WAIT);
     browser.wait_for("document.body.dataset.ready === '1'", "the page", WAIT);
@@ -101,7 +68,7 @@ fn the_review_view_labels_with_keys_and_shows_the_judge_only_after_deciding() {
         "the third turn",
         WAIT,
     );
-    let written = labels(&server.runs);
+    let written = labelled::labels_under(&server.runs);
     assert_eq!(written.len(), 2, "{written:?}");
     assert_eq!(written[0]["verdict"], "fail");
     assert_eq!(written[1]["verdict"], "pass");
@@ -135,7 +102,7 @@ fn post(server: &Server, body: &str, headers: &[(&str, &str)]) -> (u16, String) 
 #[test]
 fn post_labels_keeps_serve_s_trust_rules_and_refuses_bad_input() {
     let server = Server::start(&repo_root().join("tests/data/scripts/excess.yaml"), &[]);
-    recorded(&server.runs);
+    labelled::judged_runs(&server.runs);
     let log = support::run_logs_under(&server.runs)[0].clone();
     let text = std::fs::read_to_string(&log).unwrap();
     let header: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
@@ -171,7 +138,10 @@ fn post_labels_keeps_serve_s_trust_rules_and_refuses_bad_input() {
     assert_eq!(status, 400, "{said}");
     let (status, said) = post(&server, &body("").replace("\"ann\"", "\"  \""), &json);
     assert_eq!(status, 400, "{said}");
-    assert!(labels(&server.runs).is_empty(), "nothing written");
+    assert!(
+        labelled::labels_under(&server.runs).is_empty(),
+        "nothing written"
+    );
     // And a good one: 201, the label, then the judge's verdict.
     let (status, said) = post(&server, &body(""), &json);
     assert_eq!(status, 201, "{said}");
@@ -181,7 +151,7 @@ fn post_labels_keeps_serve_s_trust_rules_and_refuses_bad_input() {
         answer["judge"] == "pass" || answer["judge"] == "fail",
         "{answer}"
     );
-    assert_eq!(labels(&server.runs).len(), 1);
+    assert_eq!(labelled::labels_under(&server.runs).len(), 1);
 }
 
 /// Whatever body a page sends, `POST /api/labels` answers with a 4xx and

@@ -6,6 +6,7 @@
 pub mod browser;
 pub mod engine;
 pub mod http_server;
+pub mod labelled;
 pub mod openai_streams;
 pub mod plans;
 pub mod quota_server;

@@ -84,3 +84,22 @@ pub fn have_tmux() -> bool {
     eprintln!("skipped: tmux is not installed");
     false
 }
+
+/// The exit code a command run in tmux wrote to `done` (`…; echo $? >
+/// done`), once it has ended: the shell makes the file before it writes
+/// the code, so wait for the code, not the file.
+pub fn exit_code(tmux: &Tmux, done: &std::path::Path) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let code = std::fs::read_to_string(done).unwrap_or_default();
+        if code.ends_with('\n') {
+            return code.trim().to_string();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the program did not end:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
