@@ -17,7 +17,7 @@ use super::error::{CliError, Exit};
 
 #[derive(Debug, Subcommand)]
 #[command(
-    after_help = "Examples:\n  promptlab cases inject --claim CLM-HH-0001 --out-dir inj\n  promptlab --claims-dir inj/claims eval inj/suite.yaml --by tag"
+    after_help = "Examples:\n  promptlab cases inject --claim CLM-HH-0001 --out-dir inj\n  promptlab --claims-dir inj/claims eval inj/suite.yaml --by tag\n  promptlab cases from-runs --labelled fail --to suites/regressions.jsonl"
 )]
 pub enum CasesCommand {
     /// Write a prompt-injection suite: derived claims with planted payloads, the suite, a README.

@@ -17,6 +17,9 @@ use super::error::{CliError, Exit};
 use super::evals::{open_index, resolve_eval_run, suite_or_latest};
 
 #[derive(Debug, Subcommand)]
+#[command(
+    after_help = "Examples:\n  promptlab judge calibrate --suite rubric\n  promptlab judge calibrate ev-3f2a --format json | jq .kappa"
+)]
 pub enum JudgeCommand {
     /// Measure a suite's rubric judge against people's labels (Cohen's kappa with a 95%
     /// interval) and keep the calibration for the eval gate.
