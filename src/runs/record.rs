@@ -5,7 +5,8 @@
 //! override texts, the assembled blocks, the tool declarations), stored once
 //! for every log that used it (`runs::prompt_store`); older ones have it
 //! inline as a `prompt` record after the header. Then every `event` with its time
-//! offset, a `model_call` trace after each model call, a `notice` before each retry
+//! offset (text deltas, since schema 5, gathered into `text` records), a
+//! `model_call` trace after each model call, a `notice` before each retry
 //! of a failed try, and last the
 //! `footer`. A file without a footer is partial.
 
@@ -27,8 +28,9 @@ use crate::tools::ToolDeclaration;
 /// (`labels.evalRun`). 3: the prompt is stored apart, named by the
 /// header's `promptSha256`, instead of an inline `prompt` record. 4: a
 /// replay names the turn it replayed (`replayOf`) and carries no eval
-/// labels. Older logs read as before: what they lack is absent.
-pub const SCHEMA_VERSION: u32 = 4;
+/// labels. 5: consecutive text deltas are one `text` record. Older logs
+/// read as before: what they lack is absent.
+pub const SCHEMA_VERSION: u32 = 5;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "record", rename_all = "snake_case")]
@@ -40,6 +42,8 @@ pub enum RunRecord {
         t: u64,
         event: ChatEvent,
     },
+    /// Consecutive `text_delta` events, as one record (schema 5).
+    Text(TextRecord),
     ModelCall {
         t: u64,
         call: Box<ModelCallRecord>,
@@ -50,6 +54,44 @@ pub enum RunRecord {
         notice: RetryNotice,
     },
     Footer(RunFooter),
+}
+
+/// Text deltas that came one after another, within 50 ms of the first
+/// (`sink::log_file`), as one record: what the user saw as `deltas` pieces.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TextRecord {
+    /// When the first delta came: milliseconds since the turn started.
+    pub at_ms: u64,
+    /// How many deltas it holds.
+    pub deltas: u32,
+    pub text: String,
+}
+
+impl TextRecord {
+    /// Why the record cannot be what a recorder wrote: each delta it holds
+    /// was text, so there is at least one, and no more than its characters.
+    pub fn problem(&self) -> Option<TextProblem> {
+        if self.deltas == 0 || self.text.is_empty() {
+            return Some(TextProblem::Empty);
+        }
+        let chars = self.text.chars().count();
+        (usize::try_from(self.deltas).unwrap_or(usize::MAX) > chars).then_some(
+            TextProblem::MoreDeltasThanCharacters {
+                deltas: self.deltas,
+                chars,
+            },
+        )
+    }
+}
+
+/// Why a `text` record cannot be what a recorder wrote.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TextProblem {
+    #[error("a text record holds no delta")]
+    Empty,
+    #[error("a text record of {chars} characters cannot hold {deltas} deltas")]
+    MoreDeltasThanCharacters { deltas: u32, chars: usize },
 }
 
 /// A log's timestamp, as chrono's own `Serialize` writes it (the same

@@ -392,7 +392,8 @@ fn read_log(path: &Path, strict: bool, prompts: &mut StoredPrompts) -> Result<Ru
     // Bounded like every input: `--replay /dev/zero` is refused, not read
     // into memory forever.
     let mut consumed: u64 = 0;
-    let (mut header, mut prompt, mut entries, mut footer) = (None, None, Vec::new(), None);
+    let (mut header, mut prompt, mut footer) = (None, None, None);
+    let mut entries = Entries::default();
     for (index, line) in BufReader::new(file.take(MAX_RECORD_BYTES.saturating_add(1)))
         .split(b'\n')
         .enumerate()
@@ -406,18 +407,22 @@ fn read_log(path: &Path, strict: bool, prompts: &mut StoredPrompts) -> Result<Ru
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match parse_bytes(path, index + 1, &line) {
-            Ok(RunRecord::Header(record)) => header = Some(*record),
-            Ok(RunRecord::Prompt(record)) => prompt = Some(std::sync::Arc::new(*record)),
-            Ok(RunRecord::Event { t, event }) => entries.push(LogEntry::Event(t, event)),
-            Ok(RunRecord::ModelCall { call, .. }) => entries.push(LogEntry::ModelCall(call)),
+        let record = parse_bytes(path, index + 1, &line).and_then(|record| {
+            entries
+                .take(record)
+                .map_err(|damaged| invalid(path, index + 1, &damaged.to_string()))
+        });
+        match record {
+            Ok(None) => {}
+            Ok(Some(RunRecord::Header(record))) => header = Some(*record),
+            Ok(Some(RunRecord::Prompt(record))) => prompt = Some(std::sync::Arc::new(*record)),
             // A `.partial` is never complete, whatever it holds: a footer
             // written but not yet synced and renamed (a group commit cut
             // short) is no verdict, as `summarize` does not read it either.
-            Ok(RunRecord::Footer(_)) if partial => {}
-            Ok(RunRecord::Footer(record)) => footer = Some(record),
+            Ok(Some(RunRecord::Footer(_))) if partial => {}
+            Ok(Some(RunRecord::Footer(record))) => footer = Some(record),
             // Retry notices are for a reader of the file; nothing replays them.
-            Ok(RunRecord::Notice { .. }) => {}
+            Ok(Some(_)) => {}
             // A killed writer can leave half a last line.
             Err(_) if !strict && partial && footer.is_none() => break,
             Err(error) => return Err(error),
@@ -436,9 +441,45 @@ fn read_log(path: &Path, strict: bool, prompts: &mut StoredPrompts) -> Result<Ru
         header,
         prompt,
         prompt_missing,
-        entries,
+        entries: entries.entries,
         footer,
     })
+}
+
+/// Why a record read cannot be what a recorder wrote.
+#[derive(Debug, thiserror::Error)]
+enum Damaged {
+    #[error(transparent)]
+    Text(#[from] super::record::TextProblem),
+}
+
+/// A log's events and model calls as they are read.
+#[derive(Default)]
+struct Entries {
+    entries: Vec<LogEntry>,
+}
+
+impl Entries {
+    /// Takes in an event, text or model call, and gives back every other
+    /// record; why a record cannot be what a recorder wrote is an error.
+    fn take(&mut self, record: RunRecord) -> Result<Option<RunRecord>, Damaged> {
+        match record {
+            RunRecord::Event { t, event } => self.event(t, event),
+            RunRecord::Text(text) => {
+                if let Some(problem) = text.problem() {
+                    return Err(problem.into());
+                }
+                self.event(text.at_ms, ChatEvent::TextDelta { text: text.text });
+            }
+            RunRecord::ModelCall { call, .. } => self.entries.push(LogEntry::ModelCall(call)),
+            other => return Ok(Some(other)),
+        }
+        Ok(None)
+    }
+
+    fn event(&mut self, t: u64, event: ChatEvent) {
+        self.entries.push(LogEntry::Event(t, event));
+    }
 }
 
 /// A run log named by its path, or by a prefix of its turn id.

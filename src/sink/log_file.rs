@@ -1,6 +1,8 @@
 //! One run log's file as a turn writes it: `<runs dir>/<fingerprint>/`
 //! `<name>.partial`, created exclusively; each record borrowed, not cloned,
-//! into its line (the same JSON as `RunRecord`'s); flushed after every
+//! into its line (the same JSON as `RunRecord`'s); consecutive text deltas
+//! held and written as one `text` record, so that a streamed answer costs
+//! the log its text, not its chunks; flushed after every
 //! record, or only when the turn waits when `batched`
 //! (`RunRecorder::idle`); the header written out
 //! at once, when the turn's prompt is stored (`run_log::RunRecorder` keeps
@@ -17,7 +19,13 @@ use crate::chat::event::{ChatEvent, Usage};
 use crate::chat::service::PreparedTurn;
 use crate::cost::Cost;
 use crate::runs::full_folder;
-use crate::runs::record::{ClaimRecord, RunFooter, RunHeader, RunStatus};
+use crate::runs::record::{ClaimRecord, RunFooter, RunHeader, RunRecord, RunStatus, TextRecord};
+
+/// The most time, in milliseconds, one `text` record spans: a delta that
+/// comes this long after the record's first starts the next record. What
+/// a kill can lose of an answer the user saw stream (checked as each delta
+/// comes: no timer wakes the turn to write).
+pub const MAX_TEXT_RECORD_SPAN_MS: u64 = 50;
 
 /// A turn's log file being written, and what its footer will say.
 pub(super) struct OpenLog {
@@ -43,6 +51,9 @@ pub(super) struct OpenLog {
     pub(super) error: Option<String>,
     pub(super) server_fingerprint: Option<String>,
     pub(super) server_turn_id: Option<String>,
+    /// Text deltas not yet written: one `text` record, written before the
+    /// next record of any other kind (`MAX_TEXT_RECORD_SPAN_MS`).
+    pub(super) held: Option<TextRecord>,
 }
 
 /// Creates the log's file exclusively, and its fingerprint folder only when
@@ -133,13 +144,44 @@ impl OpenLog {
         u64::try_from(self.clock.elapsed().as_millis()).unwrap_or(u64::MAX)
     }
 
+    /// Writes `record`, after the text held back (in the same write).
     pub(super) fn write(&mut self, record: &impl serde::Serialize) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, record)?;
-        self.out.write_all(b"\n")?;
+        if let Some(held) = self.held.take() {
+            self.put(&RunRecord::Text(held))?;
+        }
+        self.put(record)?;
         if self.batched {
             return Ok(());
         }
         self.out.flush()
+    }
+
+    /// `record`'s line into the buffer.
+    fn put(&mut self, record: &impl serde::Serialize) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, record)?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Holds a text delta back, with those before it, as one record: it is
+    /// written once a delta comes `MAX_TEXT_RECORD_SPAN_MS` after its first,
+    /// or a record of another kind, or the footer.
+    pub(super) fn hold(&mut self, t: u64, text: &str) -> io::Result<()> {
+        if let Some(held) = &mut self.held
+            && t.saturating_sub(held.at_ms) < MAX_TEXT_RECORD_SPAN_MS
+        {
+            held.text.push_str(text);
+            held.deltas = held.deltas.saturating_add(1);
+            return Ok(());
+        }
+        if let Some(held) = self.held.take() {
+            self.write(&RunRecord::Text(held))?;
+        }
+        self.held = Some(TextRecord {
+            at_ms: t,
+            deltas: 1,
+            text: text.to_string(),
+        });
+        Ok(())
     }
 
     pub(super) fn write_header(&mut self) -> io::Result<()> {
@@ -159,8 +201,9 @@ impl OpenLog {
         }
         let t = self.elapsed_ms();
         match event {
-            ChatEvent::TextDelta { .. } => {
+            ChatEvent::TextDelta { text } => {
                 self.first_text_ms.get_or_insert(t);
+                return self.hold(t, text);
             }
             ChatEvent::Done(done) => {
                 self.status = Some(RunStatus::Done);

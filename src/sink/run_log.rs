@@ -2,7 +2,8 @@
 //!
 //! The file is created under `<runs dir>/<fingerprint>/` with a `.partial`
 //! suffix, flushed after every record (or, `batched`, whenever the turn
-//! waits: `idle`), and renamed to its final name only
+//! waits: `idle`) — text deltas held up to 50 ms to be one record
+//! (`log_file`) — and renamed to its final name only
 //! after the footer is written and synced (alone: `finish_with`; or handed
 //! on written, `finish_written`, for the eval runner to sync with other
 //! turns' logs) — so a killed process leaves a
@@ -357,6 +358,7 @@ impl RunRecorder {
             error: None,
             server_fingerprint: None,
             server_turn_id: None,
+            held: None,
         })
     }
 
@@ -489,8 +491,13 @@ mod tests {
         }))
     }
 
+    /// An event written as it comes (text deltas are held: below).
     fn text(text: &str) -> TurnOutput {
-        TurnOutput::Event(ChatEvent::TextDelta { text: text.into() })
+        TurnOutput::Event(ChatEvent::Activity {
+            id: "c1".into(),
+            tool: "get_claim_section".into(),
+            label: text.into(),
+        })
     }
 
     /// A batched log whose write fails while its turn waits: not a silent
@@ -536,5 +543,55 @@ mod tests {
             assert!(on_disk(), "batched: {batched}");
             std::fs::remove_file(&partial).unwrap();
         }
+    }
+
+    fn lines_of(path: &Path) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect()
+    }
+
+    /// Deltas within 50 ms of a record's first join it; the one at 50 ms
+    /// starts the next, and any other record writes what is held first.
+    /// (Times are given, not waited for: `hold` takes the delta's time.)
+    #[test]
+    fn text_deltas_are_held_as_one_record_for_50_ms() {
+        let runs = tempfile::tempdir().unwrap();
+        let today = chrono::NaiveDate::from_ymd_opt(2026, 11, 30).unwrap();
+        let request = ChatRequest::new(ClaimInput::Id("CLM-HH-0001".into()), "q", today);
+        let mut recorder = RunRecorder::new(runs.path(), &request, "script", None);
+        recorder.record(&started()).unwrap();
+        let partial = recorder.path().unwrap().to_path_buf();
+        let log = recorder.log.as_mut().unwrap();
+        log.write_header().unwrap();
+        for (t, text) in [
+            (100, "The "),
+            (120, "excess "),
+            (149, "is "),
+            (150, "£350"),
+            (420, "."),
+        ] {
+            log.hold(t, text).unwrap();
+        }
+        let written = lines_of(&partial);
+        assert_eq!(written.len(), 3, "the header and two records: {written:?}");
+        assert_eq!(
+            written[1],
+            serde_json::json!({"record": "text", "atMs": 100, "deltas": 3, "text": "The excess is "})
+        );
+        assert_eq!(
+            written[2],
+            serde_json::json!({"record": "text", "atMs": 150, "deltas": 1, "text": "£350"})
+        );
+        recorder.record(&TurnOutput::Cancelled).unwrap();
+        let path = recorder.finish(RunStatus::Done).unwrap().unwrap();
+        let written = lines_of(&path);
+        assert_eq!(
+            written[3],
+            serde_json::json!({"record": "text", "atMs": 420, "deltas": 1, "text": "."})
+        );
+        assert_eq!(written[4]["record"], "footer");
     }
 }

@@ -813,7 +813,7 @@ fn a_replay_of_an_eval_turn_changes_none_of_the_eval_s_figures() {
             .unwrap(),
     )
     .unwrap();
-    assert_eq!(header["schema"], 4);
+    assert_eq!(header["schema"], 5);
     assert_eq!(header["replayOf"], judged.as_str());
     assert!(header.get("labels").is_none(), "{header}");
     // `runs show` names what it replayed, and where the eval put it.

@@ -92,6 +92,7 @@ mod serve_security;
 mod serve_slow_clients;
 mod sse_property;
 mod stored_prompts;
+mod streamed_logs;
 mod suite_input_rules;
 mod suite_typos;
 mod telemetry_otlp;

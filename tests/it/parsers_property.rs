@@ -179,6 +179,31 @@ proptest! {
             let _ = read_run_log_checked(&path);
         }
     }
+
+    /// Schema 5's `text` records with any count, time and text: read or
+    /// refused, never a panic.
+    #[test]
+    fn text_records_never_panic(
+        deltas in any::<i64>(),
+        at in prop_oneof![any::<i64>().prop_map(|n| n.to_string()), Just("1e400".to_string()), Just("1.5".to_string())],
+        text in "[a-z£😀\\\"]{0,6}",
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let header = std::fs::read_to_string(format!(
+            "{}/tests/data/bad/runlogs/text-no-deltas.ndjson",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap();
+        let header = header.lines().next().unwrap();
+        let text = serde_json::to_string(&text).unwrap();
+        let log = format!("{header}\n{{\"record\":\"text\",\"atMs\":{at},\"deltas\":{deltas},\"text\":{text}}}\n");
+        for name in ["a.ndjson", "a.ndjson.partial"] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, &log).unwrap();
+            let _ = read_run_log(&path);
+            let _ = read_run_log_checked(&path);
+        }
+    }
 }
 
 /// One of the example logs shipped under `runs/examples`.

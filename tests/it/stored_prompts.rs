@@ -120,7 +120,7 @@ fn a_new_log_names_its_prompt_which_is_the_old_inline_record_stored_once() {
         let records = lines(log);
         assert!(records.iter().all(|r| r["record"] != "prompt"), "{log:?}");
         assert_eq!(records[0]["promptSha256"], key.as_str());
-        assert_eq!(records[0]["schema"], 4);
+        assert_eq!(records[0]["schema"], 5);
         let size = std::fs::metadata(log).unwrap().len();
         assert!(size < 5 * 1024, "a one-call turn under 5 KB: {size} bytes");
         let read = read_run_log(log).unwrap();
