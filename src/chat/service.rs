@@ -136,6 +136,9 @@ pub struct ModelCallRecord {
     /// The tool results this call was given (the previous round's).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_results_in: Vec<ToolResultMessage>,
+    /// Absent from a run log's record that keeps it in its `text` records
+    /// (schema 5, `runs::answer_text`).
+    #[serde(default)]
     pub text: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<ToolCall>,

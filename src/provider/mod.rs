@@ -150,6 +150,16 @@ pub struct CallSummary {
     pub partial: bool,
 }
 
+/// Where a call's `provider_state` holds its answer as plain text, as JSON
+/// pointers, whichever provider made it: strings a run log may leave out
+/// and put back from the answer it keeps once. Signed and unknown parts are
+/// opaque and never named (`runs::answer_text`).
+pub fn plain_text_slots(state: &Value) -> Vec<String> {
+    let mut slots = gemini::wire::plain_text_slots(state);
+    slots.extend(openai::wire::plain_text_slots(state));
+    slots
+}
+
 fn is_zero(count: &u64) -> bool {
     *count == 0
 }

@@ -1,5 +1,6 @@
 //! Recorded run logs: their records, reading and finding them.
 
+pub mod answer_text;
 pub mod evidence;
 pub mod feedback;
 pub(crate) mod full_folder;

@@ -28,8 +28,10 @@ use crate::tools::ToolDeclaration;
 /// (`labels.evalRun`). 3: the prompt is stored apart, named by the
 /// header's `promptSha256`, instead of an inline `prompt` record. 4: a
 /// replay names the turn it replayed (`replayOf`) and carries no eval
-/// labels. 5: consecutive text deltas are one `text` record. Older logs
-/// read as before: what they lack is absent.
+/// labels. 5: consecutive text deltas are one `text` record, and a
+/// `model_call` leaves out the answer those hold (`textFromEvents`,
+/// `runs::answer_text`). Older logs read as before: what they lack is
+/// absent.
 pub const SCHEMA_VERSION: u32 = 5;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,6 +49,15 @@ pub enum RunRecord {
     ModelCall {
         t: u64,
         call: Box<ModelCallRecord>,
+        /// Present (schema 5) when the call's `text` is left out, being
+        /// the text of its `text` records: where its provider state held
+        /// that text, now null (`runs::answer_text`).
+        #[serde(
+            default,
+            rename = "textFromEvents",
+            skip_serializing_if = "Option::is_none"
+        )]
+        text_from_events: Option<Vec<String>>,
     },
     /// A failed try about to be retried (the model's or the deployment's).
     Notice {

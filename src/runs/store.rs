@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use crate::chat::event::ChatEvent;
 use crate::chat::service::ModelCallRecord;
 
+use super::answer_text::put_back;
 use super::naming::{finished_name, is_partial, is_run_log, turn_id_of};
 use super::prompt_store::StoredPrompts;
 use super::record::{PromptRecord, RunFooter, RunHeader, RunRecord};
@@ -451,12 +452,17 @@ fn read_log(path: &Path, strict: bool, prompts: &mut StoredPrompts) -> Result<Ru
 enum Damaged {
     #[error(transparent)]
     Text(#[from] super::record::TextProblem),
+    #[error(transparent)]
+    LeftOut(#[from] super::answer_text::LeftOutError),
 }
 
-/// A log's events and model calls as they are read.
+/// A log's events and model calls as they are read, with the text of the
+/// call in progress: what a `model_call` that left its text out
+/// (`textFromEvents`) gets back (`answer_text`).
 #[derive(Default)]
 struct Entries {
     entries: Vec<LogEntry>,
+    streamed: String,
 }
 
 impl Entries {
@@ -471,13 +477,26 @@ impl Entries {
                 }
                 self.event(text.at_ms, ChatEvent::TextDelta { text: text.text });
             }
-            RunRecord::ModelCall { call, .. } => self.entries.push(LogEntry::ModelCall(call)),
+            RunRecord::ModelCall {
+                mut call,
+                text_from_events,
+                ..
+            } => {
+                let streamed = std::mem::take(&mut self.streamed);
+                if let Some(left_out) = text_from_events {
+                    put_back(&mut call, streamed, &left_out)?;
+                }
+                self.entries.push(LogEntry::ModelCall(call));
+            }
             other => return Ok(Some(other)),
         }
         Ok(None)
     }
 
     fn event(&mut self, t: u64, event: ChatEvent) {
+        if let ChatEvent::TextDelta { text } = &event {
+            self.streamed.push_str(text);
+        }
         self.entries.push(LogEntry::Event(t, event));
     }
 }

@@ -1,8 +1,9 @@
 //! One run log's file as a turn writes it: `<runs dir>/<fingerprint>/`
 //! `<name>.partial`, created exclusively; each record borrowed, not cloned,
 //! into its line (the same JSON as `RunRecord`'s); consecutive text deltas
-//! held and written as one `text` record, so that a streamed answer costs
-//! the log its text, not its chunks; flushed after every
+//! held and written as one `text` record, and a model call's answer left
+//! out of its record (`runs::answer_text`), so that a streamed answer
+//! costs the log its text, not its chunks; flushed after every
 //! record, or only when the turn waits when `batched`
 //! (`RunRecorder::idle`); the header written out
 //! at once, when the turn's prompt is stored (`run_log::RunRecorder` keeps
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::chat::event::{ChatEvent, Usage};
+use crate::chat::service::ModelCallRecord;
 use crate::chat::service::PreparedTurn;
 use crate::cost::Cost;
 use crate::runs::full_folder;
@@ -54,6 +56,9 @@ pub(super) struct OpenLog {
     /// Text deltas not yet written: one `text` record, written before the
     /// next record of any other kind (`MAX_TEXT_RECORD_SPAN_MS`).
     pub(super) held: Option<TextRecord>,
+    /// The text of the model call in progress, as its `text` records hold
+    /// it: left out of the call's record when it is all of its text.
+    pub(super) streamed: String,
 }
 
 /// Creates the log's file exclusively, and its fingerprint folder only when
@@ -166,6 +171,7 @@ impl OpenLog {
     /// written once a delta comes `MAX_TEXT_RECORD_SPAN_MS` after its first,
     /// or a record of another kind, or the footer.
     pub(super) fn hold(&mut self, t: u64, text: &str) -> io::Result<()> {
+        self.streamed.push_str(text);
         if let Some(held) = &mut self.held
             && t.saturating_sub(held.at_ms) < MAX_TEXT_RECORD_SPAN_MS
         {
@@ -182,6 +188,28 @@ impl OpenLog {
             text: text.to_string(),
         });
         Ok(())
+    }
+
+    /// A model call's record: without its text when its `text` records
+    /// hold all of it (`runs::answer_text`), else whole. The record is
+    /// then made as a JSON value first, copying the call (a bounded 16 MiB
+    /// of text at most) once.
+    pub(super) fn model_call(&mut self, t: u64, call: &ModelCallRecord) -> io::Result<()> {
+        let streamed = std::mem::take(&mut self.streamed);
+        // A call without text (tool calls only) says so in fewer bytes whole.
+        if call.text.is_empty() || call.text != streamed {
+            return self.write(&ModelCallLine {
+                t,
+                call,
+                text_from_events: None,
+            });
+        }
+        let (record, left_out) = crate::runs::answer_text::leave_out(call)?;
+        self.write(&ModelCallLine {
+            t,
+            call: &record,
+            text_from_events: Some(&left_out),
+        })
     }
 
     pub(super) fn write_header(&mut self) -> io::Result<()> {
@@ -247,12 +275,15 @@ pub(super) struct FooterLine<'a> {
     pub(super) footer: &'a RunFooter,
 }
 
-/// `RunRecord::ModelCall` as written, borrowing the call: the same JSON.
+/// `RunRecord::ModelCall` as written, borrowing the call (or its record
+/// without its text): the same JSON.
 #[derive(serde::Serialize)]
 #[serde(tag = "record", rename = "model_call")]
-pub(super) struct ModelCallLine<'a> {
+pub(super) struct ModelCallLine<'a, Call> {
     pub(super) t: u64,
-    pub(super) call: &'a crate::chat::service::ModelCallRecord,
+    pub(super) call: &'a Call,
+    #[serde(rename = "textFromEvents", skip_serializing_if = "Option::is_none")]
+    pub(super) text_from_events: Option<&'a [String]>,
 }
 
 #[cfg(test)]
@@ -273,9 +304,11 @@ mod tests {
                 RunRecord::Event { t, event } => {
                     serde_json::to_string(&EventLine { t, event: &event })
                 }
-                RunRecord::ModelCall { t, call } => {
-                    serde_json::to_string(&ModelCallLine { t, call: &call })
-                }
+                RunRecord::ModelCall { t, call, .. } => serde_json::to_string(&ModelCallLine {
+                    t,
+                    call: call.as_ref(),
+                    text_from_events: None,
+                }),
                 RunRecord::Footer(footer) => serde_json::to_string(&FooterLine { footer: &footer }),
                 _ => continue,
             };

@@ -22,7 +22,7 @@ use chrono::Utc;
 
 use super::driver::{SinkRole, TurnSink};
 pub use super::log_file::WrittenLog;
-use super::log_file::{ModelCallLine, OpenLog, create_log_file};
+use super::log_file::{OpenLog, create_log_file};
 use crate::chat::event::Usage;
 use crate::chat::request::{ChatRequest, ClaimInput};
 use crate::chat::service::{TurnOutput, TurnStart};
@@ -225,9 +225,7 @@ impl RunRecorder {
                 }
                 log.cost = log.cost + cost;
                 let t = log.elapsed_ms();
-                // Borrowed, not cloned: a call's text and provider state
-                // may be 16 MiB each (the bound on one call).
-                log.write(&ModelCallLine { t, call })
+                log.model_call(t, call)
             }
             TurnOutput::Notice(notice) => {
                 let log = self.open_log()?;
@@ -359,6 +357,7 @@ impl RunRecorder {
             server_fingerprint: None,
             server_turn_id: None,
             held: None,
+            streamed: String::new(),
         })
     }
 

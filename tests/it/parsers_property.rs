@@ -180,13 +180,16 @@ proptest! {
         }
     }
 
-    /// Schema 5's `text` records with any count, time and text: read or
+    /// Schema 5's `text` records and left-out answers (issue #66), with any
+    /// count, time, text and places to put the answer back: read or
     /// refused, never a panic.
     #[test]
-    fn text_records_never_panic(
+    fn text_records_and_left_out_answers_never_panic(
         deltas in any::<i64>(),
         at in prop_oneof![any::<i64>().prop_map(|n| n.to_string()), Just("1e400".to_string()), Just("1.5".to_string())],
         text in "[a-z£😀\\\"]{0,6}",
+        slots in proptest::collection::vec("(/[a-z0-9~]{0,9}){0,4}", 0..7),
+        content in prop_oneof![Just(serde_json::Value::Null), "[a-z]{0,3}".prop_map(serde_json::Value::from)],
     ) {
         let dir = tempfile::tempdir().unwrap();
         let header = std::fs::read_to_string(format!(
@@ -196,7 +199,10 @@ proptest! {
         .unwrap();
         let header = header.lines().next().unwrap();
         let text = serde_json::to_string(&text).unwrap();
-        let log = format!("{header}\n{{\"record\":\"text\",\"atMs\":{at},\"deltas\":{deltas},\"text\":{text}}}\n");
+        let call = serde_json::json!({"record": "model_call", "t": 9, "call": {"round": 1, "startedMs": 1, "latencyMs": 2,
+            "summary": {"usage": null, "providerState": {"openai": {"message": {"content": content}}}}},
+            "textFromEvents": slots});
+        let log = format!("{header}\n{{\"record\":\"text\",\"atMs\":{at},\"deltas\":{deltas},\"text\":{text}}}\n{call}\n");
         for name in ["a.ndjson", "a.ndjson.partial"] {
             let path = dir.path().join(name);
             std::fs::write(&path, &log).unwrap();

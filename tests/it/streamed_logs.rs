@@ -1,6 +1,6 @@
 //! A streamed answer in the run log (issue #66): its deltas written as
-//! `text` records — while the user still sees every delta — and read back
-//! as the calls a log of schema 4 held. Logs of
+//! `text` records, its text kept once — while the user still sees every
+//! delta — and read back as the calls a log of schema 4 held. Logs of
 //! schema 4 as the previous version wrote them (`tests/data/runlog-v4/`,
 //! two turns over OpenAI's and Gemini's recorded streams, with what `runs
 //! show` and `replay` printed for them then) read as before.
@@ -155,8 +155,8 @@ fn answer(log: &RunLog) -> String {
 }
 
 #[test]
-fn a_streamed_answer_is_held_as_text_records_and_reads_back_as_schema_4_kept_it() {
-    for provider in ["openai", "gemini"] {
+fn a_streamed_answer_is_kept_once_and_reads_back_as_schema_4_kept_it() {
+    for (provider, piece) in [("openai", " records."), ("gemini", "Stay hydrated")] {
         let runs = tempfile::tempdir().unwrap();
         let (printed, path) = record_again(provider, runs.path());
         let (new, old) = (
@@ -179,7 +179,11 @@ fn a_streamed_answer_is_held_as_text_records_and_reads_back_as_schema_4_kept_it(
                 "{provider}: the provider state reads back byte for byte"
             );
         }
+        // The answer once in the log, where schema 4 had it three times.
         let bytes = std::fs::read_to_string(&path).unwrap();
+        let old_bytes = std::fs::read_to_string(v4_log(provider)).unwrap();
+        assert_eq!(old_bytes.matches(piece).count(), 3, "{provider}");
+        assert_eq!(bytes.matches(piece).count(), 1, "{provider}: {bytes}");
         // The user saw every delta; the log holds them all, in fewer records.
         let seen = printed
             .lines()

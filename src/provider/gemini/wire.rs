@@ -189,6 +189,25 @@ fn replay_parts(state: Option<&Value>) -> Option<Vec<Value>> {
     (!parts.is_empty()).then(|| parts.clone())
 }
 
+/// Where this provider_state holds answer text as a plain part (`{"text":
+/// …}` alone), as JSON pointers: text a run log may keep once, with the
+/// answer. A signed part, a thought or a call is opaque and never named.
+pub fn plain_text_slots(state: &Value) -> Vec<String> {
+    let Some(parts) = state.pointer("/gemini/parts").and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    parts
+        .iter()
+        .enumerate()
+        .filter(|(_, part)| {
+            part.as_object().is_some_and(|part| {
+                part.len() == 1 && part.get("text").is_some_and(Value::is_string)
+            })
+        })
+        .map(|(index, _)| format!("/gemini/parts/{index}/text"))
+        .collect()
+}
+
 /// The provider_state the adapter attaches to a model turn.
 pub fn provider_state(parts: Vec<Value>) -> Value {
     // Built by moving `parts` in: `json!` would serialize a copy of them,

@@ -208,6 +208,17 @@ fn call_id(id: Option<&str>, index: usize) -> String {
     }
 }
 
+/// Where this provider_state holds answer text (the message's `content`,
+/// when it is a string), as JSON pointers: text a run log may keep once,
+/// with the answer.
+pub fn plain_text_slots(state: &Value) -> Vec<String> {
+    const CONTENT: &str = "/openai/message/content";
+    match state.pointer(CONTENT) {
+        Some(Value::String(_)) => vec![CONTENT.to_string()],
+        _ => Vec::new(),
+    }
+}
+
 /// The provider_state the adapter attaches to an assistant turn: the
 /// message as the server sent it back, to be replayed as is.
 pub fn provider_state(message: Value) -> Value {
