@@ -9,7 +9,7 @@ use std::path::Path;
 use clap::Args;
 
 use promptlab::runs::labels::{
-    LabelRecord, LabelVerdict, MAX_LABEL_TEXT_BYTES, unjudged_criterion, write_label,
+    LabelRecord, LabelVerdict, MAX_LABEL_TEXT_BYTES, reviewer_name, unjudged_criterion, write_label,
 };
 use promptlab::runs::{find_run, read_run_log_checked};
 
@@ -81,11 +81,7 @@ pub fn run(args: LabelArgs, runs_dir: &Path) -> Result<Exit, CliError> {
             )));
         }
     }
-    let reviewer = match args.reviewer {
-        Some(name) if !name.trim().is_empty() => name.trim().to_string(),
-        Some(_) => return Err(CliError::usage("--reviewer: the name is empty")),
-        None => default_reviewer()?,
-    };
+    let reviewer = reviewer_or_default(args.reviewer.as_deref())?;
     let record = LabelRecord {
         turn_id: log.header.turn_id.clone(),
         verdict: args.verdict,
@@ -145,18 +141,29 @@ fn quoted(criteria: &[String]) -> String {
     quoted.join(", ")
 }
 
+/// `--reviewer`, else the default (`default_reviewer`), checked.
+pub fn reviewer_or_default(given: Option<&str>) -> Result<String, CliError> {
+    match given {
+        Some(name) => {
+            reviewer_name(name).map_err(|bad| CliError::usage(format!("--reviewer: {bad}")))
+        }
+        None => default_reviewer(),
+    }
+}
+
 /// $PROMPTLAB_REVIEWER, else git's `user.name`, else the login name.
-pub fn default_reviewer() -> Result<String, CliError> {
+fn default_reviewer() -> Result<String, CliError> {
     let from_env = |name: &str| {
         std::env::var(name)
             .ok()
             .map(|value| value.trim().to_string())
             .filter(|value| !value.is_empty())
     };
-    if let Some(name) = from_env("PROMPTLAB_REVIEWER") {
-        return Ok(name);
+    if let Ok(name) = std::env::var("PROMPTLAB_REVIEWER") {
+        return reviewer_name(&name)
+            .map_err(|bad| CliError::usage(format!("PROMPTLAB_REVIEWER: {bad}")));
     }
-    if let Some(name) = git_user_name() {
+    if let Some(name) = git_user_name().and_then(|name| reviewer_name(&name).ok()) {
         return Ok(name);
     }
     from_env("USER")

@@ -45,8 +45,9 @@ pub struct ReviewArgs {
     #[arg(long, value_name = "NAME")]
     pub variant: Option<String>,
     /// Turns in the queue at most.
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_QUEUE_LENGTH)]
-    pub limit: usize,
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_QUEUE_LENGTH as u32,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    pub limit: u32,
     /// The sample's seed: the same seed gives the same order.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub seed: u64,
@@ -65,13 +66,9 @@ pub fn run(args: ReviewArgs, runs_dir: &Path) -> Result<Exit, CliError> {
             "review reads single keys from a terminal; in a script, label with `promptlab label TURN --verdict …`",
         ));
     }
-    let reviewer = match &args.reviewer {
-        Some(name) if !name.trim().is_empty() => name.trim().to_string(),
-        Some(_) => return Err(CliError::usage("--reviewer: the name is empty")),
-        None => super::label::default_reviewer()?,
-    };
+    let reviewer = super::label::reviewer_or_default(args.reviewer.as_deref())?;
     let (eval_run, turns) = eval_run_turns(&args, runs_dir)?;
-    let queue = queue(turns, &reviewer, args.seed, args.limit)?;
+    let queue = queue(turns, &reviewer, args.seed, args.limit as usize)?;
     if queue.turns.is_empty() {
         writeln!(
             std::io::stdout(),
@@ -89,6 +86,7 @@ pub fn run(args: ReviewArgs, runs_dir: &Path) -> Result<Exit, CliError> {
     };
     let raw = RawKeys::enter()?;
     let result = session.review(&queue.turns, &raw);
+    // The terminal as it was, before anything more is written.
     drop(raw);
     let labelled = session.labelled;
     writeln!(
@@ -96,7 +94,7 @@ pub fn run(args: ReviewArgs, runs_dir: &Path) -> Result<Exit, CliError> {
         "\r\nlabelled {labelled} turn{} of {eval_run}; `promptlab judge calibrate` measures the judge against them",
         if labelled == 1 { "" } else { "s" }
     )?;
-    result.map(|()| Exit::Success)
+    result
 }
 
 /// The eval run's finished turns (of `--variant`), each with the judge's
@@ -121,6 +119,12 @@ fn eval_run_turns(
     };
     let members = index.member_paths(&eval_run).map_err(CliError::failed)?;
     let turns = queued_turns(members, args.variant.as_deref());
+    if let (Some(variant), true) = (&args.variant, turns.is_empty()) {
+        return Err(CliError::usage(format!(
+            "--variant `{}`: eval run {eval_run} has no finished turn of that variant",
+            promptlab::text::one_line(variant, 80)
+        )));
+    }
     Ok((eval_run, turns))
 }
 
@@ -130,8 +134,8 @@ struct Session {
     show_judge: bool,
     /// (label, judge) on the turns both judged: the running kappa's.
     pairs: Vec<(LabelVerdict, LabelVerdict)>,
-    /// This session's decision per queue place (for `b`ack).
-    decided: BTreeMap<usize, LabelVerdict>,
+    /// This session's decision per queue place: shown again after `b`ack.
+    decided: BTreeMap<usize, Decision>,
     labelled: usize,
     /// The last decision beside the judge's verdict, shown once decided.
     last: Option<String>,
@@ -142,10 +146,21 @@ enum Step {
     Next,
     Back,
     Quit,
+    /// Ctrl-C: quit, and say so in the exit code.
+    Interrupted,
+}
+
+/// A decision made in this session, kept for `b`ack.
+#[derive(Clone)]
+struct Decision {
+    verdict: LabelVerdict,
+    criteria: BTreeMap<String, LabelVerdict>,
+    note: Option<String>,
 }
 
 impl Session {
-    fn review(&mut self, turns: &[QueuedTurn], keys: &RawKeys) -> Result<(), CliError> {
+    /// Goes through the queue; the exit: cancelled after Ctrl-C.
+    fn review(&mut self, turns: &[QueuedTurn], keys: &RawKeys) -> Result<Exit, CliError> {
         let mut at = 0;
         while at < turns.len() {
             let turn = &turns[at];
@@ -153,10 +168,11 @@ impl Session {
             match self.one(turns.len(), at, turn, &log, keys)? {
                 Step::Next => at += 1,
                 Step::Back => at = at.saturating_sub(1),
-                Step::Quit => return Ok(()),
+                Step::Quit => return Ok(Exit::Success),
+                Step::Interrupted => return Ok(Exit::Cancelled),
             }
         }
-        Ok(())
+        Ok(Exit::Success)
     }
 
     /// Shows one turn and takes keys until it is decided, skipped, or left.
@@ -171,31 +187,38 @@ impl Session {
         let criteria: Vec<String> = promptlab::runs::rescore::current_verdict(log, &turn.path)
             .map(|v| v.rubric.into_iter().map(|r| r.criterion).collect())
             .unwrap_or_default();
-        let mut chosen: BTreeMap<String, LabelVerdict> = BTreeMap::new();
-        let mut note: Option<String> = None;
+        // Back at a turn decided in this session: its decision, to change.
+        let earlier = self.decided.get(&at).cloned();
+        let mut chosen = earlier
+            .as_ref()
+            .map(|d| d.criteria.clone())
+            .unwrap_or_default();
+        let mut note = earlier.and_then(|d| d.note);
         loop {
             let screen = self.screen((total, at), turn, log, (&criteria, &chosen, &note));
             write_raw(&screen)?;
-            let Some(key) = keys.key()? else {
-                return Ok(Step::Quit);
-            };
-            let verdict = match key {
-                b'p' => LabelVerdict::Pass,
-                b'f' => LabelVerdict::Fail,
-                b's' => return Ok(Step::Next),
-                b'b' => return Ok(Step::Back),
-                b'q' | 3 | 4 => return Ok(Step::Quit),
-                b'n' => {
-                    note = keys.line("note: ")?.filter(|n| !n.trim().is_empty());
+            let verdict = match keys.key()? {
+                Key::End | Key::Char(b'q') | Key::Char(4) => return Ok(Step::Quit),
+                Key::Char(3) => return Ok(Step::Interrupted),
+                Key::Char(b'p') => LabelVerdict::Pass,
+                Key::Char(b'f') => LabelVerdict::Fail,
+                Key::Char(b's') => return Ok(Step::Next),
+                Key::Char(b'b') => return Ok(Step::Back),
+                Key::Char(b'n') => {
+                    if let Some(typed) =
+                        keys.line("note (Enter keeps it, Esc cancels): ", note.as_deref())?
+                    {
+                        note = Some(typed).filter(|n| !n.trim().is_empty());
+                    }
                     continue;
                 }
-                b'1'..=b'9' => {
-                    if let Some(criterion) = criteria.get(usize::from(key - b'1')) {
+                Key::Char(digit @ b'1'..=b'9') => {
+                    if let Some(criterion) = criteria.get(usize::from(digit - b'1')) {
                         cycle(&mut chosen, criterion);
                     }
                     continue;
                 }
-                _ => continue,
+                Key::Char(_) | Key::Sequence => continue,
             };
             self.decide(turn, verdict, (chosen, note), at)?;
             return Ok(Step::Next);
@@ -210,6 +233,11 @@ impl Session {
         (criteria, note): (BTreeMap<String, LabelVerdict>, Option<String>),
         at: usize,
     ) -> Result<(), CliError> {
+        let decision = Decision {
+            verdict,
+            criteria: criteria.clone(),
+            note: note.clone(),
+        };
         let record = LabelRecord {
             turn_id: turn.turn_id.clone(),
             verdict,
@@ -222,12 +250,15 @@ impl Session {
         write_label(&turn.path, &record)
             .map_err(|error| CliError::failed(format!("the label was not written: {error}")))?;
         // A decision made again (after `b`) replaces this session's pair.
-        if let (Some(earlier), Some(judge)) = (self.decided.insert(at, verdict), turn.judge) {
-            if let Some(place) = self.pairs.iter().position(|p| *p == (earlier, judge)) {
-                self.pairs.remove(place);
+        match (self.decided.insert(at, decision), turn.judge) {
+            (Some(earlier), Some(judge)) => {
+                let pair = (earlier.verdict, judge);
+                if let Some(place) = self.pairs.iter().position(|p| *p == pair) {
+                    self.pairs.remove(place);
+                }
             }
-        } else {
-            self.labelled += 1;
+            (Some(_), None) => {}
+            (None, _) => self.labelled += 1,
         }
         if let Some(judge) = turn.judge {
             self.pairs.push((verdict, judge));
@@ -333,10 +364,27 @@ fn write_raw(text: &str) -> std::io::Result<()> {
     out.flush()
 }
 
-/// The terminal in non-canonical, no-echo mode while it lives: one key a
+/// One key as the terminal sent it: a byte, or an escape sequence (an
+/// arrow, a function key, Alt with a key) read whole and never taken for
+/// the keys inside it; `End` when input ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Char(u8),
+    Sequence,
+    End,
+}
+
+/// How long after an ESC the rest of a sequence may take to arrive: a
+/// terminal sends it in one write; a lone Escape has nothing after it.
+const SEQUENCE_GAP_MS: i32 = 30;
+
+/// The terminal in raw mode while it lives — no line editing, no echo, and
+/// Ctrl-C as a key (so that the settings are always put back): one key a
 /// read. The settings it found are put back when it is dropped.
 struct RawKeys {
     saved: libc::termios,
+    /// A byte read after a lone Escape (the next key, typed quickly).
+    pending: std::cell::Cell<Option<u8>>,
 }
 
 impl RawKeys {
@@ -346,28 +394,24 @@ impl RawKeys {
         if unsafe { libc::tcgetattr(libc::STDIN_FILENO, &mut saved) } != 0 {
             return Err(std::io::Error::last_os_error().into());
         }
-        let keys = RawKeys { saved };
-        keys.set(false)?;
-        Ok(keys)
-    }
-
-    /// `canonical`: line by line with echo (for a note), else key by key.
-    fn set(&self, canonical: bool) -> std::io::Result<()> {
-        let mut mode = self.saved;
-        if !canonical {
-            mode.c_lflag &= !(libc::ICANON | libc::ECHO);
-            mode.c_cc[libc::VMIN] = 1;
-            mode.c_cc[libc::VTIME] = 0;
-        }
+        let mut mode = saved;
+        mode.c_lflag &= !(libc::ICANON | libc::ECHO | libc::ISIG);
+        mode.c_cc[libc::VMIN] = 1;
+        mode.c_cc[libc::VTIME] = 0;
         // SAFETY: `mode` is a copy of the settings tcgetattr gave.
-        match unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &mode) } {
-            0 => Ok(()),
-            _ => Err(std::io::Error::last_os_error()),
+        if unsafe { libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, &mode) } != 0 {
+            return Err(std::io::Error::last_os_error().into());
         }
+        Ok(RawKeys {
+            saved,
+            pending: std::cell::Cell::new(None),
+        })
     }
 
-    /// The next key; `None` at the end of input.
-    fn key(&self) -> std::io::Result<Option<u8>> {
+    fn byte(&self) -> std::io::Result<Option<u8>> {
+        if let Some(byte) = self.pending.take() {
+            return Ok(Some(byte));
+        }
         let mut byte = [0u8; 1];
         match std::io::stdin().lock().read(&mut byte)? {
             0 => Ok(None),
@@ -375,26 +419,80 @@ impl RawKeys {
         }
     }
 
-    /// A line typed with echo, for a note (bounded like a label's text).
-    fn line(&self, prompt: &str) -> std::io::Result<Option<String>> {
-        self.set(true)?;
-        write_raw(&format!("\r\n{prompt}"))?;
-        let mut bytes = Vec::new();
-        let mut byte = [0u8; 1];
-        let mut stdin = std::io::stdin().lock();
-        let read = loop {
-            match stdin.read(&mut byte) {
-                Ok(1) if byte[0] != b'\n' => bytes.push(byte[0]),
-                Ok(_) => break Ok(()),
-                Err(error) => break Err(error),
-            }
-            if bytes.len() >= promptlab::runs::labels::MAX_LABEL_TEXT_BYTES {
-                break Ok(());
-            }
+    /// Whether a byte arrives within `SEQUENCE_GAP_MS`.
+    fn more_soon(&self) -> bool {
+        let mut poll = libc::pollfd {
+            fd: libc::STDIN_FILENO,
+            events: libc::POLLIN,
+            revents: 0,
         };
-        self.set(false)?;
-        read?;
-        Ok(Some(String::from_utf8_lossy(&bytes).trim_end().to_string()))
+        // SAFETY: one pollfd, owned here, for the call's length.
+        unsafe { libc::poll(&mut poll, 1, SEQUENCE_GAP_MS) > 0 }
+    }
+
+    /// The next key; a lone Escape is `Char(27)`.
+    fn key(&self) -> std::io::Result<Key> {
+        let Some(byte) = self.byte()? else {
+            return Ok(Key::End);
+        };
+        if byte != 27 || !self.more_soon() {
+            return Ok(Key::Char(byte));
+        }
+        // CSI (`ESC [ … final`) or SS3 (`ESC O x`); anything else after an
+        // Escape is the next key, typed quickly (Alt with a key reads as
+        // Escape, then the key).
+        match self.byte()? {
+            Some(b'[') => {
+                while let Some(byte) = self.byte()? {
+                    if (0x40..=0x7e).contains(&byte) {
+                        break;
+                    }
+                }
+                Ok(Key::Sequence)
+            }
+            Some(b'O') => {
+                self.byte()?;
+                Ok(Key::Sequence)
+            }
+            next => {
+                self.pending.set(next);
+                Ok(Key::Char(27))
+            }
+        }
+    }
+
+    /// A line typed for a note, starting from `current`, echoed: Enter
+    /// keeps it, Escape or Ctrl-C leaves the note as it was (`None`);
+    /// Backspace erases; sequences are ignored. Bounded like a label's text.
+    fn line(&self, prompt: &str, current: Option<&str>) -> std::io::Result<Option<String>> {
+        let mut bytes: Vec<u8> = current.unwrap_or_default().as_bytes().to_vec();
+        let show = |bytes: &[u8]| {
+            let text = printable(&String::from_utf8_lossy(bytes));
+            write_raw(&format!("\r\x1b[2K{prompt}{text}"))
+        };
+        write_raw("\r\n")?;
+        show(&bytes)?;
+        loop {
+            match self.key()? {
+                Key::Char(b'\r' | b'\n') => break,
+                Key::Char(27 | 3) | Key::End => return Ok(None),
+                Key::Char(8 | 127) => {
+                    // A whole character, not a byte of it.
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    let mut chars = text.chars();
+                    chars.next_back();
+                    bytes = chars.as_str().as_bytes().to_vec();
+                }
+                Key::Char(byte) if byte >= 0x20 => {
+                    if bytes.len() < promptlab::runs::labels::MAX_LABEL_TEXT_BYTES {
+                        bytes.push(byte);
+                    }
+                }
+                Key::Char(_) | Key::Sequence => continue,
+            }
+            show(&bytes)?;
+        }
+        Ok(Some(String::from_utf8_lossy(&bytes).trim().to_string()))
     }
 }
 

@@ -96,6 +96,33 @@ pub fn write_label(log: &Path, record: &LabelRecord) -> io::Result<PathBuf> {
         .map_err(|error| super::full_folder::explain(error, &dir))
 }
 
+/// The longest reviewer name taken.
+pub const MAX_REVIEWER_CHARS: usize = 200;
+
+/// A reviewer name that cannot be one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadReviewer {
+    #[error("the reviewer's name is empty")]
+    Empty,
+    #[error("the reviewer's name is longer than {MAX_REVIEWER_CHARS} characters")]
+    TooLong,
+    #[error("the reviewer's name holds a control character (a newline, an escape)")]
+    Control,
+}
+
+/// `name` trimmed, when it can name a reviewer: not empty, at most
+/// `MAX_REVIEWER_CHARS` characters, no control characters (it is shown
+/// on terminals and pages, one per line).
+pub fn reviewer_name(name: &str) -> Result<String, BadReviewer> {
+    let name = name.trim();
+    match name {
+        "" => Err(BadReviewer::Empty),
+        _ if name.chars().count() > MAX_REVIEWER_CHARS => Err(BadReviewer::TooLong),
+        _ if name.chars().any(char::is_control) => Err(BadReviewer::Control),
+        _ => Ok(name.to_string()),
+    }
+}
+
 /// The first of `given` criteria that is not among those the turn's judge
 /// was asked about (`judged`): a label may name only those.
 pub fn unjudged_criterion<'a>(

@@ -29,8 +29,6 @@ use crate::runs::labels::{
 use super::transcript::Transcript;
 use super::{ServeState, json_error};
 
-/// The longest reviewer name taken.
-const MAX_REVIEWER_CHARS: usize = 200;
 /// The most turns one queue holds.
 const MAX_QUEUE: usize = 500;
 
@@ -106,14 +104,9 @@ pub async fn review(
 struct Refused(String);
 
 fn check_reviewer(reviewer: &str) -> Result<(), Refused> {
-    let chars = reviewer.trim().chars().count();
-    match chars {
-        0 => Err(Refused("reviewer: a name is needed".into())),
-        n if n > MAX_REVIEWER_CHARS => Err(Refused(format!(
-            "reviewer: at most {MAX_REVIEWER_CHARS} characters are allowed"
-        ))),
-        _ => Ok(()),
-    }
+    crate::runs::labels::reviewer_name(reviewer)
+        .map(drop)
+        .map_err(|bad| Refused(format!("reviewer: {bad}")))
 }
 
 /// The eval run `wanted` names (whole id), else the newest.

@@ -132,6 +132,31 @@ fn the_reviewer_defaults_to_promptlab_reviewer_and_a_criterion_must_be_judged() 
         out.stderr
     );
     assert_eq!(labels_beside(log).len(), 1, "nothing more written");
+    // A name that cannot be one: a control character, or set but empty.
+    let out = run_command(in_runs(&runs).args([
+        "label",
+        &id,
+        "--verdict",
+        "pass",
+        "--reviewer",
+        "ann\nbob",
+    ]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("control character"), "{}", out.stderr);
+    let out = run_command(in_runs(&runs).env("PROMPTLAB_REVIEWER", " ").args([
+        "label",
+        &id,
+        "--verdict",
+        "pass",
+    ]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("PROMPTLAB_REVIEWER: the reviewer's name is empty"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(labels_beside(log).len(), 1, "nothing more written");
 }
 
 #[test]

@@ -11,10 +11,11 @@ use support::labelled;
 use support::tmux::{Tmux, exit_code, have_tmux};
 use support::{promptlab, run_command};
 
-/// `review` in a tmux terminal; its exit code goes to `done`.
+/// `review` in a tmux terminal; its exit code goes to `done`, and the
+/// terminal's settings after it to `done.stty`.
 fn review(runs: &Path, done: &Path, name: &str) -> Tmux {
     let command = format!(
-        "cd {root} && NO_COLOR=1 PROMPTLAB_RUNS_DIR={runs} {bin} review --reviewer ann --limit 4; echo $? > {done}",
+        "cd {root} && NO_COLOR=1 PROMPTLAB_RUNS_DIR={runs} {bin} review --reviewer ann --limit 4; code=$?; stty -a > {done}.stty; echo $code > {done}",
         root = support::repo_root().display(),
         runs = runs.display(),
         bin = env!("CARGO_BIN_EXE_promptlab"),
@@ -102,6 +103,40 @@ fn keys_label_blind_to_the_judge_and_a_second_session_resumes() {
     let all = labels(&runs);
     let turns: BTreeSet<&String> = all.iter().map(|(turn, _)| turn).collect();
     assert_eq!((all.len(), turns.len()), (4, 4), "{all:?}");
+}
+
+#[test]
+fn escape_sequences_are_not_keys_and_ctrl_c_puts_the_terminal_back() {
+    if !have_tmux() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    labelled::judged_runs(&runs);
+    let done = dir.path().join("keys");
+    let tmux = review(&runs, &done, "keys");
+    tmux.wait_for("1 of 4");
+    // F5 is ESC [ 1 5 ~, Home ESC [ 1 ~, Up ESC [ A: none is a key of its
+    // own (the 1 inside is no criterion, the A nothing).
+    tmux.keys(&["F5", "Home", "Up"]);
+    tmux.keys(&["n", "a", "b", "BSpace", "c", "Escape"]);
+    // Keys are taken in order: once this note shows, the ones before it
+    // have been read.
+    tmux.keys(&["n", "z", "z", "Enter"]);
+    let screen = tmux.wait_for("note: zz");
+    assert!(screen.contains("1 [    ]"), "{screen}");
+    assert!(
+        !screen.contains("note: ac"),
+        "Escape left the note as it was:\n{screen}"
+    );
+    tmux.keys(&["C-c"]);
+    assert_eq!(exit_code(&tmux, &done), "130");
+    let stty = std::fs::read_to_string(format!("{}.stty", done.display())).unwrap();
+    let flags: Vec<&str> = stty.split_whitespace().collect();
+    for flag in ["icanon", "echo", "isig"] {
+        assert!(flags.contains(&flag), "{flag} not restored: {stty}");
+    }
+    assert!(labelled::labels_under(&runs).is_empty());
 }
 
 #[test]
