@@ -65,7 +65,10 @@ pub enum VoteChoice {
 }
 
 pub fn run(args: FromRunsArgs, runs_dir: &Path) -> Result<Exit, CliError> {
-    let selected = select(&args, runs_dir)?;
+    let mut selected = select(&args, runs_dir)?;
+    // A turn named twice is one case.
+    let mut seen = std::collections::HashSet::new();
+    selected.retain(|(path, _)| seen.insert(path.clone()));
     if selected.is_empty() {
         return Err(CliError::usage(match (&args.labelled, &args.voted) {
             (Some(verdict), _) => format!("no turn here is labelled {}", verdict.as_str()),
@@ -77,6 +80,13 @@ pub fn run(args: FromRunsArgs, runs_dir: &Path) -> Result<Exit, CliError> {
             .map_err(|error| CliError::failed(format!("`{}`: {error}", args.to.display())))?,
         false => String::new(),
     };
+    // A file the suite could not read is not appended to.
+    promptlab::eval::cases_from::parse_cases(&existing, true).map_err(|problem| {
+        CliError::usage(format!(
+            "`{}` is not a JSONL dataset casesFrom reads ({problem}); nothing appended",
+            args.to.display()
+        ))
+    })?;
     let already = promoted_turns(&existing);
     let seeds = Seeds {
         expect_correction: args.expect_correction,
@@ -94,8 +104,9 @@ pub fn run(args: FromRunsArgs, runs_dir: &Path) -> Result<Exit, CliError> {
         lines.push('\n');
         added += 1;
     }
-    // The rows are checked as the suite's reader will read them.
-    promptlab::eval::cases_from::parse_cases(&lines, true)
+    // The file as it will be is checked as the suite's reader reads it.
+    let whole = format!("{existing}\n{lines}");
+    promptlab::eval::cases_from::parse_cases(&whole, true)
         .map_err(|problem| CliError::failed(format!("a promoted case is not valid: {problem}")))?;
     if added > 0 {
         append(&args.to, &existing, &lines)?;

@@ -176,6 +176,27 @@ fn a_vote_down_promotes_and_bad_input_changes_nothing() {
         "no label: no expectation seeded"
     );
 
+    // A turn named twice is one case.
+    let twice = dir.path().join("twice.jsonl");
+    let out = run_command(
+        in_runs(&runs)
+            .args(["cases", "from-runs", &turn, &turn[..13], "--to"])
+            .arg(&twice),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(rows(&twice).len(), 1);
+    // A file casesFrom could not read is not appended to.
+    let foreign = dir.path().join("foreign.jsonl");
+    std::fs::write(&foreign, "not json\n").unwrap();
+    let out = run_command(
+        in_runs(&runs)
+            .args(["cases", "from-runs", &turn, "--to"])
+            .arg(&foreign),
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("nothing appended"), "{}", out.stderr);
+    assert_eq!(std::fs::read_to_string(&foreign).unwrap(), "not json\n");
+
     // An unknown turn, a partial log, a read-only dataset: clear errors,
     // nothing written.
     let before = std::fs::read(&dataset).unwrap();
