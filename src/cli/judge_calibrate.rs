@@ -75,7 +75,9 @@ pub fn run(command: JudgeCommand, runs_dir: &Path) -> Result<Exit, CliError> {
             None => Vec::new(),
         },
     };
-    let (identity, runs, notes) = runs_of_one_judge(&index, &runs).map_err(calibrate_error)?;
+    let named = !args.eval_runs.is_empty();
+    let (identity, runs, notes) =
+        runs_of_one_judge(&index, &runs, named).map_err(calibrate_error)?;
     for note in notes {
         promptlab::text::eprintln_or_drop!("note: {}", printable(&note));
     }
@@ -83,17 +85,35 @@ pub fn run(command: JudgeCommand, runs_dir: &Path) -> Result<Exit, CliError> {
     for problem in problems {
         promptlab::text::eprintln_or_drop!("warning: skipped {}", printable(&problem));
     }
-    let kept = store_calibration(runs_dir, &record)
-        .map_err(|error| CliError::failed(format!("the calibration was not kept: {error}")))?;
+    // A calibration on no label is not kept: it would stand, newest, for
+    // the judge and hide that an earlier one went stale.
+    let nothing = record.overall.labels == 0 && record.criteria.values().all(|c| c.labels == 0);
+    let kept =
+        match nothing {
+            true => None,
+            false => Some(store_calibration(runs_dir, &record).map_err(|error| {
+                CliError::failed(format!("the calibration was not kept: {error}"))
+            })?),
+        };
     let mut out = std::io::stdout().lock();
     match args.format {
         CalibrateFormat::Json => {
             let json = serde_json::to_string(&record).map_err(CliError::failed)?;
             writeln!(out, "{}", promptlab::text::json_for_terminal(json))?;
         }
-        CalibrateFormat::Pretty => {
-            write_pretty(&mut out, &record)?;
-            writeln!(out, "kept: {}", kept.display())?;
+        CalibrateFormat::Pretty => write_pretty(&mut out, &record)?,
+    }
+    match kept {
+        Some(path) if args.format == CalibrateFormat::Pretty => {
+            writeln!(out, "kept: {}", path.display())?;
+        }
+        Some(_) => {}
+        None => {
+            return Err(CliError::usage(format!(
+                "nothing to calibrate: no turn of {} has both a judge verdict and an undisputed \
+                 label; nothing kept. Label turns with `promptlab review` or `promptlab label`",
+                record.eval_runs.join(", ")
+            )));
         }
     }
     Ok(Exit::Success)

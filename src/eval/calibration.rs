@@ -525,6 +525,7 @@ fn recorded_identity(
 pub fn runs_of_one_judge(
     index: &crate::index::RunIndex,
     eval_runs: &[String],
+    named: bool,
 ) -> Result<(JudgeIdentity, Vec<String>, Vec<String>), CalibrateError> {
     let mut identity: Option<JudgeIdentity> = None;
     let (mut kept, mut notes) = (Vec::new(), Vec::new());
@@ -539,6 +540,15 @@ pub fn runs_of_one_judge(
                 kept.push(run.clone());
             }
             (Some(found), Some(newest)) if &found == newest => kept.push(run.clone()),
+            // Runs named on the command line are calibrated together or not
+            // at all: one judge's verdicts are never mixed with another's.
+            (Some(found), Some(first)) if named => {
+                return Err(CalibrateError::Nothing(format!(
+                    "eval runs {} and {run} were judged by different judges ({} {} and {} {}): \
+                     calibrate each judge's runs on their own",
+                    kept[0], first.provider, first.model, found.provider, found.model
+                )));
+            }
             (Some(found), Some(_)) => notes.push(format!(
                 "eval run {run} left out: judged by another judge ({} {}, identity {})",
                 found.provider,

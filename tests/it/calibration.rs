@@ -314,7 +314,17 @@ fn a_tie_between_reviewers_is_disputed_and_left_out_and_a_bar_unmet_stays_uncali
     assert_eq!(code, 0, "{stderr}");
     let turns = label_all(&runs, "pass", "ann");
     label_all(&runs, "fail", "bob");
-    let record = calibrate(&runs);
+    // Every turn disputed: the figures are said, nothing is kept (a
+    // calibration on no label would hide a stale one), exit 2.
+    let out = run_command(in_runs(&runs).args(["judge", "calibrate", "--format", "json"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("nothing to calibrate"),
+        "{}",
+        out.stderr
+    );
+    assert!(!runs.join("calibrations").exists());
+    let record: Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(record["leftOut"]["disputed"], turns as u64);
     assert_eq!(record["labels"], 0);
     assert!(record["kappa"].is_null());
