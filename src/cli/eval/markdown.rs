@@ -50,13 +50,17 @@ pub fn markdown(outcome: &EvalOutcome, sent: &LevelSent, show_failures: usize) -
         );
     }
     md.push_str(&super::by_tag::tag_markdown(&outcome.totals.tags));
-    let mut lines = judging_lines(&outcome.totals.summaries, plan);
-    lines.extend(outcome.judge_calibration.as_ref().map(|c| c.line()));
-    if !lines.is_empty() {
+    let lines = judging_lines(&outcome.totals.summaries, plan);
+    let calibration = outcome.judge_calibration.as_ref().map(|c| c.line());
+    if !lines.is_empty() || calibration.is_some() {
         md.push('\n');
     }
     for line in lines {
         let _ = writeln!(md, "- {}", md_cell(&line));
+    }
+    // Whole: it ends with the command that calibrates the judge.
+    if let Some(line) = calibration {
+        let _ = writeln!(md, "- {}", inline(&line, line.chars().count()));
     }
     for s in &outcome.totals.summaries {
         for ignored in &s.ignored_overrides {

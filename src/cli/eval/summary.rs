@@ -232,6 +232,7 @@ impl EvalEnd<'_> {
         for limits in &outcome.rate_limits {
             let _ = write!(tail, " · {}", rate_limit_line(limits));
         }
+        tail.push_str(&advisory_rubric(totals));
         if let Some(rate) = settings.min_pass_rate {
             let _ = write!(tail, " · minimum pass rate {:.1}%", rate * 100.0);
         }
@@ -349,6 +350,18 @@ fn rate_limit_line(limits: &promptlab::provider::transport::RateLimits) -> Strin
         steps = [&steps[..SHOWN - 1], &["…".to_string(), steps[last].clone()]].concat();
     }
     format!("{limits}; calls at once {}", steps.join(" → "))
+}
+
+/// ` · 3 failed only the rubric of a judge that is not calibrated: …`,
+/// when the gate kept rubric failures from the exit code (SPEC §15).
+fn advisory_rubric(totals: &RunTotals) -> String {
+    match totals.rubric_advisory.iter().sum::<usize>() {
+        0 => String::new(),
+        advisory => format!(
+            " · {advisory} failed only the rubric of a judge that is not calibrated: not counted \
+             for the exit code"
+        ),
+    }
 }
 
 /// What tells whether a variant's level reached its model.
