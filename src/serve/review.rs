@@ -109,7 +109,8 @@ fn check_reviewer(reviewer: &str) -> Result<(), Refused> {
         .map_err(|bad| Refused(format!("reviewer: {bad}")))
 }
 
-/// The eval run `wanted` names (whole id), else the newest.
+/// The eval run `wanted` names (its id or a unique prefix, as the CLI
+/// takes it), else the newest.
 fn eval_run_of(index: &RunIndex, wanted: Option<&str>) -> Result<Option<String>, Box<Response>> {
     let failed = |error: crate::index::IndexError| {
         Box::new(json_error(
@@ -118,9 +119,9 @@ fn eval_run_of(index: &RunIndex, wanted: Option<&str>) -> Result<Option<String>,
         ))
     };
     match wanted {
-        Some(id) => {
-            let found = index.eval_run_ids(id).map_err(failed)?;
-            Ok(found.into_iter().find(|found| found == id))
+        Some(prefix) => {
+            let mut found = index.eval_run_ids(prefix).map_err(failed)?;
+            Ok((found.len() == 1).then(|| found.remove(0)))
         }
         None => Ok(index
             .eval_runs(None, None, 1)
@@ -145,7 +146,10 @@ fn build_queue(
     let index = RunIndex::open(dir).map_err(|e| failed(&e))?.index;
     let Some(eval_run) = eval_run_of(&index, query.eval_run.as_deref())? else {
         let message = match &query.eval_run {
-            Some(id) => format!("Eval run {} not found.", crate::text::quote(id)),
+            Some(id) => format!(
+                "Eval run {} not found (or the prefix names several).",
+                crate::text::quote(id)
+            ),
             None => "No eval run is recorded here.".to_string(),
         };
         return Err(Box::new(json_error(StatusCode::NOT_FOUND, message)));
@@ -319,10 +323,12 @@ fn record_label(state: &ServeState, dir: &std::path::Path, body: LabelBody) -> R
     (StatusCode::CREATED, Json(answer)).into_response()
 }
 
-/// The reviewer's agreement with the judge over eval run `id`'s turns.
+/// The reviewer's agreement with the judge over eval run `id`'s turns;
+/// none for an eval run not recorded.
 fn run_agreement(dir: &std::path::Path, id: &str, reviewer: &str) -> Option<Agreement> {
     let index = RunIndex::open(dir).ok()?.index;
-    let members = index.member_paths(id).ok()?;
+    let id = eval_run_of(&index, Some(id)).ok()??;
+    let members = index.member_paths(&id).ok()?;
     let pairs = reviewer_pairs(&queued_turns(members, None), reviewer).ok()?;
     Some(running_agreement(&pairs))
 }

@@ -80,6 +80,19 @@ fn the_review_view_labels_with_keys_and_shows_the_judge_only_after_deciding() {
     assert!(browser.errors.is_empty(), "{:#?}", browser.errors);
 }
 
+/// One GET: (status, body).
+fn get(server: &Server, path: &str) -> (u16, String) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let response = reqwest::get(server.at(path)).await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap())
+    })
+}
+
 /// One POST with these headers: (status, body).
 fn post(server: &Server, body: &str, headers: &[(&str, &str)]) -> (u16, String) {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -142,6 +155,21 @@ fn post_labels_keeps_serve_s_trust_rules_and_refuses_bad_input() {
         labelled::labels_under(&server.runs).is_empty(),
         "nothing written"
     );
+    // The queue: an eval run by a prefix of its id, as the CLI takes it;
+    // no reviewer is a 400.
+    let eval_run = header["labels"]["evalRun"].as_str().unwrap();
+    let prefixed = format!("/api/review?reviewer=ann&evalRun={}", &eval_run[..6]);
+    let (status, said) = get(&server, &prefixed);
+    assert_eq!(status, 200, "{said}");
+    let queue: Value = serde_json::from_str(&said).unwrap();
+    assert_eq!(queue["evalRun"], eval_run);
+    assert!(!queue["turns"].as_array().unwrap().is_empty());
+    assert!(
+        !said.contains("\"judge\""),
+        "the queue never holds the judge's verdict"
+    );
+    let (status, _) = get(&server, "/api/review?evalRun=ev-");
+    assert_eq!(status, 400);
     // And a good one: 201, the label, then the judge's verdict.
     let (status, said) = post(&server, &body(""), &json);
     assert_eq!(status, 201, "{said}");
