@@ -340,11 +340,17 @@ fn a_real_turn_streams_records_its_usage_as_unreported_and_replays() {
         "llama-cpp-python's server sends no usage: not reported, never 0"
     );
     assert_eq!(done["usage"], footer["usage"]);
-    let recorded: String = calls
+    // Schema 5: the answer is kept once, in the coalesced text records;
+    // the model call leaves its copy out.
+    let recorded: String = record(&records, "text")
         .iter()
-        .map(|call| call["call"]["text"].as_str().unwrap_or(""))
+        .map(|text| text["text"].as_str().unwrap_or(""))
         .collect();
     assert_eq!(recorded, answer, "the log keeps the streamed answer");
+    assert!(
+        calls.iter().all(|call| call["call"].get("text").is_none()),
+        "the answer is stored once"
+    );
 
     // The server's own count, from one non-streamed call of the same prompt.
     let system = sent_system_text(&runs, header);
