@@ -10,7 +10,7 @@ pub fn percentile(sorted: &[u64], p: u32) -> Option<u64> {
 }
 
 /// The 1-based rank of the `p`th percentile among `len` values (none of none).
-fn nearest_rank(len: u64, p: u32) -> Option<u64> {
+pub fn nearest_rank(len: u64, p: u32) -> Option<u64> {
     if len == 0 {
         return None;
     }

@@ -9,6 +9,7 @@ use clap::{Args, ValueEnum};
 
 use promptlab::compare::gate::{GateResult, apply};
 use promptlab::compare::render::{json, markdown, text};
+use promptlab::compare::stream::compare_if_eval_runs;
 use promptlab::compare::{Comparison, Gates, RunFilter, compare, load_set};
 use promptlab::prompts::PromptRegistry;
 use promptlab::report::compare_page;
@@ -88,6 +89,11 @@ pub struct CompareArgs {
     /// List every paired turn, not only those that changed (table format).
     #[arg(long)]
     pub all: bool,
+    /// Two eval runs: list the N worst pairs (pass→fail first, then errors, then the largest
+    /// latency or token increases) and the first N runs only in one side; every pair is
+    /// counted.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub worst: usize,
     /// Exit 1 when B is significantly worse than A (McNemar's exact test, p < 0.05).
     #[arg(long)]
     pub fail_if_worse: bool,
@@ -132,13 +138,6 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
         model: args.model.clone(),
         provider: args.provider.clone(),
     };
-    let a = load_set(&args.a, runs_dir, &filter, registry)?;
-    let b = load_set(&args.b, runs_dir, &filter, registry)?;
-    // Both sides may say the same (the index scanned, the suite chosen): once.
-    let mut said = std::collections::BTreeSet::new();
-    for note in a.notes.iter().chain(&b.notes).filter(|n| said.insert(*n)) {
-        promptlab::text::eprintln_or_drop!("{}", promptlab::sink::printable(note));
-    }
     let criterion = criterion(&args)?;
     // Built before any judge call, so a missing key fails first (exit 2).
     let judge = criterion
@@ -154,7 +153,7 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
                 .map(|judge| judge.with_notices(super::judge::notices_on_stderr()))
         })
         .transpose()?;
-    let mut comparison = compare(a, b)?;
+    let mut comparison = compared(&args, runs_dir, &filter, registry, criterion.is_none())?;
     if let (Some(criterion), Some(judge)) = (&criterion, &judge) {
         judge_pairs_now(&mut comparison, judge, criterion, usize::from(args.jobs))?;
     }
@@ -167,7 +166,7 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     };
     let gate = apply(&comparison, gates);
     let report = render(&args, &comparison, &gate);
-    let shown = show_report(&args, &report, comparison.pairs.len())?;
+    let shown = show_report(&args, &report, comparison.paired)?;
     let table_on_stdout = args.format == CompareFormat::Table && args.output.is_none();
     if !gate.passed() && (!table_on_stdout || !shown) {
         for failure in &gate.failures {
@@ -179,6 +178,38 @@ pub fn run(args: CompareArgs, stores: &super::StoreArgs) -> Result<Exit, CliErro
     } else {
         Exit::Failure
     })
+}
+
+/// The comparison: two eval runs streamed from the index when `stream`
+/// (no pairwise judge, which reads every pair's logs), else both sides
+/// read into memory; the notes said once.
+fn compared(
+    args: &CompareArgs,
+    runs_dir: &std::path::Path,
+    filter: &RunFilter,
+    registry: &PromptRegistry,
+    stream: bool,
+) -> Result<Comparison, CliError> {
+    let streamed = if stream {
+        compare_if_eval_runs([&args.a, &args.b], runs_dir, filter, args.worst)?
+    } else {
+        None
+    };
+    let (comparison, notes) = match streamed {
+        Some(found) => found,
+        None => {
+            let a = load_set(&args.a, runs_dir, filter, registry)?;
+            let b = load_set(&args.b, runs_dir, filter, registry)?;
+            let notes: Vec<String> = a.notes.iter().chain(&b.notes).cloned().collect();
+            (compare(a, b)?, notes)
+        }
+    };
+    // Both sides may say the same (the index scanned, the suite chosen): once.
+    let mut said = std::collections::BTreeSet::new();
+    for note in notes.iter().filter(|n| said.insert(*n)) {
+        promptlab::text::eprintln_or_drop!("{}", promptlab::sink::printable(note));
+    }
+    Ok(comparison)
 }
 
 /// The report to `-o` or stdout; `false` when stdout was closed before it

@@ -5,19 +5,22 @@
 //! over the paired verdicts; and CI gates that say when they cannot judge.
 //! Never calls a model.
 
+pub mod fold;
 pub mod gate;
 pub mod pairwise;
 pub mod render;
 pub mod set;
 pub mod sides;
+pub mod stream;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
 use crate::judge::JudgeSpend;
-use crate::runs::record::Outcome;
-use crate::stats::{mcnemar_exact, percentile, wilson_interval};
+use crate::stats::{mcnemar_exact, percentile};
+
+use fold::{FirstN, PairCounts, SideDistributions, SideFold};
 
 pub use gate::{GateResult, Gates};
 pub use pairwise::{PairJudgement, PairwiseSummary, judge_pairs};
@@ -112,6 +115,18 @@ pub struct SideSummary {
     /// Replays of recorded turns: not runs of their own, never compared.
     pub replays: Vec<SetAside>,
     pub unreadable: Vec<UnreadableLog>,
+    /// How many runs it set aside of each kind, however few are listed
+    /// (two eval runs list the first `--worst N` of each).
+    pub set_aside_totals: SetAsideTotals,
+}
+
+/// How many runs a side set aside, by why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SetAsideTotals {
+    pub superseded: usize,
+    pub not_selected: usize,
+    pub replays: usize,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, schemars::JsonSchema)]
@@ -130,7 +145,7 @@ impl Distribution {
         }
     }
 
-    fn of(mut values: Vec<u64>) -> Distribution {
+    pub fn of(mut values: Vec<u64>) -> Distribution {
         values.sort_unstable();
         Distribution {
             median: percentile(&values, 50),
@@ -174,10 +189,22 @@ pub struct Comparison {
     pub a: SideSummary,
     pub b: SideSummary,
     pub versions: Vec<VersionPair>,
-    /// Worst first: pass→fail, errors, fail→pass, then other changes, then the rest.
+    /// Worst first: pass→fail, errors, fail→pass, then other changes, then
+    /// the rest. Two eval runs list only the worst `--worst N` (chosen by
+    /// `fold::WorstKey`); `paired` counts them all.
     pub pairs: Vec<Pair>,
+    /// Every pair, however few `pairs` lists.
+    pub paired: usize,
+    /// Pairs whose verdict, answer or tools changed, or that errored.
+    pub changed_pairs: usize,
+    /// Pairs with a side without a verdict (chat turns).
+    pub not_comparable: usize,
+    /// Runs of A with no partner in B (two eval runs: the first `--worst N`).
     pub only_in_a: Vec<RunEntry>,
     pub only_in_b: Vec<RunEntry>,
+    /// How many runs are only in A, however few `only_in_a` lists.
+    pub only_in_a_total: usize,
+    pub only_in_b_total: usize,
     pub pass_to_fail: usize,
     pub fail_to_pass: usize,
     /// Pairs where one side errored or was cancelled.
@@ -198,7 +225,6 @@ pub struct Comparison {
 /// Pairs the runs of two sides and reads the result.
 pub fn compare(a: RunSet, b: RunSet) -> Result<Comparison, CompareError> {
     let versions = match_versions(&a.versions(), &b.versions())?;
-    let mut warnings = Vec::new();
     // One suite a side (a renamed suite file included) pairs across suites;
     // several pair suite with same-named suite.
     let by_suite = a.suites().len() > 1 || b.suites().len() > 1;
@@ -213,7 +239,7 @@ pub fn compare(a: RunSet, b: RunSet) -> Result<Comparison, CompareError> {
     for run in &b.runs {
         remaining_b.insert((run.version().to_string(), key(run)), run.clone());
     }
-    let (mut pairs, mut only_in_a) = (Vec::new(), Vec::new());
+    let (mut pairs, mut only_in_a) = (Vec::new(), FirstN::new(usize::MAX));
     for run in &a.runs {
         let partner = versions
             .iter()
@@ -221,12 +247,38 @@ pub fn compare(a: RunSet, b: RunSet) -> Result<Comparison, CompareError> {
             .and_then(|v| remaining_b.remove(&(v.b.clone(), key(run))));
         match partner {
             Some(other) => pairs.push(pair(run.clone(), other)),
-            None => only_in_a.push(run.clone()),
+            None => only_in_a.offer(run.clone()),
         }
     }
-    let only_in_b: Vec<RunEntry> = remaining_b.into_values().collect();
-    unmatched_version_warnings(&a, &b, &versions, &mut warnings);
-    model_change_warnings(&a, &b, &versions, &mut warnings);
+    let mut only_in_b = FirstN::new(usize::MAX);
+    remaining_b
+        .into_values()
+        .for_each(|run| only_in_b.offer(run));
+    let warnings = side_warnings(&runs_of(&a), &runs_of(&b), &versions);
+    let mut counts = PairCounts::default();
+    for pair in &pairs {
+        counts.add(pair.change, pair.answer_changed || pair.tools_changed);
+    }
+    Ok(assemble(
+        [side(&a), side(&b)],
+        versions,
+        pairs,
+        [only_in_a, only_in_b],
+        counts,
+        warnings,
+    ))
+}
+
+/// The comparison of two sides' summaries, their pairs (those listed, and
+/// the counts of all), the runs only in one side, and the warnings.
+fn assemble(
+    [a, b]: [SideSummary; 2],
+    versions: Vec<VersionPair>,
+    mut pairs: Vec<Pair>,
+    [only_in_a, only_in_b]: [FirstN<RunEntry>; 2],
+    counts: PairCounts,
+    warnings: Vec<String>,
+) -> Comparison {
     pairs.sort_by_key(|pair| {
         (
             rank(pair),
@@ -236,26 +288,24 @@ pub fn compare(a: RunSet, b: RunSet) -> Result<Comparison, CompareError> {
             pair.sample,
         )
     });
-    let count = |change| pairs.iter().filter(|p| p.change == change).count();
-    let (pass_to_fail, fail_to_pass) = (
-        count(VerdictChange::PassToFail),
-        count(VerdictChange::FailToPass),
-    );
-    let judged_pairs = pass_to_fail + fail_to_pass + count(VerdictChange::Same);
+    let judged_pairs = counts.judged();
+    let (pass_to_fail, fail_to_pass) = (counts.pass_to_fail, counts.fail_to_pass);
     let p_value = (judged_pairs > 0).then(|| mcnemar_exact(pass_to_fail, fail_to_pass));
-    for (name, side) in [("A", &a), ("B", &b)] {
-        offline_warning(name, side, &mut warnings);
-    }
-    let conclusion = conclude(&pairs, &only_in_a, &only_in_b, p_value, judged_pairs);
-    Ok(Comparison {
-        a: side(&a),
-        b: side(&b),
+    let conclusion = conclude(&counts, only_in_a.total + only_in_b.total, p_value);
+    Comparison {
+        a,
+        b,
         versions,
-        errored: count(VerdictChange::Errored),
+        errored: counts.errored,
         power: power(pass_to_fail, fail_to_pass),
         pairs,
-        only_in_a,
-        only_in_b,
+        paired: counts.pairs,
+        changed_pairs: counts.changed,
+        not_comparable: counts.not_comparable,
+        only_in_a_total: only_in_a.total,
+        only_in_b_total: only_in_b.total,
+        only_in_a: only_in_a.first,
+        only_in_b: only_in_b.first,
         pass_to_fail,
         fail_to_pass,
         judged_pairs,
@@ -263,7 +313,47 @@ pub fn compare(a: RunSet, b: RunSet) -> Result<Comparison, CompareError> {
         conclusion,
         warnings,
         pairwise: None,
-    })
+    }
+}
+
+/// How many runs a side holds of one prompt version, provider and model
+/// setting: what its warnings are said from.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RunsOf {
+    pub version: String,
+    pub provider: String,
+    pub model: String,
+    pub runs: usize,
+}
+
+fn runs_of(set: &RunSet) -> Vec<RunsOf> {
+    let mut counted: BTreeMap<(&str, &str, &str), usize> = BTreeMap::new();
+    for run in &set.runs {
+        *counted
+            .entry((run.version(), &run.provider, &run.model))
+            .or_default() += 1;
+    }
+    counted
+        .into_iter()
+        .map(|((version, provider, model), runs)| RunsOf {
+            version: version.to_string(),
+            provider: provider.to_string(),
+            model: model.to_string(),
+            runs,
+        })
+        .collect()
+}
+
+/// What the reader must be told of the sides: versions with no partner,
+/// paired versions that ran other models, runs that called no model.
+fn side_warnings(a: &[RunsOf], b: &[RunsOf], versions: &[VersionPair]) -> Vec<String> {
+    let mut warnings = Vec::new();
+    unmatched_version_warnings(a, b, versions, &mut warnings);
+    model_change_warnings(a, b, versions, &mut warnings);
+    for (name, side) in [("A", a), ("B", b)] {
+        offline_warning(name, side, &mut warnings);
+    }
+    warnings
 }
 
 /// One version on each side pair with each other whatever their names
@@ -307,12 +397,12 @@ fn list_versions(names: &[String]) -> String {
 }
 
 fn unmatched_version_warnings(
-    a: &RunSet,
-    b: &RunSet,
+    a: &[RunsOf],
+    b: &[RunsOf],
     versions: &[VersionPair],
     warnings: &mut Vec<String>,
 ) {
-    for (name, set, other, paired) in [
+    for (name, side, other, paired) in [
         (
             "A",
             a,
@@ -321,9 +411,14 @@ fn unmatched_version_warnings(
         ),
         ("B", b, "A", versions.iter().map(|v| &v.b).collect()),
     ] {
-        for version in set.versions() {
-            if !paired.contains(&&version) {
-                let runs = set.runs.iter().filter(|r| r.version() == version).count();
+        let held: BTreeSet<&String> = side.iter().map(|r| &r.version).collect();
+        for version in held {
+            if !paired.contains(&version) {
+                let runs: usize = side
+                    .iter()
+                    .filter(|r| &r.version == version)
+                    .map(|r| r.runs)
+                    .sum();
                 warnings.push(format!(
                     "variant `{version}` is only in {name} ({runs} runs, listed as unpaired): {other} has no variant of that name"
                 ));
@@ -332,22 +427,21 @@ fn unmatched_version_warnings(
     }
 }
 
-/// One field of a run, by which paired versions are told apart.
-type RunField = fn(&RunEntry) -> &str;
+/// One field of a side's runs, by which paired versions are told apart.
+type RunField = fn(&RunsOf) -> &str;
 
 /// Says plainly when paired versions ran different providers, models or
 /// thinking levels: a model change must never pass for a prompt change.
 fn model_change_warnings(
-    a: &RunSet,
-    b: &RunSet,
+    a: &[RunsOf],
+    b: &[RunsOf],
     versions: &[VersionPair],
     warnings: &mut Vec<String>,
 ) {
-    let ran = |set: &RunSet, version: &str, field: RunField| {
-        let found: std::collections::BTreeSet<&str> = set
-            .runs
+    let ran = |side: &[RunsOf], version: &str, field: RunField| {
+        let found: BTreeSet<&str> = side
             .iter()
-            .filter(|r| r.version() == version)
+            .filter(|r| r.version == version)
             .map(field)
             .collect();
         found.into_iter().collect::<Vec<_>>().join(" and ")
@@ -374,48 +468,35 @@ fn model_change_warnings(
     }
 }
 
-fn offline_warning(name: &str, set: &RunSet, warnings: &mut Vec<String>) {
-    let offline = set.offline_runs();
+fn offline_warning(name: &str, side: &[RunsOf], warnings: &mut Vec<String>) {
+    let offline_of = |r: &&RunsOf| set::OFFLINE_PROVIDERS.contains(&r.provider.as_str());
+    let offline: usize = side.iter().filter(offline_of).map(|r| r.runs).sum();
     if offline > 0 {
-        let providers: std::collections::BTreeSet<&str> = set
-            .runs
+        let providers: BTreeSet<&str> = side
             .iter()
-            .filter(|r| r.is_offline())
+            .filter(offline_of)
             .map(|r| r.provider.as_str())
             .collect();
         let providers: Vec<&str> = providers.into_iter().collect();
+        let all: usize = side.iter().map(|r| r.runs).sum();
         warnings.push(format!(
-            "{name} holds {offline} of {} runs made by the {} provider: their answers do not come from a model, so they cannot show what a prompt change does",
-            set.runs.len(),
+            "{name} holds {offline} of {all} runs made by the {} provider: their answers do not come from a model, so they cannot show what a prompt change does",
             providers.join(" and ")
         ));
     }
 }
 
-fn conclude(
-    pairs: &[Pair],
-    only_in_a: &[RunEntry],
-    only_in_b: &[RunEntry],
-    p_value: Option<f64>,
-    judged_pairs: usize,
-) -> Conclusion {
-    if pairs.is_empty() {
+fn conclude(counts: &PairCounts, unpaired: usize, p_value: Option<f64>) -> Conclusion {
+    if counts.pairs == 0 {
         return Conclusion::NothingPaired;
     }
-    let any_difference = pairs.iter().any(Pair::changed)
-        || pairs.iter().any(|p| p.change == VerdictChange::Errored)
-        || !only_in_a.is_empty()
-        || !only_in_b.is_empty();
+    let any_difference = counts.changed > 0 || counts.errored > 0 || unpaired > 0;
     let significant = p_value.is_some_and(|p| p < SIGNIFICANCE);
-    let count = |change| pairs.iter().filter(|p| p.change == change).count();
-    match (
-        significant,
-        count(VerdictChange::PassToFail).cmp(&count(VerdictChange::FailToPass)),
-    ) {
+    match (significant, counts.pass_to_fail.cmp(&counts.fail_to_pass)) {
         (true, std::cmp::Ordering::Greater) => Conclusion::Worse,
         (true, std::cmp::Ordering::Less) => Conclusion::Better,
         _ if !any_difference => Conclusion::NoChange,
-        _ if judged_pairs == 0 => Conclusion::AnswersDiffer,
+        _ if counts.judged() == 0 => Conclusion::AnswersDiffer,
         _ => Conclusion::NoSignificantChange,
     }
 }
@@ -445,13 +526,7 @@ pub fn power(pass_to_fail: usize, fail_to_pass: usize) -> Power {
 
 fn pair(a: RunEntry, b: RunEntry) -> Pair {
     let outcome = |run: &RunEntry| run.verdict.as_ref().map(|v| v.outcome);
-    let change = match (outcome(&a), outcome(&b)) {
-        (Some(Outcome::Error), Some(_)) | (Some(_), Some(Outcome::Error)) => VerdictChange::Errored,
-        (Some(Outcome::Pass), Some(Outcome::Fail)) => VerdictChange::PassToFail,
-        (Some(Outcome::Fail), Some(Outcome::Pass)) => VerdictChange::FailToPass,
-        (Some(_), Some(_)) => VerdictChange::Same,
-        _ => VerdictChange::NotComparable,
-    };
+    let change = fold::change_of(outcome(&a), outcome(&b));
     let version = if a.version() == b.version() {
         a.version().to_string()
     } else {
@@ -474,70 +549,25 @@ fn pair(a: RunEntry, b: RunEntry) -> Pair {
 impl Pair {
     /// A verdict, answer or tool change worth showing.
     pub fn changed(&self) -> bool {
-        self.answer_changed
-            || self.tools_changed
-            || matches!(
-                self.change,
-                VerdictChange::PassToFail | VerdictChange::FailToPass | VerdictChange::Errored
-            )
+        fold::is_changed(self.change, self.answer_changed || self.tools_changed)
     }
 }
 
 fn rank(pair: &Pair) -> u8 {
-    match (pair.change, pair.answer_changed || pair.tools_changed) {
-        (VerdictChange::PassToFail, _) => 0,
-        (VerdictChange::Errored, _) => 1,
-        (VerdictChange::FailToPass, _) => 2,
-        (_, true) => 3,
-        _ => 4,
-    }
-}
-
-/// A run that did not end `done`, or whose verdict is an error.
-fn errored(run: &RunEntry) -> bool {
-    run.status != "done"
-        || run
-            .verdict
-            .as_ref()
-            .is_some_and(|v| v.outcome == Outcome::Error)
+    fold::rank(pair.change, pair.answer_changed || pair.tools_changed)
 }
 
 fn side(set: &RunSet) -> SideSummary {
-    let judged: Vec<&RunEntry> = set.runs.iter().filter(|r| r.verdict.is_some()).collect();
-    let passed = judged
-        .iter()
-        .filter(|r| {
-            r.verdict
-                .as_ref()
-                .is_some_and(|v| v.outcome == Outcome::Pass)
-        })
-        .count();
-    let usage: crate::event::Usage = set.runs.iter().map(|r| r.usage).sum();
-    let judge = set.runs.iter().filter_map(|r| r.verdict.as_ref()).fold(
-        JudgeSpend::default(),
-        |mut total, verdict| {
-            total += JudgeSpend::of_rubric(&verdict.rubric);
-            total
-        },
-    );
-    let finished = || set.runs.iter().filter(|r| !errored(r));
-    SideSummary {
-        label: set.label.clone(),
-        source: set.source.clone(),
-        versions: set.versions(),
-        models: set
-            .runs
-            .iter()
-            .map(|r| r.model.clone())
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect(),
-        runs: set.runs.len(),
-        judged: judged.len(),
-        passed,
-        pass_rate: (!judged.is_empty()).then(|| passed as f64 / judged.len() as f64),
-        pass_rate_interval: wilson_interval(passed, judged.len()),
-        errored_runs: set.runs.iter().filter(|r| errored(r)).count(),
+    let mut fold = SideFold::new();
+    for run in &set.runs {
+        let judge = run
+            .verdict
+            .as_ref()
+            .map_or_else(JudgeSpend::default, |v| JudgeSpend::of_rubric(&v.rubric));
+        fold.add(run, judge);
+    }
+    let finished = || set.runs.iter().filter(|r| !fold::errored(r));
+    let spread = SideDistributions {
         input_tokens: Distribution::of_counts(finished().map(|r| r.usage.input_tokens)),
         output_tokens: Distribution::of_counts(finished().map(|r| r.usage.output_tokens)),
         latency_ms: Distribution::of(
@@ -546,23 +576,18 @@ fn side(set: &RunSet) -> SideSummary {
                 .filter_map(|r| r.latency_ms)
                 .collect(),
         ),
-        cost_usd: set
-            .runs
-            .iter()
-            .map(|r| crate::cost::Cost::from(r.cost_usd))
-            .sum::<crate::cost::Cost>()
-            .usd(),
-        cached_runs: set.runs.iter().filter(|r| r.cached_calls > 0).count(),
-        cache_read_share: usage.cache_read_share(),
-        usage,
-        offline_runs: set.offline_runs(),
-        judge_calls: judge.calls,
-        judge_usage: judge.usage,
-        superseded: set.superseded.clone(),
-        not_selected: set.not_selected.clone(),
-        replays: set.replays.clone(),
-        unreadable: set.unreadable.clone(),
-    }
+    };
+    let mut summary = fold.finish(&set.label, &set.source, spread);
+    summary.superseded = set.superseded.clone();
+    summary.not_selected = set.not_selected.clone();
+    summary.replays = set.replays.clone();
+    summary.unreadable = set.unreadable.clone();
+    summary.set_aside_totals = SetAsideTotals {
+        superseded: set.superseded.len(),
+        not_selected: set.not_selected.len(),
+        replays: set.replays.len(),
+    };
+    summary
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::chat::event::{ChatEvent, Usage};
+use crate::chat::event::Usage;
 use crate::prompts::PromptRegistry;
 use crate::runs::record::RecordedVerdict;
 use crate::runs::store::RunLogError;
@@ -91,22 +91,10 @@ impl Votes {
 pub use crate::runs::view::{TurnKey, TurnPlace};
 
 impl RunEntry {
-    fn from_log(log: &RunLog) -> RunEntry {
+    pub fn from_log(log: &RunLog) -> RunEntry {
         let header = &log.header;
         let place = log.view().place();
-        let answer: String = log
-            .events()
-            .filter_map(|event| match event {
-                ChatEvent::TextDelta { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
         let footer = log.footer.as_ref();
-        let forced = if header.request.force_thinking_level {
-            ", forced"
-        } else {
-            ""
-        };
         let version = header
             .labels
             .as_ref()
@@ -122,27 +110,15 @@ impl RunEntry {
             sample: place.sample,
             fingerprint: header.fingerprint.clone(),
             version,
-            model: format!(
-                "{} · {}{forced}",
-                header.model, header.request.thinking_level
-            ),
+            model: crate::runs::content::model_setting(header),
             provider: header.provider.clone(),
             status: log.view().state().as_str().to_string(),
             // A re-score (`eval --rescore`) stands over the verdict of the run.
             verdict: log.view().verdict(),
-            answer,
-            tools: tools_called(log),
+            answer: log.answer(),
+            tools: log.tools_called(),
             usage: footer.map(|f| f.usage).unwrap_or_default(),
-            // Time spent queued under a rate limit is the quota's, not the
-            // prompt's: left out, so throttling never reads as a regression.
-            latency_ms: footer.map(|f| {
-                let queued: u64 = log
-                    .model_calls()
-                    .filter_map(|call| call.summary.as_ref())
-                    .map(|summary| summary.queued_ms)
-                    .sum();
-                f.total_ms.saturating_sub(queued)
-            }),
+            latency_ms: log.unqueued_ms(),
             cost_usd: footer.and_then(|f| f.cost(&header.provider)),
             cached_calls: footer.map_or(0, |f| f.cached_calls),
             votes: Votes::of(&log.path),
@@ -246,7 +222,7 @@ pub struct RunFilter {
 
 impl RunFilter {
     /// Why `run` is left out by `--model` or `--provider`, if it is.
-    fn model_refuses(&self, run: &RunEntry) -> Option<String> {
+    pub(crate) fn model_refuses(&self, run: &RunEntry) -> Option<String> {
         let model = run.model.split(" · ").next().unwrap_or_default();
         if let Some(wanted) = self.model.as_ref().filter(|wanted| *wanted != model) {
             return Some(format!("model `{model}`, not `{wanted}` (--model)"));
@@ -342,28 +318,41 @@ pub fn load_set(
             set.not_selected.push(SetAside { run, reason });
         }
     }
-    if set.runs.is_empty() && set.not_selected.is_empty() {
-        return Err(CompareError::Empty(match set.replays.len() {
-            0 => source,
-            n => format!("{source} (only {n} replays, which are not runs of their own)"),
-        }));
-    }
     if set.runs.is_empty() {
-        let mut chosen: Vec<String> = Vec::new();
-        if !filter.variants.is_empty() {
-            chosen.push(format!("--variant {}", filter.variants.join(", ")));
-        }
-        chosen.extend(filter.model.iter().map(|m| format!("--model {m}")));
-        chosen.extend(filter.provider.iter().map(|p| format!("--provider {p}")));
-        return Err(CompareError::Empty(format!(
-            "{source} with {}",
-            chosen.join(" ")
-        )));
+        return Err(empty_error(
+            source,
+            filter,
+            !set.not_selected.is_empty(),
+            set.replays.len(),
+        ));
     }
     name_model_versions(&mut set.runs);
     set.runs = keep_newest_version(std::mem::take(&mut set.runs), &mut set.superseded);
     set.runs = deduplicate(std::mem::take(&mut set.runs), &mut set.superseded);
     Ok(set)
+}
+
+/// A side with no run to compare: only replays, or none its filters kept
+/// (`selected_out`: some were left out by them).
+pub(crate) fn empty_error(
+    source: String,
+    filter: &RunFilter,
+    selected_out: bool,
+    replays: usize,
+) -> CompareError {
+    if !selected_out {
+        return CompareError::Empty(match replays {
+            0 => source,
+            n => format!("{source} (only {n} replays, which are not runs of their own)"),
+        });
+    }
+    let mut chosen: Vec<String> = Vec::new();
+    if !filter.variants.is_empty() {
+        chosen.push(format!("--variant {}", filter.variants.join(", ")));
+    }
+    chosen.extend(filter.model.iter().map(|m| format!("--model {m}")));
+    chosen.extend(filter.provider.iter().map(|p| format!("--provider {p}")));
+    CompareError::Empty(format!("{source} with {}", chosen.join(" ")))
 }
 
 /// The logs among `paths` of the `wanted` fingerprint and `--suite`, each
@@ -403,7 +392,7 @@ fn read_wanted(
 /// `SPEC@VARIANT` names one variant of a side (`runs/models@lite-low`), so
 /// that two variants of one eval run can be compared; a path that exists
 /// as written is never split.
-fn split_variant(spec: &str) -> (&str, Option<&str>) {
+pub(crate) fn split_variant(spec: &str) -> (&str, Option<&str>) {
     if Path::new(spec).exists() {
         return (spec, None);
     }
@@ -498,24 +487,4 @@ fn deduplicate(mut runs: Vec<RunEntry>, set_aside: &mut Vec<SetAside>) -> Vec<Ru
         }
     }
     newest.into_values().collect()
-}
-
-/// The tools a turn called, in order: from its model calls, or — for a
-/// deployment's turn (`--provider worker`), which records none — from its
-/// activity events, so that a local run and a worker run of the same turn
-/// compare tool for tool.
-fn tools_called(log: &RunLog) -> Vec<String> {
-    let from_calls: Vec<String> = log
-        .model_calls()
-        .flat_map(|call| call.tool_calls.iter().map(|c| c.name.clone()))
-        .collect();
-    if !from_calls.is_empty() || log.model_calls().next().is_some() {
-        return from_calls;
-    }
-    log.events()
-        .filter_map(|event| match event {
-            ChatEvent::Activity { tool, .. } => Some(tool.clone()),
-            _ => None,
-        })
-        .collect()
 }

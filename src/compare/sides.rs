@@ -13,6 +13,10 @@ use crate::runs::version::{Side, fingerprint_for, parse_side};
 
 use super::set::{CompareError, RunFilter};
 
+/// Above this many logs, a folder given as an argument (read into memory)
+/// is said to be large.
+pub const LARGE_FOLDER_LOGS: usize = 100_000;
+
 /// What a side names: where to look for its logs, the fingerprint they
 /// must have (none for a folder of logs or an eval run, taken whole), and
 /// what to tell the reader.
@@ -34,8 +38,15 @@ pub fn resolve_spec(
     match side {
         Side::Path(path) if path.is_dir() && holds_logs(&path) => {
             let files = list(&path)?;
-            // A folder given as an argument is read by scanning, said once.
-            let notes = vec![crate::index::scan_note(files.paths.len())];
+            // A folder given as an argument is read by scanning, said once;
+            // and it is read into memory, said above a size.
+            let mut notes = vec![crate::index::scan_note(files.paths.len())];
+            if files.paths.len() > LARGE_FOLDER_LOGS {
+                notes.push(format!(
+                    "{} is read into memory to compare; name eval runs (`ev-…`) in the runs folder to stream them in flat memory",
+                    path.display()
+                ));
+            }
             Ok(Resolved {
                 source: format!("run logs in {}", path.display()),
                 files,
@@ -43,20 +54,9 @@ pub fn resolve_spec(
                 notes,
             })
         }
-        Side::EvalRun(prefix) => eval_run_side(runs_dir, |index| {
-            let mut ids = index.eval_run_ids(&prefix)?;
-            match ids.len() {
-                1 => Ok(ids.remove(0)),
-                0 => Err(CompareError::EvalRun(format!(
-                    "no eval run recorded in `{}` starts with `{prefix}`",
-                    runs_dir.display()
-                ))),
-                n => Err(CompareError::EvalRun(format!(
-                    "`{prefix}` matches {n} eval runs: {}; give more of it",
-                    ids.join(", ")
-                ))),
-            }
-        }),
+        Side::EvalRun(prefix) => {
+            eval_run_side(runs_dir, |index| pick_by_prefix(index, &prefix, runs_dir))
+        }
         Side::Last(back) => last_run_side(spec, back, runs_dir, filter),
         Side::Path(_) | Side::Fingerprint(_) => {
             // Override files and fingerprints (runs::version's rule).
@@ -87,32 +87,89 @@ fn last_run_side(
 ) -> Result<Resolved, CompareError> {
     let mut chosen = None;
     let mut resolved = eval_run_side(runs_dir, |index| {
-        let suite = match filter.suite.clone() {
-            Some(suite) => suite,
-            None => {
-                let suite = index.latest_suite()?.ok_or_else(|| {
-                    CompareError::EvalRun(format!(
-                        "`{spec}`: no eval run is recorded in `{}`",
-                        runs_dir.display()
-                    ))
-                })?;
-                chosen = Some(suite.clone());
-                suite
-            }
-        };
-        let runs = index.eval_runs_of(&suite)?;
-        runs.get(back as usize).cloned().ok_or_else(|| {
-            CompareError::EvalRun(format!(
-                "`{spec}`: suite {suite} has {} eval runs recorded in `{}`",
-                runs.len(),
-                runs_dir.display()
-            ))
-        })
+        let (id, suite) = pick_last(index, spec, back, runs_dir, filter)?;
+        chosen = suite;
+        Ok(id)
     })?;
     if let Some(suite) = chosen {
         resolved.notes.push(latest_suite_note(&suite));
     }
     Ok(resolved)
+}
+
+/// The one eval run whose id starts with `prefix`.
+fn pick_by_prefix(index: &RunIndex, prefix: &str, runs_dir: &Path) -> Result<String, CompareError> {
+    let mut ids = index.eval_run_ids(prefix)?;
+    match ids.len() {
+        1 => Ok(ids.remove(0)),
+        0 => Err(CompareError::EvalRun(format!(
+            "no eval run recorded in `{}` starts with `{prefix}`",
+            runs_dir.display()
+        ))),
+        n => Err(CompareError::EvalRun(format!(
+            "`{prefix}` matches {n} eval runs: {}; give more of it",
+            ids.join(", ")
+        ))),
+    }
+}
+
+/// `last~back`, and the suite it took when no `--suite` named one.
+fn pick_last(
+    index: &RunIndex,
+    spec: &str,
+    back: u32,
+    runs_dir: &Path,
+    filter: &RunFilter,
+) -> Result<(String, Option<String>), CompareError> {
+    let (suite, chosen) = match filter.suite.clone() {
+        Some(suite) => (suite, None),
+        None => {
+            let suite = index.latest_suite()?.ok_or_else(|| {
+                CompareError::EvalRun(format!(
+                    "`{spec}`: no eval run is recorded in `{}`",
+                    runs_dir.display()
+                ))
+            })?;
+            (suite.clone(), Some(suite))
+        }
+    };
+    let runs = index.eval_runs_of(&suite)?;
+    let id = runs.get(back as usize).cloned().ok_or_else(|| {
+        CompareError::EvalRun(format!(
+            "`{spec}`: suite {suite} has {} eval runs recorded in `{}`",
+            runs.len(),
+            runs_dir.display()
+        ))
+    })?;
+    Ok((id, chosen))
+}
+
+/// The eval run `spec` names (`ev-…`, `last`, `last~N`) in `index`, with
+/// any note on the suite it took; `None` when it names something else.
+pub fn eval_run_named(
+    spec: &str,
+    runs_dir: &Path,
+    index: &RunIndex,
+    filter: &RunFilter,
+    notes: &mut Vec<String>,
+) -> Result<Option<String>, CompareError> {
+    match parse_side(spec)? {
+        Some(Side::EvalRun(prefix)) => pick_by_prefix(index, &prefix, runs_dir).map(Some),
+        Some(Side::Last(back)) => {
+            let (id, chosen) = pick_last(index, spec, back, runs_dir, filter)?;
+            notes.extend(chosen.map(|suite| latest_suite_note(&suite)));
+            Ok(Some(id))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Whether `spec` names an eval run (`ev-…`, `last`, `last~N`).
+pub fn names_eval_run(spec: &str) -> Result<bool, CompareError> {
+    Ok(matches!(
+        parse_side(spec)?,
+        Some(Side::EvalRun(_) | Side::Last(_))
+    ))
 }
 
 /// Said when `last`/`last~N` or `evals trend` take the newest eval run's

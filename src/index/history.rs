@@ -115,7 +115,7 @@ m AS (
 )"
     };
 }
-const MEMBERS: &str = members!();
+pub(super) const MEMBERS: &str = members!();
 
 /// Each member's numbers, as its row stores them (`rows::TurnRow`: the
 /// one view's `TurnNumbers`) and its cost, by variant: what the tally folds.

@@ -50,6 +50,33 @@ pub struct TurnRow {
     /// The case's tags as a JSON array (`["grounding"]`), which Datasette
     /// and sqlite-utils read as JSON; null for a turn without tags.
     pub tags: Option<String>,
+    /// The model and thinking level asked for (`runs::content::model_setting`).
+    pub model_setting: String,
+    /// What `compare` pairs on, from the whole log (`runs::content`):
+    /// null when only its header and footer could be read.
+    pub body: Option<TurnBody>,
+    /// The rubric judge's calls behind its verdict and their tokens, as
+    /// JSON `[calls, usage]`; null without any.
+    pub judge: Option<String>,
+}
+
+/// What a row keeps of a log's body: the answer's digest, the tools it
+/// called (a JSON array) and its latency less the time queued.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnBody {
+    pub answer_sha256: String,
+    pub tools: String,
+    pub unqueued_ms: Option<u64>,
+}
+
+impl TurnBody {
+    pub fn of(log: &crate::runs::RunLog) -> TurnBody {
+        TurnBody {
+            answer_sha256: crate::runs::content::answer_digest(&log.answer()),
+            tools: serde_json::to_string(&log.tools_called()).unwrap_or_default(),
+            unqueued_ms: log.unqueued_ms(),
+        }
+    }
 }
 
 impl TurnRow {
@@ -100,6 +127,14 @@ impl TurnRow {
                 .as_ref()
                 .filter(|l| !l.tags.is_empty())
                 .and_then(|l| serde_json::to_string(&l.tags).ok()),
+            model_setting: crate::runs::content::model_setting(header),
+            body: None,
+            judge: verdict.as_ref().and_then(|v| {
+                let spend = crate::judge::JudgeSpend::of_rubric(&v.rubric);
+                (spend.calls > 0)
+                    .then(|| serde_json::to_string(&(spend.calls, spend.usage)).ok())
+                    .flatten()
+            }),
         }
     }
 
@@ -110,9 +145,10 @@ impl TurnRow {
             "INSERT OR REPLACE INTO turns (path, folder, turn_id, started_at, started_ns, claim, fingerprint,
              variant, model, provider, status, suite, \"case\", sample, verdict, failures, errored,
              input_tokens, output_tokens, cache_read_tokens, usage_unreported, thinking_tokens,
-             cost_usd, latency_ms, cached, eval_run, rescored, replay_of, tags)
+             cost_usd, latency_ms, cached, eval_run, rescored, replay_of, tags, model_setting,
+             answer_sha256, tools, unqueued_ms, judge)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17,
-             ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)",
+             ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)",
         )?
         .execute(params![
             self.path,
@@ -144,6 +180,11 @@ impl TurnRow {
             self.rescored,
             self.replay_of,
             self.tags,
+            self.model_setting,
+            self.body.as_ref().map(|b| &b.answer_sha256),
+            self.body.as_ref().map(|b| &b.tools),
+            self.body.as_ref().and_then(|b| b.unqueued_ms).map(count),
+            self.judge,
         ])?;
         if let (Some(eval_run), Some(suite)) = (&self.eval_run, &self.suite) {
             let ended = self.started_ns.saturating_add(

@@ -10,8 +10,10 @@ use super::file::APPLICATION_ID;
 /// Bumped once whenever a table or view changes; an index of another
 /// version is rebuilt. Version 1 kept it in a `schema_version` table, and
 /// had no application id; version 3 added `turns.tags`, the foreign keys and
-/// the views.
-pub const SCHEMA_VERSION: i64 = 3;
+/// the views; version 4 what `compare` pairs on (`model_setting`,
+/// `answer_sha256`, `tools`, `unqueued_ms`, `judge`) and the pairing key's
+/// index.
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// The tables of an index of schema 1, sorted: how one is known without
 /// an application id.
@@ -57,7 +59,12 @@ CREATE TABLE turns (
     eval_run TEXT REFERENCES eval_runs (id),
     rescored INTEGER NOT NULL,
     replay_of TEXT,
-    tags TEXT
+    tags TEXT,
+    model_setting TEXT NOT NULL,
+    answer_sha256 TEXT,
+    tools TEXT,
+    unqueued_ms INTEGER,
+    judge TEXT
 );
 CREATE INDEX turns_by_start ON turns (started_ns DESC, path);
 CREATE INDEX turns_by_verdict ON turns (verdict, started_ns DESC);
@@ -65,6 +72,7 @@ CREATE INDEX turns_by_suite ON turns (suite, started_ns DESC);
 CREATE INDEX turns_by_eval_run ON turns (eval_run, variant, verdict);
 CREATE INDEX turns_by_turn_id ON turns (turn_id, path);
 CREATE INDEX turns_by_folder ON turns (folder);
+CREATE INDEX turns_by_pairing ON turns (eval_run, claim, \"case\", sample, variant);
 CREATE TABLE unreadable (
     path TEXT PRIMARY KEY,
     folder TEXT NOT NULL,

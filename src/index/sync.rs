@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, params};
 
-use super::rows::{TurnRow, relative};
+use super::rows::{TurnBody, TurnRow, relative};
 use super::{IndexError, RunIndex, in_transaction};
+use crate::runs::RunLogReader;
 use crate::runs::naming::is_run_log;
 use crate::runs::store::{RunLogError, refused, summarize};
 
@@ -99,6 +100,7 @@ impl RunIndex {
             })
             .collect();
         let mut unreadable: Vec<(String, RunLogError)> = Vec::new();
+        let mut reader = RunLogReader::default();
         for chunk in to_read.chunks(BATCH) {
             let mut rows = Vec::with_capacity(chunk.len());
             for log in chunk {
@@ -106,8 +108,8 @@ impl RunIndex {
                     unreadable.push((relative(log, &self.root), refusal));
                     continue;
                 }
-                match summarize(log) {
-                    Ok(summary) => rows.push(TurnRow::of(&summary.view(), &self.root)),
+                match row_of(log, &self.root, &mut reader) {
+                    Ok(row) => rows.push(row),
                     Err(error) => unreadable.push((relative(log, &self.root), error)),
                 }
             }
@@ -171,6 +173,18 @@ impl RunIndex {
         let rows = statement.query_map([value], |row| row.get(0))?;
         rows.collect()
     }
+}
+
+/// A log's row from the whole log, so that it carries what `compare`
+/// pairs on; from its header and footer alone (`body` unknown) when a
+/// line of its body cannot be read, as a listing reads it.
+fn row_of(log: &Path, root: &Path, reader: &mut RunLogReader) -> Result<TurnRow, RunLogError> {
+    if let Ok(whole) = reader.read(log) {
+        let mut row = TurnRow::of(&whole.view(), root);
+        row.body = Some(TurnBody::of(&whole));
+        return Ok(row);
+    }
+    summarize(log).map(|summary| TurnRow::of(&summary.view(), root))
 }
 
 pub(super) fn set_stamp(db: &Connection, name: &str, stamp: &str) -> rusqlite::Result<()> {

@@ -1,6 +1,7 @@
 //! Recorded run logs: their records, reading and finding them.
 
 pub mod answer_text;
+pub mod content;
 pub mod evidence;
 pub mod feedback;
 pub(crate) mod full_folder;

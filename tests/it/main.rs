@@ -26,6 +26,7 @@ mod cli_suggest;
 mod cli_worker;
 mod closed_pipe;
 mod compare;
+mod compare_stream;
 mod corpus;
 mod cost;
 mod cost_cache_property;

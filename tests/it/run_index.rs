@@ -127,7 +127,7 @@ fn the_index_answers_runs_list_exactly_as_a_scan_and_opens_in_sqlite3() {
         run_logs_under(&runs).len()
     );
     assert_eq!(count(&db, "SELECT count(*) FROM eval_runs"), 2);
-    assert_eq!(count(&db, "PRAGMA user_version"), 3);
+    assert_eq!(count(&db, "PRAGMA user_version"), 4);
     assert_eq!(count(&db, "PRAGMA application_id"), 0x706c_6162);
     // SQLite's own shell reads the history: the reference nobody here wrote.
     let Ok(shell) = Command::new("sqlite3")
@@ -366,18 +366,18 @@ fn an_index_of_another_version_or_with_other_tables_is_rebuilt_with_a_note() {
     let (before, _) = list(&mut in_runs(&runs), &[]);
     let index = runs.join("index.sqlite");
     db(&runs)
-        .execute_batch("PRAGMA user_version = 4; DELETE FROM turns WHERE verdict = 'fail';")
+        .execute_batch("PRAGMA user_version = 5; DELETE FROM turns WHERE verdict = 'fail';")
         .unwrap();
     let (after, stderr) = list(&mut in_runs(&runs), &[]);
     assert_eq!(after, before, "{stderr}");
     assert_eq!(
         stderr,
         format!(
-            "`{}` was made by a newer promptlab (index schema 4; this one keeps 3): rebuilt from the run logs\n",
+            "`{}` was made by a newer promptlab (index schema 5; this one keeps 4): rebuilt from the run logs\n",
             index.display()
         )
     );
-    assert_eq!(count(&db(&runs), "PRAGMA user_version"), 3);
+    assert_eq!(count(&db(&runs), "PRAGMA user_version"), 4);
     for damage in [
         "ALTER TABLE turns DROP COLUMN rescored",
         "CREATE TABLE extra (x INTEGER)",

@@ -6,7 +6,8 @@ use std::fmt::Write as _;
 
 use super::{
     accounting_lines, change_text, changed, conclusion_sentence, failures_of, gate_lines,
-    latency_text, metric_rows, pair_label, tools_text, unpaired_line, usage_text, word_diff,
+    latency_text, metric_rows, more_unpaired, pair_label, tools_text, unpaired_line, usage_text,
+    word_diff,
 };
 use crate::compare::gate::GateResult;
 use crate::compare::{Comparison, Pair};
@@ -21,8 +22,7 @@ pub fn markdown(c: &Comparison, gate: &GateResult) -> String {
     let _ = writeln!(
         md,
         "### What changed ({} of {} paired turns)\n",
-        changed.len(),
-        c.pairs.len()
+        c.changed_pairs, c.paired
     );
     if !changed.is_empty() {
         md.push_str(&pairs_table(&changed));
@@ -30,11 +30,17 @@ pub fn markdown(c: &Comparison, gate: &GateResult) -> String {
             md.push_str(&pair_details(pair));
         }
     }
-    for (title, runs) in [("Only in A", &c.only_in_a), ("Only in B", &c.only_in_b)] {
-        if !runs.is_empty() {
-            let _ = writeln!(md, "\n### {title} ({} unpaired)\n", runs.len());
+    for (title, runs, total) in [
+        ("Only in A", &c.only_in_a, c.only_in_a_total),
+        ("Only in B", &c.only_in_b, c.only_in_b_total),
+    ] {
+        if total > 0 {
+            let _ = writeln!(md, "\n### {title} ({total} unpaired)\n");
             for run in runs {
                 let _ = writeln!(md, "- {}", md_cell(&unpaired_line(run)));
+            }
+            if let Some(more) = more_unpaired(runs.len(), total) {
+                let _ = writeln!(md, "- {more}");
             }
         }
     }

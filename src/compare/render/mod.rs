@@ -53,8 +53,8 @@ pub fn conclusion_sentence(c: &Comparison) -> String {
             ),
             _ => format!(
                 "Answers or tools differ on {} of {} paired turns. No verdicts to test{}.",
-                c.pairs.iter().filter(|p| p.changed()).count(),
-                c.pairs.len(),
+                c.changed_pairs,
+                c.paired,
                 chat_note(c)
             ),
         };
@@ -92,10 +92,7 @@ pub fn conclusion_sentence(c: &Comparison) -> String {
 }
 
 fn chat_note(c: &Comparison) -> &'static str {
-    if c.pairs
-        .iter()
-        .all(|p| p.change == VerdictChange::NotComparable)
-    {
+    if c.not_comparable == c.paired {
         " (chat turns carry none: they are compared on answers, tools, tokens and latency)"
     } else {
         ""
@@ -120,24 +117,29 @@ pub fn accounting_lines(c: &Comparison) -> Vec<String> {
     lines.push(format!(
         "Paired by prompt version ({}), suite, claim, case and sample: {} pairs, {} only in A, {} only in B.",
         versions.join(", "),
-        c.pairs.len(),
-        c.only_in_a.len(),
-        c.only_in_b.len()
+        c.paired, c.only_in_a_total, c.only_in_b_total
     ));
+    if c.pairs.len() < c.paired {
+        lines.push(format!(
+            "Listed: the worst {} of {} pairs (pass→fail first, then errors, then the largest latency or token increases; --worst N for more).",
+            c.pairs.len(),
+            c.paired
+        ));
+    }
     for (name, side) in [("A", &c.a), ("B", &c.b)] {
         let mut counted = format!("{name}: {} runs compared", side.runs);
         for (what, count) in [
             (
                 "superseded by a newer run of the same turn or variant",
-                side.superseded.len(),
+                side.set_aside_totals.superseded,
             ),
             (
                 "of variants not selected by --variant",
-                side.not_selected.len(),
+                side.set_aside_totals.not_selected,
             ),
             (
                 "replays of recorded turns (not runs of their own)",
-                side.replays.len(),
+                side.set_aside_totals.replays,
             ),
             ("unreadable", side.unreadable.len()),
         ] {
@@ -489,6 +491,12 @@ fn elide(text: &str) -> String {
         words[..8].join(" "),
         words[words.len() - 8..].join(" ")
     )
+}
+
+/// `… and N more` under a list of runs only in one side that lists the
+/// first of them.
+fn more_unpaired(listed: usize, total: usize) -> Option<String> {
+    (total > listed).then(|| format!("… and {} more (--worst N lists more)", total - listed))
 }
 
 fn unpaired_line(run: &RunEntry) -> String {

@@ -9,8 +9,8 @@ use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::{
     accounting_lines, change_text, changed, conclusion_sentence, failures_of, gate_lines,
-    latency_text, metric_rows, pair_label, shows_failures, tools_text, unpaired_line, usage_text,
-    word_diff,
+    latency_text, metric_rows, more_unpaired, pair_label, shows_failures, tools_text,
+    unpaired_line, usage_text, word_diff,
 };
 use crate::compare::gate::GateResult;
 use crate::compare::{Comparison, Conclusion, Pair};
@@ -28,7 +28,7 @@ pub fn text(
     let mut out = summary(c, gate, style, width);
     let changed: Vec<&Pair> = c.pairs.iter().filter(|p| show_all || changed(p)).collect();
     if changed.is_empty() {
-        let _ = writeln!(out, "{} paired turns, none changed.", c.pairs.len());
+        let _ = writeln!(out, "{} paired turns, none changed.", c.paired);
     } else {
         out.push_str(&pairs_table(&changed, style, width));
         for pair in changed
@@ -38,11 +38,17 @@ pub fn text(
             out.push_str(&pair_details(pair, style));
         }
     }
-    for (title, runs) in [("Only in A", &c.only_in_a), ("Only in B", &c.only_in_b)] {
-        if !runs.is_empty() {
-            let _ = writeln!(out, "\n{} ({} unpaired):", style.yellow(title), runs.len());
+    for (title, runs, total) in [
+        ("Only in A", &c.only_in_a, c.only_in_a_total),
+        ("Only in B", &c.only_in_b, c.only_in_b_total),
+    ] {
+        if total > 0 {
+            let _ = writeln!(out, "\n{} ({total} unpaired):", style.yellow(title));
             for run in runs {
                 let _ = writeln!(out, "  {}", printable(&unpaired_line(run)));
+            }
+            if let Some(more) = more_unpaired(runs.len(), total) {
+                let _ = writeln!(out, "  {more}");
             }
         }
     }
