@@ -139,6 +139,11 @@ fn upsert_head(
 /// Drops one summary file's rows (its members stay if another shard's
 /// file names them too).
 fn forget(db: &Connection, file: &str) -> rusqlite::Result<()> {
+    db.execute(
+        "UPDATE eval_runs SET numbers_stale = 1
+         WHERE id IN (SELECT eval_run FROM eval_summaries WHERE file = ?1)",
+        [file],
+    )?;
     db.execute("DELETE FROM eval_summaries WHERE file = ?1", [file])?;
     db.execute(
         "DELETE FROM eval_run_turns WHERE eval_run NOT IN (SELECT eval_run FROM eval_summaries)",
@@ -148,6 +153,7 @@ fn forget(db: &Connection, file: &str) -> rusqlite::Result<()> {
 }
 
 pub(super) fn forget_all(db: &Connection) -> rusqlite::Result<()> {
+    super::numbers::all_stale(db)?;
     db.execute("DELETE FROM eval_summaries", [])?;
     db.execute("DELETE FROM eval_run_turns", [])?;
     Ok(())

@@ -117,6 +117,32 @@ m AS (
 }
 pub(super) const MEMBERS: &str = members!();
 
+/// The members of `MEMBERS` that may not have passed, found from the
+/// failing rows up (so that a run of a million passing turns costs a few
+/// index seeks, not a walk of its members): its own turns' rows whose
+/// verdict is not `pass`, and the turns it took from other runs' logs
+/// (`borrowed`; a listed turn not taken from a log carries this run's id in
+/// its own log). Each is then the member row `MEMBERS` picks, whose verdict
+/// is filtered again by the caller.
+const FAILING_MEMBERS: &str =
+    "WITH listed AS (SELECT turn_id FROM eval_run_turns WHERE eval_run = ?1),
+own AS (
+    SELECT turn_id, path FROM turns WHERE eval_run = ?1 AND verdict < 'pass'
+    UNION ALL SELECT turn_id, path FROM turns WHERE eval_run = ?1 AND verdict > 'pass'
+    UNION ALL SELECT turn_id, path FROM turns WHERE eval_run = ?1 AND verdict IS NULL
+),
+candidates AS (
+    SELECT turn_id FROM own
+    UNION SELECT turn_id FROM eval_run_turns WHERE eval_run = ?1 AND borrowed
+),
+m AS (
+    SELECT t.* FROM own o JOIN turns t ON t.path = o.path WHERE NOT EXISTS (SELECT 1 FROM listed)
+    UNION ALL
+    SELECT t.* FROM candidates c JOIN eval_run_turns e ON e.eval_run = ?1 AND e.turn_id = c.turn_id
+        JOIN turns t ON t.turn_id = c.turn_id
+        WHERE t.path = (SELECT min(path) FROM turns u WHERE u.turn_id = c.turn_id)
+)";
+
 /// Each member's numbers, as its row stores them (`rows::TurnRow`: the
 /// one view's `TurnNumbers`) and its cost, by variant: what the tally folds.
 const MEMBER_NUMBERS: &str = concat!(
@@ -169,7 +195,7 @@ impl RunIndex {
         };
         let summaries = summaries(&db, id).map_err(|e| self.error(e))?;
         drop(db);
-        let (counted, numbers_from) = numbers_of(self.variants(id)?, &summaries);
+        let (counted, numbers_from) = numbers_of(self.stored_variants(id)?, &summaries);
         let turns = counted
             .iter()
             .fold(0, |sum: usize, (v, _)| sum.saturating_add(v.turns));
@@ -251,8 +277,8 @@ impl RunIndex {
     pub fn failures(&self, id: &str) -> Result<Vec<FailureRow>, IndexError> {
         let db = self.lock();
         let sql = format!(
-            "{MEMBERS} SELECT variant, claim, \"case\", sample, verdict, failures, path FROM m
-             WHERE verdict IS NOT 'pass' ORDER BY variant, claim, \"case\", sample, path"
+            "{FAILING_MEMBERS} SELECT variant, claim, \"case\", sample, verdict, failures, path
+             FROM m WHERE verdict IS NOT 'pass' ORDER BY variant, claim, \"case\", sample, path"
         );
         db.prepare(&sql)
             .and_then(|mut statement| {

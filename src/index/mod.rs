@@ -13,6 +13,7 @@ mod eval_file;
 pub mod evals;
 pub mod file;
 pub mod history;
+mod numbers;
 pub mod pairs;
 pub mod query;
 pub mod rows;

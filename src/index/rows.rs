@@ -194,11 +194,19 @@ impl TurnRow {
             );
             note_eval_run(db, eval_run, suite, self.started_ns, ended)?;
         }
+        // The runs that counted this turn from its log (a merge, a
+        // re-score) count it again.
+        db.prepare_cached(
+            "UPDATE eval_runs SET numbers_stale = 1
+             WHERE id IN (SELECT eval_run FROM eval_run_turns WHERE turn_id = ?1)",
+        )?
+        .execute([&self.turn_id])?;
         Ok(())
     }
 }
 
-/// Widens an eval run's span to take in `[started_ns, ended_ns]`.
+/// Widens an eval run's span to take in `[started_ns, ended_ns]`, and
+/// marks its numbers to be folded again (`numbers::refresh`).
 pub fn note_eval_run(
     db: &Connection,
     id: &str,
@@ -209,7 +217,7 @@ pub fn note_eval_run(
     db.prepare_cached(
         "INSERT INTO eval_runs (id, suite, started_ns, ended_ns) VALUES (?1, ?2, ?3, ?4)
          ON CONFLICT (id) DO UPDATE SET started_ns = min(started_ns, excluded.started_ns),
-         ended_ns = max(ended_ns, excluded.ended_ns)",
+         ended_ns = max(ended_ns, excluded.ended_ns), numbers_stale = 1",
     )?
     .execute(params![id, suite, started_ns, ended_ns])?;
     Ok(())

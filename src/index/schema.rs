@@ -11,8 +11,8 @@ use super::file::APPLICATION_ID;
 /// version is rebuilt. Version 1 kept it in a `schema_version` table, and
 /// had no application id; version 3 added `turns.tags`, the foreign keys and
 /// the views; version 4 what `compare` pairs on (`model_setting`,
-/// `answer_sha256`, `tools`, `unqueued_ms`, `judge`) and the pairing key's
-/// index.
+/// `answer_sha256`, `tools`, `unqueued_ms`, `judge`), the pairing key's
+/// index, and each eval run's numbers per variant (`eval_run_variants`).
 pub const SCHEMA_VERSION: i64 = 4;
 
 /// The tables of an index of schema 1, sorted: how one is known without
@@ -69,7 +69,7 @@ CREATE TABLE turns (
 CREATE INDEX turns_by_start ON turns (started_ns DESC, path);
 CREATE INDEX turns_by_verdict ON turns (verdict, started_ns DESC);
 CREATE INDEX turns_by_suite ON turns (suite, started_ns DESC);
-CREATE INDEX turns_by_eval_run ON turns (eval_run, variant, verdict);
+CREATE INDEX turns_by_eval_run ON turns (eval_run, verdict, variant);
 CREATE INDEX turns_by_turn_id ON turns (turn_id, path);
 CREATE INDEX turns_by_folder ON turns (folder);
 CREATE INDEX turns_by_pairing ON turns (eval_run, claim, \"case\", sample, variant);
@@ -82,8 +82,24 @@ CREATE TABLE eval_runs (
     id TEXT PRIMARY KEY,
     suite TEXT NOT NULL,
     started_ns INTEGER NOT NULL,
-    ended_ns INTEGER NOT NULL
+    ended_ns INTEGER NOT NULL,
+    numbers_stale INTEGER NOT NULL DEFAULT 1
 );
+CREATE TABLE eval_run_variants (
+    eval_run TEXT NOT NULL REFERENCES eval_runs (id),
+    variant TEXT NOT NULL,
+    turns INTEGER NOT NULL,
+    judged INTEGER NOT NULL,
+    passed INTEGER NOT NULL,
+    failed INTEGER NOT NULL,
+    errors INTEGER NOT NULL,
+    pass_rate REAL,
+    latency_p50_ms INTEGER,
+    latency_p95_ms INTEGER,
+    usage_unreported INTEGER NOT NULL,
+    cost_usd REAL,
+    PRIMARY KEY (eval_run, variant)
+) WITHOUT ROWID;
 CREATE INDEX eval_runs_by_start ON eval_runs (suite, started_ns DESC);
 CREATE TABLE eval_summaries (
     file TEXT PRIMARY KEY,
@@ -105,6 +121,8 @@ CREATE TABLE eval_run_turns (
     borrowed INTEGER NOT NULL,
     PRIMARY KEY (eval_run, turn_id)
 ) WITHOUT ROWID;
+CREATE INDEX eval_run_turns_by_turn ON eval_run_turns (turn_id);
+CREATE INDEX eval_run_turns_borrowed ON eval_run_turns (eval_run) WHERE borrowed;
 CREATE TABLE folders (
     name TEXT PRIMARY KEY,
     stamp TEXT NOT NULL

@@ -67,6 +67,7 @@ impl RunIndex {
         report
             .problems
             .extend(self.unreadable().map_err(|e| self.error(e))?);
+        self.refresh_numbers()?;
         Ok(report)
     }
 
@@ -122,6 +123,10 @@ impl RunIndex {
         report.removed += gone.len();
         let db = self.lock();
         in_transaction(&db, |db| {
+            if !gone.is_empty() {
+                // Removed logs are rare: every run is folded again.
+                super::numbers::all_stale(db)?;
+            }
             for path in &gone {
                 db.execute("DELETE FROM turns WHERE path = ?1", [path])?;
             }
@@ -141,6 +146,7 @@ impl RunIndex {
     fn forget_folder(&self, name: &str) -> rusqlite::Result<usize> {
         let db = self.lock();
         in_transaction(&db, |db| {
+            super::numbers::all_stale(db)?;
             let removed = db.execute("DELETE FROM turns WHERE folder = ?1", [name])?;
             db.execute("DELETE FROM unreadable WHERE folder = ?1", [name])?;
             if name == EVALS_FOLDER {

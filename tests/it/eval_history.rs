@@ -543,6 +543,61 @@ fn a_rescore_beside_the_logs_is_the_standing_verdict_the_index_answers_with() {
     assert_eq!(shown["run"]["variants"][0]["passRate"], 0.0);
 }
 
+/// `evals list|show` read each eval run's numbers as the index stores them
+/// (#65), never folding its turns per query; a re-score of a run's turns
+/// folds that run's numbers again.
+#[test]
+fn evals_read_stored_numbers_which_a_rescore_folds_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    std::fs::create_dir(&runs).unwrap();
+    let judged = ["--judge-provider", "script", "--judge-script"];
+    let out = run_command(
+        in_runs(&runs)
+            .args(["eval", "suites/rubric.yaml", "--provider", "script"])
+            .args(["--eval-run", "ev-abcdef0001"])
+            .args(judged)
+            .arg("suites/scripts/judge.yaml"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let rate = |runs: &Path| {
+        let shown = json(
+            &mut in_runs(runs),
+            &["evals", "show", "ev-abcdef0001", "--json"],
+        );
+        shown["run"]["variants"][0]["passRate"].clone()
+    };
+    assert_eq!(rate(&runs), 1.0);
+    let stored = index_rows(
+        &runs,
+        "SELECT pass_rate FROM eval_run_variants WHERE eval_run = 'ev-abcdef0001'",
+    );
+    assert_eq!(stored, [[rusqlite::types::Value::Real(1.0)]]);
+    // What is stored is what is shown: changed behind promptlab's back, it
+    // is read as it stands, not folded again from the turns.
+    rusqlite::Connection::open(runs.join("index.sqlite"))
+        .unwrap()
+        .execute("UPDATE eval_run_variants SET pass_rate = 0.25", [])
+        .unwrap();
+    assert_eq!(rate(&runs), 0.25);
+    let listed = json(&mut in_runs(&runs), &["evals", "list", "--json"]);
+    assert_eq!(listed[0]["variants"][0]["passRate"], 0.25);
+    let strict = write(
+        dir.path(),
+        "strict.yaml",
+        "rubric:\n  - reply: {pass: false, score: 0.0, reason: strict}\n",
+    );
+    let out = run_command(
+        in_runs(&runs)
+            .args(["eval", "suites/rubric.yaml", "--rescore"])
+            .args(["--eval-run", "ev-abcdef0002"])
+            .args(judged)
+            .arg(&strict),
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(rate(&runs), 0.0, "the re-scored run's numbers folded again");
+}
+
 /// Every row of the index's `turns` table, in path order.
 fn turns_table(runs: &Path) -> Vec<Vec<rusqlite::types::Value>> {
     index_rows(runs, "SELECT * FROM turns ORDER BY path")

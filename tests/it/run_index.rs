@@ -818,6 +818,7 @@ fn the_views_give_eval_runs_and_turns_with_iso_times_verdicts_and_tags() {
         keys,
         [
             "eval_run_turns.eval_run → eval_runs.id",
+            "eval_run_variants.eval_run → eval_runs.id",
             "eval_summaries.eval_run → eval_runs.id",
             "turns.eval_run → eval_runs.id",
         ]
