@@ -61,10 +61,12 @@ pub fn linked(runs_dir: &Path) -> Option<IndexError> {
         })
 }
 
-/// Whether the file at `path` is promptlab's index, by its header (what an
-/// eval's catch-up asks: only a reader settles anything else).
-pub fn is_ours(path: &Path) -> bool {
-    matches!(look(path), Ok(Found::Ours))
+/// Whether the file at `path` is promptlab's index, by its header, or
+/// there is none yet (what an eval's catch-up asks: it makes one where
+/// there is none, and leaves anything else — a link, another database — to
+/// a reader, who says what it does with it).
+pub fn is_ours_or_absent(path: &Path) -> bool {
+    matches!(look(path), Ok(Found::Ours | Found::Nothing))
 }
 
 /// Opens (creating) the index of `runs_dir`, settled: promptlab's own, of

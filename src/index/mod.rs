@@ -3,8 +3,8 @@
 //! (`docs/run-logs.md` documents the tables). The files stay the truth: the
 //! index is a cache with one way of being kept current — a reader brings
 //! it up to date when a folder changed since it was last read (a copied
-//! shard folder, an eval's new logs), and an eval catches it up once at its
-//! end (`RunIndex::catch_up`) — rebuilt whole when it is of another schema
+//! shard folder, an eval's new logs), and an eval catches it up (making it
+//! if there is none) once at its end (`RunIndex::catch_up`) — rebuilt whole when it is of another schema
 //! version or unreadable. A folder that cannot be written, a folder given
 //! as an argument, or `PROMPTLAB_INDEX=off` is scanned into an index in
 //! memory, so every query has one implementation.
@@ -176,14 +176,15 @@ impl RunIndex {
     }
 
     /// Brings the runs folder's index up to date at the end of an eval
-    /// (SPEC §9): where one is kept — promptlab's own, by its header, not
-    /// turned off, in a folder this process may write — so that `evals`
-    /// and `runs list` answer at once. A runs folder nobody has queried is
-    /// left as plain files (the first reader builds its index), and a
-    /// failure here leaves the rows to that reader.
+    /// (SPEC §9), making it where there is none, so that the first `evals`,
+    /// `runs list` or `compare` after the eval is as fast as the second:
+    /// where an index may be kept — promptlab's own by its header, or none
+    /// yet; not turned off; in a folder this process may write. Anything
+    /// else at its name is left to a reader, who says what it does with
+    /// it, and a failure here leaves the rows to that reader.
     pub fn catch_up(runs_dir: &Path) -> Result<(), IndexError> {
-        let kept = file::is_ours(&runs_dir.join(INDEX_FILE));
-        if index_off() || !kept || !writable(runs_dir) {
+        let ours = file::is_ours_or_absent(&runs_dir.join(INDEX_FILE));
+        if index_off() || !ours || !writable(runs_dir) {
             return Ok(());
         }
         Self::open_kept(runs_dir).map(drop)

@@ -97,7 +97,11 @@ fn a_passing_suite_exits_0_and_writes_valid_junit() {
     // The prompt versions' folders (`evals/` holds the eval runs' summaries,
     // `prompts/` the stored prompts).
     for folder in std::fs::read_dir(runs.path()).unwrap().flatten() {
-        if folder.file_name() == "evals" || folder.file_name() == "prompts" {
+        // The index (`index.sqlite`, made at the eval's end) is no folder.
+        if !folder.path().is_dir()
+            || folder.file_name() == "evals"
+            || folder.file_name() == "prompts"
+        {
             continue;
         }
         for file in std::fs::read_dir(folder.path()).unwrap() {
@@ -222,7 +226,11 @@ fn concurrency_is_real_and_bounded() {
     // The prompt versions' folders (`evals/` holds the eval runs' summaries,
     // `prompts/` the stored prompts).
     for folder in std::fs::read_dir(runs.path()).unwrap().flatten() {
-        if folder.file_name() == "evals" || folder.file_name() == "prompts" {
+        // The index (`index.sqlite`, made at the eval's end) is no folder.
+        if !folder.path().is_dir()
+            || folder.file_name() == "evals"
+            || folder.file_name() == "prompts"
+        {
             continue;
         }
         for file in std::fs::read_dir(folder.path()).unwrap() {

@@ -7,19 +7,21 @@ use crate::support;
 
 use support::{index_rows, promptlab, run_command, write};
 
-#[test]
-fn every_log_has_its_row_when_the_eval_exits() {
+/// Into a runs folder whose index a reader built, or into a fresh one
+/// (#65: where the eval made none, and its first reader read every log).
+fn every_log_has_its_row_when_the_eval_exits(read_first: bool) {
     let dir = tempfile::tempdir().unwrap();
     let runs = dir.path().join("runs");
     std::fs::create_dir(&runs).unwrap();
-    // The first reader builds the index; an eval keeps one that exists.
-    let built = run_command(
-        promptlab()
-            .arg("--runs-dir")
-            .arg(&runs)
-            .args(["runs", "list"]),
-    );
-    assert_eq!(built.code, 0, "{}", built.stderr);
+    if read_first {
+        let built = run_command(
+            promptlab()
+                .arg("--runs-dir")
+                .arg(&runs)
+                .args(["runs", "list"]),
+        );
+        assert_eq!(built.code, 0, "{}", built.stderr);
+    }
     write(
         dir.path(),
         "answer.yaml",
@@ -46,4 +48,20 @@ fn every_log_has_its_row_when_the_eval_exits() {
     assert_eq!(logs, 300);
     assert_eq!(rows.len(), 300, "every log's row, none left to a reader");
     assert_eq!(eval_runs.len(), 1, "and the eval run's");
+    let numbers = index_rows(&runs, "SELECT turns FROM eval_run_variants");
+    assert_eq!(
+        numbers,
+        [[rusqlite::types::Value::Integer(300)]],
+        "and its numbers"
+    );
+}
+
+#[test]
+fn every_log_has_its_row_when_an_eval_into_an_indexed_folder_exits() {
+    every_log_has_its_row_when_the_eval_exits(true);
+}
+
+#[test]
+fn an_eval_into_a_fresh_folder_makes_its_index_with_every_row() {
+    every_log_has_its_row_when_the_eval_exits(false);
 }

@@ -164,7 +164,11 @@ fn complete_logs(runs: &Path) -> Vec<(PathBuf, RunStatus)> {
     // The prompt versions' folders (`evals/` holds the eval runs' summaries,
     // `prompts/` the stored prompts).
     for folder in std::fs::read_dir(runs).unwrap().flatten() {
-        if folder.file_name() == "evals" || folder.file_name() == "prompts" {
+        // The index (`index.sqlite`, made at the eval's end) is no folder.
+        if !folder.path().is_dir()
+            || folder.file_name() == "evals"
+            || folder.file_name() == "prompts"
+        {
             continue;
         }
         for file in std::fs::read_dir(folder.path()).unwrap().flatten() {
