@@ -114,6 +114,12 @@ pub struct SideRow {
     pub standing: Standing,
 }
 
+/// The columns of `turns` a side's table keeps: what `SideRow` reads, and
+/// what its standing is decided by.
+const KEPT: &str = "path, turn_id, started_ns, suite, variant, claim, \"case\", sample, fingerprint, \
+    model, model_setting, provider, status, verdict, failures, input_tokens, output_tokens, \
+    cache_read_tokens, usage_unreported, unqueued_ms, cost_usd, cached, answer_sha256, tools, judge";
+
 const COLUMNS: &str = "path, turn_id, started_ns, suite, coalesce(variant, ''), claim, \"case\", \
     sample, fingerprint, model, model_setting, provider, status, verdict, failures, input_tokens, \
     output_tokens, cache_read_tokens, usage_unreported, unqueued_ms, cost_usd, cached, \
@@ -274,13 +280,15 @@ impl RunIndex {
         figure: Figure,
         percentiles: &[u32],
     ) -> Result<Vec<Option<u64>>, IndexError> {
+        // The side's finished runs' figures, kept apart when its table was
+        // filled (`fill_side`): a few integers a row, sorted cheaply.
         let (column, only) = match figure {
             Figure::InputTokens => ("input_tokens", ""),
             Figure::OutputTokens => ("output_tokens", ""),
-            Figure::Latency => ("unqueued_ms", " AND NOT cached AND unqueued_ms IS NOT NULL"),
+            Figure::Latency => ("latency_ms", " WHERE latency_ms IS NOT NULL"),
         };
         let table = side.table();
-        let rows = format!("FROM temp.{table} WHERE standing = 'run' AND {FINISHED}{only}");
+        let rows = format!("FROM temp.{table}_figures{only}");
         let db = self.lock();
         let (all, known): (i64, i64) = db
             .query_row(
@@ -403,7 +411,7 @@ fn fill_side(db: &Connection, table: &str, select: &SideSelect<'_>) -> rusqlite:
         format!("coalesce(variant, '') NOT IN ({})", marks.join(", "))
     };
     let sql = format!(
-        "CREATE TEMP TABLE {table} AS {} SELECT *, CASE
+        "CREATE TEMP TABLE {table} AS {} SELECT {KEPT}, CASE
             WHEN replay_of IS NOT NULL THEN 'replay'
             WHEN (?3 IS NOT NULL AND model IS NOT ?3) OR (?4 IS NOT NULL AND provider IS NOT ?4)
                 OR {variants} THEN 'not_selected'
@@ -425,13 +433,16 @@ fn fill_side(db: &Connection, table: &str, select: &SideSelect<'_>) -> rusqlite:
                  AND n.model_setting = {table}.model_setting
                  AND n.fingerprint = {table}.fingerprint);
          DROP TABLE temp.{table}_newest;
-         UPDATE {table} SET standing = 'superseded_again' WHERE standing = 'run'
-             AND EXISTS (SELECT 1 FROM {table} n WHERE n.standing = 'run'
-                 AND n.variant IS {table}.variant AND n.model_setting = {table}.model_setting
-                 AND n.claim = {table}.claim AND n.\"case\" = {table}.\"case\"
-                 AND n.sample = {table}.sample
-                 AND (n.started_ns, n.path) > ({table}.started_ns, {table}.path));
+         UPDATE {table} SET standing = 'superseded_again' WHERE rowid IN (
+             SELECT rowid FROM (SELECT rowid, row_number() OVER (
+                 PARTITION BY variant, model_setting, claim, \"case\", sample
+                 ORDER BY started_ns DESC, path DESC) AS newest
+             FROM {table} WHERE standing = 'run') WHERE newest > 1);
          CREATE INDEX temp.{table}_key ON {table}
-             (standing, claim, \"case\", sample, variant, model_setting);"
+             (standing, claim, \"case\", sample, variant, model_setting);
+         DROP TABLE IF EXISTS temp.{table}_figures;
+         CREATE TEMP TABLE {table}_figures AS SELECT input_tokens, output_tokens,
+             CASE WHEN NOT cached THEN unqueued_ms END AS latency_ms
+             FROM {table} WHERE standing = 'run' AND {FINISHED};"
     ))
 }
