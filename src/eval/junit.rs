@@ -18,7 +18,11 @@
 //! writes `skipped` and `timestamp` on `<testsuites>`, which that schema
 //! does not allow.
 
+mod samples;
 mod xml;
+
+use samples::CaseSamples;
+pub use samples::MAX_SAMPLES_LISTED;
 
 use std::io::Write;
 use std::time::Duration;
@@ -26,10 +30,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use self::xml::{Counts, JunitWriter, Status, SuiteHead, TestCase};
-use super::expect::Outcome;
 use super::fold::{CaseFold, Folded};
 use super::plan::EvalPlan;
-use super::runner::TurnResult;
 use super::spill::SpillError;
 
 /// How much of an answer a testcase's `<system-out>` carries.
@@ -116,7 +118,8 @@ impl SuiteCounts {
 
 /// Writes the report to `out`: one testsuite per variant (`counts` theirs),
 /// one testcase per fold, from the run's turns and folds in matrix order
-/// (`fold::folds`): a claim × case's samples are kept until its fold comes.
+/// (`fold::folds`): what a claim × case's testcase needs of its samples is
+/// gathered as they come (`samples::CaseSamples`), never the samples.
 pub fn write_junit(
     plan: &EvalPlan,
     counts: &SuiteCounts,
@@ -131,15 +134,15 @@ pub fn write_junit(
         counts,
         open: None,
     };
-    let mut ran = Vec::new();
+    let mut ran = CaseSamples::default();
     for read in folds {
         match read? {
-            Folded::Turn(result) => ran.push(*result),
+            Folded::Turn(result) => ran.add(&result),
             Folded::Case(fold) => {
                 suites.open_to(fold.variant)?;
                 let case = test_case(plan, &fold, &ran, context.not_run_reason);
                 suites.writer.case(&case)?;
-                ran.clear();
+                ran = CaseSamples::default();
             }
         }
     }
@@ -221,7 +224,7 @@ fn suite_head(plan: &EvalPlan, context: &JunitContext, index: usize, counts: Cou
 fn test_case(
     plan: &EvalPlan,
     fold: &CaseFold,
-    ran: &[TurnResult],
+    ran: &CaseSamples,
     not_run_reason: &str,
 ) -> TestCase {
     let name = format!(
@@ -251,13 +254,13 @@ fn test_case(
                 fold.threshold.describe()
             );
             let failed = kind == Kind::Failed;
-            let message = first_problem(ran, failed).unwrap_or_else(|| counts.clone());
+            let message = ran.first_problem(failed).unwrap_or_else(|| counts.clone());
             // GitLab shows the body, not `message`: the expectation and
             // where to look come first.
             let body = format!(
                 "{message}\nrun log: {}\n{counts}\n{}",
-                first_log(ran, failed),
-                problems(ran)
+                ran.first_log(failed),
+                ran.problems()
             );
             match failed {
                 true => Status::Failed { message, body },
@@ -270,80 +273,6 @@ fn test_case(
         classname,
         time: Duration::from_millis(fold.time_ms),
         status,
-        system_out: system_out(ran, not_run, not_run_reason),
+        system_out: ran.system_out(not_run, not_run_reason),
     }
-}
-/// The first unmet expectation of the first failed sample (of the first
-/// errored one when none failed): what a CI widget headlines.
-fn first_problem(ran: &[TurnResult], failed: bool) -> Option<String> {
-    let wanted = if failed {
-        Outcome::Fail
-    } else {
-        Outcome::Error
-    };
-    ran.iter()
-        .filter(|r| r.verdict.outcome == wanted)
-        .find_map(|r| r.verdict.failures.first())
-        .map(|failure| crate::text::one_line(failure, crate::text::QUOTE_CHARS))
-}
-
-/// The run log of the sample `first_problem` quotes.
-fn first_log(ran: &[TurnResult], failed: bool) -> String {
-    let wanted = if failed {
-        Outcome::Fail
-    } else {
-        Outcome::Error
-    };
-    ran.iter()
-        .find(|r| r.verdict.outcome == wanted)
-        .and_then(|r| r.run_log.as_ref())
-        .map_or("not written".to_string(), |p| p.display().to_string())
-}
-
-/// Each sample that did not pass, and why.
-fn problems(ran: &[TurnResult]) -> String {
-    let mut text = String::new();
-    for sample in ran.iter().filter(|r| r.verdict.outcome != Outcome::Pass) {
-        text.push_str(&format!(
-            "sample {} ({}):\n",
-            sample.spec.sample,
-            sample.verdict.outcome.as_str()
-        ));
-        for failure in &sample.verdict.failures {
-            text.push_str(&format!("  - {}\n", failure));
-        }
-    }
-    text
-}
-
-/// Each sample's verdict, run log and answer.
-fn system_out(ran: &[TurnResult], not_run: usize, not_run_reason: &str) -> String {
-    let mut text = String::new();
-    for sample in ran {
-        let log = sample
-            .run_log
-            .as_ref()
-            .map_or("not written".to_string(), |p| p.display().to_string());
-        let answer: String = sample
-            .observation
-            .answer
-            .chars()
-            .take(ANSWER_CHARS)
-            .collect();
-        let cut = if sample.observation.answer.chars().count() > ANSWER_CHARS {
-            "…"
-        } else {
-            ""
-        };
-        text.push_str(&format!(
-            "sample {}: {}\nrun log: {log}\nanswer: {}{cut}\n\n",
-            sample.spec.sample,
-            sample.verdict.outcome.as_str(),
-            answer
-        ));
-    }
-    if not_run > 0 {
-        text.push_str(&format!("{not_run} samples not run: {not_run_reason}\n"));
-    }
-    text
 }

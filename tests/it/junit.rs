@@ -223,3 +223,51 @@ fn the_schema_check_refuses_what_quick_junit_wrote() {
     let error = read.expect_err("junit-10.xsd refuses it");
     assert!(error.contains("skipped"), "{error}");
 }
+
+/// A case repeated more often than a testcase lists (#65): its counts are
+/// all there, its first failure headlines it, and only the first
+/// `MAX_SAMPLES_LISTED` samples are listed, the rest counted — what the
+/// report needs, not every sample held until the case's fold.
+#[test]
+fn a_case_of_many_repeats_lists_its_first_samples_and_counts_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    write(
+        dir.path(),
+        "answer.yaml",
+        "turns:\n  - text: I could not find it.\n",
+    );
+    let suite = write(
+        dir.path(),
+        "suite.yaml",
+        "name: many\nclaims: {ids: [CLM-HH-0001]}\nrepeats: 25\ncases:\n  - name: excess\n    message: What is the excess?\n    script: answer.yaml\n    expect: {answerContains: excess}\n",
+    );
+    let junit = dir.path().join("many.xml");
+    let out = run_command(
+        promptlab()
+            .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
+            .args(["eval", "--provider", "script", "--quiet", "--junit"])
+            .arg(&junit)
+            .arg(&suite),
+    );
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let xml = std::fs::read_to_string(&junit).unwrap();
+    let listed = promptlab::eval::junit::MAX_SAMPLES_LISTED;
+    assert_eq!(listed, 20);
+    assert!(xml.contains("0 of 25 samples passed"), "{xml}");
+    assert!(xml.contains("sample 20: fail\n"), "{xml}");
+    assert!(!xml.contains("sample 21: fail\n"), "{xml}");
+    assert!(
+        xml.contains("… and 5 more samples (see their run logs)"),
+        "{xml}"
+    );
+    assert!(xml.contains("sample 20 (fail):\n"), "{xml}");
+    assert!(!xml.contains("sample 21 (fail):\n"), "{xml}");
+    assert!(
+        xml.contains("… and 5 more samples that did not pass (see their run logs)"),
+        "{xml}"
+    );
+    if let Some(read) = read_as_ci(&[&junit]) {
+        let read = read.unwrap_or_else(|error| panic!("not valid against junit-10.xsd: {error}"));
+        assert_eq!(read[0]["failures"], json!(1), "{read}");
+    }
+}

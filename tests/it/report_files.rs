@@ -102,7 +102,7 @@ fn the_first_signal_ends_a_report_waiting_on_its_reader() {
     let suite = write(
         dir.path(),
         "suite.yaml",
-        "name: t\nclaims: {ids: [CLM-HH-0001]}\nrepeats: 100\ncases:\n  - {name: excess, message: What is the excess?, script: ok.yaml, expect: {answerContains: excess}}\n",
+        "name: t\nclaims: {all: true}\nrepeats: 25\ncases:\n  - {name: excess, message: What is the excess?, script: ok.yaml, expect: {answerContains: excess}}\n",
     );
     let mut child = promptlab()
         .env("PROMPTLAB_RUNS_DIR", dir.path().join("runs"))
@@ -119,8 +119,8 @@ fn the_first_signal_ends_a_report_waiting_on_its_reader() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    // The pipe made as small as it goes (a page): the JUnit of 100 turns
-    // fills it, and nobody reads.
+    // The pipe made as small as it goes (a page): the JUnit of 24 testcases
+    // (each listing 20 of its 25 samples) fills it, and nobody reads.
     let reader = child.stdout.take().unwrap();
     // SAFETY: an fcntl on a descriptor this test owns.
     let sized = unsafe { libc::fcntl(reader.as_raw_fd(), libc::F_SETPIPE_SZ, 4096) };
