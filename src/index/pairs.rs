@@ -114,6 +114,19 @@ pub struct SideRow {
     pub standing: Standing,
 }
 
+/// The rows of eval run `?1`'s members, by the rule of `history::MEMBERS`
+/// (the turns its summary files list, each its lowest path's row; else the
+/// turns labelled with it), as row ids: so that the rows are then read in
+/// the table's order, not one random page a member.
+const MEMBER_ROWIDS: &str =
+    "WITH listed AS (SELECT turn_id FROM eval_run_turns WHERE eval_run = ?1),
+member (id) AS (
+    SELECT rowid FROM turns WHERE eval_run = ?1 AND NOT EXISTS (SELECT 1 FROM listed)
+    UNION ALL
+    SELECT (SELECT u.rowid FROM turns u WHERE u.turn_id = e.turn_id ORDER BY u.path LIMIT 1)
+    FROM listed e
+)";
+
 /// The columns of `turns` a side's table keeps: what `SideRow` reads, and
 /// what its standing is decided by.
 const KEPT: &str = "path, turn_id, started_ns, suite, variant, claim, \"case\", sample, fingerprint, \
@@ -383,7 +396,7 @@ pub struct SideFact {
     pub rows: usize,
 }
 
-/// The members of eval run `?1` (`history::MEMBERS`), of suite `?2` when
+/// The members of eval run `?1` (`MEMBER_ROWIDS`), of suite `?2` when
 /// given, into `table`, marked: replays, then turns a filter leaves out,
 /// then — among the rest — those of a variant's older prompt version, then
 /// older recordings of the same turn; the rest are compared.
@@ -411,13 +424,12 @@ fn fill_side(db: &Connection, table: &str, select: &SideSelect<'_>) -> rusqlite:
         format!("coalesce(variant, '') NOT IN ({})", marks.join(", "))
     };
     let sql = format!(
-        "CREATE TEMP TABLE {table} AS {} SELECT {KEPT}, CASE
+        "CREATE TEMP TABLE {table} AS {MEMBER_ROWIDS} SELECT {KEPT}, CASE
             WHEN replay_of IS NOT NULL THEN 'replay'
             WHEN (?3 IS NOT NULL AND model IS NOT ?3) OR (?4 IS NOT NULL AND provider IS NOT ?4)
                 OR {variants} THEN 'not_selected'
             ELSE 'run' END AS standing
-         FROM m WHERE ?2 IS NULL OR suite = ?2",
-        super::history::MEMBERS
+         FROM turns WHERE rowid IN (SELECT id FROM member) AND (?2 IS NULL OR suite = ?2)"
     );
     db.execute(&sql, params_from_iter(values.iter().map(|v| v.as_ref())))?;
     db.execute_batch(&format!(
