@@ -133,7 +133,8 @@ own AS (
 ),
 candidates AS (
     SELECT turn_id FROM own
-    UNION SELECT turn_id FROM eval_run_turns WHERE eval_run = ?1 AND borrowed
+    UNION SELECT turn_id FROM eval_run_turns INDEXED BY eval_run_turns_borrowed
+        WHERE eval_run = ?1 AND borrowed
 ),
 m AS (
     SELECT t.* FROM own o JOIN turns t ON t.path = o.path WHERE NOT EXISTS (SELECT 1 FROM listed)
