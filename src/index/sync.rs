@@ -71,7 +71,9 @@ impl RunIndex {
         Ok(report)
     }
 
-    /// Lists one folder of logs and reads those the index lacks.
+    /// Lists one folder of logs and reads those the index lacks, a batch
+    /// at a time as the listing goes: nothing holds every path of a folder
+    /// of a million logs (an eval's end catches the index up, SPEC §9).
     fn read_folder(
         &self,
         name: &str,
@@ -80,46 +82,37 @@ impl RunIndex {
         stamp: &str,
         report: &mut SyncReport,
     ) -> Result<(), IndexError> {
-        let listing = list_folder(path).map_err(|source| IndexError::Folder {
+        let folder_error = |source| IndexError::Folder {
             path: path.display().to_string(),
             source,
-        })?;
-        report.listed += listing.logs.len();
-        let known: HashSet<String> = self
+        };
+        let rescores = rescores_in(path).map_err(folder_error)?;
+        // Rows the index has; those still left once the listing is read
+        // are of logs gone from the folder.
+        let mut known: HashSet<String> = self
             .query_pairs_one("SELECT path FROM turns WHERE folder = ?1", name)
             .map_err(|e| self.error(e))?;
-        let on_disk: HashSet<String> = listing
-            .logs
-            .iter()
-            .map(|log| relative(log, &self.root))
-            .collect();
-        let to_read: Vec<&PathBuf> = listing
-            .logs
-            .iter()
-            .filter(|log| {
-                !known.contains(&relative(log, &self.root)) || listing.rescored.contains(*log)
-            })
-            .collect();
         let mut unreadable: Vec<(String, RunLogError)> = Vec::new();
         let mut reader = RunLogReader::default();
-        for chunk in to_read.chunks(BATCH) {
-            let mut rows = Vec::with_capacity(chunk.len());
-            for log in chunk {
-                if let Some(refusal) = refused(log, real_root) {
-                    unreadable.push((relative(log, &self.root), refusal));
-                    continue;
-                }
-                match row_of(log, &self.root, &mut reader) {
-                    Ok(row) => rows.push(row),
-                    Err(error) => unreadable.push((relative(log, &self.root), error)),
-                }
+        let mut batch: Vec<PathBuf> = Vec::with_capacity(BATCH);
+        let entries = std::fs::read_dir(path).map_err(folder_error)?;
+        for entry in entries {
+            let log = entry.map_err(folder_error)?.path();
+            if !is_run_log(&log) {
+                continue;
             }
-            report.read += rows.len();
-            let db = self.lock();
-            in_transaction(&db, |db| rows.iter().try_for_each(|row| row.upsert(db)))
-                .map_err(|e| self.error(e))?;
+            report.listed += 1;
+            let was_known = known.remove(&relative(&log, &self.root));
+            let rescored = rescores.contains(&crate::runs::rescore::rescore_path(&log));
+            if !was_known || rescored {
+                batch.push(log);
+            }
+            if batch.len() == BATCH {
+                self.read_batch(&mut batch, real_root, &mut reader, (&mut unreadable, report))?;
+            }
         }
-        let gone: Vec<&String> = known.iter().filter(|p| !on_disk.contains(*p)).collect();
+        self.read_batch(&mut batch, real_root, &mut reader, (&mut unreadable, report))?;
+        let gone: Vec<&String> = known.iter().collect();
         report.removed += gone.len();
         let db = self.lock();
         in_transaction(&db, |db| {
@@ -140,6 +133,32 @@ impl RunIndex {
             set_stamp(db, name, stamp)
         })
         .map_err(|e| self.error(e))
+    }
+
+    /// Reads `batch`'s logs into rows and writes them in one transaction;
+    /// a log that cannot be read is kept in `unreadable`.
+    fn read_batch(
+        &self,
+        batch: &mut Vec<PathBuf>,
+        real_root: &Path,
+        reader: &mut RunLogReader,
+        (unreadable, report): (&mut Vec<(String, RunLogError)>, &mut SyncReport),
+    ) -> Result<(), IndexError> {
+        let mut rows = Vec::with_capacity(batch.len());
+        for log in batch.drain(..) {
+            if let Some(refusal) = refused(&log, real_root) {
+                unreadable.push((relative(&log, &self.root), refusal));
+                continue;
+            }
+            match row_of(&log, &self.root, reader) {
+                Ok(row) => rows.push(row),
+                Err(error) => unreadable.push((relative(&log, &self.root), error)),
+            }
+        }
+        report.read += rows.len();
+        let db = self.lock();
+        in_transaction(&db, |db| rows.iter().try_for_each(|row| row.upsert(db)))
+            .map_err(|e| self.error(e))
     }
 
     /// Drops the rows of a folder that is gone.
@@ -232,28 +251,15 @@ pub(super) fn stamp_of(path: &Path) -> std::io::Result<String> {
     ))
 }
 
-/// The logs of one folder, and those with a re-score beside them.
-struct FolderListing {
-    logs: Vec<PathBuf>,
-    rescored: HashSet<PathBuf>,
-}
-
-fn list_folder(dir: &Path) -> std::io::Result<FolderListing> {
-    let mut logs = Vec::new();
+/// The re-scores (`<log stem>.verdict.json`) in one folder: the logs
+/// beside them are read again, their standing verdict being the re-score's.
+fn rescores_in(dir: &Path) -> std::io::Result<HashSet<PathBuf>> {
     let mut verdicts = HashSet::new();
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
-        if is_run_log(&path) {
-            logs.push(path);
-        } else if path.to_string_lossy().ends_with(".verdict.json") {
+        if path.to_string_lossy().ends_with(".verdict.json") {
             verdicts.insert(path);
         }
     }
-    logs.sort();
-    let rescored = logs
-        .iter()
-        .filter(|log| verdicts.contains(&crate::runs::rescore::rescore_path(log)))
-        .cloned()
-        .collect();
-    Ok(FolderListing { logs, rescored })
+    Ok(verdicts)
 }
