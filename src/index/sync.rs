@@ -108,10 +108,20 @@ impl RunIndex {
                 batch.push(log);
             }
             if batch.len() == BATCH {
-                self.read_batch(&mut batch, real_root, &mut reader, (&mut unreadable, report))?;
+                self.read_batch(
+                    &mut batch,
+                    real_root,
+                    &mut reader,
+                    (&mut unreadable, report),
+                )?;
             }
         }
-        self.read_batch(&mut batch, real_root, &mut reader, (&mut unreadable, report))?;
+        self.read_batch(
+            &mut batch,
+            real_root,
+            &mut reader,
+            (&mut unreadable, report),
+        )?;
         let gone: Vec<&String> = known.iter().collect();
         report.removed += gone.len();
         let db = self.lock();
