@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::expect::{is_rubric_line, rubric_line_start};
 use super::plan::EvalPlan;
 use crate::digest::{sha256_hex, sha256_hex_of_json};
 use crate::judge::{JudgePrompts, JudgeSettings};
@@ -278,9 +279,19 @@ fn left_out_reason(turn: &LabelledTurn<'_>) -> Option<&'static str> {
     None
 }
 
-/// A failure line of a rubric criterion (`expect::check_rubric`'s).
-fn is_rubric_line(line: &str) -> bool {
-    line.starts_with("rubric \"")
+/// The judge's verdict on a turn's rubric, from its standing verdict: a
+/// failing criterion fails it; an errored turn or judge, or no rubric,
+/// gives none.
+pub fn judge_verdict(verdict: Option<&RecordedVerdict>) -> Option<LabelVerdict> {
+    let verdict = verdict?;
+    if verdict.rubric.is_empty() || verdict.outcome == Outcome::Error {
+        return None;
+    }
+    let failed = (verdict.failures.iter()).any(|line| is_rubric_line(line));
+    Some(match failed {
+        true => LabelVerdict::Fail,
+        false => LabelVerdict::Pass,
+    })
 }
 
 /// The judge's verdict on one criterion of a turn: `None` when it was not
@@ -290,7 +301,7 @@ fn judged_criterion(verdict: &RecordedVerdict, criterion: &str) -> Option<LabelV
     if judged.error.is_some() || judged.pass.is_none() {
         return None;
     }
-    let named = format!("rubric \"{}\"", crate::text::one_line(criterion, 80));
+    let named = rubric_line_start(criterion);
     let failed = verdict.failures.iter().any(|line| line.starts_with(&named));
     Some(if failed {
         LabelVerdict::Fail
@@ -326,27 +337,17 @@ pub fn calibrate<'a>(
         if let Some(verdict) = verdict {
             add_criteria(verdict, turn.labels, &mut criteria);
         }
-        let skip = match crate::runs::labels::turn_label(turn.labels) {
+        let label = match crate::runs::labels::turn_label(turn.labels) {
             None => continue,
-            Some(TurnLabel::Disputed) => Some("disputed"),
-            Some(TurnLabel::Agreed(_)) => left_out_reason(&turn),
+            Some(TurnLabel::Disputed) => Err("disputed"),
+            Some(TurnLabel::Agreed(label)) => left_out_reason(&turn).map_or(Ok(label), Err),
         };
-        if let Some(why) = skip {
-            *left_out.entry(why.to_string()).or_default() += 1;
-            continue;
+        match (label, judge_verdict(verdict)) {
+            (Ok(label), Some(judge)) => pairs.push((label, judge)),
+            (Err(why), _) => *left_out.entry(why.to_string()).or_default() += 1,
+            // `left_out_reason` leaves out every turn without a verdict.
+            (Ok(_), None) => {}
         }
-        let (Some(TurnLabel::Agreed(label)), Some(verdict)) =
-            (crate::runs::labels::turn_label(turn.labels), verdict)
-        else {
-            continue;
-        };
-        let failed = verdict.failures.iter().any(|line| is_rubric_line(line));
-        let judge = if failed {
-            LabelVerdict::Fail
-        } else {
-            LabelVerdict::Pass
-        };
-        pairs.push((label, judge));
     }
     used.sort();
     CalibrationRecord {

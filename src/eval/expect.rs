@@ -265,6 +265,17 @@ fn check_client_actions(expect: &Expectations, seen: &Observation, failures: &mu
     }
 }
 
+/// How a rubric criterion's failure line starts (`rubric "…"`): the one
+/// rule every reader of failure lines tells rubric failures by.
+pub fn rubric_line_start(criterion: &str) -> String {
+    format!("rubric \"{}\"", crate::text::one_line(criterion, 80))
+}
+
+/// Whether a failure line is a rubric criterion's (`rubric_line_start`).
+pub fn is_rubric_line(line: &str) -> bool {
+    line.starts_with("rubric \"")
+}
+
 /// Each criterion's verdict: a fail adds a failure line; a criterion not
 /// judged, or judged with an error, adds an error line. Returns the error
 /// lines and the verdicts used, in the case's order.
@@ -275,7 +286,7 @@ fn check_rubric(
 ) -> (Vec<String>, Vec<RubricVerdict>) {
     let (mut errors, mut used) = (Vec::new(), Vec::new());
     for criterion in &expect.rubric.0 {
-        let named = format!("rubric \"{}\"", crate::text::one_line(criterion, 80));
+        let named = rubric_line_start(criterion);
         let Some(verdict) = rubric.iter().find(|v| &v.criterion == criterion) else {
             errors.push(format!(
                 "{named}: not judged (the turn was recorded without this criterion: re-score it with `eval --rescore`)"

@@ -112,7 +112,7 @@ impl EvalPlan {
     pub fn deciding_outcome(&self, verdict: &super::expect::Verdict) -> super::expect::Outcome {
         use super::expect::Outcome;
         let only_rubric = !verdict.failures.is_empty()
-            && (verdict.failures.iter()).all(|line| line.starts_with("rubric \""));
+            && (verdict.failures.iter()).all(|line| super::expect::is_rubric_line(line));
         match verdict.outcome {
             Outcome::Fail if !self.rubric_decides && only_rubric => Outcome::Pass,
             outcome => outcome,

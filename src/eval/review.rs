@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use super::calibration::Agreement;
+use super::calibration::judge_verdict;
 use crate::runs::labels::{LabelVerdict, current_by_reviewer, read_labels};
-use crate::runs::record::{Outcome, RecordedVerdict};
 
 /// The turns a queue offers at most by default.
 pub const DEFAULT_QUEUE_LENGTH: usize = 40;
@@ -22,21 +22,6 @@ pub struct QueuedTurn {
     /// The judge's verdict on its rubric: `None` when it has none (no
     /// rubric, or the judge could not judge).
     pub judge: Option<LabelVerdict>,
-}
-
-/// The judge's verdict on a turn's rubric, from its standing verdict: a
-/// failing criterion fails it; an errored turn or judge, or no rubric,
-/// gives none.
-pub fn judge_verdict(verdict: Option<&RecordedVerdict>) -> Option<LabelVerdict> {
-    let verdict = verdict?;
-    if verdict.rubric.is_empty() || verdict.outcome == Outcome::Error {
-        return None;
-    }
-    let failed = (verdict.failures.iter()).any(|line| line.starts_with("rubric \""));
-    Some(match failed {
-        true => LabelVerdict::Fail,
-        false => LabelVerdict::Pass,
-    })
 }
 
 /// A review queue: the turns in order, and the reviewer's earlier labels

@@ -29,7 +29,7 @@ pub fn trace_verdict(labels: &RunLabels, tags: &[String], verdict: &Verdict) -> 
     let others: Vec<&String> = verdict
         .failures
         .iter()
-        .filter(|line| !line.starts_with("rubric \""))
+        .filter(|line| !super::expect::is_rubric_line(line))
         .collect();
     let mut results: Vec<(String, bool, Option<f64>, Option<String>)> = verdict
         .rubric

@@ -95,6 +95,9 @@ impl RunIndex {
         let mut unreadable: Vec<(String, RunLogError)> = Vec::new();
         let mut reader = RunLogReader::default();
         let mut batch: Vec<PathBuf> = Vec::with_capacity(BATCH);
+        let mut read = |batch: &mut Vec<PathBuf>, report: &mut SyncReport| {
+            self.read_batch(batch, real_root, &mut reader, (&mut unreadable, report))
+        };
         let entries = std::fs::read_dir(path).map_err(folder_error)?;
         for entry in entries {
             let log = entry.map_err(folder_error)?.path();
@@ -108,20 +111,10 @@ impl RunIndex {
                 batch.push(log);
             }
             if batch.len() == BATCH {
-                self.read_batch(
-                    &mut batch,
-                    real_root,
-                    &mut reader,
-                    (&mut unreadable, report),
-                )?;
+                read(&mut batch, report)?;
             }
         }
-        self.read_batch(
-            &mut batch,
-            real_root,
-            &mut reader,
-            (&mut unreadable, report),
-        )?;
+        read(&mut batch, report)?;
         let gone: Vec<&String> = known.iter().collect();
         report.removed += gone.len();
         let db = self.lock();

@@ -314,7 +314,7 @@ fn record_label(state: &ServeState, dir: &std::path::Path, body: LabelBody) -> R
     let agreement = body
         .eval_run
         .and_then(|id| run_agreement(dir, &id, &record.reviewer));
-    let judge = crate::eval::review::judge_verdict(verdict.as_ref());
+    let judge = crate::eval::calibration::judge_verdict(verdict.as_ref());
     let answer = Labelled {
         label: record,
         judge,
